@@ -1,0 +1,91 @@
+# hprof-shrink - build, test and install.
+#
+#   make                 libhprof.a, hprof-shrink and the tools (in build/)
+#   make check           unit tests (Check) and CLI tests
+#   make check SANITIZE=1  the same under AddressSanitizer + UBSan (build-san/)
+#   make demo            shrink a bundled fixture
+#   make install PREFIX=/usr/local DESTDIR=
+#
+# Missing Debian packages are installed first (tools/ensure-deps.sh).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+SANITIZE ?=
+
+ifeq ($(SANITIZE),1)
+B := build-san
+OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+B := build
+OPT := -O2 -g
+endif
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CPPFLAGS += -Iinclude -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64
+CFLAGS ?=
+CFLAGS += -std=c11 $(WARN) $(OPT)
+LDLIBS_LIB := -lcrypto -lz
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
+
+LIB_SRC := $(wildcard src/*.c)
+LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/src/%.o)
+TOOLS := hprof-shrink hprof-verify hprof-synth
+TOOL_BIN := $(TOOLS:%=$(B)/%)
+TEST_SRC := $(wildcard tests/check_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+
+.PHONY: all deps check-deps check unit-check cli-check demo clean install uninstall
+
+all: $(B)/.deps $(B)/libhprof.a $(TOOL_BIN)
+
+$(B)/.deps: tools/ensure-deps.sh
+	@mkdir -p $(B)
+	@tools/ensure-deps.sh build
+	@touch $@
+
+$(B)/.check-deps: tools/ensure-deps.sh
+	@mkdir -p $(B)
+	@tools/ensure-deps.sh check
+	@touch $@
+
+$(B)/src/%.o: src/%.c src/*.h include/*.h | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/libhprof.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/%: tools/%.c $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
+
+$(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h $(B)/libhprof.a | $(B)/.check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Isrc $(CFLAGS) -o $@ $< tests/testlib.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
+
+check: all $(B)/.check-deps $(TEST_BIN)
+	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) $$t; done
+	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) tests/cli-tests.sh
+
+demo: all
+	@tools/demo.sh $(B)
+
+clean:
+	rm -rf build build-san
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(B)/libhprof.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/hprof.h include/hprof_visitor.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+uninstall:
+	rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libhprof.a \
+		$(DESTDIR)$(PREFIX)/include/hprof.h $(DESTDIR)$(PREFIX)/include/hprof_visitor.h \
+		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1))

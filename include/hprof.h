@@ -1,0 +1,297 @@
+/*
+ * hprof.h - libhprof, a streaming reader, visitor chain and writer for Java
+ * and Android heap dumps (.hprof), and the shrink built on them.
+ *
+ * Introduction
+ * ------------
+ * A heap dump is a header followed by top-level records; the heap itself
+ * lives in HEAP_DUMP / HEAP_DUMP_SEGMENT records made of sub-records that
+ * carry no length of their own.  libhprof reads such a file as a stream, in
+ * bounded memory whatever its size, and hands every record to a chain of
+ * visitors (see hprof_visitor.h).  The writer is a visitor that serialises
+ * what reaches it.
+ *
+ * Call order
+ * ----------
+ *   1. hprof_reader_open_fd() or hprof_reader_open_memory(): checks the header.
+ *   2. Build a chain: your visitors, ending (optionally) with a writer made by
+ *      hprof_writer_new() over a sink (hprof_sink_new_fd/_gzip/_memory).
+ *   3. hprof_reader_run(): one pass over the whole input.  Call it again for
+ *      another pass: every run starts from the first record.
+ *   4. hprof_sink_finish(), then the _free() functions (all accept NULL).
+ *
+ * Errors
+ * ------
+ * Functions return HPROF_OK (0) or a negative HPROF_ERR_* code and fill the
+ * `struct hprof_error` they were given with a one-line message that names the
+ * byte offset and the record kind.  The first error wins; later ones do not
+ * overwrite it.  The library never prints, exits or aborts.  After an error a
+ * reader can be run again; a writer or sink that failed must be freed.
+ *
+ * Memory
+ * ------
+ * The reader keeps one buffer (HPROF_READ_BUFFER bytes, growing only for a
+ * single non-array record, up to HPROF_MAX_RECORD); arrays are delivered in
+ * chunks.  The writer keeps one segment buffer of at most the segment limit.
+ * Neither grows with the size of the file.
+ */
+#ifndef HPROF_H
+#define HPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hprof_visitor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HPROF_VERSION_MAJOR 0
+#define HPROF_VERSION_MINOR 1
+#define HPROF_VERSION_PATCH 0
+#define HPROF_VERSION_NUMBER \
+    (HPROF_VERSION_MAJOR * 10000 + HPROF_VERSION_MINOR * 100 + HPROF_VERSION_PATCH)
+#define HPROF_VERSION_STRING "0.1.0"
+
+/* The version of the library actually linked; tools compare it with
+ * HPROF_VERSION_NUMBER at startup. */
+unsigned hprof_version_number(void);
+
+/* ---- Status codes and errors ------------------------------------------ */
+
+#define HPROF_OK 0
+#define HPROF_SKIP 1            /* visitor: skip the rest of this record */
+#define HPROF_ERR_FORMAT (-1)   /* the input is not a valid heap dump */
+#define HPROF_ERR_IO (-2)       /* reading or writing failed */
+#define HPROF_ERR_NOMEM (-3)    /* out of memory */
+#define HPROF_ERR_USAGE (-4)    /* the API was called wrongly */
+
+struct hprof_error {
+    int code;               /* HPROF_OK until the first error */
+    char message[512];
+};
+
+/* Record an error unless one is already recorded.  @return `code`. */
+int hprof_error_set(struct hprof_error *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Names for messages: "HEAP_DUMP_SEGMENT", "INSTANCE_DUMP", "char", ...
+ * Unknown values give "unknown".  The strings are static. */
+const char *hprof_tag_name(uint8_t tag);
+const char *hprof_subtag_name(uint8_t subtag);
+const char *hprof_type_name(uint8_t type);
+
+/* Size in bytes of a value of basic type `type` (ids take `id_size`);
+ * 0 for a type that does not exist. */
+unsigned hprof_type_size(uint8_t type, unsigned id_size);
+
+/* ---- Reader ------------------------------------------------------------ */
+
+#define HPROF_READ_BUFFER (4u << 20)
+#define HPROF_MAX_RECORD (64u << 20)
+
+struct hprof_reader;
+
+/* hprof_reader_open_fd() :
+ * Opens a reader on `fd`, which must support pread() (a regular file); the
+ * reader does not close it.  Reads and checks the header.
+ * @return HPROF_OK and *out, or an error (*out is then NULL). */
+int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hprof_error *err);
+
+/* Same over `len` bytes at `data`, which must outlive the reader.  Records
+ * handed to visitors then point straight into `data`. */
+int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t len,
+                             struct hprof_error *err);
+
+/* The header read at open; valid while the reader lives. */
+const struct hprof_header *hprof_reader_header(const struct hprof_reader *r);
+
+/* Size of the input in bytes. */
+uint64_t hprof_reader_size(const struct hprof_reader *r);
+
+/* hprof_reader_run() :
+ * One pass over the input: header, every record, then end.  Each call starts
+ * again from the first record.  Stops at the first error of the input or of
+ * a visitor.  @return HPROF_OK or the error code (message in `err`). */
+int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v);
+
+/* Called during a run with the input offset reached, at most every few MB. */
+void hprof_reader_set_progress(struct hprof_reader *r,
+                               void (*fn)(void *ctx, uint64_t done, uint64_t total),
+                               void *ctx);
+
+/* Copy `len` bytes at input offset `offset` into `buf` (random access, for
+ * example to compare two arrays byte for byte).  @return HPROF_OK or error. */
+int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_t len);
+
+void hprof_reader_free(struct hprof_reader *r);
+
+/* ---- Sinks: where written bytes go -------------------------------------- */
+
+struct hprof_sink;
+
+/* Buffered writes to `fd` (not closed by the sink). */
+struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
+
+/* gzip to `fd` as the JDK's `jcmd GC.heap_dump -gz` writes it: independent
+ * members of HPROF_GZIP_BLOCK input bytes each, the first carrying the
+ * comment "HPROF BLOCKSIZE=1048576", so readers can seek.  `level` 1-9. */
+#define HPROF_GZIP_BLOCK (1u << 20)
+struct hprof_sink *hprof_sink_new_gzip(int fd, int level, struct hprof_error *err);
+
+/* Collects everything in memory (tests, fuzzing). */
+struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err);
+/* The bytes collected so far; valid until the next write or free. */
+const uint8_t *hprof_sink_memory_data(const struct hprof_sink *s, size_t *len);
+
+/* @return HPROF_OK or HPROF_ERR_IO / HPROF_ERR_NOMEM. */
+int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len);
+/* Flush everything (and end the gzip stream).  No write may follow. */
+int hprof_sink_finish(struct hprof_sink *s);
+/* Uncompressed bytes accepted so far. */
+uint64_t hprof_sink_bytes(const struct hprof_sink *s);
+void hprof_sink_free(struct hprof_sink *s);
+
+/* ---- Writer: the last visitor ------------------------------------------ */
+
+struct hprof_writer;
+
+/* Default and smallest limits on the body of an output HEAP_DUMP_SEGMENT. */
+#define HPROF_SEGMENT_LIMIT (32u << 20)
+#define HPROF_SEGMENT_LIMIT_MIN 64u
+
+/* hprof_writer_new() :
+ * A writer that serialises every record it receives to `sink` (which it does
+ * not own).  It keeps the header as given; recomputes every record length;
+ * writes heap sub-records into HEAP_DUMP_SEGMENTs, starting a new one where
+ * the input's segment ends or where the limit would be passed (a single
+ * sub-record larger than the limit gets a segment of its own), never writing
+ * an empty one; closes each run of segments with one HEAP_DUMP_END; and in a
+ * new segment repeats the current HEAP_DUMP_INFO before the first object, as
+ * ART does.  HEAP_DUMP_INFO sub-records not followed by any object in their
+ * segment are not written.
+ * @return the writer, or NULL (error in `err`). */
+struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_error *err);
+
+/* Limit on output segment bodies; `bytes` >= HPROF_SEGMENT_LIMIT_MIN. */
+int hprof_writer_set_segment_limit(struct hprof_writer *w, uint32_t bytes);
+
+/* The writer as a visitor, to end a chain.  Lives as long as `w`. */
+struct hprof_visitor *hprof_writer_visitor(struct hprof_writer *w);
+
+void hprof_writer_free(struct hprof_writer *w);
+
+/* ---- Opening inputs the way the tools do -------------------------------- */
+
+/* hprof_input_open() :
+ * Opens `path` ("-" = standard input) for reading as a heap dump.  A
+ * non-seekable input, or one compressed with gzip (detected by its magic),
+ * is copied (decompressed) to an unlinked temporary file in $TMPDIR, since
+ * the passes need to re-read it.  Sets *fd (close it yourself) and, when
+ * `spooled` is not NULL, *spooled to 1 if a copy was made.
+ * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip). */
+int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
+
+/* ---- Verification ------------------------------------------------------- */
+
+/* Kinds of referrer, for counting references to objects not in the file. */
+enum hprof_ref_kind {
+    HPROF_REF_ROOT,
+    HPROF_REF_STATIC_FIELD,
+    HPROF_REF_INSTANCE_FIELD,
+    HPROF_REF_ARRAY_ELEMENT,
+    HPROF_REF_CLASS,        /* a class dump's superclass, loader, ... */
+    HPROF_REF_KINDS
+};
+const char *hprof_ref_kind_name(int kind);
+
+struct hprof_verify_report {
+    uint64_t records;           /* top-level records */
+    uint64_t unknown_records;   /* of which with an unknown tag */
+    uint64_t segments;          /* HEAP_DUMP and HEAP_DUMP_SEGMENT */
+    uint64_t strings;
+    uint64_t load_classes;
+    uint64_t roots;
+    uint64_t heap_infos;
+    uint64_t class_dumps;
+    uint64_t instances;
+    uint64_t object_arrays;
+    uint64_t primitive_arrays;  /* including PRIMITIVE_ARRAY_NODATA */
+    uint64_t primitive_bytes;   /* bytes of primitive array contents */
+    uint64_t dangling;          /* references to ids not dumped, all kinds */
+    uint64_t dangling_by_kind[HPROF_REF_KINDS];
+};
+
+/* hprof_verify() :
+ * Parses the input strictly in two passes: structure, then every instance's
+ * field bytes against its class layout (own fields and all superclasses'),
+ * and every reference against the set of dumped objects.
+ * @return HPROF_OK (report filled), or the first problem found. */
+int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
+                 struct hprof_error *err);
+
+/* ---- Shrinking ---------------------------------------------------------- */
+
+enum hprof_arrays_mode {
+    HPROF_ARRAYS_EMPTY,     /* keep each dropped array as a zero-length one */
+    HPROF_ARRAYS_ZERO,      /* keep its length, zero its contents */
+    HPROF_ARRAYS_REMOVE     /* delete the record */
+};
+
+struct hprof_shrink_options {
+    int arrays;             /* enum hprof_arrays_mode */
+    int keep_system_heaps;  /* 0: drop zygote and image heap objects */
+    uint32_t segment_limit; /* 0: HPROF_SEGMENT_LIMIT */
+    /* Progress: pass number (1-based), passes in all, bytes done, total. */
+    void (*progress)(void *ctx, int pass, int passes, uint64_t done, uint64_t total);
+    void *progress_ctx;
+};
+
+struct hprof_count {
+    uint64_t count;
+    uint64_t bytes;
+};
+
+#define HPROF_SHRINK_MAX_PASSES 5
+
+struct hprof_shrink_stats {
+    uint64_t bytes_in;
+    uint64_t bytes_out;             /* uncompressed */
+    struct hprof_count strings;     /* STRING records (passed through) */
+    struct hprof_count class_dumps;
+    struct hprof_count instances_in, instances_out;
+    struct hprof_count object_arrays_in, object_arrays_out;
+    struct hprof_count primitive_arrays_in;     /* bytes: contents */
+    struct hprof_count string_values_kept;      /* java.lang.String contents */
+    struct hprof_count bitmap_buffers_kept;     /* distinct pixel buffers */
+    struct hprof_count other_kept;              /* Bitmap$DumpData natives */
+    struct hprof_count arrays_emptied;          /* bytes: contents removed */
+    struct hprof_count arrays_zeroed;           /* bytes: contents zeroed */
+    struct hprof_count arrays_removed;          /* bytes: contents removed */
+    struct hprof_count system_dropped;          /* zygote/image objects gone */
+    struct hprof_count system_standins;         /* kept hollow (referenced) */
+    uint64_t roots_dropped;
+    uint64_t bitmap_candidates;                 /* buffers digested */
+    uint64_t bitmap_groups;                     /* contents held by >1 buffer */
+    struct hprof_count bitmap_duplicates;       /* copies merged away */
+    int passes;
+    double pass_seconds[HPROF_SHRINK_MAX_PASSES];
+};
+
+/* hprof_shrink() :
+ * Reads `r` in several passes and writes the shrunk dump to `sink` (see
+ * hprof-shrink(1) for what is kept, dropped and merged).  Deterministic:
+ * the same input and options give the same bytes.  `stats` may be NULL.
+ * @return HPROF_OK, or an error (the sink then holds a partial dump). */
+int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
+                 const struct hprof_shrink_options *options,
+                 struct hprof_shrink_stats *stats, struct hprof_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HPROF_H */

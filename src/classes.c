@@ -1,0 +1,146 @@
+/*
+ * classes.c - class layouts remembered between passes.
+ *
+ * An INSTANCE_DUMP holds its own class's field values first, then its
+ * superclass's, up to java.lang.Object; finding one field therefore needs
+ * the CLASS_DUMP of every class in the chain, and those may come after the
+ * instances.  We keep, per class, its superclass and its own instance fields
+ * (name id and type: 9 or 13 bytes in a dump become 16 here), in one pooled
+ * array so a dump with 100k classes costs a few MB.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "hprof_private.h"
+
+int classes_init(struct classes *c, unsigned id_size)
+{
+    *c = (struct classes){ .id_size = id_size };
+    return idmap_init(&c->index, 1);
+}
+
+void classes_free(struct classes *c)
+{
+    idmap_free(&c->index);
+    free(c->info);
+    free(c->fields);
+    *c = (struct classes){ 0 };
+}
+
+static int reserve(void **array, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return HPROF_OK;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *grown = realloc(*array, n * size);
+    if (grown == NULL)
+        return HPROF_ERR_NOMEM;
+    *array = grown;
+    *cap = n;
+    return HPROF_OK;
+}
+
+int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hprof_error *err)
+{
+    if (cd->id == 0)
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": CLASS_DUMP: class id is 0", cd->offset);
+    if (idmap_has(&c->index, cd->id))
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": CLASS_DUMP: class 0x%" PRIx64
+                               " is dumped twice", cd->offset, cd->id);
+    if (reserve((void **)&c->info, &c->cap_info, c->n_info + 1, sizeof *c->info) != HPROF_OK ||
+        reserve((void **)&c->fields, &c->cap_fields, c->n_fields + cd->n_fields,
+                sizeof *c->fields) != HPROF_OK ||
+        idmap_put(&c->index, cd->id, c->n_info) != HPROF_OK)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for class layouts");
+    struct class_info *ci = &c->info[c->n_info++];
+    *ci = (struct class_info){
+        .id = cd->id, .super_id = cd->super_id, .first_field = (uint32_t)c->n_fields,
+        .n_fields = cd->n_fields, .total_bytes = UINT64_MAX,
+    };
+    for (unsigned i = 0; i < cd->n_fields; i++) {
+        c->fields[c->n_fields++] = (struct class_field){ cd->fields[i].name_id, cd->fields[i].type };
+        ci->own_bytes += hprof_type_size(cd->fields[i].type, c->id_size);
+    }
+    return HPROF_OK;
+}
+
+struct class_info *classes_find(const struct classes *c, uint64_t class_id)
+{
+    uint64_t at;
+    return idmap_get(&c->index, class_id, &at) ? &c->info[at] : NULL;
+}
+
+int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err)
+{
+    if (ci->state == 2)
+        return HPROF_OK;
+    /* Walk up iteratively: chains can be long and input is untrusted. */
+    uint64_t total = 0;
+    size_t steps = 0;
+    for (struct class_info *k = ci; k != NULL; steps++) {
+        if (k->state == 2) {
+            total += k->total_bytes;
+            break;
+        }
+        if (steps > c->n_info)
+            return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                   "CLASS_DUMP: superclass chain of class 0x%" PRIx64
+                                   " has a cycle", ci->id);
+        total += k->own_bytes;
+        if (k->super_id == 0)
+            break;
+        struct class_info *up = classes_find(c, k->super_id);
+        if (up == NULL)
+            return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                   "CLASS_DUMP: class 0x%" PRIx64 " has superclass 0x%" PRIx64
+                                   " which is not dumped", k->id, k->super_id);
+        k = up;
+    }
+    ci->total_bytes = total;
+    ci->state = 2;
+    return HPROF_OK;
+}
+
+int classes_each_ref(const struct classes *c, const struct class_info *ci,
+                     const uint8_t *values, uint32_t length, field_ref_fn fn, void *ctx)
+{
+    uint32_t at = 0;
+    size_t steps = 0;
+    for (const struct class_info *k = ci; k != NULL && steps <= c->n_info; steps++) {
+        const struct class_field *f = c->fields + k->first_field;
+        for (unsigned i = 0; i < k->n_fields; i++) {
+            unsigned size = hprof_type_size(f[i].type, c->id_size);
+            if (at + size > length)
+                return 0;
+            if (f[i].type == HPROF_TYPE_OBJECT) {
+                int rc = fn(ctx, at, f[i].name_id, get_id(values + at, c->id_size));
+                if (rc != 0)
+                    return rc;
+            }
+            at += size;
+        }
+        k = k->super_id ? classes_find(c, k->super_id) : NULL;
+    }
+    return 0;
+}
+
+int64_t classes_field_offset(const struct classes *c, const struct class_info *ci,
+                             uint64_t name_id, uint8_t type)
+{
+    uint64_t at = 0;
+    size_t steps = 0;
+    for (const struct class_info *k = ci; k != NULL && steps <= c->n_info; steps++) {
+        const struct class_field *f = c->fields + k->first_field;
+        for (unsigned i = 0; i < k->n_fields; i++) {
+            if (f[i].name_id == name_id && f[i].type == type)
+                return (int64_t)at;
+            at += hprof_type_size(f[i].type, c->id_size);
+        }
+        k = k->super_id ? classes_find(c, k->super_id) : NULL;
+    }
+    return -1;
+}

@@ -1,0 +1,169 @@
+/*
+ * hprof_private.h - declarations shared by libhprof's source files and not
+ * part of the public API: byte order helpers, the id set, class layouts and
+ * the walk over an object's references.
+ */
+#ifndef HPROF_PRIVATE_H
+#define HPROF_PRIVATE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "hprof.h"
+
+/* ---- Big-endian access -------------------------------------------------- */
+
+static inline uint16_t get_u2(const uint8_t *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static inline uint32_t get_u4(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static inline uint64_t get_u8(const uint8_t *p)
+{
+    return ((uint64_t)get_u4(p) << 32) | get_u4(p + 4);
+}
+
+/* An identifier of 4 or 8 bytes. */
+static inline uint64_t get_id(const uint8_t *p, unsigned id_size)
+{
+    return id_size == 4 ? get_u4(p) : get_u8(p);
+}
+
+/* A value of `size` bytes (1, 2, 4 or 8), right-aligned. */
+static inline uint64_t get_value(const uint8_t *p, unsigned size)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint8_t *put_u1(uint8_t *p, uint8_t v)
+{
+    *p = v;
+    return p + 1;
+}
+
+static inline uint8_t *put_u2(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+    return p + 2;
+}
+
+static inline uint8_t *put_u4(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+    return p + 4;
+}
+
+static inline uint8_t *put_value(uint8_t *p, uint64_t v, unsigned size)
+{
+    for (unsigned i = size; i > 0; i--) {
+        p[i - 1] = (uint8_t)v;
+        v >>= 8;
+    }
+    return p + size;
+}
+
+static inline uint8_t *put_id(uint8_t *p, uint64_t id, unsigned id_size)
+{
+    return put_value(p, id, id_size);
+}
+
+/* ---- Id map: open addressing, linear probing ---------------------------
+ * Keys are object ids; 0 (the null id) marks an empty slot, so it cannot be
+ * stored.  Values are optional (a set has none).  Grows at half full. */
+
+struct idmap {
+    uint64_t *keys;
+    uint64_t *values;       /* NULL for a set */
+    size_t mask;            /* capacity - 1; capacity is a power of two */
+    size_t count;
+};
+
+int idmap_init(struct idmap *m, int with_values);
+void idmap_free(struct idmap *m);
+/* Insert or overwrite.  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idmap_put(struct idmap *m, uint64_t key, uint64_t value);
+/* @return 1 and *value (if not NULL) when present, else 0. */
+int idmap_get(const struct idmap *m, uint64_t key, uint64_t *value);
+static inline int idmap_has(const struct idmap *m, uint64_t key)
+{
+    return idmap_get(m, key, NULL);
+}
+
+/* ---- Class layouts -------------------------------------------------------
+ * What is needed to find a field in an instance: each class's superclass and
+ * own instance fields.  Filled from CLASS_DUMPs in one pass, used in later
+ * ones (class dumps may come after instances of the class). */
+
+struct class_field {
+    uint64_t name_id;
+    uint8_t type;
+};
+
+struct class_info {
+    uint64_t id;
+    uint64_t super_id;
+    uint64_t name_id;           /* from LOAD_CLASS, 0 if none */
+    uint32_t first_field;       /* index into classes.fields */
+    uint16_t n_fields;
+    uint32_t own_bytes;         /* bytes of own field values */
+    uint64_t total_bytes;       /* with all superclasses; UINT64_MAX = unknown */
+    int state;                  /* layout resolution: 0 new, 1 busy, 2 done */
+};
+
+struct classes {
+    struct idmap index;         /* class id -> position in `info` */
+    struct class_info *info;
+    size_t n_info, cap_info;
+    struct class_field *fields;
+    size_t n_fields, cap_fields;
+    unsigned id_size;
+};
+
+int classes_init(struct classes *c, unsigned id_size);
+void classes_free(struct classes *c);
+/* Record a class dump.  A second dump of the same id is an error. */
+int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hprof_error *err);
+struct class_info *classes_find(const struct classes *c, uint64_t class_id);
+/* Total field bytes of an instance of `ci`, superclasses included; checks
+ * that the chain ends and has no cycle.  @return HPROF_OK or format error. */
+int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err);
+
+/* Calls fn(ctx, slot_offset, ref) for every object-typed field of an
+ * instance of class `ci` (whose values are `values`, `length` bytes, already
+ * checked against the layout), walking up the superclass chain.  A non-zero
+ * return from fn stops the walk and is returned. */
+typedef int (*field_ref_fn)(void *ctx, uint32_t slot_offset, uint64_t name_id, uint64_t ref);
+int classes_each_ref(const struct classes *c, const struct class_info *ci,
+                     const uint8_t *values, uint32_t length, field_ref_fn fn, void *ctx);
+
+/* Byte offset of the field named `name_id` of type `type` in instances of
+ * `ci` (searching the class, then its superclasses).  @return the offset,
+ * or -1 when there is none. */
+int64_t classes_field_offset(const struct classes *c, const struct class_info *ci,
+                             uint64_t name_id, uint8_t type);
+
+/* ---- MD5 of array contents (OpenSSL EVP) --------------------------------- */
+
+struct digest;
+struct digest *digest_new(struct hprof_error *err);
+int digest_begin(struct digest *d);
+int digest_update(struct digest *d, const void *data, size_t len);
+int digest_final(struct digest *d, uint8_t out[16]);
+void digest_free(struct digest *d);
+
+/* Monotonic seconds, for the passes' timings. */
+double hprof_now(void);
+
+#endif /* HPROF_PRIVATE_H */

@@ -1,0 +1,737 @@
+/*
+ * reader.c - streams a heap dump through a visitor chain.
+ *
+ * The input is read through one window (`cur`..`lim`) over a buffer that is
+ * refilled with large pread()s; records are parsed in place and handed out
+ * as pointers into the window.  Arrays, the only sub-records that can be
+ * huge, go out in chunks of whole elements, so no length field ever decides
+ * the size of an allocation beyond HPROF_MAX_RECORD.
+ *
+ * Invariants:
+ *  1. `pos` is the input offset of `cur`; bytes [cur, lim) are valid.
+ *  2. Every length read from the input is checked against what encloses it
+ *     (the file for a record, the segment for a sub-record) before any byte
+ *     of the body is requested, so a bad length becomes a message, not a read
+ *     past the end or a huge buffer.
+ *  3. All offsets and sizes are 64-bit; a u4 count times an element size
+ *     cannot overflow 64 bits.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hprof_private.h"
+
+#define CHUNK_MAX (1u << 20)            /* a multiple of every element size */
+#define PROGRESS_STEP (16u << 20)
+#define MAX_HEADER 64
+
+struct hprof_reader {
+    int fd;                     /* -1 when reading memory */
+    const uint8_t *mem;
+    uint64_t size;
+    struct hprof_header header;
+    struct hprof_error *err;
+
+    uint8_t *buf;
+    size_t cap;
+    const uint8_t *cur, *lim;
+    uint64_t pos;
+
+    /* What is being parsed, for messages. */
+    uint64_t rec_offset;
+    uint8_t rec_tag;
+    uint64_t sub_offset;
+    uint8_t sub_tag;
+    int in_heap;
+
+    /* Class-dump tables, reused (at most 65535 entries each). */
+    struct hprof_constant *constants;
+    struct hprof_static_field *statics;
+    struct hprof_field *fields;
+    size_t cap_constants, cap_statics, cap_fields;
+
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+    uint64_t next_progress;
+};
+
+/* ---- Messages ------------------------------------------------------------ */
+
+/* "HEAP_DUMP_SEGMENT/INSTANCE_DUMP" or "STRING" for the current position. */
+static const char *where(const struct hprof_reader *r, char *out, size_t len)
+{
+    if (r->in_heap)
+        snprintf(out, len, "%s/%s", hprof_tag_name(r->rec_tag), hprof_subtag_name(r->sub_tag));
+    else
+        snprintf(out, len, "%s", hprof_tag_name(r->rec_tag));
+    return out;
+}
+
+static int fail(struct hprof_reader *r, int code, uint64_t offset, const char *what)
+{
+    char w[80];
+    return hprof_error_set(r->err, code, "offset 0x%" PRIx64 ": %s: %s", offset,
+                           where(r, w, sizeof w), what);
+}
+
+#define FAILF(r, code, offset, ...)                                     \
+    do {                                                                \
+        char msg_[256];                                                 \
+        snprintf(msg_, sizeof msg_, __VA_ARGS__);                       \
+        return fail((r), (code), (offset), msg_);                       \
+    } while (0)
+
+/* A visitor returned an error: keep its message, or say which record. */
+static int visitor_failed(struct hprof_reader *r, int rc)
+{
+    return fail(r, rc, r->in_heap ? r->sub_offset : r->rec_offset, "a visitor failed");
+}
+
+/* ---- The window ---------------------------------------------------------- */
+
+static size_t avail(const struct hprof_reader *r)
+{
+    return (size_t)(r->lim - r->cur);
+}
+
+static void seek_to(struct hprof_reader *r, uint64_t offset)
+{
+    if (r->fd < 0) {
+        r->cur = r->mem + offset;
+        r->lim = r->mem + r->size;
+    } else {
+        r->cur = r->lim = r->buf;
+    }
+    r->pos = offset;
+}
+
+static int pread_full(struct hprof_reader *r, uint64_t offset, uint8_t *dst, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = pread(r->fd, dst, len, (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return hprof_error_set(r->err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": read: %s",
+                                   offset, strerror(errno));
+        if (n == 0)
+            return hprof_error_set(r->err, HPROF_ERR_IO,
+                                   "offset 0x%" PRIx64 ": read: input shrank while reading",
+                                   offset);
+        dst += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return HPROF_OK;
+}
+
+/* Make `n` bytes available at `cur`; n <= HPROF_MAX_RECORD.  Callers have
+ * already checked that the enclosing record holds them, so running out of
+ * file here means the file ends mid-record. */
+static int need(struct hprof_reader *r, size_t n)
+{
+    if (avail(r) >= n)
+        return HPROF_OK;
+    if (n > r->size - r->pos)
+        FAILF(r, HPROF_ERR_FORMAT, r->pos, "truncated: %zu bytes needed, %" PRIu64 " left",
+              n, r->size - r->pos);
+    if (r->fd < 0)
+        return HPROF_OK; /* unreachable: memory windows span the whole input */
+    size_t have = avail(r);
+    if (n > r->cap) {
+        size_t cap = r->cap;
+        while (cap < n)
+            cap *= 2;
+        uint8_t *grown = malloc(cap);
+        if (grown == NULL)
+            return hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory (%zu bytes)", cap);
+        memcpy(grown, r->cur, have);
+        free(r->buf);
+        r->buf = grown;
+        r->cap = cap;
+    } else {
+        memmove(r->buf, r->cur, have);
+    }
+    r->cur = r->buf;
+    r->lim = r->buf + have;
+    uint64_t left = r->size - r->pos - have;
+    size_t want = r->cap - have;
+    if (want > left)
+        want = (size_t)left;
+    int rc = pread_full(r, r->pos + have, r->buf + have, want);
+    if (rc != HPROF_OK)
+        return rc;
+    r->lim += want;
+    return HPROF_OK;
+}
+
+static void consume(struct hprof_reader *r, size_t n)
+{
+    r->cur += n;
+    r->pos += n;
+}
+
+/* Move forward `n` bytes (already checked to lie inside the input). */
+static void skip(struct hprof_reader *r, uint64_t n)
+{
+    if (n <= avail(r))
+        consume(r, (size_t)n);
+    else
+        seek_to(r, r->pos + n);
+}
+
+/* Take `n` bytes of the current sub-record, which must end by `limit`. */
+static int take(struct hprof_reader *r, size_t n, uint64_t limit, const uint8_t **p)
+{
+    if (n > limit - r->pos)
+        FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
+              "sub-record runs past the end of its segment (needs %zu bytes at 0x%" PRIx64
+              ", %" PRIu64 " left)", n, r->pos, limit - r->pos);
+    int rc = need(r, n);
+    if (rc != HPROF_OK)
+        return rc;
+    *p = r->cur;
+    consume(r, n);
+    return HPROF_OK;
+}
+
+static void report_progress(struct hprof_reader *r)
+{
+    if (r->progress != NULL && r->pos >= r->next_progress) {
+        r->progress(r->progress_ctx, r->pos, r->size);
+        r->next_progress = r->pos + PROGRESS_STEP;
+    }
+}
+
+/* ---- Opening --------------------------------------------------------------- */
+
+static int parse_header(struct hprof_reader *r)
+{
+    uint8_t head[MAX_HEADER];
+    size_t len = r->size < MAX_HEADER ? (size_t)r->size : MAX_HEADER;
+    if (r->size == 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT, "offset 0x0: header: empty file");
+    if (r->fd < 0)
+        memcpy(head, r->mem, len);
+    else if (pread_full(r, 0, head, len) != HPROF_OK)
+        return r->err->code;
+
+    const char magic[] = "JAVA PROFILE 1.0.";
+    const uint8_t *nul = memchr(head, 0, len);
+    if (len < sizeof magic - 1 || memcmp(head, magic, sizeof magic - 1) != 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)");
+    if (nul == NULL || (size_t)(nul - head) >= sizeof r->header.version)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x0: header: version string is not terminated");
+    size_t vlen = (size_t)(nul - head);
+    if (vlen != sizeof magic || (head[vlen - 1] < '1' || head[vlen - 1] > '3'))
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x0: header: unsupported version \"%.*s\"", (int)vlen,
+                               (const char *)head);
+    if (len < vlen + 1 + 12)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%zx: header: truncated (file is %" PRIu64 " bytes)",
+                               vlen + 1, r->size);
+    memcpy(r->header.version, head, vlen + 1);
+    r->header.id_size = get_u4(head + vlen + 1);
+    r->header.timestamp_ms = get_u8(head + vlen + 5);
+    r->header.length = vlen + 1 + 12;
+    if (r->header.id_size != 4 && r->header.id_size != 8)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%zx: header: identifier size %" PRIu32
+                               " (expected 4 or 8)", vlen + 1, r->header.id_size);
+    return HPROF_OK;
+}
+
+static int open_common(struct hprof_reader **out, struct hprof_reader *r)
+{
+    int rc = parse_header(r);
+    if (rc != HPROF_OK) {
+        hprof_reader_free(r);
+        *out = NULL;
+        return rc;
+    }
+    *out = r;
+    return HPROF_OK;
+}
+
+int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hprof_error *err)
+{
+    struct stat st;
+    *out = NULL;
+    if (fstat(fd, &st) != 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "stat: %s", strerror(errno));
+    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+        return hprof_error_set(err, HPROF_ERR_IO, "input is not a regular file");
+    struct hprof_reader *r = calloc(1, sizeof *r);
+    uint8_t *buf = malloc(HPROF_READ_BUFFER);
+    if (r == NULL || buf == NULL) {
+        free(r);
+        free(buf);
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    }
+    r->fd = fd;
+    r->size = (uint64_t)st.st_size;
+    r->err = err;
+    r->buf = buf;
+    r->cap = HPROF_READ_BUFFER;
+    return open_common(out, r);
+}
+
+int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t len,
+                             struct hprof_error *err)
+{
+    *out = NULL;
+    struct hprof_reader *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    r->fd = -1;
+    r->mem = data;
+    r->size = len;
+    r->err = err;
+    return open_common(out, r);
+}
+
+const struct hprof_header *hprof_reader_header(const struct hprof_reader *r)
+{
+    return &r->header;
+}
+
+uint64_t hprof_reader_size(const struct hprof_reader *r)
+{
+    return r->size;
+}
+
+void hprof_reader_set_progress(struct hprof_reader *r,
+                               void (*fn)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+{
+    r->progress = fn;
+    r->progress_ctx = ctx;
+}
+
+int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_t len)
+{
+    if (offset > r->size || len > r->size - offset)
+        return hprof_error_set(r->err, HPROF_ERR_USAGE,
+                               "pread of %zu bytes at 0x%" PRIx64 " is outside the input", len,
+                               offset);
+    if (r->fd < 0) {
+        memcpy(buf, r->mem + offset, len);
+        return HPROF_OK;
+    }
+    return pread_full(r, offset, buf, len);
+}
+
+void hprof_reader_free(struct hprof_reader *r)
+{
+    if (r == NULL)
+        return;
+    free(r->buf);
+    free(r->constants);
+    free(r->statics);
+    free(r->fields);
+    free(r);
+}
+
+/* ---- Heap sub-records ------------------------------------------------------ */
+
+static int read_root(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
+{
+    unsigned ids = r->header.id_size;
+    size_t extra;
+    switch (r->sub_tag) {
+    case HPROF_ROOT_JNI_GLOBAL: extra = ids; break;
+    case HPROF_ROOT_JNI_LOCAL: case HPROF_ROOT_JAVA_FRAME: case HPROF_ROOT_JNI_MONITOR:
+    case HPROF_ROOT_THREAD_OBJECT: extra = 8; break;
+    case HPROF_ROOT_NATIVE_STACK: case HPROF_ROOT_THREAD_BLOCK: extra = 4; break;
+    default: extra = 0; break;
+    }
+    const uint8_t *p;
+    int rc = take(r, ids + extra, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    struct hprof_root root = { .offset = r->sub_offset, .tag = r->sub_tag };
+    root.id = get_id(p, ids);
+    p += ids;
+    if (r->sub_tag == HPROF_ROOT_JNI_GLOBAL) {
+        root.jni_ref = get_id(p, ids);
+    } else if (extra >= 4) {
+        root.thread_serial = get_u4(p);
+        if (extra == 8)
+            root.frame = get_u4(p + 4);
+    }
+    return hprof_visit_root(v, &root);
+}
+
+static int read_heap_info(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
+{
+    const uint8_t *p;
+    int rc = take(r, 4 + r->header.id_size, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    struct hprof_heap_info info = {
+        .offset = r->sub_offset,
+        .heap_id = get_u4(p),
+        .name_id = get_id(p + 4, r->header.id_size),
+    };
+    return hprof_visit_heap_info(v, &info);
+}
+
+static int grow_table(struct hprof_reader *r, void **table, size_t *cap, size_t n, size_t size)
+{
+    if (n <= *cap)
+        return HPROF_OK;
+    void *grown = realloc(*table, n * size);
+    if (grown == NULL)
+        return hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
+    *table = grown;
+    *cap = n;
+    return HPROF_OK;
+}
+
+/* A value of basic type `type` at the cursor. */
+static int take_value(struct hprof_reader *r, uint8_t type, uint64_t limit, uint64_t *value)
+{
+    unsigned size = hprof_type_size(type, r->header.id_size);
+    const uint8_t *p;
+    if (size == 0)
+        FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "invalid basic type %u at 0x%" PRIx64,
+              type, r->pos - 1);
+    int rc = take(r, size, limit, &p);
+    if (rc == HPROF_OK)
+        *value = get_value(p, size);
+    return rc;
+}
+
+static int read_class_dump(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
+{
+    unsigned ids = r->header.id_size;
+    const uint8_t *p;
+    int rc = take(r, 7 * ids + 4 + 4 + 2, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    struct hprof_class_dump cd = { .offset = r->sub_offset };
+    cd.id = get_id(p, ids);
+    cd.stack_serial = get_u4(p + ids);
+    p += ids + 4;
+    cd.super_id = get_id(p, ids);
+    cd.loader_id = get_id(p + ids, ids);
+    cd.signers_id = get_id(p + 2 * ids, ids);
+    cd.protection_domain_id = get_id(p + 3 * ids, ids);
+    cd.reserved1 = get_id(p + 4 * ids, ids);
+    cd.reserved2 = get_id(p + 5 * ids, ids);
+    p += 6 * ids;
+    cd.instance_size = get_u4(p);
+    cd.n_constants = get_u2(p + 4);
+
+    rc = grow_table(r, (void **)&r->constants, &r->cap_constants, cd.n_constants,
+                    sizeof *r->constants);
+    for (unsigned i = 0; rc == HPROF_OK && i < cd.n_constants; i++) {
+        rc = take(r, 3, limit, &p);
+        if (rc != HPROF_OK)
+            break;
+        r->constants[i].index = get_u2(p);
+        r->constants[i].type = p[2];
+        rc = take_value(r, p[2], limit, &r->constants[i].value);
+    }
+    if (rc == HPROF_OK)
+        rc = take(r, 2, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    cd.n_statics = get_u2(p);
+    rc = grow_table(r, (void **)&r->statics, &r->cap_statics, cd.n_statics, sizeof *r->statics);
+    for (unsigned i = 0; rc == HPROF_OK && i < cd.n_statics; i++) {
+        rc = take(r, ids + 1, limit, &p);
+        if (rc != HPROF_OK)
+            break;
+        r->statics[i].name_id = get_id(p, ids);
+        r->statics[i].type = p[ids];
+        rc = take_value(r, p[ids], limit, &r->statics[i].value);
+    }
+    if (rc == HPROF_OK)
+        rc = take(r, 2, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    cd.n_fields = get_u2(p);
+    rc = grow_table(r, (void **)&r->fields, &r->cap_fields, cd.n_fields, sizeof *r->fields);
+    if (rc == HPROF_OK)
+        rc = take(r, (size_t)cd.n_fields * (ids + 1), limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    for (unsigned i = 0; i < cd.n_fields; i++, p += ids + 1) {
+        r->fields[i].name_id = get_id(p, ids);
+        r->fields[i].type = p[ids];
+        if (hprof_type_size(p[ids], ids) == 0)
+            FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "field %u has invalid basic type %u", i,
+                  p[ids]);
+    }
+    cd.constants = r->constants;
+    cd.statics = r->statics;
+    cd.fields = r->fields;
+    return hprof_visit_class_dump(v, &cd);
+}
+
+static int read_instance(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
+{
+    unsigned ids = r->header.id_size;
+    const uint8_t *p;
+    int rc = take(r, 2 * ids + 8, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    struct hprof_instance o = { .offset = r->sub_offset };
+    o.id = get_id(p, ids);
+    o.stack_serial = get_u4(p + ids);
+    o.class_id = get_id(p + ids + 4, ids);
+    o.length = get_u4(p + 2 * ids + 4);
+    if (o.length > HPROF_MAX_RECORD)
+        FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
+              "%" PRIu32 " bytes of fields exceed the reader's limit of %u", o.length,
+              HPROF_MAX_RECORD);
+    rc = take(r, o.length, limit, &o.values);
+    if (rc != HPROF_OK)
+        return rc;
+    return hprof_visit_instance(v, &o);
+}
+
+/* Size of the next chunk of an array with `left` bytes to go, elements of
+ * `esize` bytes: what the window already holds, or a fresh CHUNK_MAX. */
+static int next_chunk(struct hprof_reader *r, uint64_t left, unsigned esize, size_t *chunk)
+{
+    size_t have = avail(r);
+    size_t n = left < have ? (size_t)left : have;
+    n -= n % esize;
+    if (n == 0 && left > 0) {
+        n = left < CHUNK_MAX ? (size_t)left : CHUNK_MAX;
+        int rc = need(r, n);
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    *chunk = n;
+    return HPROF_OK;
+}
+
+static int check_array_fits(struct hprof_reader *r, uint64_t bytes, uint32_t count,
+                            uint64_t limit)
+{
+    if (bytes > limit - r->pos)
+        FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
+              "%" PRIu32 " elements (%" PRIu64 " bytes) run past the end of the segment "
+              "(%" PRIu64 " bytes left)", count, bytes, limit - r->pos);
+    return HPROF_OK;
+}
+
+static int read_object_array(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
+{
+    unsigned ids = r->header.id_size;
+    const uint8_t *p;
+    int rc = take(r, 2 * ids + 8, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    struct hprof_object_array a = { .offset = r->sub_offset };
+    a.id = get_id(p, ids);
+    a.stack_serial = get_u4(p + ids);
+    a.count = get_u4(p + ids + 4);
+    a.class_id = get_id(p + ids + 8, ids);
+    uint64_t left = (uint64_t)a.count * ids;
+    rc = check_array_fits(r, left, a.count, limit);
+    do {
+        size_t chunk;
+        if (rc == HPROF_OK)
+            rc = next_chunk(r, left, ids, &chunk);
+        if (rc != HPROF_OK)
+            return rc;
+        a.n = (uint32_t)(chunk / ids);
+        a.elements = r->cur;
+        rc = hprof_visit_object_array(v, &a);
+        consume(r, chunk);
+        left -= chunk;
+        a.first += a.n;
+        if (rc == HPROF_SKIP) {
+            skip(r, left);
+            return HPROF_OK;
+        }
+    } while (left > 0);
+    return rc;
+}
+
+static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
+{
+    unsigned ids = r->header.id_size;
+    const uint8_t *p;
+    int rc = take(r, ids + 9, limit, &p);
+    if (rc != HPROF_OK)
+        return rc;
+    struct hprof_primitive_array a = { .offset = r->sub_offset, .tag = r->sub_tag };
+    a.id = get_id(p, ids);
+    a.stack_serial = get_u4(p + ids);
+    a.count = get_u4(p + ids + 4);
+    a.type = p[ids + 8];
+    unsigned esize = hprof_type_size(a.type, ids);
+    if (esize == 0 || a.type == HPROF_TYPE_OBJECT)
+        FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "invalid element type %u", a.type);
+    a.data_offset = r->pos;
+    uint64_t left = r->sub_tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : (uint64_t)a.count * esize;
+    rc = check_array_fits(r, left, a.count, limit);
+    do {
+        size_t chunk;
+        if (rc == HPROF_OK)
+            rc = next_chunk(r, left, esize, &chunk);
+        if (rc != HPROF_OK)
+            return rc;
+        a.length = chunk;
+        a.data = r->cur;
+        rc = hprof_visit_primitive_array(v, &a);
+        consume(r, chunk);
+        left -= chunk;
+        a.first += chunk;
+        if (rc == HPROF_SKIP) {
+            skip(r, left);
+            return HPROF_OK;
+        }
+    } while (left > 0);
+    return rc;
+}
+
+static int read_sub_record(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
+{
+    switch (r->sub_tag) {
+    case HPROF_ROOT_UNKNOWN: case HPROF_ROOT_JNI_GLOBAL: case HPROF_ROOT_JNI_LOCAL:
+    case HPROF_ROOT_JAVA_FRAME: case HPROF_ROOT_NATIVE_STACK: case HPROF_ROOT_STICKY_CLASS:
+    case HPROF_ROOT_THREAD_BLOCK: case HPROF_ROOT_MONITOR_USED: case HPROF_ROOT_THREAD_OBJECT:
+    case HPROF_ROOT_INTERNED_STRING: case HPROF_ROOT_FINALIZING: case HPROF_ROOT_DEBUGGER:
+    case HPROF_ROOT_REFERENCE_CLEANUP: case HPROF_ROOT_VM_INTERNAL: case HPROF_ROOT_JNI_MONITOR:
+    case HPROF_UNREACHABLE:
+        return read_root(r, v, limit);
+    case HPROF_HEAP_DUMP_INFO: return read_heap_info(r, v, limit);
+    case HPROF_CLASS_DUMP: return read_class_dump(r, v, limit);
+    case HPROF_INSTANCE_DUMP: return read_instance(r, v, limit);
+    case HPROF_OBJECT_ARRAY_DUMP: return read_object_array(r, v, limit);
+    case HPROF_PRIMITIVE_ARRAY_DUMP:
+    case HPROF_PRIMITIVE_ARRAY_NODATA: return read_primitive_array(r, v, limit);
+    default:
+        FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "unknown sub-record tag 0x%02x", r->sub_tag);
+    }
+}
+
+static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
+                     const struct hprof_segment *seg)
+{
+    int rc = hprof_visit_heap_begin(v, seg);
+    if (rc == HPROF_SKIP) {
+        skip(r, seg->length);
+        return HPROF_OK;
+    }
+    if (rc < 0)
+        return visitor_failed(r, rc);
+    uint64_t limit = r->pos + seg->length;
+    r->in_heap = 1;
+    while (r->pos < limit) {
+        const uint8_t *p;
+        r->sub_offset = r->pos;
+        r->sub_tag = 0;
+        rc = take(r, 1, limit, &p);
+        if (rc != HPROF_OK)
+            return rc;
+        r->sub_tag = *p;
+        rc = read_sub_record(r, v, limit);
+        if (rc < 0)
+            return r->err->code != HPROF_OK ? r->err->code : visitor_failed(r, rc);
+        report_progress(r);
+    }
+    r->in_heap = 0;
+    rc = hprof_visit_heap_end(v, seg);
+    return rc < 0 ? visitor_failed(r, rc) : HPROF_OK;
+}
+
+/* ---- Top-level records --------------------------------------------------- */
+
+static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
+{
+    unsigned ids = r->header.id_size;
+    r->rec_offset = r->pos;
+    r->rec_tag = 0;
+    r->in_heap = 0;
+    int rc = need(r, 9);
+    if (rc != HPROF_OK)
+        return rc;
+    const uint8_t *p = r->cur;
+    r->rec_tag = p[0];
+    uint32_t time = get_u4(p + 1), length = get_u4(p + 5);
+    consume(r, 9);
+    if (length > r->size - r->pos)
+        FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
+              "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)",
+              length, r->size - r->pos);
+
+    if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT) {
+        struct hprof_segment seg = { r->rec_offset, r->rec_tag, time, length };
+        return read_heap(r, v, &seg);
+    }
+    if (length > HPROF_MAX_RECORD)
+        FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
+              "body of %" PRIu32 " bytes exceeds the reader's limit of %u", length,
+              HPROF_MAX_RECORD);
+    rc = need(r, length);
+    if (rc != HPROF_OK)
+        return rc;
+    p = r->cur;
+    switch (r->rec_tag) {
+    case HPROF_TAG_STRING: {
+        if (length < ids)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 " is shorter than an id",
+                  length);
+        struct hprof_string s = { r->rec_offset, time, get_id(p, ids), length - ids, p + ids };
+        rc = hprof_visit_string(v, &s);
+        break;
+    }
+    case HPROF_TAG_LOAD_CLASS: {
+        if (length != 8 + 2 * ids)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected %u", length,
+                  8 + 2 * ids);
+        struct hprof_load_class c = {
+            .offset = r->rec_offset, .time = time, .class_serial = get_u4(p),
+            .class_id = get_id(p + 4, ids), .stack_serial = get_u4(p + 4 + ids),
+            .name_id = get_id(p + 8 + ids, ids),
+        };
+        rc = hprof_visit_load_class(v, &c);
+        break;
+    }
+    default: {
+        struct hprof_record rec = { r->rec_offset, r->rec_tag, time, length, p };
+        rc = hprof_visit_record(v, &rec);
+        break;
+    }
+    }
+    consume(r, length);
+    return rc < 0 ? visitor_failed(r, rc) : HPROF_OK;
+}
+
+int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
+{
+    seek_to(r, r->header.length);
+    r->next_progress = 0;
+    r->in_heap = 0;
+    r->rec_tag = 0;
+    int rc = hprof_visit_header(v, &r->header);
+    if (rc < 0)
+        return hprof_error_set(r->err, rc, "offset 0x0: header: a visitor failed");
+    while (r->pos < r->size) {
+        rc = read_record(r, v);
+        if (rc != HPROF_OK)
+            return rc;
+        report_progress(r);
+    }
+    if (r->progress != NULL)
+        r->progress(r->progress_ctx, r->size, r->size);
+    rc = hprof_visit_end(v);
+    if (rc < 0)
+        return hprof_error_set(r->err, rc, "offset 0x%" PRIx64 ": end of file: a visitor failed",
+                               r->size);
+    return HPROF_OK;
+}

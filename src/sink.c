@@ -1,0 +1,198 @@
+/*
+ * sink.c - sinks for plain output: a file descriptor behind a 1 MiB buffer,
+ * and memory (for tests and fuzzing).  gzip lives in gzip_out.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sink_private.h"
+
+#define FD_BUFFER (1u << 20)
+
+int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "write: %s", strerror(errno));
+        if (n == 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "write: no progress");
+        p += n;
+        len -= (size_t)n;
+    }
+    return HPROF_OK;
+}
+
+int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len)
+{
+    if (s->failed || s->finished)
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "write to a failed or finished sink");
+    if (len == 0)
+        return HPROF_OK;
+    int rc = s->ops->write(s, buf, len);
+    if (rc != HPROF_OK)
+        s->failed = 1;
+    else
+        s->bytes += len;
+    return rc;
+}
+
+int hprof_sink_finish(struct hprof_sink *s)
+{
+    if (s->failed)
+        return s->err && s->err->code ? s->err->code : HPROF_ERR_IO;
+    if (s->finished)
+        return HPROF_OK;
+    s->finished = 1;
+    int rc = s->ops->finish(s);
+    if (rc != HPROF_OK)
+        s->failed = 1;
+    return rc;
+}
+
+uint64_t hprof_sink_bytes(const struct hprof_sink *s)
+{
+    return s->bytes;
+}
+
+void hprof_sink_free(struct hprof_sink *s)
+{
+    if (s != NULL)
+        s->ops->free(s);
+}
+
+/* ---- File descriptor ---------------------------------------------------- */
+
+struct fd_sink {
+    struct hprof_sink base;
+    int fd;
+    uint8_t *buf;
+    size_t len;
+};
+
+static int fd_flush(struct fd_sink *f)
+{
+    int rc = sink_write_fd(f->fd, f->buf, f->len, f->base.err);
+    f->len = 0;
+    return rc;
+}
+
+static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
+{
+    struct fd_sink *f = (struct fd_sink *)s;
+    if (f->len + len <= FD_BUFFER) {
+        memcpy(f->buf + f->len, buf, len);
+        f->len += len;
+        return HPROF_OK;
+    }
+    int rc = fd_flush(f);
+    if (rc != HPROF_OK)
+        return rc;
+    if (len >= FD_BUFFER / 2) /* big: skip the copy */
+        return sink_write_fd(f->fd, buf, len, s->err);
+    memcpy(f->buf, buf, len);
+    f->len = len;
+    return HPROF_OK;
+}
+
+static int fd_finish(struct hprof_sink *s)
+{
+    return fd_flush((struct fd_sink *)s);
+}
+
+static void fd_free(struct hprof_sink *s)
+{
+    struct fd_sink *f = (struct fd_sink *)s;
+    free(f->buf);
+    free(f);
+}
+
+static const struct sink_ops fd_ops = { fd_write, fd_finish, fd_free };
+
+struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
+{
+    struct fd_sink *f = calloc(1, sizeof *f);
+    uint8_t *buf = malloc(FD_BUFFER);
+    if (f == NULL || buf == NULL) {
+        free(f);
+        free(buf);
+        hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    f->base.ops = &fd_ops;
+    f->base.err = err;
+    f->fd = fd;
+    f->buf = buf;
+    return &f->base;
+}
+
+/* ---- Memory -------------------------------------------------------------- */
+
+struct mem_sink {
+    struct hprof_sink base;
+    uint8_t *data;
+    size_t len, cap;
+};
+
+static int mem_write(struct hprof_sink *s, const void *buf, size_t len)
+{
+    struct mem_sink *m = (struct mem_sink *)s;
+    if (len > SIZE_MAX / 2 - m->len)
+        return hprof_error_set(s->err, HPROF_ERR_NOMEM, "memory sink: too large");
+    if (m->len + len > m->cap) {
+        size_t cap = m->cap ? m->cap : 4096;
+        while (cap < m->len + len)
+            cap *= 2;
+        uint8_t *grown = realloc(m->data, cap);
+        if (grown == NULL)
+            return hprof_error_set(s->err, HPROF_ERR_NOMEM, "memory sink: out of memory");
+        m->data = grown;
+        m->cap = cap;
+    }
+    memcpy(m->data + m->len, buf, len);
+    m->len += len;
+    return HPROF_OK;
+}
+
+static int mem_finish(struct hprof_sink *s)
+{
+    (void)s;
+    return HPROF_OK;
+}
+
+static void mem_free(struct hprof_sink *s)
+{
+    struct mem_sink *m = (struct mem_sink *)s;
+    free(m->data);
+    free(m);
+}
+
+static const struct sink_ops mem_ops = { mem_write, mem_finish, mem_free };
+
+struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err)
+{
+    struct mem_sink *m = calloc(1, sizeof *m);
+    if (m == NULL) {
+        hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    m->base.ops = &mem_ops;
+    m->base.err = err;
+    return &m->base;
+}
+
+const uint8_t *hprof_sink_memory_data(const struct hprof_sink *s, size_t *len)
+{
+    const struct mem_sink *m = (const struct mem_sink *)s;
+    if (s->ops != &mem_ops) {
+        *len = 0;
+        return NULL;
+    }
+    *len = m->len;
+    return m->data;
+}

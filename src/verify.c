@@ -1,0 +1,237 @@
+/*
+ * verify.c - strict structural check of a dump, in two passes.
+ *
+ * Pass 1 parses every record (the reader already rejects anything that does
+ * not frame correctly), counts them, remembers each class layout and the id
+ * of every dumped object, and rejects an id dumped twice.  Pass 2 checks
+ * every instance's field bytes against its class layout including
+ * superclasses, and counts references to ids that are not in the dump
+ * (dangling) by kind of referrer.  Dangling references are reported, not
+ * rejected: real runtimes write some (roots of objects outside the dump).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "hprof_private.h"
+
+struct verifier {
+    struct hprof_visitor base;
+    struct hprof_verify_report *report;
+    struct hprof_error *err;
+    struct classes classes;
+    struct idmap objects;
+    unsigned id_size;
+    int pass;
+};
+
+static struct verifier *self(struct hprof_visitor *v)
+{
+    return (struct verifier *)v;
+}
+
+static int add_object(struct verifier *vf, uint64_t id, uint64_t offset, uint8_t subtag)
+{
+    if (id == 0)
+        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": %s: object id is 0", offset,
+                               hprof_subtag_name(subtag));
+    if (idmap_has(&vf->objects, id))
+        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": %s: object 0x%" PRIx64 " is dumped twice",
+                               offset, hprof_subtag_name(subtag), id);
+    if (idmap_put(&vf->objects, id, 0) != HPROF_OK)
+        return hprof_error_set(vf->err, HPROF_ERR_NOMEM, "out of memory for the object set");
+    return HPROF_OK;
+}
+
+static void check_ref(struct verifier *vf, uint64_t id, int kind)
+{
+    if (id != 0 && !idmap_has(&vf->objects, id)) {
+        vf->report->dangling++;
+        vf->report->dangling_by_kind[kind]++;
+    }
+}
+
+static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct verifier *vf = self(v);
+    (void)s;
+    if (vf->pass == 1) {
+        vf->report->records++;
+        vf->report->strings++;
+    }
+    return HPROF_OK;
+}
+
+static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    struct verifier *vf = self(v);
+    (void)c;
+    if (vf->pass == 1) {
+        vf->report->records++;
+        vf->report->load_classes++;
+    }
+    return HPROF_OK;
+}
+
+static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
+{
+    struct verifier *vf = self(v);
+    if (vf->pass == 1) {
+        vf->report->records++;
+        if (strcmp(hprof_tag_name(r->tag), "unknown") == 0)
+            vf->report->unknown_records++;
+    }
+    return HPROF_OK;
+}
+
+static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct verifier *vf = self(v);
+    (void)s;
+    if (vf->pass == 1) {
+        vf->report->records++;
+        vf->report->segments++;
+    }
+    return HPROF_OK;
+}
+
+static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    struct verifier *vf = self(v);
+    if (vf->pass == 1)
+        vf->report->roots++;
+    else
+        check_ref(vf, r->id, HPROF_REF_ROOT);
+    return HPROF_OK;
+}
+
+static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
+{
+    struct verifier *vf = self(v);
+    (void)i;
+    if (vf->pass == 1)
+        vf->report->heap_infos++;
+    return HPROF_OK;
+}
+
+static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct verifier *vf = self(v);
+    if (vf->pass == 1) {
+        vf->report->class_dumps++;
+        int rc = add_object(vf, c->id, c->offset, HPROF_CLASS_DUMP);
+        return rc == HPROF_OK ? classes_add(&vf->classes, c, vf->err) : rc;
+    }
+    uint64_t refs[] = { c->super_id, c->loader_id, c->signers_id, c->protection_domain_id };
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
+        check_ref(vf, refs[i], HPROF_REF_CLASS);
+    for (unsigned i = 0; i < c->n_statics; i++)
+        if (c->statics[i].type == HPROF_TYPE_OBJECT)
+            check_ref(vf, c->statics[i].value, HPROF_REF_STATIC_FIELD);
+    for (unsigned i = 0; i < c->n_constants; i++)
+        if (c->constants[i].type == HPROF_TYPE_OBJECT)
+            check_ref(vf, c->constants[i].value, HPROF_REF_STATIC_FIELD);
+    return HPROF_OK;
+}
+
+static int count_ref(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
+{
+    (void)at;
+    (void)name_id;
+    check_ref(ctx, ref, HPROF_REF_INSTANCE_FIELD);
+    return 0;
+}
+
+static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct verifier *vf = self(v);
+    if (vf->pass == 1) {
+        vf->report->instances++;
+        return add_object(vf, o->id, o->offset, HPROF_INSTANCE_DUMP);
+    }
+    struct class_info *ci = classes_find(&vf->classes, o->class_id);
+    if (ci == NULL)
+        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": INSTANCE_DUMP: object 0x%" PRIx64
+                               " has class 0x%" PRIx64 " which is not dumped", o->offset, o->id,
+                               o->class_id);
+    int rc = classes_resolve(&vf->classes, ci, vf->err);
+    if (rc != HPROF_OK)
+        return rc;
+    if (ci->total_bytes != o->length)
+        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": INSTANCE_DUMP: object 0x%" PRIx64
+                               " has %" PRIu32 " field bytes, its class layout needs %" PRIu64,
+                               o->offset, o->id, o->length, ci->total_bytes);
+    classes_each_ref(&vf->classes, ci, o->values, o->length, count_ref, vf);
+    return HPROF_OK;
+}
+
+static int on_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct verifier *vf = self(v);
+    if (vf->pass == 1) {
+        if (a->first != 0)
+            return HPROF_SKIP;
+        vf->report->object_arrays++;
+        int rc = add_object(vf, a->id, a->offset, HPROF_OBJECT_ARRAY_DUMP);
+        return rc == HPROF_OK ? HPROF_SKIP : rc;
+    }
+    if (a->first == 0)
+        check_ref(vf, a->class_id, HPROF_REF_CLASS);
+    for (uint32_t i = 0; i < a->n; i++)
+        check_ref(vf, get_id(a->elements + (size_t)i * vf->id_size, vf->id_size),
+                  HPROF_REF_ARRAY_ELEMENT);
+    return HPROF_OK;
+}
+
+static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct verifier *vf = self(v);
+    if (vf->pass == 1) {
+        vf->report->primitive_arrays++;
+        vf->report->primitive_bytes += a->tag == HPROF_PRIMITIVE_ARRAY_NODATA
+            ? 0 : (uint64_t)a->count * hprof_type_size(a->type, vf->id_size);
+        int rc = add_object(vf, a->id, a->offset, a->tag);
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_SKIP;
+}
+
+static const struct hprof_visitor_ops verifier_ops = {
+    .string = on_string,
+    .load_class = on_load_class,
+    .record = on_record,
+    .heap_begin = on_heap_begin,
+    .root = on_root,
+    .heap_info = on_heap_info,
+    .class_dump = on_class_dump,
+    .instance = on_instance,
+    .object_array = on_object_array,
+    .primitive_array = on_primitive_array,
+};
+
+int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
+                 struct hprof_error *err)
+{
+    struct verifier vf = { .base = { &verifier_ops, NULL }, .report = report, .err = err };
+    int rc;
+    memset(report, 0, sizeof *report);
+    vf.id_size = hprof_reader_header(r)->id_size;
+    if (classes_init(&vf.classes, vf.id_size) != HPROF_OK ||
+        idmap_init(&vf.objects, 0) != HPROF_OK) {
+        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    vf.pass = 1;
+    if ((rc = hprof_reader_run(r, &vf.base)) != HPROF_OK)
+        goto out;
+    vf.pass = 2;
+    rc = hprof_reader_run(r, &vf.base);
+out:
+    classes_free(&vf.classes);
+    idmap_free(&vf.objects);
+    return rc;
+}

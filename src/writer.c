@@ -1,0 +1,511 @@
+/*
+ * writer.c - the last visitor: serialises records to a sink.
+ *
+ * Top-level records are written as they come, with their lengths recomputed.
+ * Heap sub-records are collected into one segment buffer and written as a
+ * HEAP_DUMP_SEGMENT when the input's segment ends or the buffer would pass
+ * the limit, so segment boundaries of the input survive whenever they can
+ * (and a round trip is byte-identical) while memory stays bounded.  A
+ * sub-record larger than the limit (a big array) gets a segment of its own
+ * whose length is known from its header; its data then streams straight
+ * through to the sink.
+ *
+ * HEAP_DUMP_INFO is held back and written just before the next sub-record of
+ * its segment, and again at the start of every new output segment: readers
+ * (perflib, ahat) take the heap of an object from the last HEAP_DUMP_INFO of
+ * its segment, so a split must not move objects into the default heap, and an
+ * info whose objects were all dropped by a filter leaves nothing behind.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hprof_private.h"
+
+struct hprof_writer {
+    struct hprof_visitor base;
+    struct hprof_sink *sink;
+    struct hprof_error *err;
+    unsigned id_size;
+    uint32_t limit;
+
+    uint8_t *seg;               /* the open segment's body, up to `limit` */
+    size_t seg_len;
+    uint32_t seg_time;
+    int in_run;                 /* segments written, HEAP_DUMP_END not yet */
+    int closed_by_us;           /* we wrote the END the input has yet to send */
+
+    int have_info;              /* the current HEAP_DUMP_INFO */
+    uint32_t info_heap;
+    uint64_t info_name;
+    int info_written;           /* ... already in the open output segment */
+
+    uint8_t *scratch;           /* one serialised sub-record */
+    size_t scratch_cap;
+
+    /* An array whose data is still arriving in chunks. */
+    uint64_t array_id;
+    uint64_t array_left;        /* data bytes still expected */
+    uint64_t array_next;        /* chunk offset (bytes or elements) expected */
+    int array_direct;           /* data goes straight to the sink */
+};
+
+static int io(struct hprof_writer *w, const void *buf, size_t len)
+{
+    return hprof_sink_write(w->sink, buf, len);
+}
+
+static int write_record_header(struct hprof_writer *w, uint8_t tag, uint32_t time, uint64_t len)
+{
+    uint8_t h[9];
+    if (len > UINT32_MAX)
+        return hprof_error_set(w->err, HPROF_ERR_USAGE,
+                               "writer: %s body of %" PRIu64 " bytes does not fit a record",
+                               hprof_tag_name(tag), len);
+    put_u4(put_u4(put_u1(h, tag), time), (uint32_t)len);
+    return io(w, h, sizeof h);
+}
+
+static size_t info_size(const struct hprof_writer *w)
+{
+    return 1 + 4 + w->id_size;
+}
+
+static uint8_t *put_info(struct hprof_writer *w, uint8_t *p)
+{
+    p = put_u1(p, HPROF_HEAP_DUMP_INFO);
+    p = put_u4(p, w->info_heap);
+    return put_id(p, w->info_name, w->id_size);
+}
+
+static int flush_segment(struct hprof_writer *w)
+{
+    if (w->seg_len == 0)
+        return HPROF_OK;
+    int rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time, w->seg_len);
+    if (rc == HPROF_OK)
+        rc = io(w, w->seg, w->seg_len);
+    w->seg_len = 0;
+    w->info_written = 0;
+    w->in_run = 1;
+    return rc;
+}
+
+/* Close a run of segments with HEAP_DUMP_END. */
+static int end_run(struct hprof_writer *w, uint32_t time)
+{
+    int rc = flush_segment(w);
+    if (rc == HPROF_OK && w->in_run) {
+        rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_END, time, 0);
+        w->in_run = 0;
+    }
+    return rc;
+}
+
+static int check_no_array_pending(struct hprof_writer *w)
+{
+    if (w->array_left == 0)
+        return HPROF_OK;
+    return hprof_error_set(w->err, HPROF_ERR_USAGE,
+                           "writer: array 0x%" PRIx64 " ended %" PRIu64 " bytes early",
+                           w->array_id, w->array_left);
+}
+
+/* Place a sub-record of `head` bytes (already serialised) followed by `tail`
+ * bytes that will come later as array chunks.  It goes into the segment
+ * buffer, or, when it cannot fit in any segment of the limit, into a segment
+ * of its own written directly. */
+static int emit(struct hprof_writer *w, const uint8_t *head, size_t head_len, uint64_t tail)
+{
+    int rc = check_no_array_pending(w);
+    if (rc != HPROF_OK)
+        return rc;
+    uint64_t n = head_len + tail;
+    size_t info = w->have_info && !w->info_written ? info_size(w) : 0;
+    if (w->seg_len + info + n > w->limit && w->seg_len > 0) {
+        if ((rc = flush_segment(w)) != HPROF_OK)
+            return rc;
+        info = w->have_info ? info_size(w) : 0;
+    }
+    w->array_left = tail;
+    w->array_direct = info + n > w->limit;
+    if (!w->array_direct) {
+        if (info)
+            put_info(w, w->seg + w->seg_len);
+        memcpy(w->seg + w->seg_len + info, head, head_len);
+        w->seg_len += info + head_len;
+        w->info_written |= info != 0;
+        return HPROF_OK;
+    }
+    /* A segment of its own; the next sub-record starts a fresh one. */
+    uint8_t info_bytes[16];
+    rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time, info + n);
+    if (rc == HPROF_OK && info)
+        rc = io(w, info_bytes, (size_t)(put_info(w, info_bytes) - info_bytes));
+    if (rc == HPROF_OK)
+        rc = io(w, head, head_len);
+    w->in_run = 1;
+    w->info_written = 0;
+    return rc;
+}
+
+static int array_data(struct hprof_writer *w, const uint8_t *data, size_t len)
+{
+    if (len > w->array_left)
+        return hprof_error_set(w->err, HPROF_ERR_USAGE,
+                               "writer: array 0x%" PRIx64 " got more data than its count",
+                               w->array_id);
+    w->array_left -= len;
+    if (w->array_direct)
+        return io(w, data, len);
+    memcpy(w->seg + w->seg_len, data, len);
+    w->seg_len += len;
+    return HPROF_OK;
+}
+
+static uint8_t *scratch(struct hprof_writer *w, size_t n)
+{
+    if (n > w->scratch_cap) {
+        size_t cap = w->scratch_cap ? w->scratch_cap : 256;
+        while (cap < n)
+            cap *= 2;
+        uint8_t *grown = realloc(w->scratch, cap);
+        if (grown == NULL) {
+            hprof_error_set(w->err, HPROF_ERR_NOMEM, "writer: out of memory");
+            return NULL;
+        }
+        w->scratch = grown;
+        w->scratch_cap = cap;
+    }
+    return w->scratch;
+}
+
+/* ---- Callbacks ------------------------------------------------------------ */
+
+static struct hprof_writer *self(struct hprof_visitor *v)
+{
+    return (struct hprof_writer *)v;
+}
+
+static int on_header(struct hprof_visitor *v, const struct hprof_header *h)
+{
+    struct hprof_writer *w = self(v);
+    uint8_t tail[12];
+    size_t vlen = strlen(h->version) + 1;
+    if (h->id_size != 4 && h->id_size != 8)
+        return hprof_error_set(w->err, HPROF_ERR_USAGE, "writer: id size %" PRIu32, h->id_size);
+    w->id_size = h->id_size;
+    put_u4(put_u4(put_u4(tail, h->id_size), (uint32_t)(h->timestamp_ms >> 32)),
+           (uint32_t)h->timestamp_ms);
+    int rc = io(w, h->version, vlen);
+    return rc == HPROF_OK ? io(w, tail, sizeof tail) : rc;
+}
+
+/* Any top-level record ends the open run of segments. */
+static int before_top_level(struct hprof_writer *w)
+{
+    int rc = check_no_array_pending(w);
+    if (rc == HPROF_OK && (w->seg_len > 0 || w->in_run)) {
+        rc = end_run(w, 0);
+        w->closed_by_us = 1;
+    }
+    return rc;
+}
+
+static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct hprof_writer *w = self(v);
+    uint8_t id[8];
+    int rc = before_top_level(w);
+    if (rc == HPROF_OK)
+        rc = write_record_header(w, HPROF_TAG_STRING, s->time, (uint64_t)w->id_size + s->length);
+    if (rc == HPROF_OK)
+        rc = io(w, id, (size_t)(put_id(id, s->id, w->id_size) - id));
+    return rc == HPROF_OK ? io(w, s->utf8, s->length) : rc;
+}
+
+static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    struct hprof_writer *w = self(v);
+    uint8_t body[24], *p = body;
+    int rc = before_top_level(w);
+    p = put_u4(p, c->class_serial);
+    p = put_id(p, c->class_id, w->id_size);
+    p = put_u4(p, c->stack_serial);
+    p = put_id(p, c->name_id, w->id_size);
+    if (rc == HPROF_OK)
+        rc = write_record_header(w, HPROF_TAG_LOAD_CLASS, c->time, (size_t)(p - body));
+    return rc == HPROF_OK ? io(w, body, (size_t)(p - body)) : rc;
+}
+
+static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
+{
+    struct hprof_writer *w = self(v);
+    int rc = check_no_array_pending(w);
+    if (rc != HPROF_OK)
+        return rc;
+    if (r->tag == HPROF_TAG_HEAP_DUMP_END) {
+        int ours = w->closed_by_us && !w->in_run && w->seg_len == 0;
+        w->closed_by_us = 0;
+        if (ours)
+            return HPROF_OK;        /* already written when the run ended */
+        w->in_run = 1;              /* the input's END is written as it is */
+        return end_run(w, r->time);
+    }
+    rc = before_top_level(w);
+    if (rc == HPROF_OK)
+        rc = write_record_header(w, r->tag, r->time, r->length);
+    return rc == HPROF_OK ? io(w, r->body, r->length) : rc;
+}
+
+static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct hprof_writer *w = self(v);
+    int rc = check_no_array_pending(w);
+    if (rc == HPROF_OK)
+        rc = flush_segment(w);
+    w->seg_time = s->time;
+    w->closed_by_us = 0;
+    return rc;
+}
+
+static int on_heap_end(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct hprof_writer *w = self(v);
+    (void)s;
+    int rc = check_no_array_pending(w);
+    return rc == HPROF_OK ? flush_segment(w) : rc;
+}
+
+static size_t root_extra(uint8_t tag, unsigned id_size)
+{
+    switch (tag) {
+    case HPROF_ROOT_JNI_GLOBAL: return id_size;
+    case HPROF_ROOT_JNI_LOCAL: case HPROF_ROOT_JAVA_FRAME: case HPROF_ROOT_JNI_MONITOR:
+    case HPROF_ROOT_THREAD_OBJECT: return 8;
+    case HPROF_ROOT_NATIVE_STACK: case HPROF_ROOT_THREAD_BLOCK: return 4;
+    default: return 0;
+    }
+}
+
+static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    struct hprof_writer *w = self(v);
+    uint8_t buf[32], *p = buf;
+    size_t extra = root_extra(r->tag, w->id_size);
+    p = put_u1(p, r->tag);
+    p = put_id(p, r->id, w->id_size);
+    if (r->tag == HPROF_ROOT_JNI_GLOBAL) {
+        p = put_id(p, r->jni_ref, w->id_size);
+    } else if (extra >= 4) {
+        p = put_u4(p, r->thread_serial);
+        if (extra == 8)
+            p = put_u4(p, r->frame);
+    }
+    return emit(w, buf, (size_t)(p - buf), 0);
+}
+
+static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
+{
+    struct hprof_writer *w = self(v);
+    int rc = check_no_array_pending(w);
+    w->have_info = 1;
+    w->info_written = 0;
+    w->info_heap = i->heap_id;
+    w->info_name = i->name_id;
+    return rc;
+}
+
+static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct hprof_writer *w = self(v);
+    unsigned ids = w->id_size;
+    size_t n = 1 + 7 * (size_t)ids + 4 + 4 + 2 + 2 + 2;
+    for (unsigned i = 0; i < c->n_constants; i++)
+        n += 3 + hprof_type_size(c->constants[i].type, ids);
+    for (unsigned i = 0; i < c->n_statics; i++)
+        n += ids + 1 + hprof_type_size(c->statics[i].type, ids);
+    n += (size_t)c->n_fields * (ids + 1);
+    uint8_t *p = scratch(w, n), *start = p;
+    if (p == NULL)
+        return HPROF_ERR_NOMEM;
+    p = put_u1(p, HPROF_CLASS_DUMP);
+    p = put_id(p, c->id, ids);
+    p = put_u4(p, c->stack_serial);
+    p = put_id(p, c->super_id, ids);
+    p = put_id(p, c->loader_id, ids);
+    p = put_id(p, c->signers_id, ids);
+    p = put_id(p, c->protection_domain_id, ids);
+    p = put_id(p, c->reserved1, ids);
+    p = put_id(p, c->reserved2, ids);
+    p = put_u4(p, c->instance_size);
+    p = put_u2(p, c->n_constants);
+    for (unsigned i = 0; i < c->n_constants; i++) {
+        const struct hprof_constant *k = &c->constants[i];
+        p = put_u2(p, k->index);
+        p = put_u1(p, k->type);
+        p = put_value(p, k->value, hprof_type_size(k->type, ids));
+    }
+    p = put_u2(p, c->n_statics);
+    for (unsigned i = 0; i < c->n_statics; i++) {
+        const struct hprof_static_field *s = &c->statics[i];
+        p = put_id(p, s->name_id, ids);
+        p = put_u1(p, s->type);
+        p = put_value(p, s->value, hprof_type_size(s->type, ids));
+    }
+    p = put_u2(p, c->n_fields);
+    for (unsigned i = 0; i < c->n_fields; i++) {
+        p = put_id(p, c->fields[i].name_id, ids);
+        p = put_u1(p, c->fields[i].type);
+    }
+    return emit(w, start, (size_t)(p - start), 0);
+}
+
+static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct hprof_writer *w = self(v);
+    unsigned ids = w->id_size;
+    uint8_t head[32], *p = head;
+    p = put_u1(p, HPROF_INSTANCE_DUMP);
+    p = put_id(p, o->id, ids);
+    p = put_u4(p, o->stack_serial);
+    p = put_id(p, o->class_id, ids);
+    p = put_u4(p, o->length);
+    int rc = emit(w, head, (size_t)(p - head), o->length);
+    w->array_id = o->id;
+    return rc == HPROF_OK ? array_data(w, o->values, o->length) : rc;
+}
+
+/* Is this call the next chunk of the array being written? */
+static int continues_array(struct hprof_writer *w, uint64_t id, uint64_t first)
+{
+    if (first == 0)
+        return 0;
+    if (w->array_left == 0 || id != w->array_id || first != w->array_next) {
+        hprof_error_set(w->err, HPROF_ERR_USAGE,
+                        "writer: chunk at %" PRIu64 " of array 0x%" PRIx64 " out of order",
+                        first, id);
+        return -1;
+    }
+    return 1;
+}
+
+static int on_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct hprof_writer *w = self(v);
+    unsigned ids = w->id_size;
+    int cont = continues_array(w, a->id, a->first);
+    if (cont < 0)
+        return HPROF_ERR_USAGE;
+    if (!cont) {
+        uint8_t head[32], *p = head;
+        p = put_u1(p, HPROF_OBJECT_ARRAY_DUMP);
+        p = put_id(p, a->id, ids);
+        p = put_u4(p, a->stack_serial);
+        p = put_u4(p, a->count);
+        p = put_id(p, a->class_id, ids);
+        int rc = emit(w, head, (size_t)(p - head), (uint64_t)a->count * ids);
+        if (rc != HPROF_OK)
+            return rc;
+        w->array_id = a->id;
+    }
+    w->array_next = (uint64_t)a->first + a->n;
+    return array_data(w, a->elements, (size_t)a->n * ids);
+}
+
+static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct hprof_writer *w = self(v);
+    unsigned ids = w->id_size;
+    int cont = continues_array(w, a->id, a->first);
+    if (cont < 0)
+        return HPROF_ERR_USAGE;
+    if (!cont) {
+        uint8_t head[32], *p = head;
+        int nodata = a->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
+        unsigned esize = hprof_type_size(a->type, ids);
+        if (esize == 0 || a->type == HPROF_TYPE_OBJECT)
+            return hprof_error_set(w->err, HPROF_ERR_USAGE,
+                                   "writer: array 0x%" PRIx64 " has element type %u", a->id,
+                                   a->type);
+        p = put_u1(p, nodata ? HPROF_PRIMITIVE_ARRAY_NODATA : HPROF_PRIMITIVE_ARRAY_DUMP);
+        p = put_id(p, a->id, ids);
+        p = put_u4(p, a->stack_serial);
+        p = put_u4(p, a->count);
+        p = put_u1(p, a->type);
+        int rc = emit(w, head, (size_t)(p - head), nodata ? 0 : (uint64_t)a->count * esize);
+        if (rc != HPROF_OK)
+            return rc;
+        w->array_id = a->id;
+    }
+    w->array_next = a->first + a->length;
+    return array_data(w, a->data, a->length);
+}
+
+static int on_end(struct hprof_visitor *v)
+{
+    struct hprof_writer *w = self(v);
+    int rc = check_no_array_pending(w);
+    return rc == HPROF_OK ? end_run(w, 0) : rc;
+}
+
+static const struct hprof_visitor_ops writer_ops = {
+    .header = on_header,
+    .string = on_string,
+    .load_class = on_load_class,
+    .record = on_record,
+    .heap_begin = on_heap_begin,
+    .root = on_root,
+    .heap_info = on_heap_info,
+    .class_dump = on_class_dump,
+    .instance = on_instance,
+    .object_array = on_object_array,
+    .primitive_array = on_primitive_array,
+    .heap_end = on_heap_end,
+    .end = on_end,
+};
+
+struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_error *err)
+{
+    struct hprof_writer *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        hprof_error_set(err, HPROF_ERR_NOMEM, "writer: out of memory");
+        return NULL;
+    }
+    w->base.ops = &writer_ops;
+    w->sink = sink;
+    w->err = err;
+    w->id_size = 4;
+    if (hprof_writer_set_segment_limit(w, HPROF_SEGMENT_LIMIT) != HPROF_OK) {
+        hprof_writer_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int hprof_writer_set_segment_limit(struct hprof_writer *w, uint32_t bytes)
+{
+    if (bytes < HPROF_SEGMENT_LIMIT_MIN || w->seg_len > 0)
+        return hprof_error_set(w->err, HPROF_ERR_USAGE, "writer: bad segment limit %" PRIu32,
+                               bytes);
+    uint8_t *seg = realloc(w->seg, bytes);
+    if (seg == NULL)
+        return hprof_error_set(w->err, HPROF_ERR_NOMEM, "writer: out of memory");
+    w->seg = seg;
+    w->limit = bytes;
+    return HPROF_OK;
+}
+
+struct hprof_visitor *hprof_writer_visitor(struct hprof_writer *w)
+{
+    return &w->base;
+}
+
+void hprof_writer_free(struct hprof_writer *w)
+{
+    if (w == NULL)
+        return;
+    free(w->seg);
+    free(w->scratch);
+    free(w);
+}

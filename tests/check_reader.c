@@ -1,0 +1,460 @@
+/*
+ * check_reader.c - the reader: every header variant, every framing error
+ * with its offset, chunked arrays, skipping and repeated passes.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+/* A visitor that counts what it sees. */
+struct counter {
+    struct hprof_visitor base;
+    int strings, load_classes, records, segments, roots, classes, instances;
+    int object_arrays, primitive_arrays, chunks, infos, ends;
+    uint64_t array_bytes, last_record_tag;
+    int misaligned;
+    int skip_segments, skip_arrays;
+};
+
+static int n_string(struct hprof_visitor *v, const struct hprof_string *s)
+{ (void)s; ((struct counter *)v)->strings++; return HPROF_OK; }
+static int n_load(struct hprof_visitor *v, const struct hprof_load_class *c)
+{ (void)c; ((struct counter *)v)->load_classes++; return HPROF_OK; }
+static int n_record(struct hprof_visitor *v, const struct hprof_record *r)
+{
+    struct counter *c = (struct counter *)v;
+    c->records++;
+    c->last_record_tag = r->tag;
+    return HPROF_OK;
+}
+static int n_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    (void)s;
+    struct counter *c = (struct counter *)v;
+    c->segments++;
+    return c->skip_segments ? HPROF_SKIP : HPROF_OK;
+}
+static int n_root(struct hprof_visitor *v, const struct hprof_root *r)
+{ (void)r; ((struct counter *)v)->roots++; return HPROF_OK; }
+static int n_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
+{ (void)i; ((struct counter *)v)->infos++; return HPROF_OK; }
+static int n_class(struct hprof_visitor *v, const struct hprof_class_dump *d)
+{ (void)d; ((struct counter *)v)->classes++; return HPROF_OK; }
+static int n_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{ (void)o; ((struct counter *)v)->instances++; return HPROF_OK; }
+static int n_oarray(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct counter *c = (struct counter *)v;
+    c->object_arrays += a->first == 0;
+    return HPROF_OK;
+}
+static int n_parray(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct counter *c = (struct counter *)v;
+    c->primitive_arrays += a->first == 0;
+    c->chunks++;
+    c->array_bytes += a->length;
+    if (a->length % hprof_type_size(a->type, 4) != 0)
+        c->misaligned++;
+    return c->skip_arrays ? HPROF_SKIP : HPROF_OK;
+}
+static int n_end(struct hprof_visitor *v)
+{ ((struct counter *)v)->ends++; return HPROF_OK; }
+
+static const struct hprof_visitor_ops counter_ops = {
+    .string = n_string, .load_class = n_load, .record = n_record, .heap_begin = n_heap_begin,
+    .root = n_root, .heap_info = n_info, .class_dump = n_class, .instance = n_instance,
+    .object_array = n_oarray, .primitive_array = n_parray, .end = n_end,
+};
+
+static int run_memory(const struct tbuf *b, struct counter *c, struct hprof_error *err)
+{
+    struct hprof_reader *r = NULL;
+    memset(err, 0, sizeof *err);
+    int skip_s = c->skip_segments, skip_a = c->skip_arrays;
+    memset(c, 0, sizeof *c);
+    c->base.ops = &counter_ops;
+    c->skip_segments = skip_s;
+    c->skip_arrays = skip_a;
+    int rc = hprof_reader_open_memory(&r, b->data, b->len, err);
+    if (rc == HPROF_OK)
+        rc = hprof_reader_run(r, &c->base);
+    hprof_reader_free(r);
+    return rc;
+}
+
+static const char *const versions[] = {
+    "JAVA PROFILE 1.0.1", "JAVA PROFILE 1.0.2", "JAVA PROFILE 1.0.3",
+};
+
+START_TEST(reader_accepts_every_version_and_id_size)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    unsigned ids = _i % 2 ? 8 : 4;
+    tb_small_dump(&b, ids);
+    /* patch the version: all three have the same length */
+    memcpy(b.data, versions[_i / 2], strlen(versions[0]));
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_OK);
+    ck_assert_int_eq(c.strings, 1);
+    ck_assert_int_eq(c.load_classes, 1);
+    ck_assert_int_eq(c.segments, 1);
+    ck_assert_int_eq(c.roots, 1);
+    ck_assert_int_eq(c.classes, 1);
+    ck_assert_int_eq(c.instances, 1);
+    ck_assert_int_eq(c.primitive_arrays, 1);
+    ck_assert_int_eq(c.records, 1); /* HEAP_DUMP_END */
+    ck_assert_int_eq(c.ends, 1);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_rejects_empty_file)
+{
+    struct hprof_reader *r;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(hprof_reader_open_memory(&r, "", 0, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_null(r);
+    ck_assert_str_eq(err.message, "offset 0x0: header: empty file");
+}
+END_TEST
+
+START_TEST(reader_rejects_bad_magic)
+{
+    struct hprof_reader *r;
+    struct hprof_error err = { 0 };
+    const char text[] = "PK\3\4 this is a zip file, not a heap dump";
+    ck_assert_int_eq(hprof_reader_open_memory(&r, text, sizeof text, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "offset 0x0: header: not a heap dump"));
+}
+END_TEST
+
+START_TEST(reader_rejects_identifier_sizes_other_than_4_and_8)
+{
+    static const unsigned sizes[] = { 0, 3, 16, 5 };
+    struct tbuf b;
+    struct hprof_reader *r;
+    struct hprof_error err = { 0 };
+    tb_init(&b, sizes[_i]);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, b.len, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "offset 0x13: header: identifier size"));
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_accepts_a_file_that_is_only_a_header)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_OK);
+    ck_assert_int_eq(c.ends, 1);
+    ck_assert_int_eq(c.records + c.segments + c.strings, 0);
+    tb_free(&b);
+}
+END_TEST
+
+/* Every proper prefix of a valid dump that does not end on a record boundary
+ * is rejected with a message naming an offset, and never read past its end
+ * (ASan watches).  A prefix ending on a boundary is a valid, shorter dump. */
+static int on_record_boundary(const struct tbuf *b, size_t len)
+{
+    size_t at = strlen((const char *)b->data) + 1 + 12;
+    while (at < len && at + 9 <= b->len) {
+        const uint8_t *p = b->data + at + 5;
+        at += 9 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
+    }
+    return at == len;
+}
+
+START_TEST(reader_rejects_every_truncation_with_an_offset)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_small_dump(&b, _i ? 8 : 4);
+    size_t full = b.len;
+    for (size_t len = 0; len < full; len++) {
+        uint8_t *copy = malloc(len ? len : 1);
+        memcpy(copy, b.data, len);
+        struct tbuf t = { .data = copy, .len = len };
+        int rc = run_memory(&t, &c, &err);
+        if (on_record_boundary(&b, len)) {
+            ck_assert_int_eq(rc, HPROF_OK);
+        } else {
+            ck_assert_msg(rc == HPROF_ERR_FORMAT, "prefix %zu: rc %d", len, rc);
+            ck_assert_msg(strncmp(err.message, "offset 0x", 9) == 0, "prefix %zu: %s", len,
+                          err.message);
+        }
+        free(copy);
+    }
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_passes_unknown_top_level_tags_through)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_record(&b, 0x77, "abc", 3);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_OK);
+    ck_assert_int_eq(c.records, 1);
+    ck_assert_int_eq(c.last_record_tag, 0x77);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_rejects_unknown_sub_tag_naming_tag_and_offset)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_u4(&b, 0x1234);
+    tb_u1(&b, 0x0C); /* a HEAP_DUMP tag inside a segment */
+    tb_u4(&b, 0);
+    tb_segment_end(&b);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message,
+                     "offset 0x2d: HEAP_DUMP_SEGMENT/unknown: unknown sub-record tag 0x0c");
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_rejects_record_length_past_end_of_file)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_u1(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u4(&b, 0);
+    tb_u4(&b, 0xFFFFFFF0u); /* claims 4 GiB */
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_u4(&b, 1);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message, "offset 0x1f: HEAP_DUMP_SEGMENT: length 4294967280 runs past "
+                                  "the end of the file (5 bytes left)");
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_rejects_sub_record_crossing_its_segment)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    static const uint8_t types[] = { HPROF_TYPE_LONG };
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, types, 1);
+    size_t end = b.len;
+    tb_instance(&b, 0x110, 0x100, "12345678", 8);
+    tb_segment_end(&b);
+    /* shrink the segment so that it ends inside the instance */
+    b.data[b.segment_at + 3] -= 5;
+    tb_u1(&b, HPROF_TAG_HEAP_DUMP_END);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    char expect[200];
+    snprintf(expect, sizeof expect, "offset 0x%zx: HEAP_DUMP_SEGMENT/INSTANCE_DUMP: sub-record "
+             "runs past the end of its segment", end);
+    ck_assert_msg(strncmp(err.message, expect, strlen(expect)) == 0, "%s", err.message);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_rejects_array_count_larger_than_its_segment)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_PRIMITIVE_ARRAY_DUMP);
+    tb_id(&b, 0x10);
+    tb_u4(&b, 0);
+    tb_u4(&b, 0xFFFFFFFFu); /* 4G longs: 32 GiB */
+    tb_u1(&b, HPROF_TYPE_LONG);
+    tb_u8(&b, 7);
+    tb_segment_end(&b);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "PRIMITIVE_ARRAY_DUMP: 4294967295 elements "
+                                              "(34359738360 bytes) run past the end"));
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_rejects_invalid_array_element_type)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_PRIMITIVE_ARRAY_DUMP);
+    tb_id(&b, 0x10);
+    tb_u4(&b, 0);
+    tb_u4(&b, 1);
+    tb_u1(&b, 3); /* no such type */
+    tb_u1(&b, 0);
+    tb_segment_end(&b);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "invalid element type 3"));
+    tb_free(&b);
+}
+END_TEST
+
+/* Through a file, a 9 MiB array arrives in several chunks of whole
+ * elements that add up to the array. */
+START_TEST(reader_delivers_large_arrays_in_whole_element_chunks)
+{
+    struct tbuf b;
+    const uint32_t count = (9u << 20) / 2 + 1; /* chars: 9 MiB + 2 bytes, > the read buffer */
+    uint8_t *data = calloc(count, 2);
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN); /* so the array does not start aligned */
+    tb_u4(&b, 0x10);
+    tb_prim_array(&b, 0x10, HPROF_TYPE_CHAR, count, data);
+    tb_segment_end(&b);
+    char *path = tl_temp_path(".hprof");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, b.data, b.len), (ssize_t)b.len);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    struct counter c = { .base = { &counter_ops, NULL } };
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    ck_assert_int_eq(c.primitive_arrays, 1);
+    ck_assert_int_gt(c.chunks, 2);
+    ck_assert_int_eq(c.misaligned, 0);
+    ck_assert_uint_eq(c.array_bytes, (uint64_t)count * 2);
+    hprof_reader_free(r);
+    close(fd);
+    unlink(path);
+    free(path);
+    free(data);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_skips_a_segment_when_heap_begin_says_skip)
+{
+    struct tbuf b;
+    struct counter c = { .skip_segments = 1 };
+    struct hprof_error err;
+    tb_small_dump(&b, 4);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_OK);
+    ck_assert_int_eq(c.segments, 1);
+    ck_assert_int_eq(c.instances + c.classes + c.roots, 0);
+    ck_assert_int_eq(c.records, 1); /* the END after it is still seen */
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_runs_again_from_the_start)
+{
+    struct tbuf b;
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct counter c = { .base = { &counter_ops, NULL } };
+    tb_small_dump(&b, 8);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, b.len, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    ck_assert_int_eq(c.instances, 2);
+    ck_assert_int_eq(c.ends, 2);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_reads_android_only_sub_records)
+{
+    static const uint8_t root_tags[] = { 0x89, 0x8A, 0x8B, 0x8C, 0x8D, 0x90 };
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_HEAP_DUMP_INFO);
+    tb_u4(&b, 'A');
+    tb_id(&b, 0x10);
+    for (size_t i = 0; i < sizeof root_tags; i++) {
+        tb_u1(&b, root_tags[i]);
+        tb_id(&b, 0x100 + i);
+    }
+    tb_u1(&b, HPROF_ROOT_JNI_MONITOR);
+    tb_id(&b, 0x200);
+    tb_u4(&b, 1);
+    tb_u4(&b, 2);
+    tb_u1(&b, HPROF_PRIMITIVE_ARRAY_NODATA);
+    tb_id(&b, 0x300);
+    tb_u4(&b, 0);
+    tb_u4(&b, 1000);
+    tb_u1(&b, HPROF_TYPE_INT);
+    tb_segment_end(&b);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_OK);
+    ck_assert_int_eq(c.infos, 1);
+    ck_assert_int_eq(c.roots, 7);
+    ck_assert_int_eq(c.primitive_arrays, 1);
+    ck_assert_uint_eq(c.array_bytes, 0);
+    tb_free(&b);
+}
+END_TEST
+
+static Suite *reader_suite(void)
+{
+    Suite *s = suite_create("reader");
+    TCase *t = tcase_create("reader");
+    tcase_set_timeout(t, 60);
+    tcase_add_loop_test(t, reader_accepts_every_version_and_id_size, 0, 6);
+    tcase_add_test(t, reader_rejects_empty_file);
+    tcase_add_test(t, reader_rejects_bad_magic);
+    tcase_add_loop_test(t, reader_rejects_identifier_sizes_other_than_4_and_8, 0, 4);
+    tcase_add_test(t, reader_accepts_a_file_that_is_only_a_header);
+    tcase_add_loop_test(t, reader_rejects_every_truncation_with_an_offset, 0, 2);
+    tcase_add_test(t, reader_passes_unknown_top_level_tags_through);
+    tcase_add_test(t, reader_rejects_unknown_sub_tag_naming_tag_and_offset);
+    tcase_add_test(t, reader_rejects_record_length_past_end_of_file);
+    tcase_add_test(t, reader_rejects_sub_record_crossing_its_segment);
+    tcase_add_test(t, reader_rejects_array_count_larger_than_its_segment);
+    tcase_add_test(t, reader_rejects_invalid_array_element_type);
+    tcase_add_test(t, reader_delivers_large_arrays_in_whole_element_chunks);
+    tcase_add_test(t, reader_skips_a_segment_when_heap_begin_says_skip);
+    tcase_add_test(t, reader_runs_again_from_the_start);
+    tcase_add_test(t, reader_reads_android_only_sub_records);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(reader_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,76 @@
+/*
+ * testlib.h - helpers for the Check tests: building dumps byte by byte,
+ * running libhprof over files and memory, and a canonical digest that says
+ * whether two dumps hold the same records whatever their segmentation.
+ */
+#ifndef HPROF_TESTLIB_H
+#define HPROF_TESTLIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hprof.h"
+
+/* A growable byte buffer for hand-made dumps. */
+struct tbuf {
+    uint8_t *data;
+    size_t len, cap;
+    unsigned ids;
+    size_t segment_at;      /* offset of the open segment's length field */
+};
+
+void tb_init(struct tbuf *b, unsigned id_size);
+void tb_free(struct tbuf *b);
+void tb_bytes(struct tbuf *b, const void *p, size_t n);
+void tb_u1(struct tbuf *b, uint8_t v);
+void tb_u2(struct tbuf *b, uint16_t v);
+void tb_u4(struct tbuf *b, uint32_t v);
+void tb_u8(struct tbuf *b, uint64_t v);
+void tb_id(struct tbuf *b, uint64_t id);
+void tb_header(struct tbuf *b, const char *version);
+void tb_record(struct tbuf *b, uint8_t tag, const void *body, uint32_t len);
+void tb_string(struct tbuf *b, uint64_t id, const char *text);
+void tb_load_class(struct tbuf *b, uint32_t serial, uint64_t class_id, uint64_t name_id);
+/* HEAP_DUMP_SEGMENT whose length is patched by tb_segment_end(). */
+void tb_segment_begin(struct tbuf *b, uint8_t tag);
+void tb_segment_end(struct tbuf *b);
+/* CLASS_DUMP with `n` instance fields of the given types (names 0x900+i). */
+void tb_class(struct tbuf *b, uint64_t id, uint64_t super_id, const uint8_t *types, unsigned n);
+void tb_instance(struct tbuf *b, uint64_t id, uint64_t class_id, const void *values, uint32_t n);
+void tb_prim_array(struct tbuf *b, uint64_t id, uint8_t type, uint32_t count, const void *data);
+
+/* A small valid dump with one class, two instances and arrays. */
+void tb_small_dump(struct tbuf *b, unsigned id_size);
+
+/* Paths: $HPROF_BUILD/<tool>, ../shared/fixtures/<name>, a temp file. */
+const char *tl_build_dir(void);
+char *tl_tool(const char *name);
+int tl_have_shared_fixtures(void);
+char *tl_temp_path(const char *suffix);
+
+/* Run a shell command; @return its exit status (-1 if it did not exit). */
+int tl_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Read a whole file (tests only).  @return malloc'd data or NULL. */
+uint8_t *tl_read_file(const char *path, size_t *len);
+
+/* Canonical digest of a dump: every top-level record other than heap
+ * segments and HEAP_DUMP_END, and every heap sub-record other than
+ * HEAP_DUMP_INFO paired with the heap it belongs to (the last
+ * HEAP_DUMP_INFO of its segment).  Two dumps with the same digest hold the
+ * same records in the same order, whatever their segment boundaries. */
+struct tl_canon {
+    uint8_t md5[16];
+    uint64_t records, sub_records;
+};
+int tl_canon_file(const char *path, struct tl_canon *out, struct hprof_error *err);
+int tl_canon_memory(const void *data, size_t len, struct tl_canon *out, struct hprof_error *err);
+
+/* Reader -> writer with no visitor between, into memory. */
+int tl_roundtrip_memory(const void *data, size_t len, uint32_t segment_limit, uint8_t **out,
+                        size_t *out_len, struct hprof_error *err);
+
+/* Load a manifest written by hprof-synth and look a key up (-1 if absent). */
+long long tl_manifest(const char *path, const char *key);
+
+#endif

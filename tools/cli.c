@@ -1,0 +1,242 @@
+/*
+ * cli.c - shared command-line plumbing for the hprof-* tools.
+ *
+ * Safe output: data goes to "OUT.XXXXXX.tmp" in OUT's directory and is
+ * renamed over OUT only when everything succeeded, so a reader of OUT never
+ * sees a half-written dump and a failure leaves nothing behind.  The paths
+ * of open temporary files sit in a fixed table that the signal handler can
+ * walk with only async-signal-safe calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *cli_progname = "hprof";
+
+#define MAX_TEMPS 64
+static char *volatile temp_paths[MAX_TEMPS];
+
+int cli_init(const char *argv0)
+{
+    const char *slash = strrchr(argv0, '/');
+    cli_progname = slash ? slash + 1 : argv0;
+    if (hprof_version_number() != HPROF_VERSION_NUMBER) {
+        cli_error("libhprof version %u does not match the headers' %u",
+                  hprof_version_number(), HPROF_VERSION_NUMBER);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cli_exit_code(int rc)
+{
+    switch (rc) {
+    case HPROF_OK: return EXIT_OK;
+    case HPROF_ERR_FORMAT: return EXIT_INVALID;
+    case HPROF_ERR_USAGE: return EXIT_USAGE;
+    default: return EXIT_IO;
+    }
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", cli_progname);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void cli_version(void)
+{
+    printf("%s (hprof-shrink) %s\n", cli_progname, HPROF_VERSION_STRING);
+}
+
+void cli_progress_init(struct cli_progress *p, const char *label, int quiet)
+{
+    p->enabled = !quiet && isatty(STDERR_FILENO);
+    p->label = label;
+    p->last_percent = -1;
+}
+
+void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t done,
+                         uint64_t total)
+{
+    if (!p->enabled)
+        return;
+    int percent = total ? (int)(done * 100 / total) : 100;
+    if (percent == p->last_percent)
+        return;
+    p->last_percent = percent;
+    fprintf(stderr, "\r%s: %s: pass %d/%d %3d%%", cli_progname, p->label, pass, passes, percent);
+    fflush(stderr);
+}
+
+void cli_progress_done(struct cli_progress *p)
+{
+    if (p->enabled && p->last_percent >= 0)
+        fprintf(stderr, "\r\033[K");
+    p->last_percent = -1;
+}
+
+/* ---- Temporary files and signals ------------------------------------------ */
+
+static int remember_temp(char *path)
+{
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_paths[i] == NULL) {
+            temp_paths[i] = path;
+            return 0;
+        }
+    return -1;
+}
+
+static void forget_temp(const char *path)
+{
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_paths[i] == path)
+            temp_paths[i] = NULL;
+}
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_paths[i] != NULL)
+            unlink(temp_paths[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes EPIPE, reported */
+}
+
+int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input)
+{
+    struct stat st;
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    if (strcmp(path, "-") == 0) {
+        if (isatty(STDOUT_FILENO) && !force) {
+            cli_error("refusing to write a heap dump to a terminal (use -f to force)");
+            return EXIT_USAGE;
+        }
+        o->fd = STDOUT_FILENO;
+        return 0;
+    }
+    if (stat(path, &st) == 0) {
+        if (input != NULL && st.st_dev == input->st_dev && st.st_ino == input->st_ino) {
+            cli_error("%s: output is the input; refusing to overwrite it", path);
+            return EXIT_USAGE;
+        }
+        if (!force) {
+            cli_error("%s: already exists (use -f to overwrite)", path);
+            return EXIT_USAGE;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            cli_error("%s: not a regular file", path);
+            return EXIT_USAGE;
+        }
+    }
+    size_t len = strlen(path) + sizeof ".XXXXXX.tmp";
+    o->path = strdup(path);
+    o->tmp = malloc(len);
+    if (o->path == NULL || o->tmp == NULL) {
+        cli_error("out of memory");
+        cli_output_abort(o);
+        return EXIT_IO;
+    }
+    snprintf(o->tmp, len, "%s.XXXXXX.tmp", path);
+    o->fd = mkstemps(o->tmp, 4);
+    if (o->fd < 0) {
+        cli_error("%s: cannot create a temporary file: %s", path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        cli_output_abort(o);
+        return EXIT_IO;
+    }
+    /* mkstemp() makes 0600; give the dump the mode a plain create would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(o->fd, 0666 & ~mask);
+    if (remember_temp(o->tmp) != 0) {
+        cli_error("too many outputs open at once");
+        cli_output_abort(o);
+        return EXIT_IO;
+    }
+    return 0;
+}
+
+int cli_output_commit(struct cli_output *o)
+{
+    int rc = 0;
+    if (o->tmp == NULL) { /* stdout */
+        o->fd = -1;
+        return 0;
+    }
+    if (fsync(o->fd) != 0 && errno != EINVAL) {
+        cli_error("%s: %s", o->path, strerror(errno));
+        rc = EXIT_IO;
+    }
+    if (close(o->fd) != 0 && rc == 0) {
+        cli_error("%s: %s", o->path, strerror(errno));
+        rc = EXIT_IO;
+    }
+    o->fd = -1;
+    if (rc == 0 && rename(o->tmp, o->path) != 0) {
+        cli_error("%s: cannot rename the temporary file: %s", o->path, strerror(errno));
+        rc = EXIT_IO;
+    }
+    if (rc != 0) {
+        cli_output_abort(o);
+        return rc;
+    }
+    forget_temp(o->tmp);
+    free(o->tmp);
+    free(o->path);
+    o->tmp = o->path = NULL;
+    return 0;
+}
+
+void cli_output_abort(struct cli_output *o)
+{
+    if (o->fd >= 0 && o->tmp != NULL)
+        close(o->fd);
+    if (o->tmp != NULL) {
+        unlink(o->tmp);
+        forget_temp(o->tmp);
+    }
+    free(o->tmp);
+    free(o->path);
+    o->tmp = o->path = NULL;
+    o->fd = -1;
+}
+
+int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * cli.h - what every hprof-* tool shares: exit codes, messages, the progress
+ * line, and safe output files (temporary file, rename on success, removed on
+ * failure or signal).  Tools include only the public API and this.
+ */
+#ifndef HPROF_CLI_H
+#define HPROF_CLI_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "hprof.h"
+
+/* Exit codes, the same for every tool of the project. */
+enum {
+    EXIT_OK = 0,
+    EXIT_INVALID = 1,   /* the input is not a valid heap dump */
+    EXIT_USAGE = 2,     /* bad command line */
+    EXIT_IO = 3         /* reading or writing failed (or out of memory) */
+};
+
+extern const char *cli_progname;
+
+/* Sets cli_progname and checks that the linked libhprof is the one the tool
+ * was compiled against; @return 0, or EXIT_USAGE after a message. */
+int cli_init(const char *argv0);
+
+/* The exit code for a libhprof error code. */
+int cli_exit_code(int hprof_rc);
+
+/* "prog: what" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "prog (hprof-shrink) x.y.z" on stdout. */
+void cli_version(void);
+
+/* Progress on stderr when it is a terminal and `enabled`. */
+struct cli_progress {
+    int enabled;
+    const char *label;
+    int last_percent;
+};
+void cli_progress_init(struct cli_progress *p, const char *label, int quiet);
+void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t done,
+                         uint64_t total);
+void cli_progress_done(struct cli_progress *p);
+
+/* An output file written safely.  path "-" is standard output. */
+struct cli_output {
+    char *path;
+    char *tmp;          /* temporary file next to path, or NULL */
+    int fd;
+};
+
+/* Opens the temporary file for `path`.  Refuses when `path` is the input
+ * (`input` is the input's stat, or NULL) or exists and !force.  Refuses a
+ * terminal as stdout unless force.  @return 0, or an exit code (message
+ * printed). */
+int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input);
+/* fsync, close and rename into place.  @return 0 or EXIT_IO. */
+int cli_output_commit(struct cli_output *o);
+/* Close and remove the temporary file. */
+void cli_output_abort(struct cli_output *o);
+
+/* SIGINT/SIGTERM/SIGHUP remove every open temporary file, then the process
+ * dies of the signal as it would have. */
+void cli_install_signal_handlers(void);
+
+/* Parse a non-negative integer; @return 0 or -1. */
+int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+
+#endif

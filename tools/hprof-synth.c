@@ -1,0 +1,869 @@
+/*
+ * hprof-synth - write a deterministic heap dump for tests and benchmarks.
+ *
+ * --android (default) models ART's writer (art/runtime/hprof/hprof.cc):
+ * JAVA PROFILE 1.0.3, 4-byte ids, STRING/LOAD_CLASS/STACK_TRACE before the
+ * heap, small HEAP_DUMP_SEGMENTs (at most 128 objects) each switching heaps
+ * with HEAP_DUMP_INFO, roots first, the image ('I'), zygote ('Z') and app
+ * ('A') heaps, java.lang.String with the synthetic `value` field and its
+ * char[]/byte[] right after the instance, android.graphics.Bitmap with
+ * mBuffer (shared, duplicated, null and recycled cases) and the Android 10+
+ * Bitmap$DumpData holder, every root kind, statics of every type, a
+ * superclass chain and non-ASCII (modified UTF-8) STRING records.
+ *
+ * --hotspot models a 64-bit HotSpot dump: 1.0.2, 8-byte ids, slash class
+ * names, String.value byte[] with coder, class dumps first, large segments.
+ *
+ * It writes through libhprof's writer: the generator drives the visitor API
+ * like a reader would.  --manifest FILE writes what was generated (counts the
+ * tests check tools against), one "key value" per line.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum { MAX_STRINGS = 256, MAX_FIELDS = 16 };
+
+struct synth {
+    struct hprof_visitor *out;
+    int android;
+    unsigned ids;
+    uint64_t next_object;
+    uint64_t next_string;
+    uint32_t next_serial;
+    uint64_t rng;
+    int rc;
+
+    /* STRING ids already written, by text. */
+    const char *texts[MAX_STRINGS];
+    uint64_t text_ids[MAX_STRINGS];
+    int n_texts;
+
+    /* The open segment. */
+    int seg_open;
+    unsigned seg_objects, seg_limit;
+    uint32_t seg_heap;              /* heap of the last HEAP_DUMP_INFO, ~0 none */
+
+    /* Bookkeeping for --manifest. */
+    uint64_t instances[2], object_arrays[2], primitive_arrays[2]; /* [system, app] */
+    uint64_t class_dumps, roots, roots_to_system_dropped;
+    uint64_t string_instances_app, bitmaps, bitmap_slots;
+    uint64_t dedupe_groups, dedupe_merged, dedupe_dropped;
+    uint64_t standins;
+};
+
+/* Ids of the classes and of named objects the heap refers to. */
+struct model {
+    uint64_t object, string, object_array, byte_array_array, thread;
+    uint64_t bitmap, dump_data, base, derived, leaf, statics;
+    uint64_t dump_data_instance;
+    uint32_t thread_serial, stack_serial;
+};
+
+#define CHECK(s) do { if ((s)->rc < 0) return; } while (0)
+
+static uint64_t next_random(struct synth *s)
+{
+    /* xorshift64: deterministic across platforms */
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    return s->rng;
+}
+
+static uint64_t new_object_id(struct synth *s)
+{
+    uint64_t id = s->next_object;
+    s->next_object += s->android ? 8 : 16;
+    return id;
+}
+
+static uint64_t string_id(struct synth *s, const char *text)
+{
+    for (int i = 0; i < s->n_texts; i++)
+        if (strcmp(s->texts[i], text) == 0)
+            return s->text_ids[i];
+    if (s->n_texts == MAX_STRINGS) {
+        s->rc = HPROF_ERR_USAGE;
+        return 0;
+    }
+    struct hprof_string rec = { .id = s->next_string, .length = (uint32_t)strlen(text),
+                                .utf8 = (const uint8_t *)text };
+    s->next_string += s->android ? 4 : 8;
+    s->texts[s->n_texts] = text;
+    s->text_ids[s->n_texts++] = rec.id;
+    if (s->rc >= 0)
+        s->rc = hprof_visit_string(s->out, &rec);
+    return rec.id;
+}
+
+/* "java.lang.String" in Android dumps, "java/lang/String" in HotSpot ones. */
+static const char *class_name(struct synth *s, const char *android, const char *hotspot)
+{
+    return s->android ? android : hotspot;
+}
+
+static uint64_t load_class(struct synth *s, const char *name)
+{
+    uint64_t name_id = string_id(s, name);
+    struct hprof_load_class c = { .class_serial = ++s->next_serial, .class_id = new_object_id(s),
+                                  .stack_serial = 1, .name_id = name_id };
+    if (s->rc >= 0)
+        s->rc = hprof_visit_load_class(s->out, &c);
+    return c.class_id;
+}
+
+/* ---- Segments and heaps ---------------------------------------------------- */
+
+static void end_segment(struct synth *s)
+{
+    if (s->seg_open && s->rc >= 0) {
+        struct hprof_segment seg = { .tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
+        s->rc = hprof_visit_heap_end(s->out, &seg);
+    }
+    s->seg_open = 0;
+}
+
+/* Before each sub-record: ART starts a new segment every 128 objects, and
+ * then the heap is the default one until a HEAP_DUMP_INFO says otherwise. */
+static void place(struct synth *s, uint32_t heap)
+{
+    if (s->seg_open && s->seg_objects >= s->seg_limit)
+        end_segment(s);
+    if (!s->seg_open && s->rc >= 0) {
+        struct hprof_segment seg = { .tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
+        s->rc = hprof_visit_heap_begin(s->out, &seg);
+        s->seg_open = 1;
+        s->seg_objects = 0;
+        s->seg_heap = ~0u;
+    }
+    s->seg_objects++;
+    if (s->android && heap != ~0u && heap != s->seg_heap && s->rc >= 0) {
+        const char *name = heap == 'Z' ? "zygote" : heap == 'I' ? "image" : "app";
+        struct hprof_heap_info info = { .heap_id = heap, .name_id = string_id(s, name) };
+        s->rc = hprof_visit_heap_info(s->out, &info);
+        s->seg_heap = heap;
+    }
+}
+
+static int is_system(uint32_t heap)
+{
+    return heap == 'Z' || heap == 'I';
+}
+
+/* ---- Sub-records ------------------------------------------------------------ */
+
+static void root(struct synth *s, uint8_t tag, uint64_t id, uint32_t thread, uint32_t frame)
+{
+    place(s, ~0u);
+    struct hprof_root r = { .tag = tag, .id = id, .thread_serial = thread, .frame = frame };
+    if (tag == HPROF_ROOT_JNI_GLOBAL)
+        r.jni_ref = 0x70000000 + id;
+    s->roots++;
+    if (s->rc >= 0)
+        s->rc = hprof_visit_root(s->out, &r);
+}
+
+struct fdef {
+    const char *name;
+    uint8_t type;
+};
+
+static void class_dump(struct synth *s, uint32_t heap, uint64_t id, uint64_t super_id,
+                       const struct fdef *fields, unsigned n_fields,
+                       const struct hprof_static_field *statics, unsigned n_statics,
+                       const struct hprof_constant *constants, unsigned n_constants,
+                       uint32_t instance_size)
+{
+    struct hprof_field f[MAX_FIELDS];
+    for (unsigned i = 0; i < n_fields; i++)
+        f[i] = (struct hprof_field){ string_id(s, fields[i].name), fields[i].type };
+    place(s, heap);
+    struct hprof_class_dump cd = {
+        .id = id, .stack_serial = 1, .super_id = super_id, .instance_size = instance_size,
+        .n_constants = (uint16_t)n_constants, .constants = constants,
+        .n_statics = (uint16_t)n_statics, .statics = statics,
+        .n_fields = (uint16_t)n_fields, .fields = f,
+    };
+    s->class_dumps++;
+    if (s->rc >= 0)
+        s->rc = hprof_visit_class_dump(s->out, &cd);
+}
+
+/* Field values are assembled big-endian, own class first. */
+struct values {
+    uint8_t b[128];
+    size_t n;
+};
+
+static void put(struct values *v, uint64_t x, unsigned size)
+{
+    for (unsigned i = size; i > 0; i--)
+        v->b[v->n + i - 1] = (uint8_t)x, x >>= 8;
+    v->n += size;
+}
+
+static void instance(struct synth *s, uint32_t heap, uint64_t id, uint64_t class_id,
+                     const struct values *v)
+{
+    place(s, heap);
+    struct hprof_instance o = { .id = id, .stack_serial = 1, .class_id = class_id,
+                                .length = (uint32_t)v->n, .values = v->b };
+    s->instances[!is_system(heap)]++;
+    if (s->rc >= 0)
+        s->rc = hprof_visit_instance(s->out, &o);
+}
+
+static void object_array(struct synth *s, uint32_t heap, uint64_t id, uint64_t class_id,
+                         const uint64_t *elements, uint32_t n)
+{
+    uint8_t *bytes = malloc((size_t)n * s->ids + 1);
+    if (bytes == NULL) {
+        s->rc = HPROF_ERR_NOMEM;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        for (unsigned k = 0; k < s->ids; k++)
+            bytes[(size_t)i * s->ids + k] = (uint8_t)(elements[i] >> (8 * (s->ids - 1 - k)));
+    place(s, heap);
+    struct hprof_object_array a = { .id = id, .stack_serial = 1, .count = n,
+                                    .class_id = class_id, .n = n, .elements = bytes };
+    s->object_arrays[!is_system(heap)]++;
+    if (s->rc >= 0)
+        s->rc = hprof_visit_object_array(s->out, &a);
+    free(bytes);
+}
+
+static void primitive_array(struct synth *s, uint32_t heap, uint64_t id, uint8_t type,
+                            const void *data, uint32_t count)
+{
+    place(s, heap);
+    struct hprof_primitive_array a = {
+        .tag = HPROF_PRIMITIVE_ARRAY_DUMP, .id = id, .stack_serial = 1, .count = count,
+        .type = type, .length = (size_t)count * hprof_type_size(type, s->ids), .data = data,
+    };
+    s->primitive_arrays[!is_system(heap)]++;
+    if (s->rc >= 0)
+        s->rc = hprof_visit_primitive_array(s->out, &a);
+}
+
+/* Bytes from the generator's stream, or a pattern derived from `seed` (the
+ * same seed gives byte-identical contents: the duplicates to find). */
+static uint8_t *pattern(uint64_t seed, size_t len)
+{
+    uint8_t *b = malloc(len ? len : 1);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; b != NULL && i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        b[i] = (uint8_t)(x >> 24);
+    }
+    return b;
+}
+
+/* ---- Strings ------------------------------------------------------------------ */
+
+/* A java.lang.String and its value array, in ART's order (array right after
+ * the instance).  Latin-1 text is stored compressed as byte[] in Android
+ * dumps, other text as char[]; HotSpot dumps use byte[] with coder. */
+static uint64_t string_object(struct synth *s, const struct model *m, uint32_t heap,
+                              const char *text)
+{
+    uint16_t units[256];
+    uint32_t n = 0;
+    int latin1 = 1;
+    /* Decode UTF-8 to UTF-16 (BMP only is enough for fixtures). */
+    for (const uint8_t *p = (const uint8_t *)text; *p && n < 256; n++) {
+        if (*p < 0x80) {
+            units[n] = *p++;
+        } else if ((*p & 0xE0) == 0xC0) {
+            units[n] = (uint16_t)((p[0] & 0x1F) << 6 | (p[1] & 0x3F));
+            p += 2;
+        } else {
+            units[n] = (uint16_t)((p[0] & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F));
+            p += 3;
+        }
+        if (units[n] > 0xFF)
+            latin1 = 0;
+    }
+    uint64_t id = new_object_id(s), value = new_object_id(s);
+    struct values v = { .n = 0 };
+    uint8_t bytes[512];
+    uint32_t count;
+    uint8_t type;
+    if (latin1) {
+        for (uint32_t i = 0; i < n; i++)
+            bytes[i] = (uint8_t)units[i];
+        count = n;
+        type = HPROF_TYPE_BYTE;
+    } else if (s->android) {
+        for (uint32_t i = 0; i < n; i++)
+            bytes[2 * i] = (uint8_t)(units[i] >> 8), bytes[2 * i + 1] = (uint8_t)units[i];
+        count = n;
+        type = HPROF_TYPE_CHAR;
+    } else { /* HotSpot UTF16 coder: a byte[] of twice the length */
+        for (uint32_t i = 0; i < n; i++)
+            bytes[2 * i] = (uint8_t)(units[i] >> 8), bytes[2 * i + 1] = (uint8_t)units[i];
+        count = 2 * n;
+        type = HPROF_TYPE_BYTE;
+    }
+    if (s->android) { /* count, hash, value */
+        put(&v, n, 4);
+        put(&v, 0, 4);
+        put(&v, value, s->ids);
+    } else {          /* value, coder, hash, hashIsZero */
+        put(&v, value, s->ids);
+        put(&v, latin1 ? 0 : 1, 1);
+        put(&v, 0, 4);
+        put(&v, 1, 1);
+    }
+    instance(s, heap, id, m->string, &v);
+    primitive_array(s, heap, value, type, bytes, count);
+    if (!is_system(heap))
+        s->string_instances_app++;
+    return id;
+}
+
+/* ---- The model ---------------------------------------------------------------- */
+
+static void define_classes(struct synth *s, struct model *m)
+{
+    m->object = load_class(s, class_name(s, "java.lang.Object", "java/lang/Object"));
+    m->string = load_class(s, class_name(s, "java.lang.String", "java/lang/String"));
+    m->object_array = load_class(s, class_name(s, "java.lang.Object[]", "[Ljava/lang/Object;"));
+    m->byte_array_array = load_class(s, class_name(s, "byte[][]", "[[B"));
+    m->thread = load_class(s, class_name(s, "java.lang.Thread", "java/lang/Thread"));
+    if (s->android) {
+        m->bitmap = load_class(s, "android.graphics.Bitmap");
+        m->dump_data = load_class(s, "android.graphics.Bitmap$DumpData");
+    }
+    m->base = load_class(s, class_name(s, "com.example.Base", "com/example/Base"));
+    m->derived = load_class(s, class_name(s, "com.example.Derived", "com/example/Derived"));
+    m->leaf = load_class(s, class_name(s, "com.example.Leaf", "com/example/Leaf"));
+    m->statics = load_class(s, class_name(s, "com.example.Statics", "com/example/Statics"));
+    /* Names used later, so that every STRING precedes the heap, as in ART. */
+    static const char *const names[] = {
+        "count", "hash", "value", "coder", "hashIsZero", "name", "mBuffer", "mWidth", "mHeight",
+        "mRecycled", "mNativePtr", "dumpData", "format", "natives", "buffers", "id", "payload",
+        "score", "flag", "ch", "sh", "b", "f", "l", "next", "tag", "sObject", "sBoolean",
+        "sChar", "sFloat", "sDouble", "sByte", "sShort", "sInt", "sLong", "zygote", "image",
+        "app", "main", "run", "()V", "Main.java",
+        /* modified UTF-8: U+00EF U+00E9, U+2615, U+1D11E as a surrogate pair, and NUL */
+        "na\xC3\xAFve caf\xC3\xA9 \xE2\x98\x95 \xED\xA0\xB4\xED\xB4\x9E \xC0\x80 end",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        string_id(s, names[i]);
+}
+
+static void stack_records(struct synth *s, struct model *m)
+{
+    uint8_t frame[4 * 8 + 8], trace[12 + 8], *p;
+    unsigned ids = s->ids;
+    uint64_t frame_id = 0x100;
+    /* STACK_FRAME: frame, method, signature, source, class serial, line */
+    p = frame;
+    uint64_t refs[4] = { frame_id, string_id(s, "run"), string_id(s, "()V"),
+                         string_id(s, "Main.java") };
+    for (int i = 0; i < 4; i++)
+        for (unsigned k = 0; k < ids; k++)
+            *p++ = (uint8_t)(refs[i] >> (8 * (ids - 1 - k)));
+    memcpy(p, "\0\0\0\1\0\0\0\x2a", 8);
+    p += 8;
+    struct hprof_record fr = { .tag = HPROF_TAG_STACK_FRAME, .length = (uint32_t)(p - frame),
+                               .body = frame };
+    /* STACK_TRACE serial 1, thread 1, one frame */
+    p = trace;
+    memcpy(p, "\0\0\0\1\0\0\0\1\0\0\0\1", 12);
+    p += 12;
+    for (unsigned k = 0; k < ids; k++)
+        *p++ = (uint8_t)(frame_id >> (8 * (ids - 1 - k)));
+    struct hprof_record tr = { .tag = HPROF_TAG_STACK_TRACE, .length = (uint32_t)(p - trace),
+                               .body = trace };
+    if (s->rc >= 0)
+        s->rc = hprof_visit_record(s->out, &fr);
+    if (s->rc >= 0)
+        s->rc = hprof_visit_record(s->out, &tr);
+    m->thread_serial = 1;
+    m->stack_serial = 1;
+}
+
+static void system_classes(struct synth *s, const struct model *m)
+{
+    uint32_t heap = 'I';
+    unsigned ids = s->ids;
+    class_dump(s, heap, m->object, 0, NULL, 0, NULL, 0, NULL, 0, 0);
+    if (s->android) {
+        static const struct fdef string_fields[] = {
+            { "count", HPROF_TYPE_INT }, { "hash", HPROF_TYPE_INT }, { "value", HPROF_TYPE_OBJECT },
+        };
+        class_dump(s, heap, m->string, m->object, string_fields, 3, NULL, 0, NULL, 0, 8 + ids);
+    } else {
+        static const struct fdef string_fields[] = {
+            { "value", HPROF_TYPE_OBJECT }, { "coder", HPROF_TYPE_BYTE },
+            { "hash", HPROF_TYPE_INT }, { "hashIsZero", HPROF_TYPE_BOOLEAN },
+        };
+        class_dump(s, heap, m->string, m->object, string_fields, 4, NULL, 0, NULL, 0, 6 + ids);
+    }
+    class_dump(s, heap, m->object_array, m->object, NULL, 0, NULL, 0, NULL, 0, 0);
+    class_dump(s, heap, m->byte_array_array, m->object, NULL, 0, NULL, 0, NULL, 0, 0);
+    static const struct fdef thread_fields[] = { { "name", HPROF_TYPE_OBJECT } };
+    class_dump(s, heap, m->thread, m->object, thread_fields, 1, NULL, 0, NULL, 0, ids);
+    if (s->android) {
+        static const struct fdef bitmap_fields[] = {
+            { "mBuffer", HPROF_TYPE_OBJECT }, { "mWidth", HPROF_TYPE_INT },
+            { "mHeight", HPROF_TYPE_INT }, { "mRecycled", HPROF_TYPE_BOOLEAN },
+            { "mNativePtr", HPROF_TYPE_LONG },
+        };
+        struct hprof_static_field dump_data = { string_id(s, "dumpData"), HPROF_TYPE_OBJECT,
+                                                m->dump_data_instance };
+        class_dump(s, heap, m->bitmap, m->object, bitmap_fields, 5, &dump_data, 1, NULL, 0,
+                   ids + 17);
+        static const struct fdef dump_fields[] = {
+            { "count", HPROF_TYPE_INT }, { "format", HPROF_TYPE_INT },
+            { "natives", HPROF_TYPE_OBJECT }, { "buffers", HPROF_TYPE_OBJECT },
+        };
+        class_dump(s, heap, m->dump_data, m->object, dump_fields, 4, NULL, 0, NULL, 0,
+                   8 + 2 * ids);
+    }
+}
+
+static void app_classes(struct synth *s, const struct model *m, uint64_t static_string)
+{
+    uint32_t heap = 'A';
+    unsigned ids = s->ids;
+    static const struct fdef base_fields[] = {
+        { "id", HPROF_TYPE_INT }, { "name", HPROF_TYPE_OBJECT },
+    };
+    static const struct fdef derived_fields[] = {
+        { "payload", HPROF_TYPE_OBJECT }, { "score", HPROF_TYPE_DOUBLE },
+        { "flag", HPROF_TYPE_BOOLEAN }, { "ch", HPROF_TYPE_CHAR }, { "sh", HPROF_TYPE_SHORT },
+        { "b", HPROF_TYPE_BYTE }, { "f", HPROF_TYPE_FLOAT }, { "l", HPROF_TYPE_LONG },
+        { "next", HPROF_TYPE_OBJECT },
+    };
+    static const struct fdef leaf_fields[] = { { "tag", HPROF_TYPE_OBJECT } };
+    class_dump(s, heap, m->base, m->object, base_fields, 2, NULL, 0, NULL, 0, 4 + ids);
+    class_dump(s, heap, m->derived, m->base, derived_fields, 9, NULL, 0, NULL, 0,
+               4 + ids + 2 * ids + 8 + 1 + 2 + 2 + 1 + 4 + 8);
+    class_dump(s, heap, m->leaf, m->derived, leaf_fields, 1, NULL, 0, NULL, 0, 0);
+    /* One static of every basic type, and a constant-pool entry. */
+    struct hprof_static_field statics[] = {
+        { string_id(s, "sObject"), HPROF_TYPE_OBJECT, static_string },
+        { string_id(s, "sBoolean"), HPROF_TYPE_BOOLEAN, 1 },
+        { string_id(s, "sChar"), HPROF_TYPE_CHAR, 0x263A },
+        { string_id(s, "sFloat"), HPROF_TYPE_FLOAT, 0x3FC00000 },
+        { string_id(s, "sDouble"), HPROF_TYPE_DOUBLE, 0x400921FB54442D18ull },
+        { string_id(s, "sByte"), HPROF_TYPE_BYTE, 0x7F },
+        { string_id(s, "sShort"), HPROF_TYPE_SHORT, 0x1234 },
+        { string_id(s, "sInt"), HPROF_TYPE_INT, 0xCAFEBABE },
+        { string_id(s, "sLong"), HPROF_TYPE_LONG, 0x0123456789ABCDEFull },
+    };
+    struct hprof_constant constant = { 7, HPROF_TYPE_INT, 42 };
+    class_dump(s, heap, m->statics, m->object, NULL, 0, statics, 9, &constant, 1, 0);
+}
+
+/* Base fields: id, name. */
+static void base_values(struct synth *s, struct values *v, uint32_t id, uint64_t name)
+{
+    put(v, id, 4);
+    put(v, name, s->ids);
+}
+
+/* Derived fields (own first), then Base's. */
+static void derived_values(struct synth *s, struct values *v, uint64_t payload, uint64_t next,
+                           uint32_t id, uint64_t name)
+{
+    put(v, payload, s->ids);
+    put(v, 0x3FF0000000000000ull + (next_random(s) & 0xFFFF), 8);
+    put(v, next_random(s) & 1, 1);
+    put(v, 'a' + next_random(s) % 26, 2);
+    put(v, next_random(s) & 0xFFFF, 2);
+    put(v, next_random(s) & 0xFF, 1);
+    put(v, 0x40490FDB, 4);
+    put(v, next_random(s), 8);
+    put(v, next, s->ids);
+    base_values(s, v, id, name);
+}
+
+/* The app's ordinary population: a chain of Derived/Leaf objects with
+ * byte[] payloads and names, and arrays of every primitive type. */
+static uint64_t population(struct synth *s, const struct model *m, unsigned round,
+                           unsigned objects, size_t payload_bytes)
+{
+    uint64_t next = 0, first = 0;
+    for (unsigned i = 0; i < objects && s->rc >= 0; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "object-%u-%u", round, i);
+        uint64_t name = string_object(s, m, 'A', text);
+        uint64_t payload = new_object_id(s);
+        size_t len = payload_bytes / 2 + (size_t)(next_random(s) % (payload_bytes + 1));
+        uint8_t *bytes = pattern(next_random(s), len);
+        if (bytes == NULL) {
+            s->rc = HPROF_ERR_NOMEM;
+            break;
+        }
+        primitive_array(s, 'A', payload, HPROF_TYPE_BYTE, bytes, (uint32_t)len);
+        free(bytes);
+        uint64_t id = new_object_id(s);
+        struct values v = { .n = 0 };
+        if (i % 3 == 2) {
+            put(&v, 0, s->ids); /* Leaf.tag */
+            derived_values(s, &v, payload, next, i, name);
+            instance(s, 'A', id, m->leaf, &v);
+        } else {
+            derived_values(s, &v, payload, next, i, name);
+            instance(s, 'A', id, m->derived, &v);
+        }
+        next = id;
+        if (first == 0)
+            first = id;
+    }
+    /* One array of every primitive type. */
+    static const uint8_t types[] = { HPROF_TYPE_BOOLEAN, HPROF_TYPE_CHAR, HPROF_TYPE_FLOAT,
+                                     HPROF_TYPE_DOUBLE, HPROF_TYPE_BYTE, HPROF_TYPE_SHORT,
+                                     HPROF_TYPE_INT, HPROF_TYPE_LONG };
+    for (size_t t = 0; t < sizeof types; t++) {
+        uint32_t count = 1 + (uint32_t)(next_random(s) % 200);
+        uint8_t *data = pattern(round * 16 + t + 1000, (size_t)count * 8);
+        if (data == NULL) {
+            s->rc = HPROF_ERR_NOMEM;
+            break;
+        }
+        primitive_array(s, 'A', new_object_id(s), types[t], data, count);
+        free(data);
+    }
+    return next ? next : first;
+}
+
+static void bitmap(struct synth *s, const struct model *m, uint64_t buffer, uint32_t width,
+                   uint32_t height, int recycled)
+{
+    struct values v = { .n = 0 };
+    put(&v, buffer, s->ids);
+    put(&v, width, 4);
+    put(&v, height, 4);
+    put(&v, recycled, 1);
+    put(&v, 0x7f000000 + s->bitmaps * 64, 8);
+    instance(s, 'A', new_object_id(s), m->bitmap, &v);
+    s->bitmaps++;
+    if (buffer != 0)
+        s->bitmap_slots++;
+}
+
+static void pixel_buffer(struct synth *s, uint64_t id, uint64_t seed, size_t bytes)
+{
+    uint8_t *px = pattern(seed, bytes);
+    if (px == NULL) {
+        s->rc = HPROF_ERR_NOMEM;
+        return;
+    }
+    primitive_array(s, 'A', id, HPROF_TYPE_BYTE, px, (uint32_t)bytes);
+    free(px);
+}
+
+/* Bitmaps before Android 8 (mBuffer): A and B hold identical pixels, bm3
+ * shares A's buffer object, bm4 has none, bm5 is recycled; C and D are
+ * identical too but D is also referenced by a Leaf (so it must survive as an
+ * ordinary array); E is large (several read chunks) and unique.  Android 10+
+ * DumpData: three encoded buffers, the first two identical. */
+static void bitmaps(struct synth *s, const struct model *m, size_t big_bytes)
+{
+    const uint32_t w = 64, h = 32;
+    const size_t small = (size_t)w * h * 4;
+    uint64_t a = new_object_id(s), b = new_object_id(s), c = new_object_id(s);
+    uint64_t d = new_object_id(s), e = new_object_id(s);
+    pixel_buffer(s, a, 1, small);
+    bitmap(s, m, a, w, h, 0);
+    pixel_buffer(s, b, 1, small);
+    bitmap(s, m, b, w, h, 0);
+    bitmap(s, m, a, w, h, 0);
+    bitmap(s, m, 0, w, h, 0);
+    pixel_buffer(s, c, 2, small);
+    bitmap(s, m, c, w, h, 1);
+    bitmap(s, m, d, w, h, 0);       /* before its buffer: order must not matter */
+    pixel_buffer(s, d, 2, small);
+    struct values leaf = { .n = 0 };
+    put(&leaf, d, s->ids);
+    derived_values(s, &leaf, 0, 0, 99, 0);
+    instance(s, 'A', new_object_id(s), m->leaf, &leaf);
+    pixel_buffer(s, e, 3, big_bytes);
+    bitmap(s, m, e, 1024, (uint32_t)(big_bytes / 4096), 0);
+    s->dedupe_groups += 2;          /* {A,B}, {C,D} */
+    s->dedupe_merged += 2;          /* B and D */
+    s->dedupe_dropped += 1;         /* B; D stays for the Leaf */
+
+    /* Bitmap$DumpData: natives[i] pairs with buffers[i]. */
+    uint64_t natives = new_object_id(s), buffers = new_object_id(s);
+    uint64_t png[3] = { new_object_id(s), new_object_id(s), new_object_id(s) };
+    for (int i = 0; i < 3; i++) {
+        size_t len = 300 + (size_t)(i == 2) * 77;
+        uint8_t *bytes = pattern(i == 1 ? 10 : 10 + (uint64_t)i, len);
+        if (bytes == NULL) {
+            s->rc = HPROF_ERR_NOMEM;
+            return;
+        }
+        memcpy(bytes, "\x89PNG\r\n\x1a\n", 8);
+        primitive_array(s, 'A', png[i], HPROF_TYPE_BYTE, bytes, (uint32_t)len);
+        free(bytes);
+    }
+    object_array(s, 'A', buffers, m->byte_array_array, png, 3);
+    uint8_t nat[24];
+    for (int i = 0; i < 24; i++)
+        nat[i] = (uint8_t)(i % 8 == 7 ? 0x40 + i : 0x7f * (i % 8 == 0));
+    primitive_array(s, 'A', natives, HPROF_TYPE_LONG, nat, 3);
+    struct values dd = { .n = 0 };
+    put(&dd, 3, 4);
+    put(&dd, 1, 4);
+    put(&dd, natives, s->ids);
+    put(&dd, buffers, s->ids);
+    instance(s, 'A', m->dump_data_instance, m->dump_data, &dd);
+    s->bitmap_slots += 3;
+    s->dedupe_groups += 1;
+    s->dedupe_merged += 1;
+    s->dedupe_dropped += 1;
+}
+
+struct options {
+    int android;
+    unsigned scale;
+    size_t big_bitmap;
+    int nodata;
+    const char *manifest;
+};
+
+static void generate(struct synth *s, const struct options *o)
+{
+    struct model m = { 0 };
+    struct hprof_header h = { .id_size = s->ids, .timestamp_ms = 1700000000000ull };
+    snprintf(h.version, sizeof h.version, "JAVA PROFILE 1.0.%d", s->android ? 3 : 2);
+    s->rc = hprof_visit_header(s->out, &h);
+    define_classes(s, &m);
+    stack_records(s, &m);
+    CHECK(s);
+    if (s->android)
+        m.dump_data_instance = new_object_id(s);
+
+    /* System objects first, so the app can refer to some of them. */
+    uint64_t thread = new_object_id(s);
+    uint64_t zygote_kept = new_object_id(s), zygote_lost = new_object_id(s);
+    uint64_t zygote_bytes = new_object_id(s), zygote_array = new_object_id(s);
+    uint64_t image_string = 0, zygote_string = 0;
+
+    if (s->android) {
+        system_classes(s, &m);
+        image_string = string_object(s, &m, 'I', "interned boot string");
+        zygote_string = string_object(s, &m, 'Z', "zygote string");
+        struct values v = { .n = 0 };
+        base_values(s, &v, 1, zygote_string);
+        instance(s, 'Z', zygote_kept, m.base, &v);      /* referenced by the app */
+        v.n = 0;
+        base_values(s, &v, 2, 0);
+        instance(s, 'Z', zygote_lost, m.base, &v);      /* referenced by nobody */
+        uint8_t zb[100];
+        memset(zb, 0x5A, sizeof zb);
+        primitive_array(s, 'Z', zygote_bytes, HPROF_TYPE_BYTE, zb, sizeof zb);
+        uint64_t zel[2] = { zygote_lost, image_string };
+        object_array(s, 'Z', zygote_array, m.object_array, zel, 2);
+        /* The app will refer to zygote_kept, zygote_bytes, zygote_array and
+         * (from Statics.sObject) image_string: these stay as hollow stand-ins.
+         * A stand-in refers to nothing, so zygote_string is not kept. */
+        s->standins = 4;
+    } else {
+        system_classes(s, &m);
+    }
+    app_classes(s, &m, s->android ? image_string : 0);
+
+    struct values tv = { .n = 0 };
+    put(&tv, string_object(s, &m, 'A', "main"), s->ids);
+    instance(s, 'A', thread, m.thread, &tv);
+
+    uint64_t last = 0;
+    for (unsigned round = 0; round < o->scale && s->rc >= 0; round++)
+        last = population(s, &m, round, 40, 2048);
+    string_object(s, &m, 'A', "");
+    string_object(s, &m, 'A', "na\xC3\xAFve caf\xC3\xA9 \xE2\x98\x95");
+    uint64_t holder = new_object_id(s);
+    uint64_t elems[4] = { last, thread, 0, s->android ? zygote_array : 0 };
+    object_array(s, 'A', holder, m.object_array, elems, 4);
+    if (s->android) {
+        /* Leaf.tag -> a zygote object, Derived.payload -> a zygote byte[] */
+        struct values v = { .n = 0 };
+        put(&v, zygote_kept, s->ids);
+        derived_values(s, &v, zygote_bytes, last, 7, 0);
+        instance(s, 'A', new_object_id(s), m.leaf, &v);
+        bitmaps(s, &m, o->big_bitmap);
+    }
+    if (o->nodata) {
+        place(s, 'A');
+        struct hprof_primitive_array a = { .tag = HPROF_PRIMITIVE_ARRAY_NODATA,
+                                           .id = new_object_id(s), .count = 1000,
+                                           .type = HPROF_TYPE_INT };
+        s->primitive_arrays[1]++;
+        if (s->rc >= 0)
+            s->rc = hprof_visit_primitive_array(s->out, &a);
+    }
+    end_segment(s);
+
+    /* Roots in a segment of their own at the end keep the code simple; ART
+     * puts them first, which the real ART fixture covers. */
+    s->seg_limit = ~0u;
+    root(s, HPROF_ROOT_STICKY_CLASS, m.string, 0, 0);
+    root(s, HPROF_ROOT_JNI_GLOBAL, holder, 0, 0);
+    root(s, HPROF_ROOT_JNI_LOCAL, last, m.thread_serial, 0);
+    root(s, HPROF_ROOT_JAVA_FRAME, last, m.thread_serial, 1);
+    root(s, HPROF_ROOT_JAVA_FRAME, s->android ? 0xdead0 : 0xdead00, m.thread_serial, 2);
+    root(s, HPROF_ROOT_NATIVE_STACK, holder, m.thread_serial, 0);
+    root(s, HPROF_ROOT_THREAD_BLOCK, thread, m.thread_serial, 0);
+    root(s, HPROF_ROOT_MONITOR_USED, holder, 0, 0);
+    root(s, HPROF_ROOT_THREAD_OBJECT, thread, m.thread_serial, m.stack_serial);
+    root(s, HPROF_ROOT_UNKNOWN, last, 0, 0);
+    if (s->android) {
+        root(s, HPROF_ROOT_INTERNED_STRING, image_string, 0, 0);
+        root(s, HPROF_ROOT_FINALIZING, holder, 0, 0);
+        root(s, HPROF_ROOT_DEBUGGER, holder, 0, 0);
+        root(s, HPROF_ROOT_REFERENCE_CLEANUP, holder, 0, 0);
+        root(s, HPROF_ROOT_VM_INTERNAL, zygote_lost, 0, 0);
+        root(s, HPROF_ROOT_VM_INTERNAL, zygote_string, 0, 0);
+        root(s, HPROF_ROOT_JNI_MONITOR, holder, m.thread_serial, 3);
+        root(s, HPROF_UNREACHABLE, last, 0, 0);
+        s->roots_to_system_dropped = 2;
+    }
+    end_segment(s);
+    struct hprof_record end = { .tag = HPROF_TAG_HEAP_DUMP_END };
+    if (s->rc >= 0)
+        s->rc = hprof_visit_record(s->out, &end);
+    if (s->rc >= 0)
+        s->rc = hprof_visit_end(s->out);
+}
+
+static int write_manifest(const struct synth *s, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        cli_error("%s: cannot create", path);
+        return EXIT_IO;
+    }
+    fprintf(f, "id_size %u\n", s->ids);
+    fprintf(f, "class_dumps %" PRIu64 "\n", s->class_dumps);
+    fprintf(f, "roots %" PRIu64 "\n", s->roots);
+    fprintf(f, "instances %" PRIu64 "\n", s->instances[0] + s->instances[1]);
+    fprintf(f, "instances_app %" PRIu64 "\n", s->instances[1]);
+    fprintf(f, "object_arrays %" PRIu64 "\n", s->object_arrays[0] + s->object_arrays[1]);
+    fprintf(f, "object_arrays_app %" PRIu64 "\n", s->object_arrays[1]);
+    fprintf(f, "primitive_arrays %" PRIu64 "\n", s->primitive_arrays[0] + s->primitive_arrays[1]);
+    fprintf(f, "primitive_arrays_app %" PRIu64 "\n", s->primitive_arrays[1]);
+    fprintf(f, "string_instances_app %" PRIu64 "\n", s->string_instances_app);
+    fprintf(f, "strings %d\n", s->n_texts);
+    fprintf(f, "bitmaps %" PRIu64 "\n", s->bitmaps);
+    fprintf(f, "bitmap_groups %" PRIu64 "\n", s->dedupe_groups);
+    fprintf(f, "bitmap_merged %" PRIu64 "\n", s->dedupe_merged);
+    fprintf(f, "bitmap_dropped %" PRIu64 "\n", s->dedupe_dropped);
+    fprintf(f, "system_standins %" PRIu64 "\n", s->standins);
+    fprintf(f, "system_objects %" PRIu64 "\n",
+            s->instances[0] + s->object_arrays[0] + s->primitive_arrays[0]);
+    fprintf(f, "roots_dropped %" PRIu64 "\n", s->roots_to_system_dropped);
+    return fclose(f) == 0 ? EXIT_OK : EXIT_IO;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Write a deterministic heap dump for tests and benchmarks.\n"
+            "\n"
+            "Usage: %s [options] OUT\n"
+            "\n"
+            "Options:\n"
+            "  --android          ART-style dump: 1.0.3, 4-byte ids, heaps, bitmaps [Default]\n"
+            "  --hotspot          HotSpot-style dump: 1.0.2, 8-byte ids\n"
+            "  --scale N          repeat the app population N times [Default: 1]\n"
+            "  --big-bitmap BYTES size of the large bitmap buffer [Default: 2621440]\n"
+            "  --nodata           add a PRIMITIVE_ARRAY_NODATA record\n"
+            "  --manifest FILE    write what was generated, \"key value\" per line\n"
+            "  -f, --force        overwrite OUT\n"
+            "  -h, --help         show this help and exit\n"
+            "  -V, --version      show the version and exit\n",
+            cli_progname);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option long_options[] = {
+        { "android", no_argument, NULL, 'a' }, { "hotspot", no_argument, NULL, 's' },
+        { "scale", required_argument, NULL, 'n' }, { "big-bitmap", required_argument, NULL, 'b' },
+        { "nodata", no_argument, NULL, 'd' }, { "manifest", required_argument, NULL, 'm' },
+        { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
+    };
+    struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440 };
+    int c, force = 0;
+    unsigned long long v;
+    if (cli_init(argv[0]) != 0)
+        return EXIT_USAGE;
+    while ((c = getopt_long(argc, argv, "fhV", long_options, NULL)) != -1) {
+        switch (c) {
+        case 'a': o.android = 1; break;
+        case 's': o.android = 0; break;
+        case 'n':
+            if (cli_parse_uint(optarg, 1000000, &v) != 0 || v == 0) {
+                cli_error("--scale: expected 1-1000000, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            o.scale = (unsigned)v;
+            break;
+        case 'b':
+            if (cli_parse_uint(optarg, 1u << 30, &v) != 0 || v < 4096) {
+                cli_error("--big-bitmap: expected 4096-1073741824, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            o.big_bitmap = (size_t)v & ~(size_t)4095;
+            break;
+        case 'd': o.nodata = 1; break;
+        case 'm': o.manifest = optarg; break;
+        case 'f': force = 1; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V': cli_version(); return EXIT_OK;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    cli_install_signal_handlers();
+    struct cli_output out;
+    int code = cli_output_open(&out, argv[optind], force, NULL);
+    if (code != 0)
+        return code;
+    struct hprof_error err = { 0 };
+    struct hprof_sink *sink = hprof_sink_new_fd(out.fd, &err);
+    struct hprof_writer *w = sink ? hprof_writer_new(sink, &err) : NULL;
+    struct synth s = {
+        .android = o.android, .ids = o.android ? 4 : 8,
+        .next_object = o.android ? 0x12c00000 : 0x7f0000000ull,
+        .next_string = o.android ? 0x1000 : 0x7f00000000ull, .rng = 0x2545F4914F6CDD1Dull,
+        .seg_limit = o.android ? 128 : 100000, .seg_heap = ~0u,
+    };
+    if (w != NULL) {
+        s.out = hprof_writer_visitor(w);
+        generate(&s, &o);
+        if (s.rc >= 0)
+            s.rc = hprof_sink_finish(sink);
+    } else {
+        s.rc = err.code;
+    }
+    hprof_writer_free(w);
+    hprof_sink_free(sink);
+    if (s.rc < 0) {
+        cli_error("%s: %s", argv[optind], err.message[0] ? err.message : "generation failed");
+        cli_output_abort(&out);
+        return cli_exit_code(s.rc);
+    }
+    if ((code = cli_output_commit(&out)) != 0)
+        return code;
+    return o.manifest ? write_manifest(&s, o.manifest) : EXIT_OK;
+}
