@@ -67,7 +67,11 @@ $(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h $(B)/libhprof.a | $(B)/.
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Isrc $(CFLAGS) -o $@ $< tests/testlib.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
 
-check: all $(B)/.check-deps $(TEST_BIN)
+$(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libhprof.a $(LDLIBS_LIB)
+
+check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) $$t; done
 	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) tests/cli-tests.sh
 

@@ -132,7 +132,7 @@ static int emit(struct hprof_writer *w, const uint8_t *head, size_t head_len, ui
     if (!w->array_direct) {
         if (info)
             put_info(w, w->seg + w->seg_len);
-        memcpy(w->seg + w->seg_len + info, head, head_len);
+        memcpy(w->seg + w->seg_len + info, head, head_len); /* head_len > 0 */
         w->seg_len += info + head_len;
         w->info_written |= info != 0;
         return HPROF_OK;
@@ -158,7 +158,8 @@ static int array_data(struct hprof_writer *w, const uint8_t *data, size_t len)
     w->array_left -= len;
     if (w->array_direct)
         return io(w, data, len);
-    memcpy(w->seg + w->seg_len, data, len);
+    if (len > 0) /* data may be NULL for an empty array */
+        memcpy(w->seg + w->seg_len, data, len);
     w->seg_len += len;
     return HPROF_OK;
 }
@@ -266,6 +267,7 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
         rc = flush_segment(w);
     w->seg_time = s->time;
     w->closed_by_us = 0;
+    w->have_info = 0; /* readers start each input segment in the default heap */
     return rc;
 }
 

@@ -38,6 +38,8 @@ void tb_free(struct tbuf *b)
 
 void tb_bytes(struct tbuf *b, const void *p, size_t n)
 {
+    if (n == 0)
+        return;
     if (b->len + n > b->cap) {
         b->cap = (b->len + n) * 2 + 64;
         b->data = xrealloc(b->data, b->cap);
@@ -254,6 +256,7 @@ struct canon {
     EVP_MD_CTX *md;
     struct tl_canon *out;
     uint32_t heap;
+    uint64_t heap_name;
     unsigned ids;
 };
 
@@ -305,6 +308,7 @@ static int c_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     (void)s;
     ((struct canon *)v)->heap = 0; /* readers reset the heap per segment */
+    ((struct canon *)v)->heap_name = 0;
     return HPROF_OK;
 }
 
@@ -312,8 +316,7 @@ static int c_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
 {
     struct canon *c = (struct canon *)v;
     c->heap = i->heap_id;
-    feed_u64(c, HPROF_HEAP_DUMP_INFO); /* heap names must agree too */
-    feed_u64(c, i->name_id);
+    c->heap_name = i->name_id;
     return HPROF_OK;
 }
 
@@ -322,6 +325,7 @@ static void sub(struct canon *c, uint8_t tag, uint64_t id)
     c->out->sub_records++;
     feed_u64(c, tag);
     feed_u64(c, c->heap);
+    feed_u64(c, c->heap_name);
     feed_u64(c, id);
 }
 

@@ -62,6 +62,7 @@ struct model {
     uint64_t object, string, object_array, byte_array_array, thread;
     uint64_t bitmap, dump_data, base, derived, leaf, statics;
     uint64_t dump_data_instance;
+    uint64_t primitive_array_classes[8];
     uint32_t thread_serial, stack_serial;
 };
 
@@ -347,6 +348,13 @@ static void define_classes(struct synth *s, struct model *m)
     m->derived = load_class(s, class_name(s, "com.example.Derived", "com/example/Derived"));
     m->leaf = load_class(s, class_name(s, "com.example.Leaf", "com/example/Leaf"));
     m->statics = load_class(s, class_name(s, "com.example.Statics", "com/example/Statics"));
+    /* Primitive array classes: analyzers (VisualVM) look them up by type. */
+    static const char *const android_arrays[] = { "boolean[]", "char[]", "float[]", "double[]",
+                                                  "byte[]", "short[]", "int[]", "long[]" };
+    static const char *const hotspot_arrays[] = { "[Z", "[C", "[F", "[D", "[B", "[S", "[I", "[J" };
+    for (int i = 0; i < 8; i++)
+        m->primitive_array_classes[i] = load_class(s, class_name(s, android_arrays[i],
+                                                                 hotspot_arrays[i]));
     /* Names used later, so that every STRING precedes the heap, as in ART. */
     static const char *const names[] = {
         "count", "hash", "value", "coder", "hashIsZero", "name", "mBuffer", "mWidth", "mHeight",
@@ -412,6 +420,8 @@ static void system_classes(struct synth *s, const struct model *m)
     }
     class_dump(s, heap, m->object_array, m->object, NULL, 0, NULL, 0, NULL, 0, 0);
     class_dump(s, heap, m->byte_array_array, m->object, NULL, 0, NULL, 0, NULL, 0, 0);
+    for (int i = 0; i < 8; i++)
+        class_dump(s, heap, m->primitive_array_classes[i], m->object, NULL, 0, NULL, 0, NULL, 0, 0);
     static const struct fdef thread_fields[] = { { "name", HPROF_TYPE_OBJECT } };
     class_dump(s, heap, m->thread, m->object, thread_fields, 1, NULL, 0, NULL, 0, ids);
     if (s->android) {
@@ -555,12 +565,25 @@ static void bitmap(struct synth *s, const struct model *m, uint64_t buffer, uint
         s->bitmap_slots++;
 }
 
+/* Pixels that look like an image (smooth gradients, a little noise), so
+ * that fixtures compress as real dumps do. */
 static void pixel_buffer(struct synth *s, uint64_t id, uint64_t seed, size_t bytes)
 {
-    uint8_t *px = pattern(seed, bytes);
+    uint8_t *px = malloc(bytes ? bytes : 1);
     if (px == NULL) {
         s->rc = HPROF_ERR_NOMEM;
         return;
+    }
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < bytes; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        size_t pixel = i / 4;
+        unsigned channel = i % 4;
+        px[i] = channel == 3 ? 0xFF
+                             : (uint8_t)(pixel / 64 * (channel + 1) + seed * 40 +
+                                         ((x & 0xF0) == 0 ? x >> 62 : 0));
     }
     primitive_array(s, 'A', id, HPROF_TYPE_BYTE, px, (uint32_t)bytes);
     free(px);

@@ -1,0 +1,198 @@
+/*
+ * check_verify.c - hprof_verify(): counts, layout checks through the
+ * superclass chain, duplicate ids, cycles, and dangling references; and the
+ * id map it stands on.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hprof_private.h"
+#include "testlib.h"
+
+static int verify(const struct tbuf *b, struct hprof_verify_report *rep, struct hprof_error *err)
+{
+    struct hprof_reader *r = NULL;
+    memset(err, 0, sizeof *err);
+    int rc = hprof_reader_open_memory(&r, b->data, b->len, err);
+    if (rc == HPROF_OK)
+        rc = hprof_verify(r, rep, err);
+    hprof_reader_free(r);
+    return rc;
+}
+
+/* Object -> Base(int, object) -> Derived(long): an instance of Derived
+ * holds 8 + 4 + id bytes, own fields first. */
+static void chain(struct tbuf *b, unsigned ids, uint32_t instance_bytes, uint64_t ref)
+{
+    static const uint8_t base[] = { HPROF_TYPE_INT, HPROF_TYPE_OBJECT };
+    static const uint8_t derived[] = { HPROF_TYPE_LONG };
+    uint8_t values[32] = { 0 };
+    tb_init(b, ids);
+    tb_header(b, ids == 4 ? "JAVA PROFILE 1.0.3" : "JAVA PROFILE 1.0.2");
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(b, 0x100, 0, NULL, 0);
+    tb_instance(b, 0x300, 0x120, values, 0); /* before its class: allowed */
+    tb_class(b, 0x110, 0x100, base, 2);
+    tb_class(b, 0x120, 0x110, derived, 1);
+    for (unsigned i = 0; i < ids; i++)
+        values[12 + i] = (uint8_t)(ref >> (8 * (ids - 1 - i)));
+    tb_instance(b, 0x200, 0x120, values, instance_bytes);
+    tb_segment_end(b);
+}
+
+START_TEST(verify_checks_instance_bytes_through_the_superclass_chain)
+{
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    unsigned ids = _i ? 8 : 4;
+    chain(&b, ids, 12 + ids, 0x200);
+    /* the first instance (0 bytes) is wrong */
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "INSTANCE_DUMP: object 0x300 has 0 field bytes, "
+                                              "its class layout needs"));
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(verify_counts_records_and_dangling_references)
+{
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    static const uint8_t types[] = { HPROF_TYPE_OBJECT };
+    uint8_t values[4] = { 0, 0, 0x0d, 0xea }; /* -> 0xdea, not dumped */
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 1, "x");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0xbad);                  /* dangling root */
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x200);
+    tb_class(&b, 0x100, 0, types, 1);
+    tb_instance(&b, 0x200, 0x100, values, 4);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_OK);
+    ck_assert_uint_eq(rep.records, 3);
+    ck_assert_uint_eq(rep.strings, 1);
+    ck_assert_uint_eq(rep.segments, 1);
+    ck_assert_uint_eq(rep.roots, 2);
+    ck_assert_uint_eq(rep.class_dumps, 1);
+    ck_assert_uint_eq(rep.instances, 1);
+    ck_assert_uint_eq(rep.dangling, 2);
+    ck_assert_uint_eq(rep.dangling_by_kind[HPROF_REF_ROOT], 1);
+    ck_assert_uint_eq(rep.dangling_by_kind[HPROF_REF_INSTANCE_FIELD], 1);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(verify_rejects_an_object_id_dumped_twice)
+{
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(&b, 0x10, HPROF_TYPE_INT, 1, "abcd");
+    tb_prim_array(&b, 0x10, HPROF_TYPE_INT, 1, "abcd");
+    tb_segment_end(&b);
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message,
+                     "offset 0x3a: PRIMITIVE_ARRAY_DUMP: object 0x10 is dumped twice");
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(verify_rejects_a_superclass_cycle)
+{
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0x110, NULL, 0);
+    tb_class(&b, 0x110, 0x100, NULL, 0);
+    tb_instance(&b, 0x200, 0x100, NULL, 0);
+    tb_segment_end(&b);
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "has a cycle"));
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(verify_rejects_a_missing_superclass)
+{
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0x999, NULL, 0);
+    tb_instance(&b, 0x200, 0x100, NULL, 0);
+    tb_segment_end(&b);
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "superclass 0x999 which is not dumped"));
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(idmap_keeps_a_million_ids_through_growth)
+{
+    struct idmap m;
+    ck_assert_int_eq(idmap_init(&m, 1), HPROF_OK);
+    for (uint64_t i = 1; i <= 1000000; i++)
+        ck_assert_int_eq(idmap_put(&m, i * 8, i), HPROF_OK);
+    ck_assert_uint_eq(m.count, 1000000);
+    for (uint64_t i = 1; i <= 1000000; i++) {
+        uint64_t v = 0;
+        ck_assert(idmap_get(&m, i * 8, &v));
+        ck_assert_uint_eq(v, i);
+        ck_assert(!idmap_has(&m, i * 8 + 1));
+    }
+    ck_assert_uint_le(m.count * 2, m.mask + 1); /* at most half full */
+    idmap_free(&m);
+}
+END_TEST
+
+START_TEST(idmap_never_stores_the_null_id)
+{
+    struct idmap m;
+    ck_assert_int_eq(idmap_init(&m, 0), HPROF_OK);
+    ck_assert_int_eq(idmap_put(&m, 0, 0), HPROF_OK);
+    ck_assert(!idmap_has(&m, 0));
+    ck_assert_uint_eq(m.count, 0);
+    idmap_free(&m);
+}
+END_TEST
+
+static Suite *verify_suite(void)
+{
+    Suite *s = suite_create("verify");
+    TCase *t = tcase_create("verify");
+    tcase_set_timeout(t, 60);
+    tcase_add_loop_test(t, verify_checks_instance_bytes_through_the_superclass_chain, 0, 2);
+    tcase_add_test(t, verify_counts_records_and_dangling_references);
+    tcase_add_test(t, verify_rejects_an_object_id_dumped_twice);
+    tcase_add_test(t, verify_rejects_a_superclass_cycle);
+    tcase_add_test(t, verify_rejects_a_missing_superclass);
+    tcase_add_test(t, idmap_keeps_a_million_ids_through_growth);
+    tcase_add_test(t, idmap_never_stores_the_null_id);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(verify_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,325 @@
+/*
+ * check_writer.c - the writer and sinks: round trips keep every record (byte
+ * for byte where segment boundaries are unchanged), segments are bounded and
+ * never empty, HEAP_DUMP_INFO follows splits, gzip output is the JDK's.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "testlib.h"
+
+/* Top-level records of a dump in memory: count by tag, largest segment. */
+struct walk {
+    unsigned by_tag[256];
+    uint32_t largest_segment;
+    int empty_segments;
+    int ok;
+};
+
+static struct walk walk(const uint8_t *d, size_t len)
+{
+    struct walk w;
+    memset(&w, 0, sizeof w);
+    size_t at = strlen((const char *)d) + 1 + 12;
+    while (at + 9 <= len) {
+        uint32_t n = (uint32_t)d[at + 5] << 24 | d[at + 6] << 16 | d[at + 7] << 8 | d[at + 8];
+        w.by_tag[d[at]]++;
+        if (d[at] == HPROF_TAG_HEAP_DUMP_SEGMENT) {
+            if (n > w.largest_segment)
+                w.largest_segment = n;
+            w.empty_segments += n == 0;
+        }
+        at += 9 + (size_t)n;
+    }
+    w.ok = at == len;
+    return w;
+}
+
+static char *synth(const char *args)
+{
+    char *path = tl_temp_path(".hprof");
+    char *tool = tl_tool("hprof-synth");
+    ck_assert_int_eq(tl_system("%s %s -f %s", tool, args, path), 0);
+    free(tool);
+    return path;
+}
+
+static void assert_same_records(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    struct tl_canon ca, cb;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_canon_memory(a, alen, &ca, &err), HPROF_OK);
+    ck_assert_int_eq(tl_canon_memory(b, blen, &cb, &err), HPROF_OK);
+    ck_assert_uint_eq(ca.records, cb.records);
+    ck_assert_uint_eq(ca.sub_records, cb.sub_records);
+    ck_assert_mem_eq(ca.md5, cb.md5, 16);
+}
+
+static const char *const synth_modes[] = { "--android", "--hotspot", "--android --scale 3" };
+
+START_TEST(round_trip_of_generated_dumps_is_byte_identical)
+{
+    char *path = synth(synth_modes[_i]);
+    size_t len, out_len;
+    uint8_t *in = tl_read_file(path, &len), *out;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_roundtrip_memory(in, len, 0, &out, &out_len, &err), HPROF_OK);
+    ck_assert_uint_eq(out_len, len);
+    ck_assert_mem_eq(out, in, len);
+    free(in);
+    free(out);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+/* Real runtimes' dumps: the same records and sub-records, the same bytes in
+ * every body.  The HotSpot 1.0.2 one is byte-identical; the ART one loses
+ * its zero-length segments (VisualVM rejects them) and the 1.0.1 one has its
+ * HEAP_DUMP written as HEAP_DUMP_SEGMENT + HEAP_DUMP_END. */
+static const char *const shared[] = {
+    "../shared/fixtures/art-ahat-test-dump.hprof",
+    "../shared/fixtures/hotspot-1.0.2-test1.hprof",
+    "../shared/fixtures/hotspot-jdk6-x32-1.0.1.hprof",
+    "fixtures/hotspot-fixture.hprof.gz",
+};
+
+START_TEST(round_trip_keeps_every_record_of_real_dumps)
+{
+    if (_i < 3 && !tl_have_shared_fixtures()) {
+        printf("note: ../shared/fixtures absent, %s not tried\n", shared[_i]);
+        return;
+    }
+    char *plain = tl_temp_path(".hprof");
+    ck_assert_int_eq(tl_system("gzip -dcf %s > %s", shared[_i], plain), 0);
+    size_t len, out_len;
+    uint8_t *in = tl_read_file(plain, &len), *out;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_roundtrip_memory(in, len, 0, &out, &out_len, &err), HPROF_OK);
+    assert_same_records(in, len, out, out_len);
+    struct walk w = walk(out, out_len);
+    ck_assert(w.ok);
+    ck_assert_int_eq(w.empty_segments, 0);
+    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP], 0);
+    ck_assert_uint_ge(w.by_tag[HPROF_TAG_HEAP_DUMP_END], 1);
+    if (_i == 1 || _i == 3) {
+        ck_assert_uint_eq(out_len, len);
+        ck_assert_mem_eq(out, in, len);
+    }
+    free(in);
+    free(out);
+    unlink(plain);
+    free(plain);
+}
+END_TEST
+
+/* With a small limit, segments are split (never beyond the limit unless one
+ * sub-record alone is bigger) and every object keeps its heap: the canonical
+ * digest pairs each sub-record with the heap of its segment. */
+START_TEST(writer_splits_segments_at_the_limit_and_repeats_heap_info)
+{
+    static const uint32_t limits[] = { 64, 4096, 100000 };
+    char *path = synth("--android");
+    size_t len, out_len;
+    uint8_t *in = tl_read_file(path, &len), *out;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_roundtrip_memory(in, len, limits[_i], &out, &out_len, &err), HPROF_OK);
+    assert_same_records(in, len, out, out_len);
+    struct walk before = walk(in, len), after = walk(out, out_len);
+    ck_assert(after.ok);
+    ck_assert_uint_gt(after.by_tag[HPROF_TAG_HEAP_DUMP_SEGMENT],
+                      before.by_tag[HPROF_TAG_HEAP_DUMP_SEGMENT]);
+    ck_assert_int_eq(after.empty_segments, 0);
+    ck_assert_uint_eq(after.by_tag[HPROF_TAG_HEAP_DUMP_END], 1);
+    /* only the big bitmap's pixels exceed the limit, in a segment of its own */
+    if (limits[_i] >= 100000)
+        ck_assert_uint_le(after.largest_segment, 2621440 + 64);
+    free(in);
+    free(out);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+START_TEST(writer_never_writes_an_empty_segment)
+{
+    struct tbuf b;
+    size_t out_len;
+    uint8_t *out;
+    struct hprof_error err = { 0 };
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_segment_end(&b);                 /* empty, as ART sometimes writes */
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_HEAP_DUMP_INFO);    /* an info with nothing after it */
+    tb_u4(&b, 'Z');
+    tb_id(&b, 0x10);
+    tb_segment_end(&b);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x20);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    ck_assert_int_eq(tl_roundtrip_memory(b.data, b.len, 0, &out, &out_len, &err), HPROF_OK);
+    struct walk w = walk(out, out_len);
+    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP_SEGMENT], 1);
+    ck_assert_int_eq(w.empty_segments, 0);
+    ck_assert_uint_eq(out_len, 31 + 9 + 5 + 9);
+    free(out);
+    tb_free(&b);
+}
+END_TEST
+
+/* A 1.0.1-style HEAP_DUMP followed by other records and no END becomes a
+ * segment, then HEAP_DUMP_END, then the rest. */
+START_TEST(writer_closes_each_run_of_segments_with_one_end)
+{
+    struct tbuf b;
+    size_t out_len;
+    uint8_t *out;
+    struct hprof_error err = { 0 };
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.1");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x20);
+    tb_segment_end(&b);
+    tb_string(&b, 0x30, "after");
+    ck_assert_int_eq(tl_roundtrip_memory(b.data, b.len, 0, &out, &out_len, &err), HPROF_OK);
+    const uint8_t *p = out + 31;
+    ck_assert_uint_eq(p[0], HPROF_TAG_HEAP_DUMP_SEGMENT);
+    ck_assert_uint_eq(p[14], HPROF_TAG_HEAP_DUMP_END);
+    ck_assert_uint_eq(p[23], HPROF_TAG_STRING);
+    ck_assert_uint_eq(out_len, 31 + 14 + 9 + 9 + 4 + 5);
+    free(out);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(writer_rejects_an_array_whose_chunks_stop_short)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    struct hprof_writer *w = hprof_writer_new(sink, &err);
+    struct hprof_visitor *v = hprof_writer_visitor(w);
+    struct hprof_header h = { "JAVA PROFILE 1.0.3", 4, 0, 0 };
+    struct hprof_segment seg = { .tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
+    struct hprof_primitive_array a = { .tag = HPROF_PRIMITIVE_ARRAY_DUMP, .id = 0x10,
+                                       .count = 4, .type = HPROF_TYPE_INT, .length = 8,
+                                       .data = (const uint8_t *)"abcdefgh" };
+    ck_assert_int_eq(hprof_visit_header(v, &h), HPROF_OK);
+    ck_assert_int_eq(hprof_visit_heap_begin(v, &seg), HPROF_OK);
+    ck_assert_int_eq(hprof_visit_primitive_array(v, &a), HPROF_OK);
+    ck_assert_int_eq(hprof_visit_heap_end(v, &seg), HPROF_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(err.message, "ended 8 bytes early"));
+    hprof_writer_free(w);
+    hprof_sink_free(sink);
+}
+END_TEST
+
+/* gzip output: 1 MiB members, the first commented, gunzip gives the bytes. */
+START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
+{
+    size_t len = 3 * HPROF_GZIP_BLOCK + 12345;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i * 7 + i / 1000);
+    char *path = tl_temp_path(".gz");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_gzip(fd, 1, &err);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(hprof_sink_write(s, data, 1000), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_write(s, data + 1000, len - 1000), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    ck_assert_uint_eq(hprof_sink_bytes(s), len);
+    hprof_sink_free(s);
+    close(fd);
+
+    size_t zlen;
+    uint8_t *z = tl_read_file(path, &zlen);
+    ck_assert_uint_eq(z[0], 0x1f);
+    ck_assert_uint_eq(z[1], 0x8b);
+    ck_assert_uint_eq(z[3] & 0x10, 0x10); /* FCOMMENT */
+    ck_assert_mem_eq(z + 10, "HPROF BLOCKSIZE=1048576", 24);
+    /* count members by inflating them one at a time */
+    z_stream st;
+    memset(&st, 0, sizeof st);
+    uint8_t *plain = malloc(len);
+    int members = 0;
+    size_t at = 0, got = 0;
+    while (at < zlen) {
+        ck_assert_int_eq(inflateInit2(&st, 15 + 16), Z_OK);
+        st.next_in = z + at;
+        st.avail_in = (uInt)(zlen - at);
+        st.next_out = plain + got;
+        st.avail_out = (uInt)(len - got);
+        ck_assert_int_eq(inflate(&st, Z_FINISH), Z_STREAM_END);
+        ck_assert_uint_le(st.total_out, HPROF_GZIP_BLOCK);
+        at += st.total_in;
+        got += st.total_out;
+        inflateEnd(&st);
+        members++;
+    }
+    ck_assert_int_eq(members, 4);
+    ck_assert_uint_eq(got, len);
+    ck_assert_mem_eq(plain, data, len);
+    ck_assert_int_eq(tl_system("gzip -t %s", path), 0);
+    free(plain);
+    free(z);
+    free(data);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+START_TEST(fd_sink_reports_a_full_disk)
+{
+    struct hprof_error err = { 0 };
+    int fd = open("/dev/full", O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    uint8_t block[4096] = { 0 };
+    int rc = HPROF_OK;
+    for (int i = 0; i < 1024 && rc == HPROF_OK; i++)
+        rc = hprof_sink_write(s, block, sizeof block);
+    if (rc == HPROF_OK)
+        rc = hprof_sink_finish(s);
+    ck_assert_int_eq(rc, HPROF_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err.message, "No space left on device"));
+    hprof_sink_free(s);
+    close(fd);
+}
+END_TEST
+
+static Suite *writer_suite(void)
+{
+    Suite *s = suite_create("writer");
+    TCase *t = tcase_create("writer");
+    tcase_set_timeout(t, 120);
+    tcase_add_loop_test(t, round_trip_of_generated_dumps_is_byte_identical, 0, 3);
+    tcase_add_loop_test(t, round_trip_keeps_every_record_of_real_dumps, 0, 4);
+    tcase_add_loop_test(t, writer_splits_segments_at_the_limit_and_repeats_heap_info, 0, 3);
+    tcase_add_test(t, writer_never_writes_an_empty_segment);
+    tcase_add_test(t, writer_closes_each_run_of_segments_with_one_end);
+    tcase_add_test(t, writer_rejects_an_array_whose_chunks_stop_short);
+    tcase_add_test(t, gzip_sink_writes_jdk_style_members_that_gunzip_exactly);
+    tcase_add_test(t, fd_sink_reports_a_full_disk);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(writer_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
