@@ -63,9 +63,9 @@ $(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
 $(B)/%: tools/%.c $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
 
-$(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h $(B)/libhprof.a | $(B)/.check-deps
+$(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof.a | $(B)/.check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Isrc $(CFLAGS) -o $@ $< tests/testlib.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) -Isrc $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
 
 $(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
 	@mkdir -p $(dir $@)

@@ -129,14 +129,14 @@ int classes_each_ref(const struct classes *c, const struct class_info *ci,
 }
 
 int64_t classes_field_offset(const struct classes *c, const struct class_info *ci,
-                             uint64_t name_id, uint8_t type)
+                             field_match_fn match, void *ctx, uint8_t type)
 {
     uint64_t at = 0;
     size_t steps = 0;
     for (const struct class_info *k = ci; k != NULL && steps <= c->n_info; steps++) {
         const struct class_field *f = c->fields + k->first_field;
         for (unsigned i = 0; i < k->n_fields; i++) {
-            if (f[i].name_id == name_id && f[i].type == type)
+            if (f[i].type == type && match(ctx, f[i].name_id))
                 return (int64_t)at;
             at += hprof_type_size(f[i].type, c->id_size);
         }

@@ -148,11 +148,13 @@ typedef int (*field_ref_fn)(void *ctx, uint32_t slot_offset, uint64_t name_id, u
 int classes_each_ref(const struct classes *c, const struct class_info *ci,
                      const uint8_t *values, uint32_t length, field_ref_fn fn, void *ctx);
 
-/* Byte offset of the field named `name_id` of type `type` in instances of
- * `ci` (searching the class, then its superclasses).  @return the offset,
- * or -1 when there is none. */
+/* Byte offset in instances of `ci` of the first field of type `type` whose
+ * name id satisfies match(ctx, name_id), searching the class, then its
+ * superclasses.  (A name is matched by predicate because a dump may hold
+ * several STRING records with the same text.)  @return the offset, or -1. */
+typedef int (*field_match_fn)(void *ctx, uint64_t name_id);
 int64_t classes_field_offset(const struct classes *c, const struct class_info *ci,
-                             uint64_t name_id, uint8_t type);
+                             field_match_fn match, void *ctx, uint8_t type);
 
 /* ---- MD5 of array contents (OpenSSL EVP) --------------------------------- */
 

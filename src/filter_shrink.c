@@ -1,0 +1,333 @@
+/*
+ * filter_shrink.c - the write pass of hprof_shrink(): a visitor in front of
+ * the writer that applies what the earlier passes decided.
+ *
+ *  - STRING, LOAD_CLASS, CLASS_DUMP and every other record pass unchanged.
+ *  - java.lang.String contents, distinct bitmap buffers and DumpData.natives
+ *    pass unchanged; duplicate bitmap buffers are dropped and the Bitmap
+ *    fields and DumpData.buffers elements that named them are rewritten to
+ *    the copy that is kept.
+ *  - Other primitive arrays lose their contents as --arrays says: empty
+ *    (zero-length array, same id and type), zero (same length, zeros) or
+ *    remove (no record).  PRIMITIVE_ARRAY_NODATA becomes a plain
+ *    PRIMITIVE_ARRAY_DUMP, since most readers reject it.
+ *  - Zygote and image objects are dropped, with the roots that named them,
+ *    except those a kept object refers to: these stay as hollow stand-ins
+ *    (same id and class; instance fields zeroed, arrays empty), so that no
+ *    reference dangles and nothing more is pulled in through them.
+ *
+ * Because every decision that drops the rest of an array is taken on its
+ * first chunk (and answered with HPROF_SKIP), later chunks of an array that
+ * reach this filter are always forwarded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shrink_private.h"
+
+#define ZERO_CHUNK (1u << 20)
+#define ELEMENT_CHUNK 8192u
+
+struct shrink_filter {
+    struct hprof_visitor base;
+    struct shrink *sh;
+    struct hprof_shrink_stats *st;
+    uint8_t *scratch;       /* a modified copy of instance values or elements */
+    size_t scratch_cap;
+    uint8_t *zeros;         /* ZERO_CHUNK zero bytes */
+};
+
+static struct shrink_filter *self(struct hprof_visitor *v)
+{
+    return (struct shrink_filter *)v;
+}
+
+static struct hprof_visitor *next(struct shrink_filter *f)
+{
+    return f->base.next;
+}
+
+static uint8_t *scratch(struct shrink_filter *f, size_t n)
+{
+    if (n > f->scratch_cap) {
+        uint8_t *grown = realloc(f->scratch, n);
+        if (grown == NULL) {
+            hprof_error_set(f->sh->err, HPROF_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        f->scratch = grown;
+        f->scratch_cap = n;
+    }
+    return f->scratch;
+}
+
+static void add(struct hprof_count *c, uint64_t bytes)
+{
+    c->count++;
+    c->bytes += bytes;
+}
+
+static int is_standin(const struct shrink *sh, uint64_t id)
+{
+    return idmap_has(&sh->standins, id);
+}
+
+/* ---- Records outside the heap ----------------------------------------------- */
+
+static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct shrink_filter *f = self(v);
+    add(&f->st->strings, s->length);
+    return hprof_visit_string(next(f), s);
+}
+
+/* ---- Roots and classes ---------------------------------------------------- */
+
+/* Does the object `id` (if in a dropped heap) survive in some form? */
+static int survives(const struct shrink *sh, uint64_t id)
+{
+    return !shrink_in_system(sh, id) || is_standin(sh, id) || idmap_has(&sh->keep, id) ||
+           idmap_has(&sh->candidates, id);
+}
+
+static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    struct shrink_filter *f = self(v);
+    if (!survives(f->sh, r->id)) {
+        f->st->roots_dropped++;
+        return HPROF_OK;
+    }
+    return hprof_visit_root(next(f), r);
+}
+
+static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct shrink_filter *f = self(v);
+    f->st->class_dumps.count++;
+    return hprof_visit_class_dump(next(f), c);
+}
+
+/* ---- Instances ------------------------------------------------------------------ */
+
+static int forward_instance(struct shrink_filter *f, const struct hprof_instance *o)
+{
+    add(&f->st->instances_out, o->length);
+    return hprof_visit_instance(next(f), o);
+}
+
+static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct shrink_filter *f = self(v);
+    struct shrink *sh = f->sh;
+    const struct kind_layout *k;
+    add(&f->st->instances_in, o->length);
+    if (shrink_in_system(sh, o->id)) {
+        if (!is_standin(sh, o->id)) {
+            add(&f->st->system_dropped, o->length);
+            return HPROF_OK;
+        }
+        struct hprof_instance hollow = *o;
+        uint8_t *values = scratch(f, o->length);
+        if (values == NULL)
+            return HPROF_ERR_NOMEM;
+        memset(values, 0, o->length);
+        hollow.values = values;
+        add(&f->st->system_standins, o->length);
+        return forward_instance(f, &hollow);
+    }
+    uint64_t kept;
+    if (shrink_kind(sh, o->class_id, &k) == NAME_CLASS_BITMAP &&
+        idmap_get(&sh->remap, shrink_field_id(sh, o, k->field[0]), &kept)) {
+        struct hprof_instance merged = *o;
+        uint8_t *values = scratch(f, o->length);
+        if (values == NULL)
+            return HPROF_ERR_NOMEM;
+        memcpy(values, o->values, o->length);
+        put_id(values + k->field[0], kept, sh->ids);
+        merged.values = values;
+        return forward_instance(f, &merged);
+    }
+    return forward_instance(f, o);
+}
+
+/* ---- Object arrays ---------------------------------------------------------- */
+
+/* DumpData.buffers: elements that name a merged buffer now name the kept one. */
+static int rewrite_elements(struct shrink_filter *f, const struct hprof_object_array *a)
+{
+    struct shrink *sh = f->sh;
+    struct hprof_object_array part = *a;
+    for (uint32_t done = 0; done < a->n;) {
+        uint32_t n = a->n - done < ELEMENT_CHUNK ? a->n - done : ELEMENT_CHUNK;
+        uint8_t *el = scratch(f, (size_t)n * sh->ids);
+        if (el == NULL)
+            return HPROF_ERR_NOMEM;
+        memcpy(el, a->elements + (size_t)done * sh->ids, (size_t)n * sh->ids);
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t kept;
+            if (idmap_get(&sh->remap, get_id(el + (size_t)i * sh->ids, sh->ids), &kept))
+                put_id(el + (size_t)i * sh->ids, kept, sh->ids);
+        }
+        part.first = a->first + done;
+        part.n = n;
+        part.elements = el;
+        int rc = hprof_visit_object_array(next(f), &part);
+        if (rc != HPROF_OK)
+            return rc;
+        done += n;
+    }
+    return HPROF_OK;
+}
+
+static int on_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct shrink_filter *f = self(v);
+    struct shrink *sh = f->sh;
+    if (a->first == 0) {
+        uint64_t bytes = (uint64_t)a->count * sh->ids;
+        add(&f->st->object_arrays_in, bytes);
+        if (shrink_in_system(sh, a->id)) {
+            if (!is_standin(sh, a->id)) {
+                add(&f->st->system_dropped, bytes);
+                return HPROF_SKIP;
+            }
+            struct hprof_object_array hollow = *a;
+            hollow.count = hollow.n = 0;
+            add(&f->st->system_standins, bytes);
+            add(&f->st->object_arrays_out, 0);
+            int rc = hprof_visit_object_array(next(f), &hollow);
+            return rc == HPROF_OK ? HPROF_SKIP : rc;
+        }
+        add(&f->st->object_arrays_out, bytes);
+    }
+    if (sh->remap.count > 0 && idmap_has(&sh->dump_buffers, a->id))
+        return rewrite_elements(f, a);
+    return hprof_visit_object_array(next(f), a);
+}
+
+/* ---- Primitive arrays ----------------------------------------------------- */
+
+enum array_action { FORWARD, DROP, EMPTY, ZERO };
+
+static enum array_action decide(struct shrink_filter *f, const struct hprof_primitive_array *a,
+                                uint64_t bytes)
+{
+    struct shrink *sh = f->sh;
+    struct hprof_shrink_stats *st = f->st;
+    uint64_t why;
+    if (idmap_has(&sh->dropped, a->id))
+        return DROP; /* a merged bitmap copy: counted as bitmap_duplicates */
+    int nodata = a->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
+    if (!nodata && idmap_get(&sh->keep, a->id, &why)) {
+        add(why == KEEP_STRING_VALUE ? &st->string_values_kept : &st->other_kept, bytes);
+        return FORWARD;
+    }
+    if (!nodata && idmap_has(&sh->candidates, a->id) && !idmap_has(&sh->remap, a->id)) {
+        add(&st->bitmap_buffers_kept, bytes);
+        return FORWARD;
+    }
+    if (shrink_in_system(sh, a->id)) {
+        if (!is_standin(sh, a->id)) {
+            add(&st->system_dropped, bytes);
+            return DROP;
+        }
+        add(&st->system_standins, bytes);
+        return EMPTY;
+    }
+    switch (sh->opt.arrays) {
+    case HPROF_ARRAYS_ZERO:
+        add(&st->arrays_zeroed, bytes);
+        return ZERO;
+    case HPROF_ARRAYS_REMOVE:
+        add(&st->arrays_removed, bytes);
+        return DROP;
+    default:
+        add(&st->arrays_emptied, bytes);
+        return EMPTY;
+    }
+}
+
+/* The whole array as zeros, in chunks of whole elements. */
+static int forward_zeros(struct shrink_filter *f, const struct hprof_primitive_array *a,
+                         uint64_t bytes)
+{
+    struct hprof_primitive_array z = *a;
+    z.tag = HPROF_PRIMITIVE_ARRAY_DUMP;
+    z.first = 0;
+    do {
+        z.length = bytes - z.first < ZERO_CHUNK ? (size_t)(bytes - z.first) : ZERO_CHUNK;
+        z.data = f->zeros;
+        int rc = hprof_visit_primitive_array(next(f), &z);
+        if (rc != HPROF_OK)
+            return rc;
+        z.first += z.length;
+    } while (z.first < bytes);
+    return HPROF_OK;
+}
+
+static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct shrink_filter *f = self(v);
+    if (a->first > 0)
+        return hprof_visit_primitive_array(next(f), a);
+    uint64_t bytes = (uint64_t)a->count * hprof_type_size(a->type, f->sh->ids);
+    add(&f->st->primitive_arrays_in, a->tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : bytes);
+    int rc;
+    switch (decide(f, a, bytes)) {
+    case FORWARD:
+        return hprof_visit_primitive_array(next(f), a);
+    case EMPTY: {
+        struct hprof_primitive_array empty = *a;
+        empty.tag = HPROF_PRIMITIVE_ARRAY_DUMP;
+        empty.count = 0;
+        empty.length = 0;
+        empty.data = NULL;
+        rc = hprof_visit_primitive_array(next(f), &empty);
+        break;
+    }
+    case ZERO:
+        rc = forward_zeros(f, a, bytes);
+        break;
+    default:
+        rc = HPROF_OK;
+        break;
+    }
+    return rc == HPROF_OK ? HPROF_SKIP : rc;
+}
+
+static const struct hprof_visitor_ops filter_ops = {
+    .string = on_string,
+    .root = on_root,
+    .class_dump = on_class_dump,
+    .instance = on_instance,
+    .object_array = on_object_array,
+    .primitive_array = on_primitive_array,
+};
+
+struct shrink_filter *shrink_filter_new(struct shrink *sh, struct hprof_visitor *to)
+{
+    struct shrink_filter *f = calloc(1, sizeof *f);
+    if (f == NULL || (f->zeros = calloc(1, ZERO_CHUNK)) == NULL) {
+        free(f);
+        return NULL;
+    }
+    f->base.ops = &filter_ops;
+    f->base.next = to;
+    f->sh = sh;
+    f->st = sh->stats;
+    return f;
+}
+
+struct hprof_visitor *shrink_filter_visitor(struct shrink_filter *f)
+{
+    return &f->base;
+}
+
+void shrink_filter_free(struct shrink_filter *f)
+{
+    if (f == NULL)
+        return;
+    free(f->scratch);
+    free(f->zeros);
+    free(f);
+}

@@ -1,0 +1,627 @@
+/*
+ * shrink.c - hprof_shrink(): the passes over the input and the decisions
+ * they lead to.  The write pass itself is filter_shrink.c.
+ *
+ *   1. collect  names of the classes and fields we need (STRING,
+ *               LOAD_CLASS), every class layout, and which objects live in
+ *               the zygote and image heaps.  Class dumps may come after
+ *               instances of the class, hence a pass of their own.
+ *   2. resolve  walks every kept object: String.value arrays are kept,
+ *               Bitmap.mBuffer and DumpData.buffers are dedupe candidates,
+ *               DumpData.natives is kept, and system objects that a kept
+ *               object refers to become hollow stand-ins.
+ *   3. expand   (only with Bitmap$DumpData) the elements of each buffers
+ *               array become candidates; the array may precede its holder.
+ *   4. digest   (only with candidates) MD5 of each candidate's contents,
+ *               once each, and which candidates other objects refer to.
+ *               Candidates are then grouped by (type, length, MD5) and every
+ *               merge is confirmed byte for byte with pread().
+ *   5. write    filter_shrink.c in front of the writer.
+ *
+ * Passes 1-3 skip array contents entirely (the reader seeks over them), so
+ * they cost about one read of the metadata.  Memory grows with what must be
+ * remembered - class layouts, system-heap ids, kept array ids, candidates -
+ * never with the size of the input.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shrink_private.h"
+
+/* A visitor whose state is the shared struct shrink. */
+struct pass_visitor {
+    struct hprof_visitor base;
+    struct shrink *sh;
+};
+
+static struct shrink *self(struct hprof_visitor *v)
+{
+    return ((struct pass_visitor *)v)->sh;
+}
+
+static int nomem(struct shrink *sh)
+{
+    return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "out of memory");
+}
+
+/* ---- Pass 1: collect --------------------------------------------------------- */
+
+static int name_code(const struct hprof_string *s)
+{
+    static const struct {
+        const char *text;
+        int code;
+    } names[] = {
+        { "java.lang.String", NAME_CLASS_STRING },
+        { "java/lang/String", NAME_CLASS_STRING },
+        { "android.graphics.Bitmap", NAME_CLASS_BITMAP },
+        { "android/graphics/Bitmap", NAME_CLASS_BITMAP },
+        { "android.graphics.Bitmap$DumpData", NAME_CLASS_DUMP_DATA },
+        { "android/graphics/Bitmap$DumpData", NAME_CLASS_DUMP_DATA },
+        { "value", NAME_FIELD_VALUE },
+        { "mBuffer", NAME_FIELD_BUFFER },
+        { "buffers", NAME_FIELD_BUFFERS },
+        { "natives", NAME_FIELD_NATIVES },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].text) == s->length && memcmp(names[i].text, s->utf8, s->length) == 0)
+            return names[i].code;
+    return NAME_NONE;
+}
+
+static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct shrink *sh = self(v);
+    int code = name_code(s);
+    if (code != NAME_NONE && idmap_put(&sh->names, s->id, (uint64_t)code) != HPROF_OK)
+        return nomem(sh);
+    return HPROF_OK;
+}
+
+static int collect_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    struct shrink *sh = self(v);
+    return idmap_put(&sh->class_names, c->class_id, c->name_id) == HPROF_OK ? HPROF_OK
+                                                                           : nomem(sh);
+}
+
+static int track_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    (void)s;
+    self(v)->heap = HPROF_HEAP_DEFAULT; /* readers start each segment in the default heap */
+    return HPROF_OK;
+}
+
+static int track_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
+{
+    self(v)->heap = i->heap_id;
+    return HPROF_OK;
+}
+
+static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct shrink *sh = self(v);
+    return classes_add(&sh->classes, c, sh->err);
+}
+
+/* Objects of the zygote and image heaps are dropped unless asked not to. */
+static int note_heap(struct shrink *sh, uint64_t id)
+{
+    if (sh->opt.keep_system_heaps ||
+        (sh->heap != HPROF_HEAP_ZYGOTE && sh->heap != HPROF_HEAP_IMAGE))
+        return HPROF_OK;
+    return idmap_put(&sh->system, id, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
+}
+
+static int collect_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    return note_heap(self(v), o->id);
+}
+
+static int collect_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    int rc = note_heap(self(v), a->id);
+    return rc == HPROF_OK ? HPROF_SKIP : rc;
+}
+
+static int collect_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    int rc = note_heap(self(v), a->id);
+    return rc == HPROF_OK ? HPROF_SKIP : rc;
+}
+
+static const struct hprof_visitor_ops collect_ops = {
+    .string = collect_string,
+    .load_class = collect_load_class,
+    .heap_begin = track_heap_begin,
+    .heap_info = track_heap_info,
+    .class_dump = collect_class_dump,
+    .instance = collect_instance,
+    .object_array = collect_object_array,
+    .primitive_array = collect_primitive_array,
+};
+
+struct name_match {
+    const struct shrink *sh;
+    int code;
+};
+
+static int match_name(void *ctx, uint64_t name_id)
+{
+    struct name_match *m = ctx;
+    uint64_t code;
+    return idmap_get(&m->sh->names, name_id, &code) && (int)code == m->code;
+}
+
+static int64_t field_at(struct shrink *sh, struct class_info *ci, int code)
+{
+    struct name_match m = { sh, code };
+    return classes_field_offset(&sh->classes, ci, match_name, &m, HPROF_TYPE_OBJECT);
+}
+
+/* After pass 1: which classes are String, Bitmap and DumpData, and where
+ * their fields sit in an instance. */
+static int resolve_kinds(struct shrink *sh)
+{
+    for (size_t i = 0; i < sh->classes.n_info; i++) {
+        struct class_info *ci = &sh->classes.info[i];
+        uint64_t name_id, code;
+        if (!idmap_get(&sh->class_names, ci->id, &name_id) ||
+            !idmap_get(&sh->names, name_id, &code) || code < NAME_CLASS_STRING ||
+            code > NAME_CLASS_DUMP_DATA)
+            continue;
+        struct kind_layout *grown = realloc(sh->layouts, (sh->n_layouts + 1) * sizeof *grown);
+        if (grown == NULL)
+            return nomem(sh);
+        sh->layouts = grown;
+        struct kind_layout *k = &sh->layouts[sh->n_layouts];
+        *k = (struct kind_layout){ .class_id = ci->id, .kind = (int)code, .field = { -1, -1 } };
+        if (code == NAME_CLASS_STRING) {
+            k->field[0] = field_at(sh, ci, NAME_FIELD_VALUE);
+        } else if (code == NAME_CLASS_BITMAP) {
+            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFER);
+        } else {
+            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFERS);
+            k->field[1] = field_at(sh, ci, NAME_FIELD_NATIVES);
+        }
+        if (idmap_put(&sh->kinds, ci->id, sh->n_layouts++) != HPROF_OK)
+            return nomem(sh);
+    }
+    return HPROF_OK;
+}
+
+/* ---- Pass 2: resolve ------------------------------------------------------- */
+
+static int add_candidate(struct shrink *sh, uint64_t id)
+{
+    if (id == 0 || idmap_has(&sh->candidates, id))
+        return HPROF_OK;
+    if (sh->n_cand == sh->cap_cand) {
+        size_t cap = sh->cap_cand ? sh->cap_cand * 2 : 64;
+        struct candidate *grown = realloc(sh->cand, cap * sizeof *grown);
+        if (grown == NULL)
+            return nomem(sh);
+        sh->cand = grown;
+        sh->cap_cand = cap;
+    }
+    sh->cand[sh->n_cand] = (struct candidate){ .id = id };
+    if (idmap_put(&sh->candidates, id, ++sh->n_cand) != HPROF_OK)
+        return nomem(sh);
+    return HPROF_OK;
+}
+
+/* A kept object refers to `ref`: a system object there becomes a stand-in. */
+static int refer(struct shrink *sh, uint64_t ref)
+{
+    if (!shrink_in_system(sh, ref) || idmap_has(&sh->standins, ref))
+        return HPROF_OK;
+    return idmap_put(&sh->standins, ref, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
+}
+
+static int refer_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
+{
+    (void)at;
+    (void)name_id;
+    return refer(ctx, ref);
+}
+
+static int resolve_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct shrink *sh = self(v);
+    int rc = refer(sh, c->loader_id);
+    for (unsigned i = 0; rc == HPROF_OK && i < c->n_statics; i++)
+        if (c->statics[i].type == HPROF_TYPE_OBJECT)
+            rc = refer(sh, c->statics[i].value);
+    for (unsigned i = 0; rc == HPROF_OK && i < c->n_constants; i++)
+        if (c->constants[i].type == HPROF_TYPE_OBJECT)
+            rc = refer(sh, c->constants[i].value);
+    return rc;
+}
+
+static int keep_array(struct shrink *sh, uint64_t id, enum keep_reason why)
+{
+    if (id == 0)
+        return HPROF_OK;
+    return idmap_put(&sh->keep, id, why) == HPROF_OK ? HPROF_OK : nomem(sh);
+}
+
+static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct shrink *sh = self(v);
+    const struct kind_layout *k;
+    int rc = HPROF_OK;
+    if (shrink_in_system(sh, o->id))
+        return HPROF_OK; /* dropped or hollow: what it refers to does not matter */
+    switch (shrink_kind(sh, o->class_id, &k)) {
+    case NAME_CLASS_STRING:
+        rc = keep_array(sh, shrink_field_id(sh, o, k->field[0]), KEEP_STRING_VALUE);
+        break;
+    case NAME_CLASS_BITMAP:
+        rc = add_candidate(sh, shrink_field_id(sh, o, k->field[0]));
+        break;
+    case NAME_CLASS_DUMP_DATA: {
+        uint64_t buffers = shrink_field_id(sh, o, k->field[0]);
+        if (buffers != 0 && idmap_put(&sh->dump_buffers, buffers, 0) != HPROF_OK)
+            return nomem(sh);
+        rc = keep_array(sh, shrink_field_id(sh, o, k->field[1]), KEEP_NATIVES);
+        break;
+    }
+    default:
+        break;
+    }
+    if (rc != HPROF_OK || sh->system.count == 0)
+        return rc;
+    struct class_info *ci = classes_find(&sh->classes, o->class_id);
+    return ci ? classes_each_ref(&sh->classes, ci, o->values, o->length, refer_field, sh) : rc;
+}
+
+static int resolve_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct shrink *sh = self(v);
+    if (sh->system.count == 0 || shrink_in_system(sh, a->id))
+        return HPROF_SKIP;
+    for (uint32_t i = 0; i < a->n; i++) {
+        int rc = refer(sh, get_id(a->elements + (size_t)i * sh->ids, sh->ids));
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
+}
+
+static int skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+static const struct hprof_visitor_ops resolve_ops = {
+    .class_dump = resolve_class_dump,
+    .instance = resolve_instance,
+    .object_array = resolve_object_array,
+    .primitive_array = skip_primitive_array,
+};
+
+/* ---- Pass 3: expand DumpData.buffers -------------------------------------- */
+
+static int expand_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct shrink *sh = self(v);
+    if (!idmap_has(&sh->dump_buffers, a->id))
+        return HPROF_SKIP;
+    for (uint32_t i = 0; i < a->n; i++) {
+        int rc = add_candidate(sh, get_id(a->elements + (size_t)i * sh->ids, sh->ids));
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
+}
+
+static const struct hprof_visitor_ops expand_ops = {
+    .object_array = expand_object_array,
+    .primitive_array = skip_primitive_array,
+};
+
+/* ---- Pass 4: digest ---------------------------------------------------------- */
+
+static struct candidate *candidate_of(const struct shrink *sh, uint64_t id)
+{
+    uint64_t at;
+    return idmap_get(&sh->candidates, id, &at) ? &sh->cand[at - 1] : NULL;
+}
+
+/* A candidate referred to from anywhere but a bitmap slot must survive as
+ * an array of its own even when its contents are merged. */
+static int pin(struct shrink *sh, uint64_t ref)
+{
+    if (ref == 0 || candidate_of(sh, ref) == NULL)
+        return HPROF_OK;
+    return idmap_put(&sh->pinned, ref, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
+}
+
+struct pin_ctx {
+    struct shrink *sh;
+    int64_t bitmap_slot;    /* offset of mBuffer in this instance, or -1 */
+};
+
+static int pin_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
+{
+    struct pin_ctx *p = ctx;
+    (void)name_id;
+    return (int64_t)at == p->bitmap_slot ? HPROF_OK : pin(p->sh, ref);
+}
+
+static int digest_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    return pin(self(v), r->id);
+}
+
+static int digest_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct shrink *sh = self(v);
+    int rc = HPROF_OK;
+    for (unsigned i = 0; rc == HPROF_OK && i < c->n_statics; i++)
+        if (c->statics[i].type == HPROF_TYPE_OBJECT)
+            rc = pin(sh, c->statics[i].value);
+    return rc;
+}
+
+static int digest_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct shrink *sh = self(v);
+    const struct kind_layout *k;
+    struct pin_ctx p = { sh, -1 };
+    if (shrink_in_system(sh, o->id))
+        return HPROF_OK;
+    if (shrink_kind(sh, o->class_id, &k) == NAME_CLASS_BITMAP)
+        p.bitmap_slot = k->field[0];
+    struct class_info *ci = classes_find(&sh->classes, o->class_id);
+    return ci ? classes_each_ref(&sh->classes, ci, o->values, o->length, pin_field, &p)
+              : HPROF_OK;
+}
+
+static int digest_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct shrink *sh = self(v);
+    if (idmap_has(&sh->dump_buffers, a->id) || shrink_in_system(sh, a->id))
+        return HPROF_SKIP;
+    for (uint32_t i = 0; i < a->n; i++) {
+        int rc = pin(sh, get_id(a->elements + (size_t)i * sh->ids, sh->ids));
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
+}
+
+static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct shrink *sh = self(v);
+    struct candidate *c = candidate_of(sh, a->id);
+    if (c == NULL || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP)
+        return HPROF_SKIP;
+    int rc = HPROF_OK;
+    if (a->first == 0) {
+        if (c->digested) /* a second dump of the same id: leave it alone */
+            return HPROF_SKIP;
+        c->type = a->type;
+        c->count = a->count;
+        c->bytes = (uint64_t)a->count * hprof_type_size(a->type, sh->ids);
+        c->data_offset = a->data_offset;
+        rc = digest_begin(sh->digest);
+    }
+    if (rc == HPROF_OK)
+        rc = digest_update(sh->digest, a->data, a->length);
+    if (rc == HPROF_OK && a->first + a->length == c->bytes) {
+        rc = digest_final(sh->digest, c->md5);
+        c->digested = 1;
+        sh->stats->bitmap_candidates++;
+    }
+    return rc;
+}
+
+static const struct hprof_visitor_ops digest_ops = {
+    .root = digest_root,
+    .class_dump = digest_class_dump,
+    .instance = digest_instance,
+    .object_array = digest_object_array,
+    .primitive_array = digest_primitive_array,
+};
+
+/* Order candidates so that equal contents are adjacent, earliest first. */
+static int compare_candidates(const void *pa, const void *pb)
+{
+    const struct candidate *a = pa, *b = pb;
+    if (a->digested != b->digested)
+        return a->digested ? -1 : 1;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    if (a->count != b->count)
+        return a->count < b->count ? -1 : 1;
+    int c = memcmp(a->md5, b->md5, 16);
+    if (c != 0)
+        return c;
+    return a->data_offset < b->data_offset ? -1 : a->data_offset > b->data_offset;
+}
+
+/* Byte-for-byte comparison of two candidates' contents in the input. */
+static int same_contents(struct shrink *sh, const struct candidate *a, const struct candidate *b,
+                         uint8_t *buf_a, uint8_t *buf_b, size_t buf_len, int *same)
+{
+    *same = 1;
+    for (uint64_t at = 0; at < a->bytes; at += buf_len) {
+        size_t n = a->bytes - at < buf_len ? (size_t)(a->bytes - at) : buf_len;
+        int rc = hprof_reader_pread(sh->reader, a->data_offset + at, buf_a, n);
+        if (rc == HPROF_OK)
+            rc = hprof_reader_pread(sh->reader, b->data_offset + at, buf_b, n);
+        if (rc != HPROF_OK)
+            return rc;
+        if (memcmp(buf_a, buf_b, n) != 0) {
+            *same = 0;
+            return HPROF_OK;
+        }
+    }
+    return HPROF_OK;
+}
+
+static int same_key(const struct candidate *a, const struct candidate *b)
+{
+    return a->digested && b->digested && a->type == b->type && a->count == b->count &&
+           memcmp(a->md5, b->md5, 16) == 0;
+}
+
+/* Group digested candidates; within a group (same type, length, MD5) each
+ * member is compared with the group's distinct contents so far and merged
+ * into the first equal one, which is the earliest in the file.  An MD5
+ * match alone never merges. */
+static int decide_merges(struct shrink *sh)
+{
+    const size_t buf_len = 1u << 20;
+    uint8_t *buf_a = malloc(buf_len), *buf_b = malloc(buf_len);
+    int rc = buf_a && buf_b ? HPROF_OK : nomem(sh);
+    qsort(sh->cand, sh->n_cand, sizeof *sh->cand, compare_candidates);
+    for (size_t i = 0; rc == HPROF_OK && i < sh->n_cand; i++)
+        if (idmap_put(&sh->candidates, sh->cand[i].id, i + 1) != HPROF_OK)
+            rc = nomem(sh);
+    for (size_t start = 0, end; rc == HPROF_OK && start < sh->n_cand; start = end) {
+        for (end = start + 1; end < sh->n_cand && same_key(&sh->cand[start], &sh->cand[end]);)
+            end++;
+        for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
+            struct candidate *copy = &sh->cand[m], *original = NULL;
+            for (size_t k = start; k < m && rc == HPROF_OK && original == NULL; k++) {
+                int same = 0;
+                if (idmap_has(&sh->remap, sh->cand[k].id))
+                    continue; /* merged itself: not a distinct content */
+                rc = same_contents(sh, &sh->cand[k], copy, buf_a, buf_b, buf_len, &same);
+                if (same)
+                    original = &sh->cand[k];
+            }
+            if (rc != HPROF_OK || original == NULL)
+                continue;
+            if (idmap_put(&sh->remap, copy->id, original->id) != HPROF_OK ||
+                (!idmap_has(&sh->pinned, copy->id) &&
+                 idmap_put(&sh->dropped, copy->id, 0) != HPROF_OK)) {
+                rc = nomem(sh);
+                break;
+            }
+            if (!original->has_copies)
+                sh->stats->bitmap_groups++;
+            original->has_copies = 1;
+            sh->stats->bitmap_duplicates.count++;
+            sh->stats->bitmap_duplicates.bytes += copy->bytes;
+        }
+    }
+    free(buf_a);
+    free(buf_b);
+    return rc;
+}
+
+/* ---- Driver ----------------------------------------------------------------- */
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct shrink *sh = ctx;
+    sh->opt.progress(sh->opt.progress_ctx, sh->pass, sh->passes, done, total);
+}
+
+static int run_pass(struct shrink *sh, const struct hprof_visitor_ops *ops,
+                    struct hprof_visitor *chain)
+{
+    struct pass_visitor pv = { { ops, NULL }, sh };
+    double start = hprof_now();
+    sh->pass++;
+    int rc = hprof_reader_run(sh->reader, chain ? chain : &pv.base);
+    if (sh->pass <= HPROF_SHRINK_MAX_PASSES)
+        sh->stats->pass_seconds[sh->pass - 1] = hprof_now() - start;
+    sh->stats->passes = sh->pass;
+    return rc;
+}
+
+static int init(struct shrink *sh)
+{
+    if (idmap_init(&sh->names, 1) || idmap_init(&sh->class_names, 1) ||
+        classes_init(&sh->classes, sh->ids) || idmap_init(&sh->kinds, 1) ||
+        idmap_init(&sh->system, 0) || idmap_init(&sh->keep, 1) ||
+        idmap_init(&sh->candidates, 1) || idmap_init(&sh->dump_buffers, 0) ||
+        idmap_init(&sh->standins, 0) || idmap_init(&sh->pinned, 0) ||
+        idmap_init(&sh->remap, 1) || idmap_init(&sh->dropped, 0))
+        return nomem(sh);
+    sh->digest = digest_new(sh->err);
+    return sh->digest ? HPROF_OK : HPROF_ERR_NOMEM;
+}
+
+static void release(struct shrink *sh)
+{
+    idmap_free(&sh->names);
+    idmap_free(&sh->class_names);
+    classes_free(&sh->classes);
+    idmap_free(&sh->kinds);
+    free(sh->layouts);
+    idmap_free(&sh->system);
+    idmap_free(&sh->keep);
+    idmap_free(&sh->candidates);
+    free(sh->cand);
+    idmap_free(&sh->dump_buffers);
+    idmap_free(&sh->standins);
+    digest_free(sh->digest);
+    idmap_free(&sh->pinned);
+    idmap_free(&sh->remap);
+    idmap_free(&sh->dropped);
+}
+
+int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
+                 const struct hprof_shrink_options *options, struct hprof_shrink_stats *stats,
+                 struct hprof_error *err)
+{
+    struct hprof_shrink_stats scratch_stats;
+    struct shrink sh;
+    struct hprof_writer *w = NULL;
+    struct shrink_filter *f = NULL;
+    memset(&sh, 0, sizeof sh);
+    sh.reader = r;
+    sh.err = err;
+    sh.opt = *options;
+    sh.stats = stats ? stats : &scratch_stats;
+    memset(sh.stats, 0, sizeof *sh.stats);
+    sh.ids = hprof_reader_header(r)->id_size;
+    if (sh.opt.arrays < HPROF_ARRAYS_EMPTY || sh.opt.arrays > HPROF_ARRAYS_REMOVE)
+        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d", sh.opt.arrays);
+    if (sh.opt.progress)
+        hprof_reader_set_progress(r, progress, &sh);
+
+    int rc = init(&sh);
+    sh.passes = 5;
+    if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK)
+        rc = resolve_kinds(&sh);
+    if (rc == HPROF_OK)
+        rc = run_pass(&sh, &resolve_ops, NULL);
+    sh.passes = 3 + (sh.dump_buffers.count > 0) + (sh.n_cand > 0 || sh.dump_buffers.count > 0);
+    if (rc == HPROF_OK && sh.dump_buffers.count > 0)
+        rc = run_pass(&sh, &expand_ops, NULL);
+    if (rc == HPROF_OK && sh.n_cand > 0) {
+        rc = run_pass(&sh, &digest_ops, NULL);
+        if (rc == HPROF_OK)
+            rc = decide_merges(&sh);
+    }
+    if (rc == HPROF_OK) {
+        w = hprof_writer_new(sink, err);
+        rc = w ? HPROF_OK : err->code;
+    }
+    if (rc == HPROF_OK && sh.opt.segment_limit)
+        rc = hprof_writer_set_segment_limit(w, sh.opt.segment_limit);
+    if (rc == HPROF_OK) {
+        f = shrink_filter_new(&sh, hprof_writer_visitor(w));
+        rc = f ? HPROF_OK : nomem(&sh);
+    }
+    if (rc == HPROF_OK)
+        rc = run_pass(&sh, NULL, shrink_filter_visitor(f));
+    if (rc == HPROF_OK) {
+        sh.stats->bytes_in = hprof_reader_size(r);
+        sh.stats->bytes_out = hprof_sink_bytes(sink);
+    }
+    hprof_reader_set_progress(r, NULL, NULL);
+    shrink_filter_free(f);
+    hprof_writer_free(w);
+    release(&sh);
+    return rc;
+}

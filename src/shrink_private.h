@@ -1,0 +1,112 @@
+/*
+ * shrink_private.h - state shared by the shrink passes (shrink.c) and the
+ * write-pass filter (filter_shrink.c).
+ */
+#ifndef HPROF_SHRINK_PRIVATE_H
+#define HPROF_SHRINK_PRIVATE_H
+
+#include "hprof_private.h"
+
+/* Names the shrink looks for, as codes stored in `names`. */
+enum shrink_name {
+    NAME_NONE,
+    NAME_CLASS_STRING,      /* java.lang.String */
+    NAME_CLASS_BITMAP,      /* android.graphics.Bitmap */
+    NAME_CLASS_DUMP_DATA,   /* android.graphics.Bitmap$DumpData */
+    NAME_FIELD_VALUE,       /* String.value */
+    NAME_FIELD_BUFFER,      /* Bitmap.mBuffer */
+    NAME_FIELD_BUFFERS,     /* DumpData.buffers */
+    NAME_FIELD_NATIVES      /* DumpData.natives */
+};
+
+/* Why a primitive array keeps its contents (values in `keep`). */
+enum keep_reason {
+    KEEP_STRING_VALUE = 1,
+    KEEP_NATIVES = 2
+};
+
+/* A bitmap buffer to deduplicate. */
+struct candidate {
+    uint64_t id;
+    uint64_t data_offset;   /* input offset of the contents */
+    uint64_t bytes;
+    uint32_t count;
+    uint8_t type;
+    uint8_t digested;
+    uint8_t has_copies;     /* other candidates were merged into this one */
+    uint8_t md5[16];
+};
+
+/* Where a class keeps the fields the shrink reads (-1: none). */
+struct kind_layout {
+    uint64_t class_id;
+    int kind;               /* NAME_CLASS_* */
+    int64_t field[2];       /* String: value; Bitmap: mBuffer; DumpData: buffers, natives */
+};
+
+struct shrink {
+    struct hprof_reader *reader;
+    struct hprof_error *err;
+    struct hprof_shrink_options opt;
+    struct hprof_shrink_stats *stats;
+    unsigned ids;
+    int pass, passes;
+
+    /* Pass 1: names, classes, system-heap membership. */
+    struct idmap names;         /* STRING id -> enum shrink_name */
+    struct idmap class_names;   /* class id -> STRING id (LOAD_CLASS) */
+    struct classes classes;
+    struct idmap kinds;         /* class id -> index into `layouts` */
+    struct kind_layout *layouts;
+    size_t n_layouts;
+    struct idmap system;        /* zygote/image objects (not classes) */
+    uint32_t heap;              /* heap of the current segment */
+
+    /* Pass 2 and 3: what to keep, dedupe and hollow out. */
+    struct idmap keep;          /* primitive array id -> enum keep_reason */
+    struct idmap candidates;    /* bitmap buffer id -> index into `cand` + 1 */
+    struct candidate *cand;
+    size_t n_cand, cap_cand;
+    struct idmap dump_buffers;  /* DumpData.buffers object-array ids */
+    struct idmap standins;      /* system objects some kept object refers to */
+
+    /* Pass 4: digests, then the merge decision. */
+    struct digest *digest;
+    struct idmap pinned;        /* candidates referenced from other slots */
+    struct idmap remap;         /* duplicate buffer id -> kept buffer id */
+    struct idmap dropped;       /* duplicates whose record goes */
+};
+
+/* The kind of class `class_id` (NAME_CLASS_*), its layout in *out. */
+static inline int shrink_kind(const struct shrink *sh, uint64_t class_id,
+                              const struct kind_layout **out)
+{
+    uint64_t at;
+    if (!idmap_get(&sh->kinds, class_id, &at))
+        return NAME_NONE;
+    *out = &sh->layouts[at];
+    return sh->layouts[at].kind;
+}
+
+/* Is this object dropped with its heap (unless it is a stand-in)? */
+static inline int shrink_in_system(const struct shrink *sh, uint64_t id)
+{
+    return sh->system.count > 0 && idmap_has(&sh->system, id);
+}
+
+/* The ID at byte `at` of an instance's values, or 0 past its end. */
+static inline uint64_t shrink_field_id(const struct shrink *sh, const struct hprof_instance *o,
+                                       int64_t at)
+{
+    if (at < 0 || (uint64_t)at + sh->ids > o->length)
+        return 0;
+    return get_id(o->values + at, sh->ids);
+}
+
+/* The write pass: a filter in front of `next` (the writer). */
+struct shrink_filter;
+struct shrink_filter *shrink_filter_new(struct shrink *sh, struct hprof_visitor *next);
+struct hprof_visitor *shrink_filter_visitor(struct shrink_filter *f);
+void shrink_filter_free(struct shrink_filter *f);
+
+#endif

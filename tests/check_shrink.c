@@ -1,0 +1,344 @@
+/*
+ * check_shrink.c - hprof_shrink() on every fixture and every --arrays mode:
+ * the output is valid and tells the same story (instances per class, String
+ * texts, Bitmap pixels, DumpData buffers), holds no other array contents,
+ * adds no dangling reference, and matches the generator's bookkeeping.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "facts.h"
+#include "testlib.h"
+
+static const char *const fixtures[] = {
+    "fixtures/android-synth.hprof.gz",
+    "fixtures/hotspot-synth.hprof.gz",
+    "fixtures/hotspot-fixture.hprof.gz",
+    "../shared/fixtures/art-ahat-test-dump.hprof",
+    "../shared/fixtures/hotspot-1.0.2-test1.hprof",
+    "../shared/fixtures/hotspot-jdk6-x32-1.0.1.hprof",
+};
+#define N_FIXTURES 6
+#define N_MODES 3
+
+static int available(int fixture)
+{
+    if (fixture < 3 || tl_have_shared_fixtures())
+        return 1;
+    printf("note: ../shared/fixtures absent, %s not tried\n", fixtures[fixture]);
+    return 0;
+}
+
+struct run {
+    struct facts in, out;
+    struct hprof_shrink_stats stats;
+    struct hprof_verify_report verified;
+    uint8_t *data;
+    size_t len;
+};
+
+static void shrink_memory(const char *path, const struct hprof_shrink_options *o,
+                          uint8_t **data, size_t *len, struct hprof_shrink_stats *stats)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    int fd = -1;
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    ck_assert_int_eq(hprof_input_open(path, &fd, NULL, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    int rc = hprof_shrink(r, sink, o, stats, &err);
+    ck_assert_msg(rc == HPROF_OK, "%s: %s", path, err.message);
+    const uint8_t *d = hprof_sink_memory_data(sink, len);
+    *data = malloc(*len);
+    memcpy(*data, d, *len);
+    hprof_sink_free(sink);
+    hprof_reader_free(r);
+    close(fd);
+}
+
+static void run(struct run *x, int fixture, int mode, int keep_system)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { .arrays = mode, .keep_system_heaps = keep_system };
+    struct hprof_reader *r = NULL;
+    shrink_memory(fixtures[fixture], &o, &x->data, &x->len, &x->stats);
+    ck_assert_int_eq(facts_load(fixtures[fixture], &x->in, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(x->data, x->len, &x->out, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, x->data, x->len, &err), HPROF_OK);
+    ck_assert_msg(hprof_verify(r, &x->verified, &err) == HPROF_OK, "verify: %s", err.message);
+    hprof_reader_free(r);
+}
+
+static void done(struct run *x)
+{
+    facts_free(&x->in);
+    facts_free(&x->out);
+    free(x->data);
+}
+
+/* Every key of `a` maps to the same value in `b`, and they have as many. */
+static void assert_same_map(const struct idmap *a, const struct idmap *b, const char *what)
+{
+    ck_assert_msg(a->count == b->count, "%s: %zu before, %zu after", what, a->count, b->count);
+    for (size_t i = 0; i <= a->mask; i++) {
+        uint64_t v;
+        if (a->keys[i] == 0)
+            continue;
+        ck_assert_msg(idmap_get(b, a->keys[i], &v), "%s: 0x%llx is gone", what,
+                      (unsigned long long)a->keys[i]);
+        ck_assert_msg(v == a->values[i], "%s: 0x%llx changed", what,
+                      (unsigned long long)a->keys[i]);
+    }
+}
+
+START_TEST(shrink_keeps_instances_per_class_outside_dropped_heaps)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    struct run x;
+    if (!available(fixture))
+        return;
+    run(&x, fixture, mode, 0);
+    assert_same_map(&x.in.class_counts, &x.out.class_counts, "app instances per class");
+    done(&x);
+}
+END_TEST
+
+START_TEST(shrink_keeps_every_string_text)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    struct run x;
+    if (!available(fixture))
+        return;
+    run(&x, fixture, mode, 0);
+    ck_assert_uint_gt(x.in.strings.count, 0);
+    assert_same_map(&x.in.strings, &x.out.strings, "String texts");
+    ck_assert_uint_eq(x.stats.string_values_kept.count, x.out.string_value_ids_kept);
+    done(&x);
+}
+END_TEST
+
+START_TEST(shrink_keeps_every_bitmap_and_dump_data_buffer)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    struct run x;
+    if (!available(fixture))
+        return;
+    run(&x, fixture, mode, 0);
+    assert_same_map(&x.in.bitmaps, &x.out.bitmaps, "Bitmap pixels");
+    assert_same_map(&x.in.dump_buffers, &x.out.dump_buffers, "DumpData buffers");
+    done(&x);
+}
+END_TEST
+
+START_TEST(shrink_leaves_no_other_array_contents)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    struct run x;
+    if (!available(fixture))
+        return;
+    run(&x, fixture, mode, 0);
+    ck_assert_uint_gt(x.in.arrays_with_contents, 0);
+    ck_assert_uint_eq(x.out.arrays_with_contents, 0);
+    done(&x);
+}
+END_TEST
+
+/* empty and zero add no dangling reference; remove only to removed arrays. */
+START_TEST(shrink_adds_no_dangling_reference)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    struct run x;
+    if (!available(fixture))
+        return;
+    run(&x, fixture, mode, 0);
+    const struct idmap *d = &x.out.dangling;
+    for (size_t i = 0; i <= d->mask; i++) {
+        uint64_t id = d->keys[i];
+        if (id == 0 || idmap_has(&x.in.dangling, id))
+            continue;
+        ck_assert_msg(mode == HPROF_ARRAYS_REMOVE && idmap_has(&x.in.arrays, id),
+                      "new dangling reference to 0x%llx", (unsigned long long)id);
+    }
+    done(&x);
+}
+END_TEST
+
+/* zero keeps every surviving array's length and type; empty its type. */
+START_TEST(shrink_keeps_array_types_and_zero_mode_keeps_lengths)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    struct run x;
+    if (!available(fixture))
+        return;
+    run(&x, fixture, mode, 0);
+    const struct idmap *a = &x.out.arrays;
+    for (size_t i = 0; i <= a->mask; i++) {
+        uint64_t before;
+        if (a->keys[i] == 0)
+            continue;
+        ck_assert(idmap_get(&x.in.arrays, a->keys[i], &before));
+        ck_assert_uint_eq(before & 0xFF, a->values[i] & 0xFF);
+        if (mode == HPROF_ARRAYS_ZERO && !idmap_has(&x.in.system, a->keys[i]))
+            ck_assert_uint_eq(before, a->values[i]);
+    }
+    done(&x);
+}
+END_TEST
+
+START_TEST(shrink_matches_the_generators_bookkeeping)
+{
+    struct run x;
+    const char *m = "fixtures/android-synth.manifest";
+    run(&x, 0, _i, 0);
+    ck_assert_uint_eq(x.stats.bitmap_groups, (uint64_t)tl_manifest(m, "bitmap_groups"));
+    ck_assert_uint_eq(x.stats.bitmap_duplicates.count, (uint64_t)tl_manifest(m, "bitmap_merged"));
+    ck_assert_uint_eq(x.stats.system_standins.count, (uint64_t)tl_manifest(m, "system_standins"));
+    ck_assert_uint_eq(x.stats.system_standins.count + x.stats.system_dropped.count,
+                      (uint64_t)tl_manifest(m, "system_objects"));
+    ck_assert_uint_eq(x.stats.roots_dropped, (uint64_t)tl_manifest(m, "roots_dropped"));
+    ck_assert_uint_eq(x.stats.instances_in.count, (uint64_t)tl_manifest(m, "instances"));
+    /* merged copies are gone unless something else refers to them */
+    uint64_t arrays = (uint64_t)tl_manifest(m, "primitive_arrays");
+    uint64_t removed = _i == HPROF_ARRAYS_REMOVE ? x.stats.arrays_removed.count : 0;
+    uint64_t dropped_system = 0;
+    for (size_t i = 0; i <= x.in.system.mask; i++)
+        if (x.in.system.keys[i] && idmap_has(&x.in.arrays, x.in.system.keys[i]) &&
+            !idmap_has(&x.out.objects, x.in.system.keys[i]))
+            dropped_system++;
+    ck_assert_uint_eq(x.verified.primitive_arrays,
+                      arrays - (uint64_t)tl_manifest(m, "bitmap_dropped") - removed -
+                          dropped_system);
+    ck_assert_uint_eq(x.stats.bitmap_buffers_kept.count + x.stats.bitmap_duplicates.count,
+                      x.stats.bitmap_candidates);
+    done(&x);
+}
+END_TEST
+
+/* Stand-ins keep their id and class and refer to nothing. */
+START_TEST(shrink_keeps_referenced_system_objects_as_hollow_stand_ins)
+{
+    struct run x;
+    run(&x, 0, HPROF_ARRAYS_EMPTY, 0);
+    uint64_t standins = 0;
+    for (size_t i = 0; i <= x.out.system.mask; i++) {
+        uint64_t id = x.out.system.keys[i], shape;
+        if (id == 0)
+            continue;
+        standins++;
+        if (idmap_get(&x.out.arrays, id, &shape))
+            ck_assert_uint_eq(shape >> 8, 0);
+    }
+    ck_assert_uint_eq(standins, (uint64_t)tl_manifest("fixtures/android-synth.manifest",
+                                                      "system_standins"));
+    ck_assert_uint_eq(x.in.dangling.count, x.out.dangling.count);
+    done(&x);
+}
+END_TEST
+
+START_TEST(keep_system_heaps_keeps_every_object)
+{
+    struct run x;
+    run(&x, 0, HPROF_ARRAYS_EMPTY, 1);
+    assert_same_map(&x.in.all_counts, &x.out.all_counts, "instances per class, all heaps");
+    ck_assert_uint_eq(x.stats.system_dropped.count + x.stats.system_standins.count, 0);
+    ck_assert_uint_eq(x.stats.roots_dropped, 0);
+    done(&x);
+}
+END_TEST
+
+START_TEST(shrink_is_deterministic)
+{
+    struct hprof_shrink_options o = { .arrays = _i };
+    struct hprof_shrink_stats s1, s2;
+    uint8_t *a, *b;
+    size_t alen, blen;
+    shrink_memory(fixtures[0], &o, &a, &alen, &s1);
+    shrink_memory(fixtures[0], &o, &b, &blen, &s2);
+    ck_assert_uint_eq(alen, blen);
+    ck_assert_mem_eq(a, b, alen);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* PRIMITIVE_ARRAY_NODATA never reaches the output; in zero mode it becomes
+ * an array of zeros of its length. */
+START_TEST(shrink_never_writes_primitive_array_nodata)
+{
+    char *path = tl_temp_path(".hprof");
+    char *tool = tl_tool("hprof-synth");
+    ck_assert_int_eq(tl_system("%s --nodata -f %s", tool, path), 0);
+    struct hprof_shrink_options o = { .arrays = _i };
+    struct hprof_shrink_stats st;
+    uint8_t *out;
+    size_t len;
+    shrink_memory(path, &o, &out, &len, &st);
+    struct facts in, after;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);
+    /* the NODATA array is the last id allocated; find it by shape */
+    int found = 0;
+    for (size_t i = 0; i <= in.arrays.mask; i++) {
+        if (in.arrays.values && in.arrays.keys[i] && in.arrays.values[i] == (1000u << 8 | 10)) {
+            uint64_t shape;
+            found = 1;
+            if (_i == HPROF_ARRAYS_REMOVE) {
+                ck_assert(!idmap_has(&after.arrays, in.arrays.keys[i]));
+            } else {
+                ck_assert(idmap_get(&after.arrays, in.arrays.keys[i], &shape));
+                ck_assert_uint_eq(shape, _i == HPROF_ARRAYS_ZERO ? (1000u << 8 | 10) : 10);
+            }
+        }
+    }
+    ck_assert(found);
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report rep;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, out, len, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_verify(r, &rep, &err), HPROF_OK);
+    ck_assert_uint_eq(rep.primitive_arrays, after.arrays.count);
+    ck_assert_uint_eq(in.nodata_arrays, 1);
+    ck_assert_uint_eq(after.nodata_arrays, 0);
+    hprof_reader_free(r);
+    facts_free(&in);
+    facts_free(&after);
+    free(out);
+    unlink(path);
+    free(path);
+    free(tool);
+}
+END_TEST
+
+static Suite *shrink_suite(void)
+{
+    Suite *s = suite_create("shrink");
+    TCase *t = tcase_create("shrink");
+    tcase_set_timeout(t, 300);
+    int n = N_FIXTURES * N_MODES;
+    tcase_add_loop_test(t, shrink_keeps_instances_per_class_outside_dropped_heaps, 0, n);
+    tcase_add_loop_test(t, shrink_keeps_every_string_text, 0, n);
+    tcase_add_loop_test(t, shrink_keeps_every_bitmap_and_dump_data_buffer, 0, n);
+    tcase_add_loop_test(t, shrink_leaves_no_other_array_contents, 0, n);
+    tcase_add_loop_test(t, shrink_adds_no_dangling_reference, 0, n);
+    tcase_add_loop_test(t, shrink_keeps_array_types_and_zero_mode_keeps_lengths, 0, n);
+    tcase_add_loop_test(t, shrink_matches_the_generators_bookkeeping, 0, N_MODES);
+    tcase_add_test(t, shrink_keeps_referenced_system_objects_as_hollow_stand_ins);
+    tcase_add_test(t, keep_system_heaps_keeps_every_object);
+    tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);
+    tcase_add_loop_test(t, shrink_never_writes_primitive_array_nodata, 0, N_MODES);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(shrink_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
