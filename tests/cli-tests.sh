@@ -109,6 +109,90 @@ for f in $android; do
     echo "    $n: $(head -4 "$T/$n.count" | tr '\n' ' ')"
 done
 
+banner "hprof-shrink: usage, exit codes and safe files"
+expect 0 "$B/hprof-shrink" --help
+grep -q '^Usage: hprof-shrink' "$T/out" || die "shrink --help"
+expect 0 "$B/hprof-shrink" --version
+expect 2 "$B/hprof-shrink" --arrays=sometimes fixtures/hotspot-synth.hprof.gz "$T/x.hprof"
+expect 2 "$B/hprof-shrink" fixtures/hotspot-synth.hprof.gz
+expect 3 "$B/hprof-shrink" "$T/does-not-exist.hprof" "$T/x.hprof"
+expect 1 "$B/hprof-shrink" "$T/bad.hprof" "$T/x.hprof"
+grep -q 'bad.hprof: offset 0x1f: HEAP_DUMP_SEGMENT' "$T/err" || die "shrink error message: $(cat "$T/err")"
+[ ! -e "$T/x.hprof" ] || die "a failed shrink left its output"
+ls "$T" | grep -q '\.tmp$' && die "a failed shrink left a temporary file"
+gzip -dc fixtures/hotspot-synth.hprof.gz > "$T/in.hprof"
+cp "$T/in.hprof" "$T/in.copy"
+expect 2 "$B/hprof-shrink" -f "$T/in.hprof" "$T/in.hprof"
+grep -q 'output is the input' "$T/err" || die "same-file refusal: $(cat "$T/err")"
+ln "$T/in.hprof" "$T/hardlink.hprof"
+expect 2 "$B/hprof-shrink" -f "$T/in.hprof" "$T/hardlink.hprof"
+cmp -s "$T/in.hprof" "$T/in.copy" || die "the input was modified"
+expect 0 "$B/hprof-shrink" "$T/in.hprof" "$T/out.hprof"
+expect 2 "$B/hprof-shrink" "$T/in.hprof" "$T/out.hprof"
+grep -q 'already exists' "$T/err" || die "overwrite refusal: $(cat "$T/err")"
+expect 0 "$B/hprof-shrink" -f "$T/in.hprof" "$T/out.hprof"
+[ -s "$T/out.hprof" ] || die "no output"
+cmp -s "$T/in.hprof" "$T/in.copy" || die "the input was modified"
+# a full disk: the error is reported and nothing is left behind
+if [ -w /dev/full ]; then
+    set +e; "$B/hprof-shrink" "$T/in.hprof" - > /dev/full 2> "$T/err"; got=$?; set -e
+    [ "$got" = 3 ] || die "writing to /dev/full exited $got"
+    grep -q 'No space left on device' "$T/err" || die "ENOSPC message: $(cat "$T/err")"
+fi
+
+banner "hprof-shrink: pipes, gzip in and out, determinism"
+gzip -dc fixtures/android-synth.hprof.gz | "$B/hprof-shrink" - - > "$T/pipe.hprof" || die "stdin to stdout"
+"$B/hprof-shrink" fixtures/android-synth.hprof.gz "$T/file.hprof" || die "gzip input"
+cmp -s "$T/pipe.hprof" "$T/file.hprof" || die "pipe and file outputs differ"
+"$B/hprof-shrink" -f fixtures/android-synth.hprof.gz "$T/file2.hprof"
+cmp -s "$T/file.hprof" "$T/file2.hprof" || die "output is not deterministic"
+"$B/hprof-shrink" -z fixtures/android-synth.hprof.gz "$T/file.hprof.gz" || die "--gzip"
+gzip -t "$T/file.hprof.gz" || die "gzip output does not test"
+gzip -dc "$T/file.hprof.gz" | cmp -s - "$T/file.hprof" || die "gunzip does not restore the plain output"
+head -c 64 "$T/file.hprof.gz" | grep -aq 'HPROF BLOCKSIZE=1048576' || die "no BLOCKSIZE comment"
+"$B/hprof-shrink" -z1 fixtures/android-synth.hprof.gz "$T/l1.hprof.gz" && gzip -dc "$T/l1.hprof.gz" | cmp -s - "$T/file.hprof" ||
+    die "--gzip=1 differs after gunzip"
+"$B/hprof-verify" "$T/file.hprof.gz" > /dev/null || die "gzip output does not verify"
+
+banner "hprof-shrink: --stats and --json"
+"$B/hprof-shrink" --json fixtures/android-synth.hprof.gz "$T/j.hprof" > "$T/json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['bitmap_groups']==3, d; assert d['bytes_out']==$(wc -c < "$T/j.hprof"), d" "$T/json" ||
+    die "--json is not valid or wrong: $(cat "$T/json")"
+"$B/hprof-shrink" --json fixtures/android-synth.hprof.gz - 2> "$T/json2" > /dev/null
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/json2" || die "--json with stdout output goes to stderr"
+"$B/hprof-shrink" --stats -f fixtures/android-synth.hprof.gz "$T/j.hprof" 2> "$T/stats"
+grep -q 'bitmap copies merged  *3 ' "$T/stats" || die "--stats: $(cat "$T/stats")"
+
+banner "hprof-shrink: HotSpot outputs load in VisualVM with the input's counts"
+for f in $hotspot; do
+    n=$(basename "$f")
+    for mode in empty zero remove; do
+        "$B/hprof-shrink" -q --arrays=$mode "$T/$n.in" "$T/$n.$mode" || die "shrink $f --arrays=$mode"
+        heapcount "$T/$n.$mode" > "$T/$n.count-$mode" || die "VisualVM cannot load shrunk $f ($mode)"
+        if [ $mode = remove ]; then
+            # primitive arrays are gone; everything else is counted the same
+            grep -v '\[\]' "$T/$n.count-in" | grep -v '^instances\|^walked\|^class \[[BCDFIJSZ] ' > "$T/a"
+            grep -v '\[\]' "$T/$n.count-$mode" | grep -v '^instances\|^walked\|^class \[[BCDFIJSZ] ' > "$T/b"
+            cmp -s "$T/a" "$T/b" || die "VisualVM counts differ for $f ($mode)"
+        else
+            cmp -s "$T/$n.count-in" "$T/$n.count-$mode" || die "VisualVM counts differ for $f ($mode)"
+        fi
+    done
+    echo "    $n: $(wc -c < "$T/$n.in") -> $(wc -c < "$T/$n.empty") bytes (empty), $(wc -c < "$T/$n.zero") (zero), $(wc -c < "$T/$n.remove") (remove)"
+done
+
+banner "hprof-shrink: Android outputs convert with hprof-conv and load in VisualVM"
+for f in $android; do
+    n=$(basename "$f")
+    for mode in empty zero; do
+        "$B/hprof-shrink" -q --arrays=$mode "$f" "$T/$n.$mode" || die "shrink $f"
+        "$HPROF_CONV" "$T/$n.$mode" "$T/$n.$mode.conv" || die "hprof-conv rejects shrunk $f ($mode)"
+        "$B/hprof-verify" "$T/$n.$mode.conv" > /dev/null || die "hprof-conv output of shrunk $f is invalid"
+        heapcount "$T/$n.$mode.conv" > "$T/$n.$mode.count" || die "VisualVM cannot load converted shrunk $f"
+    done
+    echo "    $n: $(wc -c < "$f") -> $(wc -c < "$T/$n.empty") bytes; VisualVM: $(head -4 "$T/$n.empty.count" | tr '\n' ' ')"
+done
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1
