@@ -193,6 +193,48 @@ for f in $android; do
     echo "    $n: $(wc -c < "$f") -> $(wc -c < "$T/$n.empty") bytes; VisualVM: $(head -4 "$T/$n.empty.count" | tr '\n' ' ')"
 done
 
+banner "files over 4 GiB with a 3 GiB segment (sparse, so it costs no disk)"
+python3 - "$T/huge.hprof" <<'PY'
+import struct, sys
+# header, then two HEAP_DUMP_SEGMENTs each holding one byte[] of 3 GiB and
+# 2 GiB of zeros (a hole), then HEAP_DUMP_END: 5 GiB in all.
+with open(sys.argv[1], "wb") as f:
+    f.write(b"JAVA PROFILE 1.0.3\0" + struct.pack(">IQ", 4, 0))
+    for i, n in enumerate((3 << 30, 2 << 30)):
+        f.write(struct.pack(">BII", 0x1C, 0, 14 + n))
+        f.write(struct.pack(">BIIIB", 0x23, 0x100 + 8 * i, 0, n, 8))
+        f.seek(n, 1)
+    f.write(struct.pack(">BII", 0x2C, 0, 0))
+PY
+"$B/hprof-verify" "$T/huge.hprof" > "$T/out" || die "verify of a 5 GiB file: $(cat "$T/out")"
+grep -q '2 primitive arrays (5368709120 bytes)' "$T/out" || die "5 GiB counts: $(cat "$T/out")"
+"$B/hprof-shrink" -q "$T/huge.hprof" "$T/huge.out" || die "shrink of a 5 GiB file"
+"$B/hprof-verify" "$T/huge.out" > /dev/null || die "shrunk 5 GiB file does not verify"
+[ "$(wc -c < "$T/huge.out")" -lt 1000 ] || die "5 GiB of zeros did not shrink"
+size=$("$B/hprof-shrink" -q --arrays=zero "$T/huge.hprof" - | wc -c)
+[ "$size" = "$(wc -c < "$T/huge.hprof")" ] || die "--arrays=zero of 5 GiB wrote $size bytes"
+rm -f "$T/huge.hprof" "$T/huge.out"
+
+banner "signals: SIGINT and SIGTERM leave no partial output"
+for sig in INT TERM; do
+    rm -f "$T/fifo" "$T/sig.hprof"
+    mkfifo "$T/fifo"
+    "$B/hprof-shrink" -q "$T/fifo" "$T/sig.hprof" 2> /dev/null &
+    pid=$!
+    exec 7> "$T/fifo"               # the shrinker now waits for input
+    gzip -dc fixtures/android-synth.hprof.gz | head -c 100000 >&7
+    i=0
+    until ls "$T" | grep -q '^sig.hprof.*\.tmp$'; do
+        i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
+    done
+    ls "$T" | grep -q '^sig.hprof.*\.tmp$' || die "no temporary output while running"
+    kill -$sig $pid
+    set +e; wait $pid; got=$?; set -e
+    exec 7>&-
+    [ "$got" -gt 128 ] || die "SIG$sig: exit status $got"
+    ls "$T" | grep -q '^sig.hprof' && die "SIG$sig left $(ls "$T" | grep '^sig.hprof')"
+done
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1
