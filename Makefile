@@ -24,8 +24,8 @@ endif
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -Iinclude -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64
 CFLAGS ?=
-CFLAGS += -std=c11 $(WARN) $(OPT)
-LDLIBS_LIB := -lcrypto -lz
+CFLAGS += -std=c11 -pthread $(WARN) $(OPT)
+LDLIBS_LIB := -lcrypto -lz -pthread
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 LIB_SRC := $(wildcard src/*.c)

@@ -139,9 +139,12 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
 
 /* gzip to `fd` as the JDK's `jcmd GC.heap_dump -gz` writes it: independent
  * members of HPROF_GZIP_BLOCK input bytes each, the first carrying the
- * comment "HPROF BLOCKSIZE=1048576", so readers can seek.  `level` 1-9. */
+ * comment "HPROF BLOCKSIZE=1048576", so readers can seek.  `level` 1-9.
+ * Members are compressed by `threads` worker threads (0: one per core, 1:
+ * in the caller's thread); the output is the same for every count. */
 #define HPROF_GZIP_BLOCK (1u << 20)
-struct hprof_sink *hprof_sink_new_gzip(int fd, int level, struct hprof_error *err);
+struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
+                                       struct hprof_error *err);
 
 /* Collects everything in memory (tests, fuzzing). */
 struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err);

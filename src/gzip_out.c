@@ -5,64 +5,174 @@
  * The first member's header carries the comment "HPROF BLOCKSIZE=1048576",
  * which tells readers (VisualVM, the JDK's own tools) that they may seek by
  * inflating single members.  Concatenated members are one valid gzip stream,
- * so plain gunzip restores the dump.  The header time is 0, so the output is
- * deterministic.
+ * so plain gunzip restores the dump.  The header time is 0.
+ *
+ * Because members are independent they compress in parallel, as pigz does:
+ * blocks are numbered, workers take them in order, each with its own zlib
+ * state, and the caller's thread writes finished members strictly in number
+ * order.  In-flight blocks are capped at twice the workers, so memory stays
+ * at about 2 x threads x 2 MiB.  The bytes written are the same for every
+ * thread count.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "sink_private.h"
+
+enum slot_state { SLOT_FREE, SLOT_FILLED, SLOT_BUSY, SLOT_DONE };
+
+struct slot {
+    enum slot_state state;
+    uint64_t seq;
+    uint8_t *in;
+    size_t in_len;
+    uint8_t *out;
+    size_t out_len;
+    int failed;
+};
 
 struct gzip_sink {
     struct hprof_sink base;
     int fd;
     int level;
-    z_stream z;
-    int z_ready;
-    uint64_t members;
-    uint8_t *in;            /* one block of input */
-    size_t in_len;
-    uint8_t *out;           /* deflateBound() of one block */
     size_t out_cap;
+    unsigned threads;           /* worker threads; 0: compress inline */
+
+    struct slot *slots;         /* a ring of n_slots, indexed by seq % n_slots */
+    unsigned n_slots;
+    uint64_t next_fill;         /* seq of the block being filled */
+    uint64_t next_write;        /* seq of the next member to write */
+    uint64_t next_take;         /* seq of the next block a worker takes */
+
+    z_stream inline_z;          /* threads == 0 */
+    int inline_ready;
+
+    pthread_t *workers;
+    unsigned started;
+    pthread_mutex_t lock;
+    pthread_cond_t work;        /* a block was filled, or stop */
+    pthread_cond_t done;        /* a block was compressed */
+    int sync_ready;             /* lock and conditions initialised */
+    int stop;
 };
 
-static int compress_block(struct gzip_sink *g)
+static int init_stream(z_stream *z, int level)
+{
+    memset(z, 0, sizeof *z);
+    /* windowBits 15 + 16: a gzip wrapper; memLevel 8 as zlib's default. */
+    return deflateInit2(z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+}
+
+/* Compress one block into one member.  Runs in a worker or inline. */
+static void compress_slot(z_stream *z, struct slot *s, size_t out_cap)
 {
     static char comment[] = "HPROF BLOCKSIZE=1048576";
     gz_header header;
     memset(&header, 0, sizeof header);
     header.os = 3; /* Unix, as gzip(1) writes */
-    if (g->members == 0)
+    if (s->seq == 0)
         header.comment = (Bytef *)comment;
-    if (deflateReset(&g->z) != Z_OK || deflateSetHeader(&g->z, &header) != Z_OK)
-        return hprof_error_set(g->base.err, HPROF_ERR_IO, "gzip: cannot start a member");
-    g->z.next_in = g->in;
-    g->z.avail_in = (uInt)g->in_len;
-    g->z.next_out = g->out;
-    g->z.avail_out = (uInt)g->out_cap;
-    if (deflate(&g->z, Z_FINISH) != Z_STREAM_END)
-        return hprof_error_set(g->base.err, HPROF_ERR_IO, "gzip: deflate failed: %s",
-                               g->z.msg ? g->z.msg : "output buffer too small");
-    g->members++;
-    g->in_len = 0;
-    return sink_write_fd(g->fd, g->out, g->out_cap - g->z.avail_out, g->base.err);
+    s->failed = 1;
+    if (deflateReset(z) != Z_OK || deflateSetHeader(z, &header) != Z_OK)
+        return;
+    z->next_in = s->in;
+    z->avail_in = (uInt)s->in_len;
+    z->next_out = s->out;
+    z->avail_out = (uInt)out_cap;
+    if (deflate(z, Z_FINISH) != Z_STREAM_END)
+        return;
+    s->out_len = out_cap - z->avail_out;
+    s->failed = 0;
 }
 
-static int gzip_write(struct hprof_sink *s, const void *buf, size_t len)
+static void *worker_main(void *arg)
 {
-    struct gzip_sink *g = (struct gzip_sink *)s;
+    struct gzip_sink *g = arg;
+    z_stream z;
+    int ok = init_stream(&z, g->level);
+    pthread_mutex_lock(&g->lock);
+    for (;;) {
+        struct slot *s = &g->slots[g->next_take % g->n_slots];
+        while (!g->stop && !(s->state == SLOT_FILLED && s->seq == g->next_take)) {
+            pthread_cond_wait(&g->work, &g->lock);
+            s = &g->slots[g->next_take % g->n_slots];
+        }
+        if (g->stop && !(s->state == SLOT_FILLED && s->seq == g->next_take))
+            break;
+        s->state = SLOT_BUSY;
+        g->next_take++;
+        pthread_cond_broadcast(&g->work); /* the next block may be ready too */
+        pthread_mutex_unlock(&g->lock);
+        if (ok)
+            compress_slot(&z, s, g->out_cap);
+        else
+            s->failed = 1;
+        pthread_mutex_lock(&g->lock);
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&g->done);
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (ok)
+        deflateEnd(&z);
+    return NULL;
+}
+
+/* Write the oldest member once compressed.  Caller holds no lock. */
+static int write_oldest(struct gzip_sink *g)
+{
+    struct slot *s = &g->slots[g->next_write % g->n_slots];
+    if (g->threads > 0) {
+        pthread_mutex_lock(&g->lock);
+        while (s->state != SLOT_DONE)
+            pthread_cond_wait(&g->done, &g->lock);
+        pthread_mutex_unlock(&g->lock);
+    }
+    int rc = s->failed ? hprof_error_set(g->base.err, HPROF_ERR_IO, "gzip: deflate failed")
+                       : sink_write_fd(g->fd, s->out, s->out_len, g->base.err);
+    s->state = SLOT_FREE;
+    s->in_len = 0;
+    g->next_write++;
+    return rc;
+}
+
+/* Hand the block being filled to the workers (or compress it now). */
+static int submit(struct gzip_sink *g)
+{
+    struct slot *s = &g->slots[g->next_fill % g->n_slots];
+    s->seq = g->next_fill++;
+    if (g->threads == 0) {
+        compress_slot(&g->inline_z, s, g->out_cap);
+        s->state = SLOT_DONE;
+        return write_oldest(g);
+    }
+    pthread_mutex_lock(&g->lock);
+    s->state = SLOT_FILLED;
+    pthread_cond_broadcast(&g->work);
+    pthread_mutex_unlock(&g->lock);
+    /* Keep the ring from overflowing: the next slot must be free. */
+    if (g->next_fill - g->next_write >= g->n_slots)
+        return write_oldest(g);
+    return HPROF_OK;
+}
+
+static int gzip_write(struct hprof_sink *sink, const void *buf, size_t len)
+{
+    struct gzip_sink *g = (struct gzip_sink *)sink;
     const uint8_t *p = buf;
     while (len > 0) {
-        size_t n = HPROF_GZIP_BLOCK - g->in_len;
+        struct slot *s = &g->slots[g->next_fill % g->n_slots];
+        size_t n = HPROF_GZIP_BLOCK - s->in_len;
         if (n > len)
             n = len;
-        memcpy(g->in + g->in_len, p, n);
-        g->in_len += n;
+        memcpy(s->in + s->in_len, p, n);
+        s->in_len += n;
         p += n;
         len -= n;
-        if (g->in_len == HPROF_GZIP_BLOCK) {
-            int rc = compress_block(g);
+        if (s->in_len == HPROF_GZIP_BLOCK) {
+            int rc = submit(g);
             if (rc != HPROF_OK)
                 return rc;
         }
@@ -70,55 +180,112 @@ static int gzip_write(struct hprof_sink *s, const void *buf, size_t len)
     return HPROF_OK;
 }
 
-static int gzip_finish(struct hprof_sink *s)
+static int gzip_finish(struct hprof_sink *sink)
 {
-    struct gzip_sink *g = (struct gzip_sink *)s;
-    if (g->in_len > 0 || g->members == 0)
-        return compress_block(g);
-    return HPROF_OK;
+    struct gzip_sink *g = (struct gzip_sink *)sink;
+    int rc = HPROF_OK;
+    /* An empty input still makes one (empty) member: a valid gzip file. */
+    if (g->slots[g->next_fill % g->n_slots].in_len > 0 || g->next_fill == 0)
+        rc = submit(g);
+    while (rc == HPROF_OK && g->next_write < g->next_fill)
+        rc = write_oldest(g);
+    return rc;
 }
 
-static void gzip_free(struct hprof_sink *s)
+static void stop_workers(struct gzip_sink *g)
 {
-    struct gzip_sink *g = (struct gzip_sink *)s;
-    if (g->z_ready)
-        deflateEnd(&g->z);
-    free(g->in);
-    free(g->out);
+    if (g->started == 0)
+        return;
+    pthread_mutex_lock(&g->lock);
+    g->stop = 1;
+    pthread_cond_broadcast(&g->work);
+    pthread_mutex_unlock(&g->lock);
+    for (unsigned i = 0; i < g->started; i++)
+        pthread_join(g->workers[i], NULL);
+    g->started = 0;
+}
+
+static void gzip_free(struct hprof_sink *sink)
+{
+    struct gzip_sink *g = (struct gzip_sink *)sink;
+    stop_workers(g);
+    if (g->sync_ready) {
+        pthread_mutex_destroy(&g->lock);
+        pthread_cond_destroy(&g->work);
+        pthread_cond_destroy(&g->done);
+    }
+    if (g->inline_ready)
+        deflateEnd(&g->inline_z);
+    for (unsigned i = 0; g->slots != NULL && i < g->n_slots; i++) {
+        free(g->slots[i].in);
+        free(g->slots[i].out);
+    }
+    free(g->slots);
+    free(g->workers);
     free(g);
 }
 
 static const struct sink_ops gzip_ops = { gzip_write, gzip_finish, gzip_free };
 
-struct hprof_sink *hprof_sink_new_gzip(int fd, int level, struct hprof_error *err)
+static unsigned online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
+                                       struct hprof_error *err)
 {
     if (level < 1 || level > 9) {
         hprof_error_set(err, HPROF_ERR_USAGE, "gzip level %d (expected 1-9)", level);
         return NULL;
     }
+    if (threads == 0)
+        threads = online_cores();
+    if (threads > 256)
+        threads = 256;
     struct gzip_sink *g = calloc(1, sizeof *g);
-    if (g == NULL) {
-        hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
+    if (g == NULL)
+        goto nomem;
     g->base.ops = &gzip_ops;
     g->base.err = err;
     g->fd = fd;
     g->level = level;
-    /* windowBits 15 + 16: a gzip wrapper; memLevel 8 as zlib's default. */
-    if (deflateInit2(&g->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(g);
-        hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: cannot initialise zlib");
-        return NULL;
+    /* One thread: compress inline, no worker to hand blocks to. */
+    g->threads = threads > 1 ? threads : 0;
+    g->n_slots = g->threads ? 2 * g->threads : 1;
+    if (!init_stream(&g->inline_z, level))
+        goto nomem;
+    g->inline_ready = 1;
+    g->out_cap = deflateBound(&g->inline_z, HPROF_GZIP_BLOCK) + 64; /* + comment */
+    g->slots = calloc(g->n_slots, sizeof *g->slots);
+    if (g->slots == NULL)
+        goto nomem;
+    for (unsigned i = 0; i < g->n_slots; i++) {
+        g->slots[i].in = malloc(HPROF_GZIP_BLOCK);
+        g->slots[i].out = malloc(g->out_cap);
+        if (g->slots[i].in == NULL || g->slots[i].out == NULL)
+            goto nomem;
     }
-    g->z_ready = 1;
-    g->out_cap = deflateBound(&g->z, HPROF_GZIP_BLOCK) + 64; /* + header comment */
-    g->in = malloc(HPROF_GZIP_BLOCK);
-    g->out = malloc(g->out_cap);
-    if (g->in == NULL || g->out == NULL) {
-        gzip_free(&g->base);
-        hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
-        return NULL;
+    if (g->threads > 0) {
+        pthread_mutex_init(&g->lock, NULL);
+        pthread_cond_init(&g->work, NULL);
+        pthread_cond_init(&g->done, NULL);
+        g->sync_ready = 1;
+        g->workers = calloc(g->threads, sizeof *g->workers);
+        if (g->workers == NULL)
+            goto nomem;
+        for (; g->started < g->threads; g->started++)
+            if (pthread_create(&g->workers[g->started], NULL, worker_main, g) != 0) {
+                gzip_free(&g->base);
+                hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: cannot start a thread");
+                return NULL;
+            }
     }
     return &g->base;
+nomem:
+    if (g != NULL)
+        gzip_free(&g->base);
+    hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: out of memory");
+    return NULL;
 }

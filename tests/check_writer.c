@@ -223,7 +223,10 @@ START_TEST(writer_rejects_an_array_whose_chunks_stop_short)
 }
 END_TEST
 
-/* gzip output: 1 MiB members, the first commented, gunzip gives the bytes. */
+/* gzip output: 1 MiB members, the first commented, gunzip gives the bytes;
+ * the same bytes for 1, 2 and 5 threads. */
+static const unsigned gzip_threads[] = { 1, 2, 5 };
+
 START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
 {
     size_t len = 3 * HPROF_GZIP_BLOCK + 12345;
@@ -233,7 +236,7 @@ START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
     char *path = tl_temp_path(".gz");
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     struct hprof_error err = { 0 };
-    struct hprof_sink *s = hprof_sink_new_gzip(fd, 1, &err);
+    struct hprof_sink *s = hprof_sink_new_gzip(fd, 1, gzip_threads[_i], &err);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(hprof_sink_write(s, data, 1000), HPROF_OK);
     ck_assert_int_eq(hprof_sink_write(s, data + 1000, len - 1000), HPROF_OK);
@@ -279,6 +282,43 @@ START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
 }
 END_TEST
 
+static uint8_t *gzip_memory(const uint8_t *data, size_t len, unsigned threads, size_t *zlen)
+{
+    char *path = tl_temp_path(".gz");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_gzip(fd, 6, threads, &err);
+    ck_assert_ptr_nonnull(s);
+    for (size_t at = 0; at < len; at += 77777)
+        ck_assert_int_eq(hprof_sink_write(s, data + at, len - at < 77777 ? len - at : 77777),
+                         HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(fd);
+    uint8_t *z = tl_read_file(path, zlen);
+    unlink(path);
+    free(path);
+    return z;
+}
+
+START_TEST(gzip_output_is_the_same_for_every_thread_count)
+{
+    size_t len = 9 * HPROF_GZIP_BLOCK + 999, one_len, many_len;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i / 3 + (i >> 12));
+    uint8_t *one = gzip_memory(data, len, 1, &one_len);
+    for (unsigned threads = 2; threads <= 8; threads += 3) {
+        uint8_t *many = gzip_memory(data, len, threads, &many_len);
+        ck_assert_uint_eq(many_len, one_len);
+        ck_assert_mem_eq(many, one, one_len);
+        free(many);
+    }
+    free(one);
+    free(data);
+}
+END_TEST
+
 START_TEST(fd_sink_reports_a_full_disk)
 {
     struct hprof_error err = { 0 };
@@ -309,7 +349,8 @@ static Suite *writer_suite(void)
     tcase_add_test(t, writer_never_writes_an_empty_segment);
     tcase_add_test(t, writer_closes_each_run_of_segments_with_one_end);
     tcase_add_test(t, writer_rejects_an_array_whose_chunks_stop_short);
-    tcase_add_test(t, gzip_sink_writes_jdk_style_members_that_gunzip_exactly);
+    tcase_add_loop_test(t, gzip_sink_writes_jdk_style_members_that_gunzip_exactly, 0, 3);
+    tcase_add_test(t, gzip_output_is_the_same_for_every_thread_count);
     tcase_add_test(t, fd_sink_reports_a_full_disk);
     suite_add_tcase(s, t);
     return s;

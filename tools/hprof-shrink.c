@@ -16,6 +16,7 @@
 struct options {
     struct hprof_shrink_options shrink;
     int gzip_level;         /* 0: plain output */
+    unsigned threads;       /* gzip workers; 0: one per core */
     int force, quiet, stats, json;
     const char *in, *out;
 };
@@ -37,6 +38,7 @@ static void usage(FILE *out)
             "                         remove  no record (references to it dangle)\n"
             "  --keep-system-heaps  keep zygote and image heap objects\n"
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6]\n"
+            "  -j, --threads=N      gzip with N threads, 0 = one per core [Default: 0]\n"
             "  -f, --force          overwrite OUT; write to a terminal\n"
             "  --stats              print a report on standard error\n"
             "  --json               print the report as JSON (on standard output, or on\n"
@@ -57,6 +59,7 @@ static int parse(int argc, char **argv, struct options *o)
         { "arrays", required_argument, NULL, OPT_ARRAYS },
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
         { "gzip", optional_argument, NULL, 'z' },
+        { "threads", required_argument, NULL, 'j' },
         { "force", no_argument, NULL, 'f' },
         { "stats", no_argument, NULL, OPT_STATS },
         { "json", no_argument, NULL, OPT_JSON },
@@ -68,7 +71,7 @@ static int parse(int argc, char **argv, struct options *o)
     };
     unsigned long long v;
     int c;
-    while ((c = getopt_long(argc, argv, "z::fqhV", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "z::j:fqhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_ARRAYS:
             if (strcmp(optarg, "empty") == 0)
@@ -92,6 +95,13 @@ static int parse(int argc, char **argv, struct options *o)
                 }
                 o->gzip_level = (int)v;
             }
+            break;
+        case 'j':
+            if (cli_parse_uint(optarg, 256, &v) != 0) {
+                cli_error("--threads: expected 0 to 256, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            o->threads = (unsigned)v;
             break;
         case OPT_SEGMENT:
             if (cli_parse_uint(optarg, UINT32_MAX, &v) != 0 || v < HPROF_SEGMENT_LIMIT_MIN) {
@@ -256,7 +266,7 @@ static int shrink_file(struct options *o)
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(&r, in_fd, &err);
     if (rc == HPROF_OK) {
-        sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, &err)
+        sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &err)
                              : hprof_sink_new_fd(out.fd, &err);
         rc = sink ? HPROF_OK : err.code;
     }
