@@ -4,6 +4,7 @@
 #   make check           unit tests (Check) and CLI tests
 #   make check SANITIZE=1  the same under AddressSanitizer + UBSan (build-san/)
 #   make demo            shrink a bundled fixture
+#   make bench           the benchmark (tools/bench.sh; SIZES="20 300 2000" MB)
 #   make install PREFIX=/usr/local DESTDIR=
 #
 # Missing Debian packages are installed first (tools/ensure-deps.sh).
@@ -35,7 +36,7 @@ TOOL_BIN := $(TOOLS:%=$(B)/%)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps check-deps check unit-check cli-check demo clean install uninstall
+.PHONY: all check demo bench clean install uninstall
 
 all: $(B)/.deps $(B)/libhprof.a $(TOOL_BIN)
 
@@ -77,6 +78,9 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip
 
 demo: all
 	@tools/demo.sh $(B)
+
+bench: all $(B)/tests/hprof-roundtrip
+	@tools/bench.sh $(B)
 
 clean:
 	rm -rf build build-san

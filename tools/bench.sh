@@ -1,0 +1,118 @@
+#!/bin/sh
+# bench.sh BUILD_DIR - the benchmark of `make bench`.
+#
+# Prepares HotSpot dumps (BenchHeap.java via jcmd) and Android-format dumps
+# (hprof-synth) of about 20 MB, 300 MB and 2 GB, then times, in the same run
+# so that figures are comparable on a noisy machine: the baselines (cat to
+# /dev/null, cat to a file, gzip -1 and pigz -1 of the shrunk output) and
+# ours (a read-only pass, a round trip, hprof-shrink in each --arrays mode,
+# and with --gzip at levels 1 and 6).  Each command runs RUNS times (default
+# 3); the table shows the median wall time, throughput in MB/s of input,
+# the ratio to `cat IN > OUT` on the same input, peak RSS and output size.
+#
+# Environment: BENCH_DIR (default build/bench), RUNS, SIZES (default
+# "20 300 2000", in MB), THREADS (default: cores).
+set -eu
+B=${1:-build}
+D=${BENCH_DIR:-$B/bench}
+RUNS=${RUNS:-3}
+SIZES=${SIZES:-20 300 2000}
+THREADS=${THREADS:-$(nproc)}
+mkdir -p "$D"
+results="$D/results.txt"
+
+free_mb() { df -Pm "$D" | awk 'NR == 2 { print $4 }'; }
+
+hotspot_dump() { # SIZE_MB OUT
+    [ -s "$2" ] && return 0
+    command -v jcmd >/dev/null || { echo "bench: no JDK, skipping HotSpot inputs" >&2; return 1; }
+    mkdir -p "$D/java"
+    javac -d "$D/java" tools/java/BenchHeap.java
+    heap=$(( $1 * 2 + 200 ))
+    java -Xmx${heap}m -XX:+UseParallelGC -cp "$D/java" BenchHeap "$1" > "$D/java/log" 2>&1 &
+    pid=$!
+    i=0
+    until grep -q ready "$D/java/log"; do
+        i=$((i + 1)); [ $i -lt 1200 ] || { kill $pid; return 1; }
+        sleep 0.25
+    done
+    jcmd $pid GC.heap_dump "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")" > /dev/null
+    kill $pid; wait $pid 2>/dev/null || true
+}
+
+android_dump() { # SIZE_MB OUT
+    [ -s "$2" ] && return 0
+    # one --scale round is about 90 KB; a large bitmap of 1/8 of the size
+    "$B/hprof-synth" --scale $(( $1 * 1000 / 90 )) --big-bitmap $(( $1 * 131072 )) -f "$2"
+}
+
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+# run LABEL INPUT OUTPUT COMMAND...: time RUNS runs, print one row.
+run() {
+    r_label=$1 r_in=$2 r_out=$3; shift 3
+    : > "$D/times"
+    rss=0
+    for i in $(seq "$RUNS"); do
+        /usr/bin/time -f "%e %M" -o "$D/time1" sh -c "$*" > /dev/null
+        read -r secs kb < "$D/time1"
+        echo "$secs" >> "$D/times"
+        [ "$kb" -gt "$rss" ] && rss=$kb
+    done
+    secs=$(median < "$D/times")
+    size=$(stat -c %s "$r_in")
+    outsize=-
+    [ "$r_out" != - ] && [ -f "$r_out" ] && outsize=$(awk -v b="$(stat -c %s "$r_out")" 'BEGIN { printf "%.1f", b / 1048576 }')
+    awk -v l="$r_label" -v n="$(basename "$r_in")" -v s="$secs" -v b="$size" -v c="${cat_secs:-0}" \
+        -v r="$rss" -v o="$outsize" 'BEGIN {
+            mbps = s > 0 ? b / 1048576 / s : 0
+            x = c > 0 ? s / c : 0
+            printf "%-22s %-34s %8.3f %9.0f %7.2f %8.1f %9s\n", n, l, s, mbps, x, r / 1024, o
+        }' | tee -a "$results"
+}
+
+if [ "$(id -u)" = 0 ] && ! command -v pigz >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q pigz > /dev/null 2>&1 || true
+fi
+
+inputs=""
+for size in $SIZES; do
+    need=$(( size * 5 ))
+    if [ "$(free_mb)" -lt "$need" ]; then
+        echo "bench: $size MB inputs skipped: $(free_mb) MB free, $need MB needed" >&2
+        continue
+    fi
+    hotspot_dump "$size" "$D/hotspot-$size.hprof" && inputs="$inputs $D/hotspot-$size.hprof"
+    android_dump "$size" "$D/android-$size.hprof" && inputs="$inputs $D/android-$size.hprof"
+done
+
+{
+    echo "hprof-shrink benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $RUNS runs (median), threads $THREADS"
+    printf "%-22s %-34s %8s %9s %7s %8s %9s\n" input command wall_s MB/s x_cat rss_MB out_MB
+} | tee "$results"
+o="$D/out.hprof"
+for in in $inputs; do
+    cat "$in" > /dev/null # into the page cache
+    cat_secs=
+    run "cat IN > /dev/null" "$in" - "cat '$in' > /dev/null"
+    run "cat IN > OUT" "$in" "$o" "cat '$in' > '$o'"
+    cat_secs=$(median < "$D/times")
+    run "read-only pass" "$in" - "$B/tests/hprof-roundtrip --scan '$in'"
+    run "round trip" "$in" "$o" "$B/tests/hprof-roundtrip '$in' '$o'"
+    for mode in empty zero remove; do
+        run "shrink --arrays=$mode" "$in" "$o" "$B/hprof-shrink -q -f --arrays=$mode '$in' '$o'"
+    done
+    "$B/hprof-shrink" -q -f --arrays=zero "$in" "$D/shrunk.hprof"
+    run "gzip -1 (shrunk zero)" "$D/shrunk.hprof" "$o" "gzip -1 < '$D/shrunk.hprof' > '$o'"
+    if command -v pigz >/dev/null; then
+        run "pigz -p $THREADS -1 (shrunk zero)" "$D/shrunk.hprof" "$o" "pigz -p $THREADS -1 < '$D/shrunk.hprof' > '$o'"
+    fi
+    for level in 1 6; do
+        run "shrink zero -z$level -j$THREADS" "$in" "$o" \
+            "$B/hprof-shrink -q -f --arrays=zero -z$level -j$THREADS '$in' '$o'"
+        run "shrink empty -z$level -j$THREADS" "$in" "$o" \
+            "$B/hprof-shrink -q -f -z$level -j$THREADS '$in' '$o'"
+    done
+done
+rm -f "$o" "$D/shrunk.hprof"
+echo "results in $results"
