@@ -72,8 +72,13 @@ $(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libhprof.a $(LDLIBS_LIB)
 
-check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip
-	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) $$t; done
+$(B)/tests/fault_write.so: tests/fault/fault_write.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
+
+check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/fault_write.so
+	@rm -rf $(B)/hostile && mkdir -p $(B)/hostile
+	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) tests/cli-tests.sh
 
 demo: all

@@ -119,6 +119,13 @@ uint64_t hprof_reader_size(const struct hprof_reader *r);
  * a visitor.  @return HPROF_OK or the error code (message in `err`). */
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v);
 
+/* Strict mode (off by default): a run also fails when the file holds no
+ * record after its header, or ends with a run of HEAP_DUMP_SEGMENTs that no
+ * HEAP_DUMP_END closes - the marks of a dump cut short on a record boundary
+ * (a device that ran out of space).  hprof_verify() and hprof_shrink() turn
+ * it on. */
+void hprof_reader_set_strict(struct hprof_reader *r, int strict);
+
 /* Called during a run with the input offset reached, at most every few MB. */
 void hprof_reader_set_progress(struct hprof_reader *r,
                                void (*fn)(void *ctx, uint64_t done, uint64_t total),

@@ -58,7 +58,7 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
         return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for class layouts");
     struct class_info *ci = &c->info[c->n_info++];
     *ci = (struct class_info){
-        .id = cd->id, .super_id = cd->super_id, .first_field = (uint32_t)c->n_fields,
+        .id = cd->id, .offset = cd->offset, .super_id = cd->super_id, .first_field = (uint32_t)c->n_fields,
         .n_fields = cd->n_fields, .total_bytes = UINT64_MAX,
     };
     for (unsigned i = 0; i < cd->n_fields; i++) {
@@ -88,16 +88,17 @@ int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error
         }
         if (steps > c->n_info)
             return hprof_error_set(err, HPROF_ERR_FORMAT,
-                                   "CLASS_DUMP: superclass chain of class 0x%" PRIx64
-                                   " has a cycle", ci->id);
+                                   "offset 0x%" PRIx64 ": CLASS_DUMP: superclass chain of "
+                                   "class 0x%" PRIx64 " has a cycle", ci->offset, ci->id);
         total += k->own_bytes;
         if (k->super_id == 0)
             break;
         struct class_info *up = classes_find(c, k->super_id);
         if (up == NULL)
             return hprof_error_set(err, HPROF_ERR_FORMAT,
-                                   "CLASS_DUMP: class 0x%" PRIx64 " has superclass 0x%" PRIx64
-                                   " which is not dumped", k->id, k->super_id);
+                                   "offset 0x%" PRIx64 ": CLASS_DUMP: class 0x%" PRIx64
+                                   " has superclass 0x%" PRIx64 " which is not dumped",
+                                   k->offset, k->id, k->super_id);
         k = up;
     }
     ci->total_bytes = total;
@@ -143,4 +144,35 @@ int64_t classes_field_offset(const struct classes *c, const struct class_info *c
         k = k->super_id ? classes_find(c, k->super_id) : NULL;
     }
     return -1;
+}
+
+int classes_check_instance(struct classes *c, const struct hprof_instance *o,
+                           struct class_info **out, struct hprof_error *err)
+{
+    struct class_info *ci = classes_find(c, o->class_id);
+    if (ci == NULL)
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": INSTANCE_DUMP: object 0x%" PRIx64
+                               " has class 0x%" PRIx64 " which is not dumped", o->offset, o->id,
+                               o->class_id);
+    int rc = classes_resolve(c, ci, err);
+    if (rc != HPROF_OK)
+        return rc;
+    if (ci->total_bytes != o->length)
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": INSTANCE_DUMP: object 0x%" PRIx64
+                               " has %" PRIu32 " field bytes, its class layout needs %" PRIu64,
+                               o->offset, o->id, o->length, ci->total_bytes);
+    *out = ci;
+    return HPROF_OK;
+}
+
+int classes_resolve_all(struct classes *c, struct hprof_error *err)
+{
+    for (size_t i = 0; i < c->n_info; i++) {
+        int rc = classes_resolve(c, &c->info[i], err);
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
 }

@@ -113,6 +113,7 @@ struct class_field {
 
 struct class_info {
     uint64_t id;
+    uint64_t offset;            /* of its CLASS_DUMP, for messages */
     uint64_t super_id;
     uint64_t name_id;           /* from LOAD_CLASS, 0 if none */
     uint32_t first_field;       /* index into classes.fields */
@@ -139,6 +140,16 @@ struct class_info *classes_find(const struct classes *c, uint64_t class_id);
 /* Total field bytes of an instance of `ci`, superclasses included; checks
  * that the chain ends and has no cycle.  @return HPROF_OK or format error. */
 int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err);
+
+/* Resolve every class: rejects superclass cycles and missing superclasses,
+ * after which walks up any chain are bounded by its length. */
+int classes_resolve_all(struct classes *c, struct hprof_error *err);
+
+/* The class of instance `o`, checked: dumped, and `o` holds exactly the
+ * field bytes its layout needs.  @return HPROF_OK and *out, or an error
+ * naming the instance's offset. */
+int classes_check_instance(struct classes *c, const struct hprof_instance *o,
+                           struct class_info **out, struct hprof_error *err);
 
 /* Calls fn(ctx, slot_offset, ref) for every object-typed field of an
  * instance of class `ci` (whose values are `values`, `length` bytes, already

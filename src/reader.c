@@ -55,6 +55,10 @@ struct hprof_reader {
     struct hprof_field *fields;
     size_t cap_constants, cap_statics, cap_fields;
 
+    int strict;
+    uint64_t records;           /* in this run */
+    uint64_t open_run;          /* offset of an unclosed HEAP_DUMP_SEGMENT run, or 0 */
+
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
     uint64_t next_progress;
@@ -306,6 +310,11 @@ const struct hprof_header *hprof_reader_header(const struct hprof_reader *r)
 uint64_t hprof_reader_size(const struct hprof_reader *r)
 {
     return r->size;
+}
+
+void hprof_reader_set_strict(struct hprof_reader *r, int strict)
+{
+    r->strict = strict;
 }
 
 void hprof_reader_set_progress(struct hprof_reader *r,
@@ -664,6 +673,11 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     r->rec_tag = p[0];
     uint32_t time = get_u4(p + 1), length = get_u4(p + 5);
     consume(r, 9);
+    r->records++;
+    if (r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT && r->open_run == 0)
+        r->open_run = r->rec_offset;
+    else if (r->rec_tag == HPROF_TAG_HEAP_DUMP_END)
+        r->open_run = 0;
     if (length > r->size - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
               "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)",
@@ -718,6 +732,8 @@ int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
     r->next_progress = 0;
     r->in_heap = 0;
     r->rec_tag = 0;
+    r->records = 0;
+    r->open_run = 0;
     int rc = hprof_visit_header(v, &r->header);
     if (rc < 0)
         return hprof_error_set(r->err, rc, "offset 0x0: header: a visitor failed");
@@ -727,6 +743,15 @@ int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
             return rc;
         report_progress(r);
     }
+    if (r->strict && r->records == 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": end of file: no record after the header "
+                               "(truncated?)", r->size);
+    if (r->strict && r->open_run != 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": end of file: the HEAP_DUMP_SEGMENTs from "
+                               "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)",
+                               r->size, r->open_run);
     if (r->progress != NULL)
         r->progress(r->progress_ctx, r->size, r->size);
     rc = hprof_visit_end(v);

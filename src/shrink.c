@@ -250,9 +250,10 @@ static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance
 {
     struct shrink *sh = self(v);
     const struct kind_layout *k;
-    int rc = HPROF_OK;
-    if (shrink_in_system(sh, o->id))
-        return HPROF_OK; /* dropped or hollow: what it refers to does not matter */
+    struct class_info *ci;
+    int rc = classes_check_instance(&sh->classes, o, &ci, sh->err);
+    if (rc != HPROF_OK || shrink_in_system(sh, o->id))
+        return rc; /* dropped or hollow: what it refers to does not matter */
     switch (shrink_kind(sh, o->class_id, &k)) {
     case NAME_CLASS_STRING:
         rc = keep_array(sh, shrink_field_id(sh, o, k->field[0]), KEEP_STRING_VALUE);
@@ -272,8 +273,7 @@ static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance
     }
     if (rc != HPROF_OK || sh->system.count == 0)
         return rc;
-    struct class_info *ci = classes_find(&sh->classes, o->class_id);
-    return ci ? classes_each_ref(&sh->classes, ci, o->values, o->length, refer_field, sh) : rc;
+    return classes_each_ref(&sh->classes, ci, o->values, o->length, refer_field, sh);
 }
 
 static int resolve_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
@@ -588,10 +588,12 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d", sh.opt.arrays);
     if (sh.opt.progress)
         hprof_reader_set_progress(r, progress, &sh);
+    hprof_reader_set_strict(r, 1);
 
     int rc = init(&sh);
     sh.passes = 5;
-    if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK)
+    if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK &&
+        (rc = classes_resolve_all(&sh.classes, err)) == HPROF_OK)
         rc = resolve_kinds(&sh);
     if (rc == HPROF_OK)
         rc = run_pass(&sh, &resolve_ops, NULL);
@@ -620,6 +622,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         sh.stats->bytes_out = hprof_sink_bytes(sink);
     }
     hprof_reader_set_progress(r, NULL, NULL);
+    hprof_reader_set_strict(r, 0);
     shrink_filter_free(f);
     hprof_writer_free(w);
     release(&sh);

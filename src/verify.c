@@ -150,20 +150,10 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
         vf->report->instances++;
         return add_object(vf, o->id, o->offset, HPROF_INSTANCE_DUMP);
     }
-    struct class_info *ci = classes_find(&vf->classes, o->class_id);
-    if (ci == NULL)
-        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": INSTANCE_DUMP: object 0x%" PRIx64
-                               " has class 0x%" PRIx64 " which is not dumped", o->offset, o->id,
-                               o->class_id);
-    int rc = classes_resolve(&vf->classes, ci, vf->err);
+    struct class_info *ci;
+    int rc = classes_check_instance(&vf->classes, o, &ci, vf->err);
     if (rc != HPROF_OK)
         return rc;
-    if (ci->total_bytes != o->length)
-        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": INSTANCE_DUMP: object 0x%" PRIx64
-                               " has %" PRIu32 " field bytes, its class layout needs %" PRIu64,
-                               o->offset, o->id, o->length, ci->total_bytes);
     classes_each_ref(&vf->classes, ci, o->values, o->length, count_ref, vf);
     return HPROF_OK;
 }
@@ -225,12 +215,14 @@ int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
         rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
         goto out;
     }
+    hprof_reader_set_strict(r, 1);
     vf.pass = 1;
     if ((rc = hprof_reader_run(r, &vf.base)) != HPROF_OK)
         goto out;
     vf.pass = 2;
     rc = hprof_reader_run(r, &vf.base);
 out:
+    hprof_reader_set_strict(r, 0);
     classes_free(&vf.classes);
     idmap_free(&vf.objects);
     return rc;

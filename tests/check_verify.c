@@ -40,6 +40,7 @@ static void chain(struct tbuf *b, unsigned ids, uint32_t instance_bytes, uint64_
         values[12 + i] = (uint8_t)(ref >> (8 * (ids - 1 - i)));
     tb_instance(b, 0x200, 0x120, values, instance_bytes);
     tb_segment_end(b);
+    tb_record(b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
 }
 
 START_TEST(verify_checks_instance_bytes_through_the_superclass_chain)
@@ -101,6 +102,7 @@ START_TEST(verify_rejects_an_object_id_dumped_twice)
     tb_prim_array(&b, 0x10, HPROF_TYPE_INT, 1, "abcd");
     tb_prim_array(&b, 0x10, HPROF_TYPE_INT, 1, "abcd");
     tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
     ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
     ck_assert_str_eq(err.message,
                      "offset 0x3a: PRIMITIVE_ARRAY_DUMP: object 0x10 is dumped twice");
@@ -120,6 +122,7 @@ START_TEST(verify_rejects_a_superclass_cycle)
     tb_class(&b, 0x110, 0x100, NULL, 0);
     tb_instance(&b, 0x200, 0x100, NULL, 0);
     tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
     ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(err.message, "has a cycle"));
     tb_free(&b);
@@ -137,8 +140,37 @@ START_TEST(verify_rejects_a_missing_superclass)
     tb_class(&b, 0x100, 0x999, NULL, 0);
     tb_instance(&b, 0x200, 0x100, NULL, 0);
     tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
     ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(err.message, "superclass 0x999 which is not dumped"));
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(verify_rejects_a_file_that_is_only_a_header)
+{
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message,
+                     "offset 0x1f: end of file: no record after the header (truncated?)");
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(verify_rejects_segments_without_heap_dump_end)
+{
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    tb_small_dump(&b, 4);
+    b.len -= 9; /* cut the HEAP_DUMP_END: the file ends on a record boundary */
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "end of file: the HEAP_DUMP_SEGMENTs from 0x"));
+    ck_assert_ptr_nonnull(strstr(err.message, "are not closed by HEAP_DUMP_END (truncated?)"));
     tb_free(&b);
 }
 END_TEST
@@ -182,6 +214,8 @@ static Suite *verify_suite(void)
     tcase_add_test(t, verify_rejects_an_object_id_dumped_twice);
     tcase_add_test(t, verify_rejects_a_superclass_cycle);
     tcase_add_test(t, verify_rejects_a_missing_superclass);
+    tcase_add_test(t, verify_rejects_a_file_that_is_only_a_header);
+    tcase_add_test(t, verify_rejects_segments_without_heap_dump_end);
     tcase_add_test(t, idmap_keeps_a_million_ids_through_growth);
     tcase_add_test(t, idmap_never_stores_the_null_id);
     suite_add_tcase(s, t);

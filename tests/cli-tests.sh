@@ -235,6 +235,67 @@ for sig in INT TERM; do
     ls "$T" | grep -q '^sig.hprof' && die "SIG$sig left $(ls "$T" | grep '^sig.hprof')"
 done
 
+banner "hostile inputs: one-line errors with offsets, exit 1, bounded memory"
+# Saved by check_hostile.  Outside the sanitizer run, the tools run under a
+# 512 MB address-space limit, so a length field cannot drive an allocation.
+[ -n "$(ls "$B/hostile" 2>/dev/null)" ] || die "no hostile cases in $B/hostile"
+limit=""
+[ "${SANITIZE:-}" = 1 ] || limit="ulimit -v 524288;"
+for f in "$B"/hostile/*.hprof "$T/truncated.hprof.gz"; do
+    for tool in hprof-verify hprof-shrink; do
+        args="'$f'"
+        [ $tool = hprof-shrink ] && args="'$f' '$T/hostile.out'"
+        set +e
+        sh -c "$limit exec '$B/$tool' $args" > /dev/null 2> "$T/err"
+        got=$?
+        set -e
+        [ "$got" = 1 ] || die "$tool $(basename "$f"): exit $got: $(cat "$T/err")"
+        [ "$(wc -l < "$T/err")" = 1 ] || die "$tool $(basename "$f"): not one line: $(cat "$T/err")"
+        grep -q "offset 0x\|gzip input is truncated" "$T/err" || die "$tool $(basename "$f"): no offset: $(cat "$T/err")"
+        [ ! -e "$T/hostile.out" ] || die "$tool $(basename "$f") left an output"
+    done
+done
+
+banner "faults while writing: short writes and EINTR change nothing; ENOSPC and EIO leave nothing"
+SHIM="$(pwd)/$B/tests/fault_write.so"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+gzip -dc fixtures/android-synth.hprof.gz > "$T/fin.hprof"
+cp "$T/fin.hprof" "$T/fin.copy"
+"$B/hprof-shrink" -q "$T/fin.hprof" "$T/ref.hprof"
+"$B/hprof-shrink" -q -z "$T/fin.hprof" "$T/ref.hprof.gz"
+for fault in short eintr; do
+    HPROF_FAULT=$fault LD_PRELOAD="$SHIM" "$B/hprof-shrink" -q "$T/fin.hprof" "$T/f-$fault.hprof" ||
+        die "shrink with $fault writes failed"
+    cmp -s "$T/ref.hprof" "$T/f-$fault.hprof" || die "$fault writes changed the output"
+    gzip -dc fixtures/android-synth.hprof.gz | HPROF_FAULT=$fault LD_PRELOAD="$SHIM" \
+        "$B/hprof-shrink" -q -z - "$T/f-$fault.hprof.gz" || die "spool + gzip with $fault writes failed"
+    cmp -s "$T/ref.hprof.gz" "$T/f-$fault.hprof.gz" || die "$fault writes changed the gzip output"
+done
+for fault in enospc:100000 eio:5000 enospc:0; do
+    for z in "" -z; do
+        set +e
+        HPROF_FAULT=$fault LD_PRELOAD="$SHIM" "$B/hprof-shrink" -q $z "$T/fin.hprof" "$T/f.out" 2> "$T/err"
+        got=$?
+        set -e
+        [ "$got" = 3 ] || die "$fault $z: exit $got"
+        case $fault in
+        enospc*) grep -q 'No space left on device' "$T/err" || die "$fault: $(cat "$T/err")" ;;
+        eio*) grep -q 'Input/output error' "$T/err" || die "$fault: $(cat "$T/err")" ;;
+        esac
+        [ ! -e "$T/f.out" ] || die "$fault $z left an output"
+        ls "$T" | grep -q '^f\.out.*\.tmp$' && die "$fault $z left a temporary file"
+    done
+done
+cmp -s "$T/fin.hprof" "$T/fin.copy" || die "a failed run modified the input"
+"$B/hprof-shrink" -q "$T/fin.hprof" "$T/after.hprof"
+cmp -s "$T/ref.hprof" "$T/after.hprof" || die "a run after failed ones differs"
+# the reader of our output goes away early: EPIPE, exit 3, a message
+set +e
+{ "$B/hprof-shrink" --arrays=zero "$T/fin.hprof" - 2> "$T/err"; echo $? > "$T/status"; } | head -c 100 > /dev/null
+set -e
+[ "$(cat "$T/status")" = 3 ] || die "closed pipe: exit $(cat "$T/status")"
+grep -q 'Broken pipe' "$T/err" || die "closed pipe: $(cat "$T/err")"
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1
