@@ -4,6 +4,7 @@
 #   make check           unit tests (Check) and CLI tests
 #   make check SANITIZE=1  the same under AddressSanitizer + UBSan (build-san/)
 #   make demo            shrink a bundled fixture
+#   make fuzz            libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make bench           the benchmark (tools/bench.sh; SIZES="20 300 2000" MB)
 #   make install PREFIX=/usr/local DESTDIR=
 #
@@ -36,7 +37,12 @@ TOOL_BIN := $(TOOLS:%=$(B)/%)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all check demo bench clean install uninstall
+.PHONY: all check demo bench fuzz clean install uninstall
+
+FUZZ_TARGETS := reader shrink verify
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+REPLAY_BIN := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)
 
 all: $(B)/.deps $(B)/libhprof.a $(TOOL_BIN)
 
@@ -76,9 +82,30 @@ $(B)/tests/fault_write.so: tests/fault/fault_write.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
-check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/fault_write.so
+# The fuzz targets without libFuzzer, to replay the regression corpus.
+$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/regression_driver.c $(B)/libhprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tests/fuzz/regression_driver.c $(B)/libhprof.a $(LDLIBS_LIB)
+
+# The fuzz targets with libFuzzer (clang), always with ASan and UBSan.
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) src/*.h include/*.h | $(B)/.fuzz-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $< $(LIB_SRC) $(LDLIBS_LIB)
+
+$(B)/.fuzz-deps: tools/ensure-deps.sh
+	@mkdir -p $(B)
+	@tools/ensure-deps.sh fuzz
+	@touch $@
+
+fuzz: all $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%) $(B)/tests/check_hostile
+	@mkdir -p $(B)/hostile && HPROF_HOSTILE_OUT=$(B)/hostile $(B)/tests/check_hostile > /dev/null
+	@tools/fuzz.sh $(B) $(FUZZ_SECONDS)
+
+check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/fault_write.so $(REPLAY_BIN)
 	@rm -rf $(B)/hostile && mkdir -p $(B)/hostile
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
+	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
 	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) tests/cli-tests.sh
 
 demo: all

@@ -112,7 +112,8 @@ int classes_each_ref(const struct classes *c, const struct class_info *ci,
     uint32_t at = 0;
     size_t steps = 0;
     for (const struct class_info *k = ci; k != NULL && steps <= c->n_info; steps++) {
-        const struct class_field *f = c->fields + k->first_field;
+        /* `fields` is NULL until some class has a field */
+        const struct class_field *f = k->n_fields ? c->fields + k->first_field : NULL;
         for (unsigned i = 0; i < k->n_fields; i++) {
             unsigned size = hprof_type_size(f[i].type, c->id_size);
             if (at + size > length)
@@ -135,7 +136,7 @@ int64_t classes_field_offset(const struct classes *c, const struct class_info *c
     uint64_t at = 0;
     size_t steps = 0;
     for (const struct class_info *k = ci; k != NULL && steps <= c->n_info; steps++) {
-        const struct class_field *f = c->fields + k->first_field;
+        const struct class_field *f = k->n_fields ? c->fields + k->first_field : NULL;
         for (unsigned i = 0; i < k->n_fields; i++) {
             if (f[i].type == type && match(ctx, f[i].name_id))
                 return (int64_t)at;

@@ -267,6 +267,7 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
         rc = flush_segment(w);
     w->seg_time = s->time;
     w->closed_by_us = 0;
+    w->in_run = 1;    /* even if nothing in it survives, the run gets its END */
     w->have_info = 0; /* readers start each input segment in the default heap */
     return rc;
 }

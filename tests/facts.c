@@ -128,7 +128,7 @@ static int64_t field(struct collector *c, uint64_t class_id, uint64_t code)
 {
     struct class_info *ci = classes_find(&c->classes, class_id);
     for (uint64_t at = 0; ci != NULL;) {
-        const struct class_field *fl = c->classes.fields + ci->first_field;
+        const struct class_field *fl = ci->n_fields ? c->classes.fields + ci->first_field : NULL;
         for (unsigned i = 0; i < ci->n_fields; i++) {
             uint64_t got;
             if (fl[i].type == HPROF_TYPE_OBJECT && idmap_get(&c->text, fl[i].name_id, &got) &&

@@ -1,10 +1,13 @@
 #!/bin/sh
-# ensure-deps.sh build|check - install the Debian packages a make target needs.
+# ensure-deps.sh build|check|fuzz - install the Debian packages a make target needs.
 # As root it runs apt-get; otherwise it prints the exact command and fails,
 # so a missing dependency is never silently skipped.
 set -eu
 what=${1:-build}
 pkgs="libssl-dev zlib1g-dev pkg-config gcc make"
+if [ "$what" = fuzz ]; then
+    pkgs="$pkgs clang libclang-rt-14-dev"
+fi
 if [ "$what" = check ]; then
     pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip"
 fi

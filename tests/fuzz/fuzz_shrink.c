@@ -1,0 +1,66 @@
+/*
+ * fuzz_shrink - the whole shrink of an in-memory input to an in-memory
+ * output, in the --arrays mode chosen by the first byte.  Asserts: no crash
+ * or sanitizer report; an error always carries a message; and whenever the
+ * input verifies, the output verifies too (a shrink never makes a valid
+ * dump invalid), and shrinking is deterministic.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hprof.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int verifies(const uint8_t *data, size_t size)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report rep;
+    int rc = hprof_reader_open_memory(&r, data, size, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_verify(r, &rep, &err);
+    hprof_reader_free(r);
+    return rc == HPROF_OK;
+}
+
+static int shrink(const uint8_t *data, size_t size, int mode, struct hprof_sink **out)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_shrink_options o = { .arrays = mode, .keep_system_heaps = mode == 3,
+                                      .segment_limit = 256 };
+    if (o.arrays > HPROF_ARRAYS_REMOVE)
+        o.arrays = HPROF_ARRAYS_EMPTY;
+    *out = hprof_sink_new_memory(&err);
+    int rc = hprof_reader_open_memory(&r, data, size, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_shrink(r, *out, &o, NULL, &err);
+    if (rc != HPROF_OK && err.message[0] == '\0')
+        abort();
+    hprof_reader_free(r);
+    return rc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    int mode = data[0] % 4;
+    struct hprof_sink *a, *b;
+    int rc = shrink(data + 1, size - 1, mode, &a);
+    if (rc == HPROF_OK && verifies(data + 1, size - 1)) {
+        size_t alen, blen;
+        const uint8_t *out = hprof_sink_memory_data(a, &alen);
+        if (!verifies(out, alen))
+            abort();
+        if (shrink(data + 1, size - 1, mode, &b) != HPROF_OK)
+            abort();
+        const uint8_t *again = hprof_sink_memory_data(b, &blen);
+        if (alen != blen || memcmp(out, again, alen) != 0)
+            abort();
+        hprof_sink_free(b);
+    }
+    hprof_sink_free(a);
+    return 0;
+}

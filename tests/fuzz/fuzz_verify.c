@@ -1,0 +1,32 @@
+/*
+ * fuzz_verify - hprof_verify() over arbitrary bytes (the analysis pass that
+ * hprof-info will share).  Asserts: no crash or sanitizer report; a valid
+ * verdict comes with counts that fit the input (every counted sub-record
+ * takes at least 5 bytes), an invalid one with an offset.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hprof.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report rep;
+    int rc = hprof_reader_open_memory(&r, data, size, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_verify(r, &rep, &err);
+    if (rc == HPROF_OK) {
+        uint64_t subs = rep.roots + rep.heap_infos + rep.class_dumps + rep.instances +
+                        rep.object_arrays + rep.primitive_arrays;
+        if (subs * 5 > size || rep.records * 9 > size || rep.primitive_bytes > size)
+            abort();
+    } else if (strncmp(err.message, "offset 0x", 9) != 0) {
+        abort();
+    }
+    hprof_reader_free(r);
+    return 0;
+}
