@@ -285,7 +285,8 @@ struct hprof_shrink_stats {
     struct hprof_count system_dropped;          /* zygote/image objects gone */
     struct hprof_count system_standins;         /* kept hollow (referenced) */
     uint64_t roots_dropped;
-    uint64_t bitmap_candidates;                 /* buffers digested */
+    uint64_t bitmap_candidates;                 /* buffers Bitmaps refer to */
+    uint64_t bitmap_digested;                   /* of which hashed (MD5) */
     uint64_t bitmap_groups;                     /* contents held by >1 buffer */
     struct hprof_count bitmap_duplicates;       /* copies merged away */
     int passes;

@@ -94,8 +94,24 @@ int idmap_init(struct idmap *m, int with_values);
 void idmap_free(struct idmap *m);
 /* Insert or overwrite.  @return HPROF_OK or HPROF_ERR_NOMEM. */
 int idmap_put(struct idmap *m, uint64_t key, uint64_t value);
-/* @return 1 and *value (if not NULL) when present, else 0. */
-int idmap_get(const struct idmap *m, uint64_t key, uint64_t *value);
+/* @return 1 and *value (if not NULL) when present, else 0.  Inline: it runs
+ * for nearly every object of every pass. */
+static inline int idmap_get(const struct idmap *m, uint64_t key, uint64_t *value)
+{
+    if (key == 0 || m->count == 0)
+        return 0;
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    size_t s = (size_t)(h >> 32 ^ h) & m->mask;
+    while (m->keys[s] != 0) {
+        if (m->keys[s] == key) {
+            if (value)
+                *value = m->values ? m->values[s] : 0;
+            return 1;
+        }
+        s = (s + 1) & m->mask;
+    }
+    return 0;
+}
 static inline int idmap_has(const struct idmap *m, uint64_t key)
 {
     return idmap_get(m, key, NULL);

@@ -15,6 +15,7 @@
 
 #define INITIAL_CAPACITY 1024
 
+/* The same hash as idmap_get() in hprof_private.h. */
 static size_t slot_of(uint64_t key, size_t mask)
 {
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
@@ -90,20 +91,4 @@ int idmap_put(struct idmap *m, uint64_t key, uint64_t value)
     if (m->values)
         m->values[s] = value;
     return HPROF_OK;
-}
-
-int idmap_get(const struct idmap *m, uint64_t key, uint64_t *value)
-{
-    if (key == 0 || m->keys == NULL)
-        return 0;
-    size_t s = slot_of(key, m->mask);
-    while (m->keys[s] != 0) {
-        if (m->keys[s] == key) {
-            if (value)
-                *value = m->values ? m->values[s] : 0;
-            return 1;
-        }
-        s = (s + 1) & m->mask;
-    }
-    return 0;
 }

@@ -10,10 +10,13 @@
  *               Bitmap.mBuffer and DumpData.buffers are dedupe candidates,
  *               DumpData.natives is kept, and system objects that a kept
  *               object refers to become hollow stand-ins.
- *   3. expand   (only with Bitmap$DumpData) the elements of each buffers
+ *   3. expand   (only with Bitmap$DumpData, and only when pass 2 could not
+ *               remember every byte[][] it saw) the elements of each buffers
  *               array become candidates; the array may precede its holder.
- *   4. digest   (only with candidates) MD5 of each candidate's contents,
- *               once each, and which candidates other objects refer to.
+ *   4. digest   (only with candidates that may have a twin) MD5 of each
+ *               candidate's contents, once each, and which candidates other
+ *               objects refer to.  A large buffer whose size no other
+ *               candidate shares cannot have a duplicate and is not hashed.
  *               Candidates are then grouped by (type, length, MD5) and every
  *               merge is confirmed byte for byte with pread().
  *   5. write    filter_shrink.c in front of the writer.
@@ -28,6 +31,15 @@
 #include <string.h>
 
 #include "shrink_private.h"
+
+/* Byte arrays of at least this many elements have their size remembered in
+ * pass 1 (at most one id per 64 KiB of input), so that pass 4 can skip
+ * hashing a big bitmap buffer that no other buffer could equal. */
+#define LARGE_ARRAY (64u << 10)
+
+/* At most this many byte[][] elements are remembered in pass 2 (16 bytes
+ * each); past it, DumpData.buffers are expanded by a pass of their own. */
+#define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
 
 /* A visitor whose state is the shared struct shrink. */
 struct pass_visitor {
@@ -59,6 +71,8 @@ static int name_code(const struct hprof_string *s)
         { "android/graphics/Bitmap", NAME_CLASS_BITMAP },
         { "android.graphics.Bitmap$DumpData", NAME_CLASS_DUMP_DATA },
         { "android/graphics/Bitmap$DumpData", NAME_CLASS_DUMP_DATA },
+        { "byte[][]", NAME_CLASS_BYTE_ARRAYS },
+        { "[[B", NAME_CLASS_BYTE_ARRAYS },
         { "value", NAME_FIELD_VALUE },
         { "mBuffer", NAME_FIELD_BUFFER },
         { "buffers", NAME_FIELD_BUFFERS },
@@ -127,7 +141,11 @@ static int collect_object_array(struct hprof_visitor *v, const struct hprof_obje
 
 static int collect_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
 {
-    int rc = note_heap(self(v), a->id);
+    struct shrink *sh = self(v);
+    int rc = note_heap(sh, a->id);
+    if (rc == HPROF_OK && a->type == HPROF_TYPE_BYTE && a->count >= LARGE_ARRAY &&
+        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && idmap_put(&sh->large, a->id, a->count) != HPROF_OK)
+        rc = nomem(sh);
     return rc == HPROF_OK ? HPROF_SKIP : rc;
 }
 
@@ -169,7 +187,7 @@ static int resolve_kinds(struct shrink *sh)
         uint64_t name_id, code;
         if (!idmap_get(&sh->class_names, ci->id, &name_id) ||
             !idmap_get(&sh->names, name_id, &code) || code < NAME_CLASS_STRING ||
-            code > NAME_CLASS_DUMP_DATA)
+            code > NAME_CLASS_BYTE_ARRAYS)
             continue;
         struct kind_layout *grown = realloc(sh->layouts, (sh->n_layouts + 1) * sizeof *grown);
         if (grown == NULL)
@@ -181,7 +199,7 @@ static int resolve_kinds(struct shrink *sh)
             k->field[0] = field_at(sh, ci, NAME_FIELD_VALUE);
         } else if (code == NAME_CLASS_BITMAP) {
             k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFER);
-        } else {
+        } else if (code == NAME_CLASS_DUMP_DATA) {
             k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFERS);
             k->field[1] = field_at(sh, ci, NAME_FIELD_NATIVES);
         }
@@ -276,17 +294,86 @@ static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance
     return classes_each_ref(&sh->classes, ci, o->values, o->length, refer_field, sh);
 }
 
+/* Remember a byte[][]'s elements: it may be a DumpData.buffers whose holder
+ * comes later, and remembering spares pass 3 in the usual case. */
+static int remember_byte_arrays(struct shrink *sh, const struct hprof_object_array *a)
+{
+    if (sh->n_byte_arrays + 2 * (size_t)a->n > 2 * (size_t)MAX_BYTE_ARRAY_ELEMENTS) {
+        sh->byte_arrays_overflow = 1;
+        return HPROF_OK;
+    }
+    if (sh->n_byte_arrays + 2 * (size_t)a->n > sh->cap_byte_arrays) {
+        size_t cap = sh->cap_byte_arrays ? sh->cap_byte_arrays : 256;
+        while (cap < sh->n_byte_arrays + 2 * (size_t)a->n)
+            cap *= 2;
+        uint64_t *grown = realloc(sh->byte_arrays, cap * sizeof *grown);
+        if (grown == NULL)
+            return nomem(sh);
+        sh->byte_arrays = grown;
+        sh->cap_byte_arrays = cap;
+    }
+    for (uint32_t i = 0; i < a->n; i++) {
+        sh->byte_arrays[sh->n_byte_arrays++] = a->id;
+        sh->byte_arrays[sh->n_byte_arrays++] = get_id(a->elements + (size_t)i * sh->ids, sh->ids);
+    }
+    return HPROF_OK;
+}
+
 static int resolve_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
 {
     struct shrink *sh = self(v);
-    if (sh->system.count == 0 || shrink_in_system(sh, a->id))
+    const struct kind_layout *k;
+    if (shrink_in_system(sh, a->id))
         return HPROF_SKIP;
-    for (uint32_t i = 0; i < a->n; i++) {
-        int rc = refer(sh, get_id(a->elements + (size_t)i * sh->ids, sh->ids));
-        if (rc != HPROF_OK)
-            return rc;
-    }
+    int byte_arrays = shrink_kind(sh, a->class_id, &k) == NAME_CLASS_BYTE_ARRAYS;
+    if (!byte_arrays && sh->system.count == 0)
+        return HPROF_SKIP;
+    int rc = byte_arrays && !sh->byte_arrays_overflow ? remember_byte_arrays(sh, a) : HPROF_OK;
+    for (uint32_t i = 0; rc == HPROF_OK && sh->system.count > 0 && i < a->n; i++)
+        rc = refer(sh, get_id(a->elements + (size_t)i * sh->ids, sh->ids));
+    return rc;
+}
+
+/* After pass 2: the remembered elements of DumpData.buffers arrays become
+ * candidates.  @return 1 when that covered every buffers array. */
+static int expand_remembered(struct shrink *sh, int *covered)
+{
+    *covered = !sh->byte_arrays_overflow;
+    for (size_t i = 0; *covered && i < sh->n_byte_arrays; i += 2)
+        if (idmap_has(&sh->dump_buffers, sh->byte_arrays[i])) {
+            int rc = add_candidate(sh, sh->byte_arrays[i + 1]);
+            if (rc != HPROF_OK)
+                return rc;
+        }
     return HPROF_OK;
+}
+
+/* Candidates whose size is known (large byte arrays, pass 1) and shared by
+ * no other candidate need no digest.  @return how many still need one. */
+static size_t mark_unique_sizes(struct shrink *sh)
+{
+    struct idmap sizes; /* count -> candidates of that count */
+    size_t need = 0;
+    if (idmap_init(&sizes, 1) != HPROF_OK)
+        return sh->n_cand;
+    for (size_t i = 0; i < sh->n_cand; i++) {
+        uint64_t count, seen = 0;
+        if (idmap_get(&sh->large, sh->cand[i].id, &count)) {
+            idmap_get(&sizes, count, &seen);
+            if (idmap_put(&sizes, count, seen + 1) != HPROF_OK) {
+                idmap_free(&sizes);
+                return sh->n_cand;
+            }
+        }
+    }
+    for (size_t i = 0; i < sh->n_cand; i++) {
+        uint64_t count, seen = 0;
+        sh->cand[i].unique_size = idmap_get(&sh->large, sh->cand[i].id, &count) &&
+                                  idmap_get(&sizes, count, &seen) && seen == 1;
+        need += !sh->cand[i].unique_size;
+    }
+    idmap_free(&sizes);
+    return need;
 }
 
 static int skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
@@ -398,7 +485,7 @@ static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_pr
 {
     struct shrink *sh = self(v);
     struct candidate *c = candidate_of(sh, a->id);
-    if (c == NULL || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP)
+    if (c == NULL || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP || c->unique_size)
         return HPROF_SKIP;
     int rc = HPROF_OK;
     if (a->first == 0) {
@@ -415,7 +502,7 @@ static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_pr
     if (rc == HPROF_OK && a->first + a->length == c->bytes) {
         rc = digest_final(sh->digest, c->md5);
         c->digested = 1;
-        sh->stats->bitmap_candidates++;
+        sh->stats->bitmap_digested++;
     }
     return rc;
 }
@@ -541,7 +628,7 @@ static int init(struct shrink *sh)
 {
     if (idmap_init(&sh->names, 1) || idmap_init(&sh->class_names, 1) ||
         classes_init(&sh->classes, sh->ids) || idmap_init(&sh->kinds, 1) ||
-        idmap_init(&sh->system, 0) || idmap_init(&sh->keep, 1) ||
+        idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) || idmap_init(&sh->keep, 1) ||
         idmap_init(&sh->candidates, 1) || idmap_init(&sh->dump_buffers, 0) ||
         idmap_init(&sh->standins, 0) || idmap_init(&sh->pinned, 0) ||
         idmap_init(&sh->remap, 1) || idmap_init(&sh->dropped, 0))
@@ -558,6 +645,8 @@ static void release(struct shrink *sh)
     idmap_free(&sh->kinds);
     free(sh->layouts);
     idmap_free(&sh->system);
+    idmap_free(&sh->large);
+    free(sh->byte_arrays);
     idmap_free(&sh->keep);
     idmap_free(&sh->candidates);
     free(sh->cand);
@@ -597,14 +686,19 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         rc = resolve_kinds(&sh);
     if (rc == HPROF_OK)
         rc = run_pass(&sh, &resolve_ops, NULL);
-    sh.passes = 3 + (sh.dump_buffers.count > 0) + (sh.n_cand > 0 || sh.dump_buffers.count > 0);
+    int expanded = 1;
     if (rc == HPROF_OK && sh.dump_buffers.count > 0)
+        rc = expand_remembered(&sh, &expanded);
+    sh.passes = 4 + !expanded; /* for progress; may overstate by the digest */
+    if (rc == HPROF_OK && !expanded)
         rc = run_pass(&sh, &expand_ops, NULL);
-    if (rc == HPROF_OK && sh.n_cand > 0) {
+    sh.stats->bitmap_candidates = sh.n_cand;
+    if (rc == HPROF_OK && mark_unique_sizes(&sh) > 0) {
         rc = run_pass(&sh, &digest_ops, NULL);
         if (rc == HPROF_OK)
             rc = decide_merges(&sh);
     }
+    sh.passes = sh.pass + 1;
     if (rc == HPROF_OK) {
         w = hprof_writer_new(sink, err);
         rc = w ? HPROF_OK : err->code;

@@ -13,6 +13,7 @@ enum shrink_name {
     NAME_CLASS_STRING,      /* java.lang.String */
     NAME_CLASS_BITMAP,      /* android.graphics.Bitmap */
     NAME_CLASS_DUMP_DATA,   /* android.graphics.Bitmap$DumpData */
+    NAME_CLASS_BYTE_ARRAYS, /* byte[][], the class of DumpData.buffers */
     NAME_FIELD_VALUE,       /* String.value */
     NAME_FIELD_BUFFER,      /* Bitmap.mBuffer */
     NAME_FIELD_BUFFERS,     /* DumpData.buffers */
@@ -33,6 +34,7 @@ struct candidate {
     uint32_t count;
     uint8_t type;
     uint8_t digested;
+    uint8_t unique_size;    /* no other candidate has its size: no digest */
     uint8_t has_copies;     /* other candidates were merged into this one */
     uint8_t md5[16];
 };
@@ -60,6 +62,7 @@ struct shrink {
     struct kind_layout *layouts;
     size_t n_layouts;
     struct idmap system;        /* zygote/image objects (not classes) */
+    struct idmap large;         /* byte[] of LARGE_ARRAY+ elements -> count */
     uint32_t heap;              /* heap of the current segment */
 
     /* Pass 2 and 3: what to keep, dedupe and hollow out. */
@@ -68,6 +71,9 @@ struct shrink {
     struct candidate *cand;
     size_t n_cand, cap_cand;
     struct idmap dump_buffers;  /* DumpData.buffers object-array ids */
+    uint64_t *byte_arrays;      /* (byte[][] id, element) pairs seen in pass 2 */
+    size_t n_byte_arrays, cap_byte_arrays;
+    int byte_arrays_overflow;   /* too many to remember: run the expand pass */
     struct idmap standins;      /* system objects some kept object refers to */
 
     /* Pass 4: digests, then the merge decision. */

@@ -172,8 +172,9 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
     ROW("system-heap stand-ins", s->system_standins);
 #undef ROW
     fprintf(f, "  %-28s %15" PRIu64 "\n", "roots dropped", s->roots_dropped);
-    fprintf(f, "  %-28s %15" PRIu64 " digested, %" PRIu64 " groups of identical buffers\n",
-            "bitmap buffers", s->bitmap_candidates, s->bitmap_groups);
+    fprintf(f, "  %-28s %15" PRIu64 " found, %" PRIu64 " hashed, %" PRIu64
+            " groups of identical buffers\n", "bitmap buffers", s->bitmap_candidates,
+            s->bitmap_digested, s->bitmap_groups);
     fprintf(f, "  %-28s %15.3f s in %d passes (", "time", total, s->passes);
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.3f", i ? " " : "", s->pass_seconds[i]);
@@ -231,8 +232,8 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     json_count(f, "system_dropped", &s->system_dropped, 0);
     json_count(f, "system_standins", &s->system_standins, 0);
     fprintf(f, "\"roots_dropped\":%" PRIu64 ",\"bitmap_candidates\":%" PRIu64
-            ",\"bitmap_groups\":%" PRIu64 ",\"pass_seconds\":[",
-            s->roots_dropped, s->bitmap_candidates, s->bitmap_groups);
+            ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64 ",\"pass_seconds\":[",
+            s->roots_dropped, s->bitmap_candidates, s->bitmap_digested, s->bitmap_groups);
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);
     fprintf(f, "]}\n");
