@@ -153,6 +153,9 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
 struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
                                        struct hprof_error *err);
 
+/* Counts what it is given and keeps none of it (estimates). */
+struct hprof_sink *hprof_sink_new_null(struct hprof_error *err);
+
 /* Collects everything in memory (tests, fuzzing). */
 struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err);
 /* The bytes collected so far; valid until the next write or free. */
@@ -301,6 +304,51 @@ struct hprof_shrink_stats {
 int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
                  const struct hprof_shrink_options *options,
                  struct hprof_shrink_stats *stats, struct hprof_error *err);
+
+/* ---- What a dump holds (hprof-info) ------------------------------------------ */
+
+struct hprof_info_class {
+    uint64_t id;
+    char *name;                 /* "java.lang.String", "byte[]", ... (owned) */
+    struct hprof_count objects; /* instances or arrays; bytes as dumped */
+};
+
+struct hprof_info_bitmap {
+    uint64_t id;
+    uint32_t width, height;
+    int recycled;
+    uint64_t buffer_id;         /* mBuffer, or a DumpData buffer; 0: none */
+    uint64_t buffer_bytes;
+    uint8_t md5[16];            /* of the buffer, when it has one */
+};
+
+enum { HPROF_INFO_HEAPS = 4 };  /* default, app, image, zygote */
+
+struct hprof_info {
+    struct hprof_header header;
+    uint64_t file_bytes;
+    struct hprof_count records[256];      /* by top-level tag; bytes: bodies */
+    struct hprof_count sub_records[256];  /* by heap sub-record tag */
+    struct hprof_count heaps[HPROF_INFO_HEAPS]; /* objects and bytes per heap */
+    struct hprof_count primitive[12];     /* by element type: arrays, bytes */
+    struct hprof_count strings;           /* java.lang.String: objects, text bytes */
+    uint64_t roots[256];                  /* by root sub-record tag */
+    struct hprof_info_class *classes;     /* instances by class, then arrays */
+    size_t n_classes;
+    struct hprof_info_bitmap *bitmaps;    /* Bitmaps, then DumpData buffers */
+    size_t n_bitmaps;
+};
+
+/* Name of heap index i of hprof_info.heaps: "default", "app", "image", "zygote". */
+const char *hprof_info_heap_name(int i);
+
+/* hprof_info_analyze() :
+ * Two passes over `r` (names and layouts, then everything else) filling
+ * `info`, which hprof_info_free() releases.  Counts agree with
+ * hprof_verify() and hprof_shrink() on the same input.
+ * @return HPROF_OK or an error. */
+int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct hprof_error *err);
+void hprof_info_free(struct hprof_info *info);
 
 #ifdef __cplusplus
 }

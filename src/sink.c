@@ -196,3 +196,32 @@ const uint8_t *hprof_sink_memory_data(const struct hprof_sink *s, size_t *len)
     *len = m->len;
     return m->data;
 }
+
+/* ---- Null: counts only ------------------------------------------------------ */
+
+static int null_write(struct hprof_sink *s, const void *buf, size_t len)
+{
+    (void)s;
+    (void)buf;
+    (void)len;
+    return HPROF_OK;
+}
+
+static void null_free(struct hprof_sink *s)
+{
+    free(s);
+}
+
+static const struct sink_ops null_ops = { null_write, mem_finish, null_free };
+
+struct hprof_sink *hprof_sink_new_null(struct hprof_error *err)
+{
+    struct hprof_sink *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->ops = &null_ops;
+    s->err = err;
+    return s;
+}

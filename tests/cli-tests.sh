@@ -296,6 +296,53 @@ set -e
 [ "$(cat "$T/status")" = 3 ] || die "closed pipe: exit $(cat "$T/status")"
 grep -q 'Broken pipe' "$T/err" || die "closed pipe: $(cat "$T/err")"
 
+banner "hprof-info: counts agree with hprof-verify, hprof-shrink and the generator"
+expect 0 "$B/hprof-info" --help
+expect 2 "$B/hprof-info"
+expect 1 "$B/hprof-info" "$T/bad.hprof"
+for f in fixtures/android-synth.hprof.gz fixtures/hotspot-fixture.hprof.gz fixtures/hotspot-synth.hprof.gz; do
+    n=$(basename "$f" .hprof.gz)
+    "$B/hprof-info" --json --estimate "$f" > "$T/$n.info" || die "hprof-info $f"
+    "$B/hprof-info" --estimate "$f" > "$T/$n.report" || die "hprof-info report $f"
+    grep -q '^Top 10 classes by count' "$T/$n.report" || die "report of $f"
+    "$B/hprof-verify" "$f" > "$T/$n.verify"
+    "$B/hprof-shrink" -q --json "$f" "$T/$n.shrunk" > "$T/$n.shrink"
+    "$B/hprof-shrink" -q --json --keep-system-heaps "$f" "$T/$n.kept" > "$T/$n.shrink-kept"
+    python3 - "$T/$n.info" "$T/$n.verify" "$T/$n.shrink" "$T/$n.shrink-kept" "fixtures/$n.manifest" <<'PY' || die "hprof-info disagrees on $f"
+import json, re, sys, os
+info = json.load(open(sys.argv[1]))
+verify = open(sys.argv[2]).read()
+shrink = json.load(open(sys.argv[3]))
+kept = json.load(open(sys.argv[4]))
+def v(label):
+    return int(re.search(r"(\d+) " + label, verify).group(1))
+sub = info["sub_records"]
+def n(tag):
+    return sub.get(tag, {"count": 0})["count"]
+assert n("INSTANCE_DUMP") == v("instances") == shrink["instances_in"]["count"]
+assert n("CLASS_DUMP") == v("class dumps")
+assert n("OBJECT_ARRAY_DUMP") == v("object arrays") == shrink["object_arrays_in"]["count"]
+assert n("PRIMITIVE_ARRAY_DUMP") + n("PRIMITIVE_ARRAY_NODATA") == v("primitive arrays")
+assert sum(info["primitive_arrays"][t]["bytes"] for t in info["primitive_arrays"]) == shrink["primitive_arrays_in"]["bytes"]
+assert sum(info["roots"].values()) == v("roots")
+assert info["records"]["STRING"]["count"] == v("strings") == shrink["strings"]["count"]
+assert info["estimate"]["empty"] == shrink["bytes_out"]
+assert info["strings"]["count"] == kept["string_values_kept"]["count"] or info["strings"]["count"] >= kept["string_values_kept"]["count"]
+assert info["strings"]["bytes"] == kept["string_values_kept"]["bytes"], (info["strings"], kept["string_values_kept"])
+b = info["bitmaps"]
+assert b["duplicate_groups"] == shrink["bitmap_groups"]
+assert b["wasted_bytes"] == shrink["bitmap_duplicates"]["bytes"]
+heaps = info["heaps"]
+assert sum(h["count"] for h in heaps.values()) == v("instances") + v("object arrays") + v("primitive arrays")
+if os.path.exists(sys.argv[5]):
+    m = dict(l.split() for l in open(sys.argv[5]))
+    assert n("INSTANCE_DUMP") == int(m["instances"])
+    assert b["count"] == int(m["bitmaps"]) + (3 if int(m["bitmaps"]) else 0)
+    assert b["duplicate_groups"] == int(m["bitmap_groups"])
+    assert heaps["zygote"]["count"] + heaps["image"]["count"] == int(m["system_objects"])
+PY
+done
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1

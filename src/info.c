@@ -1,0 +1,516 @@
+/*
+ * info.c - hprof_info_analyze(): what a dump holds, for hprof-info.
+ *
+ *   pass 1  names (STRING offsets, LOAD_CLASS), class layouts, and top-level
+ *           records by tag; array contents are skipped.
+ *   pass 2  every heap sub-record: counts and bytes by kind, by heap, by
+ *           class and by element type; roots by kind; String value ids;
+ *           Bitmap fields; the elements of byte[][] arrays (DumpData).
+ *   pass 3  only the arrays found in pass 2: text bytes of Strings, size and
+ *           MD5 of bitmap buffers.
+ *
+ * Memory: one offset per STRING record and per class, the String value ids
+ * and the bitmaps - what the report needs, never the contents.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hprof_private.h"
+
+#define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
+
+enum info_name {
+    I_NONE,
+    I_STRING, I_BITMAP, I_DUMP_DATA, I_BYTE_ARRAYS,         /* classes */
+    I_VALUE, I_BUFFER, I_WIDTH, I_HEIGHT, I_RECYCLED, I_BUFFERS /* fields */
+};
+
+struct counter {
+    uint64_t id;
+    struct hprof_count c;
+};
+
+struct analyzer {
+    struct hprof_visitor base;
+    struct hprof_info *info;
+    struct hprof_reader *reader;
+    struct hprof_error *err;
+    unsigned ids;
+    int pass;
+    uint32_t heap;
+
+    struct idmap string_at;     /* STRING id -> offset of its record */
+    struct idmap names;         /* STRING id -> enum info_name */
+    struct idmap class_name;    /* class id -> STRING id */
+    struct classes classes;
+
+    struct idmap by_class;      /* class id -> index in `counters` (instances) */
+    struct idmap by_array_class;/* class id -> index in `counters` (object arrays) */
+    struct counter *counters;
+    size_t n_counters, cap_counters;
+
+    struct idmap string_values; /* value array ids of Strings */
+    struct idmap buffers;       /* bitmap buffer id -> index in info->bitmaps + 1 */
+    uint64_t dump_buffers;      /* DumpData.buffers array id */
+    uint64_t *byte_arrays;      /* (byte[][] id, element) pairs */
+    size_t n_byte_arrays, cap_byte_arrays;
+
+    struct digest *digest;
+};
+
+static const char *const heap_names[HPROF_INFO_HEAPS] = { "default", "app", "image", "zygote" };
+
+const char *hprof_info_heap_name(int i)
+{
+    return i >= 0 && i < HPROF_INFO_HEAPS ? heap_names[i] : "unknown";
+}
+
+static int heap_index(uint32_t heap)
+{
+    return heap == HPROF_HEAP_APP ? 1 : heap == HPROF_HEAP_IMAGE ? 2 : heap == HPROF_HEAP_ZYGOTE ? 3 : 0;
+}
+
+static struct analyzer *self(struct hprof_visitor *v)
+{
+    return (struct analyzer *)v;
+}
+
+static int nomem(struct analyzer *a)
+{
+    return hprof_error_set(a->err, HPROF_ERR_NOMEM, "out of memory");
+}
+
+static void add(struct hprof_count *c, uint64_t bytes)
+{
+    c->count++;
+    c->bytes += bytes;
+}
+
+static void *grow(void *array, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return array;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *grown = realloc(array, n * size);
+    if (grown != NULL)
+        *cap = n;
+    return grown;
+}
+
+/* ---- Pass 1 ------------------------------------------------------------------ */
+
+static int name_code(const struct hprof_string *s)
+{
+    static const struct {
+        const char *text;
+        int code;
+    } names[] = {
+        { "java.lang.String", I_STRING }, { "java/lang/String", I_STRING },
+        { "android.graphics.Bitmap", I_BITMAP }, { "android/graphics/Bitmap", I_BITMAP },
+        { "android.graphics.Bitmap$DumpData", I_DUMP_DATA },
+        { "android/graphics/Bitmap$DumpData", I_DUMP_DATA },
+        { "byte[][]", I_BYTE_ARRAYS }, { "[[B", I_BYTE_ARRAYS },
+        { "value", I_VALUE }, { "mBuffer", I_BUFFER }, { "mWidth", I_WIDTH },
+        { "mHeight", I_HEIGHT }, { "mRecycled", I_RECYCLED }, { "buffers", I_BUFFERS },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].text) == s->length && memcmp(names[i].text, s->utf8, s->length) == 0)
+            return names[i].code;
+    return I_NONE;
+}
+
+static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct analyzer *a = self(v);
+    if (a->pass != 1)
+        return HPROF_OK;
+    add(&a->info->records[HPROF_TAG_STRING], a->ids + (uint64_t)s->length);
+    int code = name_code(s);
+    if (idmap_put(&a->string_at, s->id, s->offset) != HPROF_OK ||
+        (code != I_NONE && idmap_put(&a->names, s->id, (uint64_t)code) != HPROF_OK))
+        return nomem(a);
+    return HPROF_OK;
+}
+
+static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    struct analyzer *a = self(v);
+    if (a->pass != 1)
+        return HPROF_OK;
+    add(&a->info->records[HPROF_TAG_LOAD_CLASS], 8 + 2 * (uint64_t)a->ids);
+    return idmap_put(&a->class_name, c->class_id, c->name_id) == HPROF_OK ? HPROF_OK : nomem(a);
+}
+
+static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
+{
+    struct analyzer *a = self(v);
+    if (a->pass == 1)
+        add(&a->info->records[r->tag], r->length);
+    return HPROF_OK;
+}
+
+static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct analyzer *a = self(v);
+    a->heap = HPROF_HEAP_DEFAULT;
+    if (a->pass == 1)
+        add(&a->info->records[s->tag], s->length);
+    return HPROF_OK;
+}
+
+static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
+{
+    struct analyzer *a = self(v);
+    a->heap = i->heap_id;
+    if (a->pass == 2)
+        add(&a->info->sub_records[HPROF_HEAP_DUMP_INFO], 5 + (uint64_t)a->ids);
+    return HPROF_OK;
+}
+
+static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    struct analyzer *a = self(v);
+    if (a->pass != 2)
+        return HPROF_OK;
+    unsigned extra = r->tag == HPROF_ROOT_JNI_GLOBAL ? a->ids
+                     : r->tag == HPROF_ROOT_NATIVE_STACK || r->tag == HPROF_ROOT_THREAD_BLOCK ? 4
+                     : r->tag == HPROF_ROOT_JNI_LOCAL || r->tag == HPROF_ROOT_JAVA_FRAME ||
+                               r->tag == HPROF_ROOT_JNI_MONITOR ||
+                               r->tag == HPROF_ROOT_THREAD_OBJECT ? 8 : 0;
+    add(&a->info->sub_records[r->tag], 1 + (uint64_t)a->ids + extra);
+    a->info->roots[r->tag]++;
+    return HPROF_OK;
+}
+
+static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct analyzer *a = self(v);
+    if (a->pass == 1)
+        return classes_add(&a->classes, c, a->err);
+    if (a->pass == 2) {
+        uint64_t n = 1 + 7 * (uint64_t)a->ids + 14 + (uint64_t)c->n_fields * (a->ids + 1);
+        for (unsigned i = 0; i < c->n_constants; i++)
+            n += 3 + hprof_type_size(c->constants[i].type, a->ids);
+        for (unsigned i = 0; i < c->n_statics; i++)
+            n += a->ids + 1 + hprof_type_size(c->statics[i].type, a->ids);
+        add(&a->info->sub_records[HPROF_CLASS_DUMP], n);
+    }
+    return HPROF_OK;
+}
+
+/* ---- Pass 2 ------------------------------------------------------------------ */
+
+static int count_in(struct analyzer *a, struct idmap *map, uint64_t class_id, uint64_t bytes)
+{
+    uint64_t at;
+    if (!idmap_get(map, class_id, &at)) {
+        struct counter *grown = grow(a->counters, &a->cap_counters, a->n_counters + 1,
+                                     sizeof *a->counters);
+        if (grown == NULL)
+            return nomem(a);
+        a->counters = grown;
+        at = a->n_counters++;
+        a->counters[at] = (struct counter){ .id = class_id };
+        if (idmap_put(map, class_id, at) != HPROF_OK)
+            return nomem(a);
+    }
+    add(&a->counters[at].c, bytes);
+    return HPROF_OK;
+}
+
+static int class_code(struct analyzer *a, uint64_t class_id)
+{
+    uint64_t name, code;
+    if (!idmap_get(&a->class_name, class_id, &name) || !idmap_get(&a->names, name, &code))
+        return I_NONE;
+    return (int)code;
+}
+
+struct match {
+    struct analyzer *a;
+    int code;
+};
+
+static int match_name(void *ctx, uint64_t name_id)
+{
+    struct match *m = ctx;
+    uint64_t code;
+    return idmap_get(&m->a->names, name_id, &code) && (int)code == m->code;
+}
+
+/* The value of the field named `code` of type `type`, or 0. */
+static uint64_t field(struct analyzer *a, struct class_info *ci, const struct hprof_instance *o,
+                      int code, uint8_t type)
+{
+    struct match m = { a, code };
+    int64_t at = classes_field_offset(&a->classes, ci, match_name, &m, type);
+    unsigned size = hprof_type_size(type, a->ids);
+    if (at < 0 || (uint64_t)at + size > o->length)
+        return 0;
+    return get_value(o->values + at, size);
+}
+
+static int add_bitmap(struct analyzer *a, const struct hprof_info_bitmap *b)
+{
+    struct hprof_info *info = a->info;
+    size_t cap = info->n_bitmaps; /* grown one at a time: bitmaps are few */
+    struct hprof_info_bitmap *grown = realloc(info->bitmaps, (cap + 1) * sizeof *grown);
+    if (grown == NULL)
+        return nomem(a);
+    info->bitmaps = grown;
+    info->bitmaps[info->n_bitmaps++] = *b;
+    if (b->buffer_id != 0 && !idmap_has(&a->buffers, b->buffer_id) &&
+        idmap_put(&a->buffers, b->buffer_id, info->n_bitmaps) != HPROF_OK)
+        return nomem(a);
+    return HPROF_OK;
+}
+
+static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct analyzer *a = self(v);
+    if (a->pass != 2)
+        return HPROF_OK;
+    struct class_info *ci;
+    int rc = classes_check_instance(&a->classes, o, &ci, a->err);
+    if (rc != HPROF_OK)
+        return rc;
+    add(&a->info->sub_records[HPROF_INSTANCE_DUMP], 9 + 2 * (uint64_t)a->ids + o->length);
+    add(&a->info->heaps[heap_index(a->heap)], o->length);
+    if ((rc = count_in(a, &a->by_class, o->class_id, o->length)) != HPROF_OK)
+        return rc;
+    switch (class_code(a, o->class_id)) {
+    case I_STRING: {
+        uint64_t value = field(a, ci, o, I_VALUE, HPROF_TYPE_OBJECT);
+        a->info->strings.count++;
+        if (value != 0 && idmap_put(&a->string_values, value, 0) != HPROF_OK)
+            return nomem(a);
+        break;
+    }
+    case I_BITMAP: {
+        struct hprof_info_bitmap b = {
+            .id = o->id,
+            .width = (uint32_t)field(a, ci, o, I_WIDTH, HPROF_TYPE_INT),
+            .height = (uint32_t)field(a, ci, o, I_HEIGHT, HPROF_TYPE_INT),
+            .recycled = field(a, ci, o, I_RECYCLED, HPROF_TYPE_BOOLEAN) != 0,
+            .buffer_id = field(a, ci, o, I_BUFFER, HPROF_TYPE_OBJECT),
+        };
+        return add_bitmap(a, &b);
+    }
+    case I_DUMP_DATA:
+        a->dump_buffers = field(a, ci, o, I_BUFFERS, HPROF_TYPE_OBJECT);
+        break;
+    default:
+        break;
+    }
+    return HPROF_OK;
+}
+
+static int on_object_array(struct hprof_visitor *v, const struct hprof_object_array *arr)
+{
+    struct analyzer *a = self(v);
+    if (a->pass != 2)
+        return HPROF_SKIP;
+    uint64_t bytes = (uint64_t)arr->count * a->ids;
+    if (arr->first == 0) {
+        add(&a->info->sub_records[HPROF_OBJECT_ARRAY_DUMP], 9 + 2 * (uint64_t)a->ids + bytes);
+        add(&a->info->heaps[heap_index(a->heap)], bytes);
+        int rc = count_in(a, &a->by_array_class, arr->class_id, bytes);
+        if (rc != HPROF_OK)
+            return rc;
+        if (class_code(a, arr->class_id) != I_BYTE_ARRAYS)
+            return HPROF_SKIP;
+    }
+    if (a->n_byte_arrays + 2 * (size_t)arr->n > 2 * (size_t)MAX_BYTE_ARRAY_ELEMENTS)
+        return HPROF_SKIP; /* a report of bitmaps, not a promise: stop remembering */
+    uint64_t *grown = grow(a->byte_arrays, &a->cap_byte_arrays,
+                           a->n_byte_arrays + 2 * (size_t)arr->n, sizeof *a->byte_arrays);
+    if (grown == NULL)
+        return nomem(a);
+    a->byte_arrays = grown;
+    for (uint32_t i = 0; i < arr->n; i++) {
+        a->byte_arrays[a->n_byte_arrays++] = arr->id;
+        a->byte_arrays[a->n_byte_arrays++] = get_id(arr->elements + (size_t)i * a->ids, a->ids);
+    }
+    return HPROF_OK;
+}
+
+static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *p)
+{
+    struct analyzer *a = self(v);
+    uint64_t bytes = p->tag == HPROF_PRIMITIVE_ARRAY_NODATA
+        ? 0 : (uint64_t)p->count * hprof_type_size(p->type, a->ids);
+    if (a->pass == 2) {
+        add(&a->info->sub_records[p->tag], 10 + (uint64_t)a->ids + bytes);
+        add(&a->info->heaps[heap_index(a->heap)], bytes);
+        add(&a->info->primitive[p->type], bytes);
+        return HPROF_SKIP;
+    }
+    if (a->pass != 3)
+        return HPROF_SKIP;
+    uint64_t at;
+    if (p->first == 0 && idmap_has(&a->string_values, p->id))
+        a->info->strings.bytes += bytes;
+    if (!idmap_get(&a->buffers, p->id, &at))
+        return HPROF_SKIP;
+    int rc = HPROF_OK;
+    if (p->first == 0)
+        rc = digest_begin(a->digest);
+    if (rc == HPROF_OK)
+        rc = digest_update(a->digest, p->data, p->length);
+    if (rc == HPROF_OK && p->first + p->length == bytes) {
+        uint8_t md5[16];
+        rc = digest_final(a->digest, md5);
+        /* every bitmap sharing this buffer object gets its size and digest */
+        for (size_t i = 0; rc == HPROF_OK && i < a->info->n_bitmaps; i++)
+            if (a->info->bitmaps[i].buffer_id == p->id) {
+                a->info->bitmaps[i].buffer_bytes = bytes;
+                memcpy(a->info->bitmaps[i].md5, md5, 16);
+            }
+    }
+    return rc;
+}
+
+static const struct hprof_visitor_ops analyzer_ops = {
+    .string = on_string, .load_class = on_load_class, .record = on_record,
+    .heap_begin = on_heap_begin, .heap_info = on_heap_info, .root = on_root,
+    .class_dump = on_class_dump, .instance = on_instance, .object_array = on_object_array,
+    .primitive_array = on_primitive_array,
+};
+
+/* ---- Between passes and after --------------------------------------------- */
+
+/* DumpData.buffers elements become bitmaps of their own (no dimensions). */
+static int add_dump_data_buffers(struct analyzer *a)
+{
+    for (size_t i = 0; a->dump_buffers && i < a->n_byte_arrays; i += 2) {
+        if (a->byte_arrays[i] != a->dump_buffers || a->byte_arrays[i + 1] == 0)
+            continue;
+        struct hprof_info_bitmap b = { .id = a->dump_buffers, .buffer_id = a->byte_arrays[i + 1] };
+        int rc = add_bitmap(a, &b);
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
+}
+
+/* The text of STRING `id` (read back from the input), or NULL. */
+static char *string_text(struct analyzer *a, uint64_t id)
+{
+    uint64_t at;
+    uint8_t head[9];
+    if (!idmap_get(&a->string_at, id, &at) ||
+        hprof_reader_pread(a->reader, at, head, sizeof head) != HPROF_OK)
+        return NULL;
+    uint32_t len = get_u4(head + 5) - a->ids;
+    char *text = malloc((size_t)len + 1);
+    if (text != NULL && hprof_reader_pread(a->reader, at + 9 + a->ids, text, len) != HPROF_OK) {
+        free(text);
+        return NULL;
+    }
+    if (text != NULL)
+        text[len] = '\0';
+    return text;
+}
+
+static char *copy(const char *s)
+{
+    char *c = malloc(strlen(s) + 1);
+    if (c != NULL)
+        strcpy(c, s);
+    return c;
+}
+
+static int build_classes(struct analyzer *a)
+{
+    static const char *const prim_names[12] = { [HPROF_TYPE_BOOLEAN] = "boolean[]",
+        [HPROF_TYPE_CHAR] = "char[]", [HPROF_TYPE_FLOAT] = "float[]",
+        [HPROF_TYPE_DOUBLE] = "double[]", [HPROF_TYPE_BYTE] = "byte[]",
+        [HPROF_TYPE_SHORT] = "short[]", [HPROF_TYPE_INT] = "int[]", [HPROF_TYPE_LONG] = "long[]" };
+    struct hprof_info *info = a->info;
+    info->classes = calloc(a->n_counters + 12, sizeof *info->classes);
+    if (info->classes == NULL)
+        return nomem(a);
+    for (size_t i = 0; i < a->n_counters; i++) {
+        struct hprof_info_class *c = &info->classes[info->n_classes++];
+        uint64_t name_id;
+        c->id = a->counters[i].id;
+        c->objects = a->counters[i].c;
+        c->name = idmap_get(&a->class_name, c->id, &name_id) ? string_text(a, name_id) : NULL;
+        if (c->name == NULL) {
+            char fallback[40];
+            snprintf(fallback, sizeof fallback, "class@0x%" PRIx64, c->id);
+            c->name = copy(fallback);
+        }
+        if (c->name == NULL)
+            return nomem(a);
+    }
+    for (int t = 0; t < 12; t++) {
+        if (prim_names[t] == NULL || info->primitive[t].count == 0)
+            continue;
+        struct hprof_info_class *c = &info->classes[info->n_classes++];
+        c->objects = info->primitive[t];
+        if ((c->name = copy(prim_names[t])) == NULL)
+            return nomem(a);
+    }
+    return HPROF_OK;
+}
+
+static void release(struct analyzer *a)
+{
+    idmap_free(&a->string_at);
+    idmap_free(&a->names);
+    idmap_free(&a->class_name);
+    classes_free(&a->classes);
+    idmap_free(&a->by_class);
+    idmap_free(&a->by_array_class);
+    free(a->counters);
+    idmap_free(&a->string_values);
+    idmap_free(&a->buffers);
+    free(a->byte_arrays);
+    digest_free(a->digest);
+}
+
+int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct hprof_error *err)
+{
+    struct analyzer a = { .base = { &analyzer_ops, NULL }, .info = info, .reader = r, .err = err };
+    memset(info, 0, sizeof *info);
+    info->header = *hprof_reader_header(r);
+    info->file_bytes = hprof_reader_size(r);
+    a.ids = info->header.id_size;
+    int rc = HPROF_OK;
+    if (idmap_init(&a.string_at, 1) || idmap_init(&a.names, 1) || idmap_init(&a.class_name, 1) ||
+        classes_init(&a.classes, a.ids) || idmap_init(&a.by_class, 1) ||
+        idmap_init(&a.by_array_class, 1) || idmap_init(&a.string_values, 0) ||
+        idmap_init(&a.buffers, 1) || (a.digest = digest_new(err)) == NULL)
+        rc = nomem(&a);
+    hprof_reader_set_strict(r, 1);
+    for (a.pass = 1; rc == HPROF_OK && a.pass <= 3; a.pass++) {
+        rc = hprof_reader_run(r, &a.base);
+        if (rc == HPROF_OK && a.pass == 1)
+            rc = classes_resolve_all(&a.classes, err);
+        if (rc == HPROF_OK && a.pass == 2)
+            rc = add_dump_data_buffers(&a);
+    }
+    hprof_reader_set_strict(r, 0);
+    if (rc == HPROF_OK)
+        rc = build_classes(&a);
+    release(&a);
+    if (rc != HPROF_OK)
+        hprof_info_free(info);
+    return rc;
+}
+
+void hprof_info_free(struct hprof_info *info)
+{
+    for (size_t i = 0; info->classes != NULL && i < info->n_classes; i++)
+        free(info->classes[i].name);
+    free(info->classes);
+    free(info->bitmaps);
+    info->classes = NULL;
+    info->bitmaps = NULL;
+    info->n_classes = info->n_bitmaps = 0;
+}
