@@ -343,6 +343,57 @@ if os.path.exists(sys.argv[5]):
 PY
 done
 
+banner "batch: a directory with a corrupt dump in it, -j, skipping, --json, SIGINT"
+mkdir -p "$T/fleet/a/b" "$T/out1" "$T/out2"
+cp fixtures/android-synth.hprof.gz fixtures/hotspot-synth.hprof.gz "$T/fleet/"
+gzip -dc fixtures/hotspot-fixture.hprof.gz > "$T/fleet/a/b/jcmd.hprof"
+head -c 5000 "$T/fleet/a/b/jcmd.hprof" > "$T/fleet/a/cut.hprof"
+echo "not a dump" > "$T/fleet/a/notes.txt"
+set +e
+"$B/hprof-shrink" -r -j2 -o "$T/out1" "$T/fleet" > "$T/batch.out" 2> "$T/batch.err"
+got=$?
+set -e
+[ "$got" = 1 ] || die "batch with a corrupt file exited $got"
+[ "$(wc -l < "$T/batch.out")" = 3 ] || die "batch summary lines: $(cat "$T/batch.out")"
+grep -q 'cut.hprof: offset 0x' "$T/batch.err" || die "batch error: $(cat "$T/batch.err")"
+for f in android-synth.hprof hotspot-synth.hprof a/b/jcmd.hprof; do
+    "$B/hprof-verify" "$T/out1/$f" > /dev/null || die "batch output $f"
+done
+[ ! -e "$T/out1/a/cut.hprof" ] || die "batch left an output for the corrupt file"
+find "$T/out1" -name '*.tmp' | grep -q . && die "batch left temporary files"
+"$B/hprof-shrink" -r -j1 -o "$T/out2" "$T/fleet" > /dev/null 2>&1 || true
+for f in android-synth.hprof hotspot-synth.hprof a/b/jcmd.hprof; do
+    cmp -s "$T/out1/$f" "$T/out2/$f" || die "-j1 and -j2 differ on $f"
+done
+set +e
+"$B/hprof-shrink" -r -o "$T/out1" "$T/fleet" > "$T/batch.out" 2> /dev/null
+set -e
+[ "$(grep -c 'skipped, output is newer' "$T/batch.out")" = 3 ] || die "up-to-date outputs not skipped: $(cat "$T/batch.out")"
+set +e
+"$B/hprof-shrink" -f --json -z -r -o "$T/out1" "$T/fleet" > "$T/batch.json" 2> /dev/null
+set -e
+python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 3 and all(r['bytes_written'] > 0 for r in rows), rows
+" "$T/batch.json" || die "batch --json: $(cat "$T/batch.json")"
+# SIGINT: the finished output stays, the unfinished one leaves nothing
+rm -rf "$T/out3" "$T/fifo.hprof"; mkdir -p "$T/out3"
+mkfifo "$T/fifo.hprof"
+"$B/hprof-shrink" -j1 -o "$T/out3" fixtures/hotspot-synth.hprof.gz "$T/fifo.hprof" > /dev/null 2>&1 &
+pid=$!
+exec 7> "$T/fifo.hprof"
+i=0
+until ls "$T/out3" | grep -q '^fifo.hprof.*\.tmp$'; do
+    i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
+done
+kill -INT $pid
+set +e; wait $pid; got=$?; set -e
+exec 7>&-
+[ "$got" -gt 128 ] || die "batch SIGINT: exit $got"
+[ -s "$T/out3/hotspot-synth.hprof" ] || die "batch SIGINT removed a finished output"
+ls "$T/out3" | grep -q 'tmp$' && die "batch SIGINT left $(ls "$T/out3")"
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1

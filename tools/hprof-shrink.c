@@ -3,12 +3,18 @@
  * memory analysis needs.  The work is hprof_shrink() in libhprof; this file
  * is options, files and reports.
  */
+#define _XOPEN_SOURCE 700 /* nftw() */
+#include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -19,6 +25,12 @@ struct options {
     unsigned threads;       /* gzip workers; 0: one per core */
     int force, quiet, stats, json;
     const char *in, *out;
+    /* Batch mode: -o DIR with several inputs, -r to walk directories. */
+    const char *out_dir;
+    int recursive;
+    int batch;                  /* print one summary line per file */
+    char **inputs;
+    int n_inputs;
 };
 
 static void usage(FILE *out)
@@ -30,6 +42,7 @@ static void usage(FILE *out)
             "\n"
             "Usage: %s [options] IN OUT\n"
             "       %s [options] < IN > OUT\n"
+            "       %s [options] -o DIR [-r] IN...    (batch)\n"
             "\n"
             "Options:\n"
             "  --arrays=MODE        what becomes of other primitive arrays [Default: empty]\n"
@@ -38,7 +51,13 @@ static void usage(FILE *out)
             "                         remove  no record (references to it dangle)\n"
             "  --keep-system-heaps  keep zygote and image heap objects\n"
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6]\n"
-            "  -j, --threads=N      gzip with N threads, 0 = one per core [Default: 0]\n"
+            "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: gzip\n"
+            "                       threads for one file, files at once in batch mode\n"
+            "  -o, --output-dir=DIR batch: write each IN to DIR under its own name\n"
+            "                       (.hprof, or .hprof.gz with -z); skip outputs newer\n"
+            "                       than their input unless -f\n"
+            "  -r, --recursive      batch: IN may be directories, searched for *.hprof\n"
+            "                       and *.hprof.gz; outputs keep their relative paths\n"
             "  -f, --force          overwrite OUT; write to a terminal\n"
             "  --stats              print a report on standard error\n"
             "  --json               print the report as JSON (on standard output, or on\n"
@@ -49,7 +68,7 @@ static void usage(FILE *out)
             "\n"
             "IN or OUT may be - for standard input or output; IN may be gzip-compressed.\n"
             "Exit status: 0 success, 1 invalid input, 2 usage, 3 I/O error.\n",
-            cli_progname, cli_progname);
+            cli_progname, cli_progname, cli_progname);
 }
 
 static int parse(int argc, char **argv, struct options *o)
@@ -60,6 +79,8 @@ static int parse(int argc, char **argv, struct options *o)
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
         { "gzip", optional_argument, NULL, 'z' },
         { "threads", required_argument, NULL, 'j' },
+        { "output-dir", required_argument, NULL, 'o' },
+        { "recursive", no_argument, NULL, 'r' },
         { "force", no_argument, NULL, 'f' },
         { "stats", no_argument, NULL, OPT_STATS },
         { "json", no_argument, NULL, OPT_JSON },
@@ -71,7 +92,7 @@ static int parse(int argc, char **argv, struct options *o)
     };
     unsigned long long v;
     int c;
-    while ((c = getopt_long(argc, argv, "z::j:fqhV", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "z::j:o:rfqhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_ARRAYS:
             if (strcmp(optarg, "empty") == 0)
@@ -111,6 +132,8 @@ static int parse(int argc, char **argv, struct options *o)
             }
             o->shrink.segment_limit = (uint32_t)v;
             break;
+        case 'o': o->out_dir = optarg; break;
+        case 'r': o->recursive = 1; break;
         case 'f': o->force = 1; break;
         case OPT_STATS: o->stats = 1; break;
         case OPT_JSON: o->json = 1; break;
@@ -121,6 +144,15 @@ static int parse(int argc, char **argv, struct options *o)
         }
     }
     int left = argc - optind;
+    if (o->out_dir != NULL || o->recursive) {
+        if (o->out_dir == NULL || left == 0) {
+            cli_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
+            return EXIT_USAGE;
+        }
+        o->inputs = argv + optind;
+        o->n_inputs = left;
+        return 0;
+    }
     if (left == 0) {
         o->in = o->out = "-";
     } else if (left == 2) {
@@ -237,6 +269,7 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);
     fprintf(f, "]}\n");
+    fflush(f); /* batch children leave with _exit() */
 }
 
 static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
@@ -296,11 +329,270 @@ static int shrink_file(struct options *o)
     }
     if ((code = cli_output_commit(&out)) != 0)
         return code;
+    if (o->batch && !o->json) {
+        double secs = 0;
+        for (int i = 0; i < stats.passes && i < HPROF_SHRINK_MAX_PASSES; i++)
+            secs += stats.pass_seconds[i];
+        printf("%s -> %s: %" PRIu64 " -> %" PRIu64 " bytes (%.1f%%), %.2f s\n", o->in, o->out,
+               stats.bytes_in, written ? written : stats.bytes_out,
+               ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
+        fflush(stdout);
+    }
     if (o->stats)
         print_stats(stderr, o, &stats, written);
     if (o->json)
         print_json(strcmp(o->out, "-") == 0 ? stderr : stdout, o, &stats, written);
     return EXIT_OK;
+}
+
+/* ---- Batch mode ------------------------------------------------------------- */
+
+struct file_list {
+    char **in, **out;
+    size_t n, cap;
+};
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int is_dump_name(const char *path)
+{
+    return ends_with(path, ".hprof") || ends_with(path, ".hprof.gz");
+}
+
+/* DIR/REL with REL's ".gz" dropped, and added back with --gzip. */
+static char *output_name(const struct options *o, const char *rel)
+{
+    size_t n = strlen(rel) - (ends_with(rel, ".gz") ? 3 : 0);
+    size_t len = strlen(o->out_dir) + 1 + n + sizeof ".gz";
+    char *out = malloc(len);
+    if (out != NULL)
+        snprintf(out, len, "%s/%.*s%s", o->out_dir, (int)n, rel, o->gzip_level ? ".gz" : "");
+    return out;
+}
+
+static int add_file(struct file_list *l, const struct options *o, const char *in, const char *rel)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **a = realloc(l->in, cap * sizeof *a), **b = a ? realloc(l->out, cap * sizeof *b) : NULL;
+        if (a != NULL)
+            l->in = a;
+        if (b == NULL)
+            return -1;
+        l->out = b;
+        l->cap = cap;
+    }
+    l->in[l->n] = strdup(in);
+    l->out[l->n] = output_name(o, rel);
+    if (l->in[l->n] == NULL || l->out[l->n] == NULL)
+        return -1;
+    l->n++;
+    return 0;
+}
+
+/* nftw() has no context argument; the walk fills these. */
+static struct file_list *walk_list;
+static const struct options *walk_options;
+static size_t walk_root_len;
+static int walk_failed;
+
+static int walk_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type == FTW_F && is_dump_name(path) &&
+        add_file(walk_list, walk_options, path, path + walk_root_len) != 0)
+        walk_failed = 1;
+    return walk_failed;
+}
+
+static int compare_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int collect_inputs(const struct options *o, struct file_list *l)
+{
+    for (int i = 0; i < o->n_inputs; i++) {
+        const char *in = o->inputs[i];
+        struct stat st;
+        if (stat(in, &st) != 0) {
+            cli_error("%s: %s", in, strerror(errno));
+            return EXIT_IO;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            if (!o->recursive) {
+                cli_error("%s: is a directory (use -r)", in);
+                return EXIT_USAGE;
+            }
+            size_t before = l->n;
+            walk_list = l;
+            walk_options = o;
+            walk_root_len = strlen(in) + (in[strlen(in) - 1] != '/');
+            if (nftw(in, walk_entry, 32, FTW_PHYS) != 0 || walk_failed) {
+                cli_error("%s: cannot walk: %s", in, strerror(errno));
+                return EXIT_IO;
+            }
+            /* a stable order, whatever the directory order */
+            qsort(l->in + before, l->n - before, sizeof *l->in, compare_paths);
+            for (size_t k = before; k < l->n; k++) {
+                free(l->out[k]);
+                l->out[k] = output_name(o, l->in[k] + walk_root_len);
+            }
+            continue;
+        }
+        const char *base = strrchr(in, '/');
+        if (add_file(l, o, in, base ? base + 1 : in) != 0) {
+            cli_error("out of memory");
+            return EXIT_IO;
+        }
+    }
+    return 0;
+}
+
+/* mkdir -p of the directory part of `path`. */
+static int make_parents(const char *path)
+{
+    char *dir = strdup(path);
+    int rc = 0;
+    if (dir == NULL)
+        return -1;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            rc = -1;
+        *p = '/';
+    }
+    free(dir);
+    return rc;
+}
+
+/* An output newer than its input was made by an earlier run. */
+static int up_to_date(const char *in, const char *out)
+{
+    struct stat si, so;
+    if (stat(in, &si) != 0 || stat(out, &so) != 0)
+        return 0;
+    return so.st_mtim.tv_sec > si.st_mtim.tv_sec ||
+           (so.st_mtim.tv_sec == si.st_mtim.tv_sec && so.st_mtim.tv_nsec > si.st_mtim.tv_nsec);
+}
+
+static volatile sig_atomic_t batch_signal;
+
+static void on_batch_signal(int sig)
+{
+    batch_signal = sig;
+}
+
+static int run_one_child(struct options *o, const char *in, const char *out)
+{
+    o->in = in;
+    o->out = out;
+    o->quiet = 1;
+    o->threads = 1;         /* the parallelism is across files */
+    if (make_parents(out) != 0) {
+        cli_error("%s: cannot create its directory: %s", out, strerror(errno));
+        return EXIT_IO;
+    }
+    return shrink_file(o);
+}
+
+static int run_batch(struct options *o)
+{
+    struct file_list l = { 0 };
+    int worst = collect_inputs(o, &l);
+    unsigned jobs = o->threads ? o->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned running = 0;
+    size_t next = 0;
+    if (jobs < 1)
+        jobs = 1;
+    o->batch = 1;
+    /* Children die of SIGINT/SIGTERM removing their temporary files (the
+     * handlers of cli.c); the parent stops starting new ones and waits. */
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_batch_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    pid_t *pids = calloc(jobs, sizeof *pids);
+    if (pids == NULL)
+        worst = EXIT_IO;
+    while (worst != EXIT_USAGE && pids != NULL && (next < l.n || running > 0)) {
+        if (next < l.n && running < jobs && !batch_signal) {
+            size_t i = next++;
+            if (!o->force && up_to_date(l.in[i], l.out[i])) {
+                if (o->json) {
+                    printf("{\"input\":");
+                    json_string(stdout, l.in[i]);
+                    printf(",\"output\":");
+                    json_string(stdout, l.out[i]);
+                    printf(",\"skipped\":true}\n");
+                } else
+                    printf("%s -> %s: skipped, output is newer (use -f)\n", l.in[i], l.out[i]);
+                fflush(stdout);
+                continue;
+            }
+            fflush(stdout);
+            pid_t pid = fork();
+            if (pid == 0) {
+                sigaction(SIGINT, &old_int, NULL);
+                sigaction(SIGTERM, &old_term, NULL);
+                o->force = 1; /* the up-to-date check above decided */
+                _exit(run_one_child(o, l.in[i], l.out[i]));
+            }
+            if (pid < 0) {
+                cli_error("%s: cannot start: %s", l.in[i], strerror(errno));
+                worst = EXIT_IO;
+                continue;
+            }
+            for (unsigned k = 0; k < jobs; k++)
+                if (pids[k] == 0) {
+                    pids[k] = pid;
+                    break;
+                }
+            running++;
+            continue;
+        }
+        if (batch_signal && next < l.n)
+            next = l.n; /* start nothing more */
+        int status;
+        pid_t done = wait(&status);
+        if (done < 0) {
+            if (errno == EINTR) {
+                for (unsigned k = 0; k < jobs; k++)
+                    if (pids[k] > 0)
+                        kill(pids[k], batch_signal ? batch_signal : SIGTERM);
+                continue;
+            }
+            break;
+        }
+        for (unsigned k = 0; k < jobs; k++)
+            if (pids[k] == done)
+                pids[k] = 0;
+        running--;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_IO;
+        if (code > worst)
+            worst = code;
+    }
+    free(pids);
+    for (size_t i = 0; i < l.n; i++) {
+        free(l.in[i]);
+        free(l.out[i]);
+    }
+    free(l.in);
+    free(l.out);
+    if (batch_signal) {
+        signal(batch_signal, SIG_DFL);
+        raise(batch_signal);
+    }
+    return worst;
 }
 
 int main(int argc, char **argv)
@@ -313,5 +605,5 @@ int main(int argc, char **argv)
     if (code != 0)
         return code;
     cli_install_signal_handlers();
-    return shrink_file(&o);
+    return o.out_dir ? run_batch(&o) : shrink_file(&o);
 }
