@@ -117,15 +117,27 @@ bench: all $(B)/tests/hprof-roundtrip
 clean:
 	rm -rf build build-san
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-		$(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
+INSTALLED_TOOLS := hprof-shrink hprof-verify hprof-info
+
+$(B)/libhprof.pc: Makefile
+	@mkdir -p $(B)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: libhprof\nDescription: streaming reader, visitor chain and writer for Java and Android heap dumps\nVersion: %s\nLibs: -L$${libdir} -lhprof\nLibs.private: -lcrypto -lz -pthread\nRequires.private: libcrypto zlib\nCflags: -I$${includedir}\n' \
+		'$(PREFIX)' '$(shell sed -n 's/^#define HPROF_VERSION_STRING "\(.*\)"/\1/p' include/hprof.h)' > $@
+
+install: all $(B)/libhprof.pc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 755 $(INSTALLED_TOOLS:%=$(B)/%) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(B)/libhprof.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(B)/libhprof.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 644 include/hprof.h include/hprof_visitor.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 
 uninstall:
-	rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libhprof.a \
+	rm -f $(INSTALLED_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libhprof.a \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig/libhprof.pc \
 		$(DESTDIR)$(PREFIX)/include/hprof.h $(DESTDIR)$(PREFIX)/include/hprof_visitor.h \
-		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1))
+		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1)) \
+		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man3/%,$(wildcard man/*.3))

@@ -394,6 +394,43 @@ exec 7>&-
 [ -s "$T/out3/hotspot-synth.hprof" ] || die "batch SIGINT removed a finished output"
 ls "$T/out3" | grep -q 'tmp$' && die "batch SIGINT left $(ls "$T/out3")"
 
+banner "install: binaries, library, pkg-config, headers (C99, pedantic), man pages; uninstall"
+make -s install PREFIX=/usr/local DESTDIR="$T/root" B="$B" SANITIZE="${SANITIZE:-}" > /dev/null
+for f in bin/hprof-shrink bin/hprof-verify bin/hprof-info lib/libhprof.a lib/pkgconfig/libhprof.pc \
+         include/hprof.h include/hprof_visitor.h share/man/man1/hprof-shrink.1 \
+         share/man/man1/hprof-info.1 share/man/man1/hprof-verify.1 share/man/man3/libhprof.3; do
+    [ -e "$T/root/usr/local/$f" ] || die "make install did not install $f"
+done
+for page in man/*.1 man/*.3; do
+    LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" > /dev/null 2> "$T/man.err" || die "man $page"
+    [ ! -s "$T/man.err" ] || die "man $page warns: $(cat "$T/man.err")"
+done
+cat > "$T/user.c" <<'C'
+#include <hprof.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    (void)argc;
+    if (hprof_version_number() != HPROF_VERSION_NUMBER)
+        return 2;
+    struct hprof_verify_report rep;
+    FILE *f = fopen(argv[1], "rb");
+    int rc = f ? hprof_reader_open_fd(&r, fileno(f), &err) : HPROF_ERR_IO;
+    if (rc == HPROF_OK)
+        rc = hprof_verify(r, &rep, &err);
+    hprof_reader_free(r);
+    return rc == HPROF_OK && rep.instances > 0 ? 0 : 1;
+}
+C
+PKG_CONFIG_PATH="$T/root/usr/local/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$T/root" \
+    sh -c 'cc -std=c99 -pedantic -Wall -Wextra -Werror $(pkg-config --cflags libhprof) -o "$1/user" "$1/user.c" \
+           $(pkg-config --libs --static libhprof)' sh "$T" || die "a C99 -pedantic program does not build against the installed library"
+"$T/user" "$T/in.hprof" || die "the program built with pkg-config does not work"
+make -s uninstall PREFIX=/usr/local DESTDIR="$T/root" B="$B" > /dev/null
+[ -z "$(find "$T/root" -type f)" ] || die "make uninstall left $(find "$T/root" -type f)"
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1
