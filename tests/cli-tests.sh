@@ -424,9 +424,11 @@ int main(int argc, char **argv)
     return rc == HPROF_OK && rep.instances > 0 ? 0 : 1;
 }
 C
+san=""   # the sanitizer build's library needs its runtime
+[ "${SANITIZE:-}" = 1 ] && san="-fsanitize=address,undefined"
 PKG_CONFIG_PATH="$T/root/usr/local/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$T/root" \
-    sh -c 'cc -std=c99 -pedantic -Wall -Wextra -Werror $(pkg-config --cflags libhprof) -o "$1/user" "$1/user.c" \
-           $(pkg-config --libs --static libhprof)' sh "$T" || die "a C99 -pedantic program does not build against the installed library"
+    sh -c 'cc -std=c99 -pedantic -Wall -Wextra -Werror $2 $(pkg-config --cflags libhprof) -o "$1/user" "$1/user.c" \
+           $(pkg-config --libs --static libhprof)' sh "$T" "$san" || die "a C99 -pedantic program does not build against the installed library"
 "$T/user" "$T/in.hprof" || die "the program built with pkg-config does not work"
 make -s uninstall PREFIX=/usr/local DESTDIR="$T/root" B="$B" > /dev/null
 [ -z "$(find "$T/root" -type f)" ] || die "make uninstall left $(find "$T/root" -type f)"
