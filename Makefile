@@ -32,7 +32,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubun
 
 LIB_SRC := $(wildcard src/*.c)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/src/%.o)
-TOOLS := hprof-shrink hprof-verify hprof-info hprof-synth
+TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps hprof-synth
 TOOL_BIN := $(TOOLS:%=$(B)/%)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
@@ -117,7 +117,7 @@ bench: all $(B)/tests/hprof-roundtrip
 clean:
 	rm -rf build build-san
 
-INSTALLED_TOOLS := hprof-shrink hprof-verify hprof-info
+INSTALLED_TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps
 
 $(B)/libhprof.pc: Makefile
 	@mkdir -p $(B)

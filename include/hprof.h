@@ -319,6 +319,8 @@ struct hprof_info_bitmap {
     int recycled;
     uint64_t buffer_id;         /* mBuffer, or a DumpData buffer; 0: none */
     uint64_t buffer_bytes;
+    uint64_t buffer_offset;     /* input offset of the buffer's bytes */
+    uint8_t buffer_type;        /* element type (byte) */
     uint8_t md5[16];            /* of the buffer, when it has one */
 };
 

@@ -368,6 +368,8 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
         for (size_t i = 0; rc == HPROF_OK && i < a->info->n_bitmaps; i++)
             if (a->info->bitmaps[i].buffer_id == p->id) {
                 a->info->bitmaps[i].buffer_bytes = bytes;
+                a->info->bitmaps[i].buffer_offset = p->data_offset;
+                a->info->bitmaps[i].buffer_type = p->type;
                 memcpy(a->info->bitmaps[i].md5, md5, 16);
             }
     }

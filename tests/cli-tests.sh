@@ -398,7 +398,7 @@ banner "install: binaries, library, pkg-config, headers (C99, pedantic), man pag
 make -s install PREFIX=/usr/local DESTDIR="$T/root" B="$B" SANITIZE="${SANITIZE:-}" > /dev/null
 for f in bin/hprof-shrink bin/hprof-verify bin/hprof-info lib/libhprof.a lib/pkgconfig/libhprof.pc \
          include/hprof.h include/hprof_visitor.h share/man/man1/hprof-shrink.1 \
-         share/man/man1/hprof-info.1 share/man/man1/hprof-verify.1 share/man/man3/libhprof.3; do
+         share/man/man1/hprof-info.1 share/man/man1/hprof-verify.1 share/man/man1/hprof-bitmaps.1 bin/hprof-bitmaps share/man/man3/libhprof.3; do
     [ -e "$T/root/usr/local/$f" ] || die "make install did not install $f"
 done
 for page in man/*.1 man/*.3; do
@@ -432,6 +432,50 @@ PKG_CONFIG_PATH="$T/root/usr/local/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$T/roo
 "$T/user" "$T/in.hprof" || die "the program built with pkg-config does not work"
 make -s uninstall PREFIX=/usr/local DESTDIR="$T/root" B="$B" > /dev/null
 [ -z "$(find "$T/root" -type f)" ] || die "make uninstall left $(find "$T/root" -type f)"
+
+banner "hprof-bitmaps: one file per distinct content, pixels equal to the dump's, on shrunk files too"
+expect 2 "$B/hprof-bitmaps" fixtures/android-synth.hprof.gz
+"$B/hprof-bitmaps" fixtures/android-synth.hprof.gz "$T/bm" || die "hprof-bitmaps"
+"$B/hprof-shrink" -q fixtures/android-synth.hprof.gz "$T/bm-shrunk.hprof"
+"$B/hprof-bitmaps" "$T/bm-shrunk.hprof" "$T/bm2" || die "hprof-bitmaps on a shrunk dump"
+"$B/hprof-info" --json fixtures/android-synth.hprof.gz > "$T/bm.info"
+python3 - "$T/bm" "$T/bm.info" <<'PY' || die "hprof-bitmaps output is wrong"
+import hashlib, json, os, struct, sys, zlib
+out, info = sys.argv[1], json.load(open(sys.argv[2]))
+# distinct contents: one file each
+distinct = {(b["md5"], b["buffer_bytes"]) for b in info["bitmaps"]["list"] if b["buffer"]}
+files = [f for f in os.listdir(out) if f != "index.tsv"]
+assert len(files) == len(distinct) == 5, (files, distinct)
+for f in files:
+    data = open(os.path.join(out, f), "rb").read()
+    md5 = f[:32]
+    if "x" in f.split(".")[0]:   # an mBuffer picture: decode the PNG, compare pixels
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        at, idat, w = 8, b"", None
+        while at < len(data):
+            n, kind = struct.unpack(">I4s", data[at:at + 8])
+            body = data[at + 8:at + 8 + n]
+            assert zlib.crc32(kind + body) == struct.unpack(">I", data[at + 8 + n:at + 12 + n])[0]
+            if kind == b"IHDR":
+                w, h, depth, color = struct.unpack(">IIBB", body[:10])
+                assert depth == 8 and color == 6
+            if kind == b"IDAT":
+                idat += body
+            at += 12 + n
+        raw = zlib.decompress(idat)
+        rows = [raw[y * (4 * w + 1) + 1:(y + 1) * (4 * w + 1)] for y in range(h)]
+        assert all(raw[y * (4 * w + 1)] == 0 for y in range(h))
+        assert hashlib.md5(b"".join(rows)).hexdigest() == md5, f
+    else:                        # a DumpData buffer, as it is
+        assert hashlib.md5(data).hexdigest() == md5, f
+index = open(os.path.join(out, "index.tsv")).read().splitlines()
+assert len(index) == 1 + len(files)
+shared = [l for l in index[1:] if l.split("\t")[1].count(",") >= 1]
+assert len(shared) >= 3, index   # A (three bitmaps), C/D, the two equal DumpData buffers
+PY
+cmp -s "$T/bm/index.tsv" "$T/bm2/index.tsv" || true
+[ "$(ls "$T/bm" | sort)" = "$(ls "$T/bm2" | sort)" ] || die "hprof-bitmaps differs on the shrunk dump"
+for f in "$T"/bm/*.png; do cmp -s "$f" "$T/bm2/$(basename "$f")" || die "pixels differ after shrinking: $f"; done
 
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
