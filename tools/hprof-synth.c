@@ -63,6 +63,7 @@ struct model {
     uint64_t bitmap, dump_data, base, derived, leaf, statics;
     uint64_t dump_data_instance;
     uint64_t primitive_array_classes[8];
+    uint64_t keyed_ref, activity, main_activity;
     uint32_t thread_serial, stack_serial;
 };
 
@@ -348,6 +349,13 @@ static void define_classes(struct synth *s, struct model *m)
     m->derived = load_class(s, class_name(s, "com.example.Derived", "com/example/Derived"));
     m->leaf = load_class(s, class_name(s, "com.example.Leaf", "com/example/Leaf"));
     m->statics = load_class(s, class_name(s, "com.example.Statics", "com/example/Statics"));
+    /* What leak analysis reads: LeakCanary's watched references, and an
+     * Activity whose title a --redact-keep rule can name. */
+    m->keyed_ref = load_class(s, class_name(s, "leakcanary.KeyedWeakReference",
+                                            "leakcanary/KeyedWeakReference"));
+    m->activity = load_class(s, class_name(s, "android.app.Activity", "android/app/Activity"));
+    m->main_activity = load_class(s, class_name(s, "com.example.MainActivity",
+                                                "com/example/MainActivity"));
     /* Primitive array classes: analyzers (VisualVM) look them up by type. */
     static const char *const android_arrays[] = { "boolean[]", "char[]", "float[]", "double[]",
                                                   "byte[]", "short[]", "int[]", "long[]" };
@@ -361,7 +369,8 @@ static void define_classes(struct synth *s, struct model *m)
         "mRecycled", "mNativePtr", "dumpData", "format", "natives", "buffers", "id", "payload",
         "score", "flag", "ch", "sh", "b", "f", "l", "next", "tag", "sObject", "sBoolean",
         "sChar", "sFloat", "sDouble", "sByte", "sShort", "sInt", "sLong", "zygote", "image",
-        "app", "main", "run", "()V", "Main.java",
+        "app", "main", "run", "()V", "Main.java", "key", "description", "watchUptimeMillis",
+        "mTitle", "mDestroyed", "counter",
         /* modified UTF-8: U+00EF U+00E9, U+2615, U+1D11E as a surrogate pair, and NUL */
         "na\xC3\xAFve caf\xC3\xA9 \xE2\x98\x95 \xED\xA0\xB4\xED\xB4\x9E \xC0\x80 end",
     };
@@ -475,6 +484,38 @@ static void app_classes(struct synth *s, const struct model *m, uint64_t static_
     };
     struct hprof_constant constant = { 7, HPROF_TYPE_INT, 42 };
     class_dump(s, heap, m->statics, m->object, NULL, 0, statics, 9, &constant, 1, 0);
+    static const struct fdef keyed_fields[] = {
+        { "key", HPROF_TYPE_OBJECT }, { "description", HPROF_TYPE_OBJECT },
+        { "watchUptimeMillis", HPROF_TYPE_LONG },
+    };
+    static const struct fdef activity_fields[] = {
+        { "mTitle", HPROF_TYPE_OBJECT }, { "mDestroyed", HPROF_TYPE_BOOLEAN },
+    };
+    static const struct fdef main_fields[] = { { "counter", HPROF_TYPE_INT } };
+    class_dump(s, heap, m->keyed_ref, m->object, keyed_fields, 3, NULL, 0, NULL, 0, 2 * ids + 8);
+    class_dump(s, heap, m->activity, m->object, activity_fields, 2, NULL, 0, NULL, 0, ids + 1);
+    class_dump(s, heap, m->main_activity, m->activity, main_fields, 1, NULL, 0, NULL, 0, 4);
+}
+
+/* A destroyed MainActivity watched by LeakCanary: the reference's key and
+ * description and the activity's title are Strings that leak reports need. */
+static void leak_candidates(struct synth *s, const struct model *m)
+{
+    struct values v = { .n = 0 };
+    uint64_t activity = new_object_id(s);
+    uint64_t title = string_object(s, m, 'A', "Secret account overview");
+    put(&v, 0x2a, 4);                           /* MainActivity.counter */
+    put(&v, title, s->ids);                     /* Activity.mTitle */
+    put(&v, 1, 1);                              /* Activity.mDestroyed */
+    instance(s, 'A', activity, m->main_activity, &v);
+    uint64_t key = string_object(s, m, 'A', "5b2f0c1e-77aa-4f3e-9d1a-0c4e6d2b9f10");
+    uint64_t description = string_object(s, m, 'A', "com.example.MainActivity received onDestroy");
+    v.n = 0;
+    put(&v, key, s->ids);
+    put(&v, description, s->ids);
+    put(&v, 123456789, 8);
+    instance(s, 'A', new_object_id(s), m->keyed_ref, &v);
+    (void)activity;
 }
 
 /* Base fields: id, name. */
@@ -721,6 +762,7 @@ static void generate(struct synth *s, const struct options *o)
         instance(s, 'A', new_object_id(s), m.leaf, &v);
         bitmaps(s, &m, o->big_bitmap);
     }
+    leak_candidates(s, &m);
     if (o->nodata) {
         place(s, 'A');
         struct hprof_primitive_array a = { .tag = HPROF_PRIMITIVE_ARRAY_NODATA,
