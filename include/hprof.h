@@ -255,9 +255,25 @@ enum hprof_arrays_mode {
     HPROF_ARRAYS_REMOVE     /* delete the record */
 };
 
+enum hprof_redact {
+    HPROF_REDACT_NONE,
+    HPROF_REDACT_ALL,       /* String texts and bitmap pixels */
+    HPROF_REDACT_STRINGS    /* String texts only */
+};
+
+/* Most --redact-keep rules (besides LeakCanary's built-in ones). */
+#define HPROF_REDACT_MAX_RULES 28
+
 struct hprof_shrink_options {
     int arrays;             /* enum hprof_arrays_mode */
     int keep_system_heaps;  /* 0: drop zygote and image heap objects */
+    int redact;             /* enum hprof_redact */
+    int redact_fields;      /* zero primitive fields of application classes */
+    /* "CLASS.FIELD": the Strings that field refers to keep their text.  The
+     * field may be declared in CLASS and the instance of a subclass.
+     * LeakCanary's KeyedWeakReference key and description are always kept. */
+    const char *const *redact_keep;
+    size_t n_redact_keep;
     uint32_t segment_limit; /* 0: HPROF_SEGMENT_LIMIT */
     /* Progress: pass number (1-based), passes in all, bytes done, total. */
     void (*progress)(void *ctx, int pass, int passes, uint64_t done, uint64_t total);
@@ -288,6 +304,10 @@ struct hprof_shrink_stats {
     struct hprof_count system_dropped;          /* zygote/image objects gone */
     struct hprof_count system_standins;         /* kept hollow (referenced) */
     uint64_t roots_dropped;
+    struct hprof_count strings_redacted;        /* String values filled */
+    struct hprof_count buffers_redacted;        /* bitmap buffers filled */
+    uint64_t strings_kept_by_rule;              /* Strings a keep rule names */
+    uint64_t fields_zeroed;                     /* --redact-fields */
     uint64_t bitmap_candidates;                 /* buffers Bitmaps refer to */
     uint64_t bitmap_digested;                   /* of which hashed (MD5) */
     uint64_t bitmap_groups;                     /* contents held by >1 buffer */

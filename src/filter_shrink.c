@@ -11,6 +11,11 @@
  *    (zero-length array, same id and type), zero (same length, zeros) or
  *    remove (no record).  PRIMITIVE_ARRAY_NODATA becomes a plain
  *    PRIMITIVE_ARRAY_DUMP, since most readers reject it.
+ *  - With --redact, kept String contents become a filler of the same length
+ *    and element type ('*' as a char, a Latin-1 byte or a UTF-16 code unit),
+ *    bitmap buffers a neutral grey, unless a keep rule exempts the String;
+ *    with --redact-fields, primitive fields of application classes other
+ *    than booleans become 0, in instances and statics.
  *  - Zygote and image objects are dropped, with the roots that named them,
  *    except those a kept object refers to: these stay as hollow stand-ins
  *    (same id and class; instance fields zeroed, arrays empty), so that no
@@ -35,7 +40,38 @@ struct shrink_filter {
     uint8_t *scratch;       /* a modified copy of instance values or elements */
     size_t scratch_cap;
     uint8_t *zeros;         /* ZERO_CHUNK zero bytes */
+    uint8_t *fill;          /* ZERO_CHUNK bytes of the current filler */
+    uint64_t fill_id;       /* the array being redacted, for its later chunks */
+    const uint8_t *fill_pattern;
+    size_t fill_ready;      /* bytes of `fill` holding `fill_pattern` */
+    struct hprof_static_field *statics;
+    size_t cap_statics;
 };
+
+/* Fillers, as they appear in the dump: hprof char[] is big-endian UTF-16,
+ * HotSpot's UTF-16 byte[] is in the JVM's (little-endian) order, pixels are
+ * opaque grey R, G, B, A. */
+static const uint8_t FILL_LATIN1[] = { '*' };
+static const uint8_t FILL_CHAR[] = { 0, '*' };
+static const uint8_t FILL_UTF16[] = { '*', 0 };
+static const uint8_t FILL_PIXELS[] = { 0x80, 0x80, 0x80, 0xFF };
+
+/* Make `fill` hold the pattern for an array of `bytes` (plus the alignment
+ * slack forward_filled() uses); refilled only when the pattern changes or
+ * a longer array comes, since most redacted arrays are short strings. */
+static void set_fill(struct shrink_filter *f, uint64_t id, const uint8_t *pattern, size_t len,
+                     uint64_t bytes)
+{
+    size_t want = bytes + 4 < ZERO_CHUNK ? (size_t)bytes + 4 : ZERO_CHUNK;
+    if (f->fill_pattern != pattern)
+        f->fill_ready = 0;
+    size_t i = f->fill_ready; /* always a whole number of patterns */
+    for (; i < want; i += len)
+        memcpy(f->fill + i, pattern, len);
+    f->fill_ready = i;
+    f->fill_pattern = pattern;
+    f->fill_id = id;
+}
 
 static struct shrink_filter *self(struct hprof_visitor *v)
 {
@@ -100,11 +136,59 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
     return hprof_visit_root(next(f), r);
 }
 
+/* --redact-fields: numbers and chars may be data; booleans are the flags
+ * leak detectors read (Activity.mDestroyed) and references are structure. */
+static int redacted_type(uint8_t type)
+{
+    return type != HPROF_TYPE_OBJECT && type != HPROF_TYPE_BOOLEAN;
+}
+
 static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
 {
     struct shrink_filter *f = self(v);
     f->st->class_dumps.count++;
-    return hprof_visit_class_dump(next(f), c);
+    if (!f->sh->opt.redact_fields || !idmap_has(&f->sh->app_classes, c->id) || c->n_statics == 0)
+        return hprof_visit_class_dump(next(f), c);
+    if (c->n_statics > f->cap_statics) {
+        struct hprof_static_field *grown = realloc(f->statics, c->n_statics * sizeof *grown);
+        if (grown == NULL)
+            return hprof_error_set(f->sh->err, HPROF_ERR_NOMEM, "out of memory");
+        f->statics = grown;
+        f->cap_statics = c->n_statics;
+    }
+    struct hprof_class_dump zeroed = *c;
+    for (unsigned i = 0; i < c->n_statics; i++) {
+        f->statics[i] = c->statics[i];
+        if (redacted_type(c->statics[i].type) && c->statics[i].value != 0) {
+            f->statics[i].value = 0;
+            f->st->fields_zeroed++;
+        }
+    }
+    zeroed.statics = f->statics;
+    return hprof_visit_class_dump(next(f), &zeroed);
+}
+
+/* Zero the application classes' primitive fields in `values` (a copy). */
+static void zero_fields(struct shrink_filter *f, const struct hprof_instance *o, uint8_t *values)
+{
+    const struct classes *c = &f->sh->classes;
+    struct class_info *k = classes_find(c, o->class_id);
+    uint64_t at = 0;
+    for (size_t steps = 0; k != NULL && steps <= c->n_info; steps++) {
+        int app = idmap_has(&f->sh->app_classes, k->id);
+        for (unsigned i = 0; i < k->n_fields; i++) {
+            const struct class_field *fl = &c->fields[k->first_field + i];
+            unsigned size = hprof_type_size(fl->type, f->sh->ids);
+            if (at + size > o->length)
+                return;
+            if (app && redacted_type(fl->type)) {
+                memset(values + at, 0, size);
+                f->st->fields_zeroed++;
+            }
+            at += size;
+        }
+        k = k->super_id ? classes_find(c, k->super_id) : NULL;
+    }
 }
 
 /* ---- Instances ------------------------------------------------------------------ */
@@ -135,19 +219,23 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
         add(&f->st->system_standins, o->length);
         return forward_instance(f, &hollow);
     }
-    uint64_t kept;
-    if (shrink_kind(sh, o->class_id, &k) == NAME_CLASS_BITMAP &&
-        idmap_get(&sh->remap, shrink_field_id(sh, o, k->field[0]), &kept)) {
-        struct hprof_instance merged = *o;
-        uint8_t *values = scratch(f, o->length);
-        if (values == NULL)
-            return HPROF_ERR_NOMEM;
-        memcpy(values, o->values, o->length);
+    uint64_t kept = 0;
+    int merged = shrink_kind(sh, o->class_id, &k) == NAME_CLASS_BITMAP &&
+                 idmap_get(&sh->remap, shrink_field_id(sh, o, k->field[0]), &kept);
+    int zeroed = sh->opt.redact_fields && sh->app_classes.count > 0;
+    if (!merged && !zeroed)
+        return forward_instance(f, o);
+    struct hprof_instance changed = *o;
+    uint8_t *values = scratch(f, o->length);
+    if (values == NULL)
+        return HPROF_ERR_NOMEM;
+    memcpy(values, o->values, o->length);
+    if (merged)
         put_id(values + k->field[0], kept, sh->ids);
-        merged.values = values;
-        return forward_instance(f, &merged);
-    }
-    return forward_instance(f, o);
+    if (zeroed)
+        zero_fields(f, o, values);
+    changed.values = values;
+    return forward_instance(f, &changed);
 }
 
 /* ---- Object arrays ---------------------------------------------------------- */
@@ -207,7 +295,7 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
 
 /* ---- Primitive arrays ----------------------------------------------------- */
 
-enum array_action { FORWARD, DROP, EMPTY, ZERO };
+enum array_action { FORWARD, DROP, EMPTY, ZERO, FILL };
 
 static enum array_action decide(struct shrink_filter *f, const struct hprof_primitive_array *a,
                                 uint64_t bytes)
@@ -219,12 +307,29 @@ static enum array_action decide(struct shrink_filter *f, const struct hprof_prim
         return DROP; /* a merged bitmap copy: counted as bitmap_duplicates */
     int nodata = a->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
     if (!nodata && idmap_get(&sh->keep, a->id, &why)) {
-        add(why == KEEP_STRING_VALUE ? &st->string_values_kept : &st->other_kept, bytes);
-        return FORWARD;
+        if (why == KEEP_NATIVES) {
+            add(&st->other_kept, bytes);
+            return FORWARD;
+        }
+        add(&st->string_values_kept, bytes);
+        if (sh->opt.redact == HPROF_REDACT_NONE || idmap_has(&sh->exempt_values, a->id))
+            return FORWARD;
+        add(&st->strings_redacted, bytes);
+        if (why == KEEP_STRING_UTF16)
+            set_fill(f, a->id, FILL_UTF16, sizeof FILL_UTF16, bytes);
+        else if (a->type == HPROF_TYPE_CHAR)
+            set_fill(f, a->id, FILL_CHAR, sizeof FILL_CHAR, bytes);
+        else
+            set_fill(f, a->id, FILL_LATIN1, sizeof FILL_LATIN1, bytes);
+        return FILL;
     }
     if (!nodata && idmap_has(&sh->candidates, a->id) && !idmap_has(&sh->remap, a->id)) {
         add(&st->bitmap_buffers_kept, bytes);
-        return FORWARD;
+        if (sh->opt.redact != HPROF_REDACT_ALL)
+            return FORWARD;
+        add(&st->buffers_redacted, bytes);
+        set_fill(f, a->id, FILL_PIXELS, sizeof FILL_PIXELS, bytes);
+        return FILL;
     }
     if (shrink_in_system(sh, a->id)) {
         if (!is_standin(sh, a->id)) {
@@ -245,6 +350,26 @@ static enum array_action decide(struct shrink_filter *f, const struct hprof_prim
         add(&st->arrays_emptied, bytes);
         return EMPTY;
     }
+}
+
+/* This chunk with the filler's bytes instead of its own, in pieces.  Chunk
+ * offsets are whole elements, and the filler repeats every element (or
+ * pixel: 4 bytes, a multiple of ZERO_CHUNK's divisors), so it lines up. */
+static int forward_filled(struct shrink_filter *f, const struct hprof_primitive_array *a)
+{
+    struct hprof_primitive_array piece = *a;
+    size_t done = 0;
+    do {
+        size_t n = a->length - done < ZERO_CHUNK / 2 ? a->length - done : ZERO_CHUNK / 2;
+        piece.first = a->first + done;
+        piece.length = n;
+        piece.data = f->fill + (piece.first % 4);
+        int rc = hprof_visit_primitive_array(next(f), &piece);
+        if (rc != HPROF_OK)
+            return rc;
+        done += n;
+    } while (done < a->length);
+    return HPROF_OK;
 }
 
 /* The whole array as zeros, in chunks of whole elements. */
@@ -269,13 +394,15 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
 {
     struct shrink_filter *f = self(v);
     if (a->first > 0)
-        return hprof_visit_primitive_array(next(f), a);
+        return a->id == f->fill_id ? forward_filled(f, a) : hprof_visit_primitive_array(next(f), a);
     uint64_t bytes = (uint64_t)a->count * hprof_type_size(a->type, f->sh->ids);
     add(&f->st->primitive_arrays_in, a->tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : bytes);
     int rc;
     switch (decide(f, a, bytes)) {
     case FORWARD:
         return hprof_visit_primitive_array(next(f), a);
+    case FILL:
+        return forward_filled(f, a);
     case EMPTY: {
         struct hprof_primitive_array empty = *a;
         empty.tag = HPROF_PRIMITIVE_ARRAY_DUMP;
@@ -307,7 +434,10 @@ static const struct hprof_visitor_ops filter_ops = {
 struct shrink_filter *shrink_filter_new(struct shrink *sh, struct hprof_visitor *to)
 {
     struct shrink_filter *f = calloc(1, sizeof *f);
-    if (f == NULL || (f->zeros = calloc(1, ZERO_CHUNK)) == NULL) {
+    if (f == NULL || (f->zeros = calloc(1, ZERO_CHUNK)) == NULL ||
+        (f->fill = malloc(ZERO_CHUNK + 8)) == NULL) {
+        if (f != NULL)
+            free(f->zeros);
         free(f);
         return NULL;
     }
@@ -329,5 +459,7 @@ void shrink_filter_free(struct shrink_filter *f)
         return;
     free(f->scratch);
     free(f->zeros);
+    free(f->fill);
+    free(f->statics);
     free(f);
 }

@@ -77,6 +77,7 @@ static int name_code(const struct hprof_string *s)
         { "mBuffer", NAME_FIELD_BUFFER },
         { "buffers", NAME_FIELD_BUFFERS },
         { "natives", NAME_FIELD_NATIVES },
+        { "coder", NAME_FIELD_CODER },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strlen(names[i].text) == s->length && memcmp(names[i].text, s->utf8, s->length) == 0)
@@ -84,11 +85,48 @@ static int name_code(const struct hprof_string *s)
     return NAME_NONE;
 }
 
+/* Does `text` name `want`, where a '.' in `want` matches '.' or '/' (so a
+ * rule written with Java names works on HotSpot's slash names)? */
+static int same_name(const uint8_t *text, size_t len, const char *want, size_t want_len)
+{
+    if (len != want_len)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (text[i] != (uint8_t)want[i] && !(want[i] == '.' && text[i] == '/'))
+            return 0;
+    return 1;
+}
+
+/* Packages whose classes are not the application's (--redact-fields). */
+static int system_name(const struct hprof_string *s)
+{
+    static const char *const prefixes[] = {
+        "java.", "javax.", "jdk.", "sun.", "com.sun.", "android.", "androidx.", "dalvik.",
+        "libcore.", "com.android.", "kotlin.", "kotlinx.", "org.apache.harmony.", "[",
+    };
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t n = strlen(prefixes[i]);
+        if (s->length >= n && same_name(s->utf8, n, prefixes[i], n))
+            return 1;
+    }
+    return 0;
+}
+
 static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
 {
     struct shrink *sh = self(v);
     int code = name_code(s);
-    if (code != NAME_NONE && idmap_put(&sh->names, s->id, (uint64_t)code) != HPROF_OK)
+    uint64_t bits = 0;
+    for (size_t i = 0; i < sh->n_rules; i++) {
+        const struct redact_rule *r = &sh->rules[i];
+        if (same_name(s->utf8, s->length, r->cls, r->cls_len))
+            bits |= 1ull << (2 * i);
+        if (same_name(s->utf8, s->length, r->field, r->field_len))
+            bits |= 1ull << (2 * i + 1);
+    }
+    if ((code != NAME_NONE && idmap_put(&sh->names, s->id, (uint64_t)code) != HPROF_OK) ||
+        (bits != 0 && idmap_put(&sh->rule_names, s->id, bits) != HPROF_OK) ||
+        (sh->opt.redact_fields && system_name(s) && idmap_put(&sh->system_names, s->id, 0) != HPROF_OK))
         return nomem(sh);
     return HPROF_OK;
 }
@@ -172,10 +210,10 @@ static int match_name(void *ctx, uint64_t name_id)
     return idmap_get(&m->sh->names, name_id, &code) && (int)code == m->code;
 }
 
-static int64_t field_at(struct shrink *sh, struct class_info *ci, int code)
+static int64_t field_at(struct shrink *sh, struct class_info *ci, int code, uint8_t type)
 {
     struct name_match m = { sh, code };
-    return classes_field_offset(&sh->classes, ci, match_name, &m, HPROF_TYPE_OBJECT);
+    return classes_field_offset(&sh->classes, ci, match_name, &m, type);
 }
 
 /* After pass 1: which classes are String, Bitmap and DumpData, and where
@@ -196,14 +234,59 @@ static int resolve_kinds(struct shrink *sh)
         struct kind_layout *k = &sh->layouts[sh->n_layouts];
         *k = (struct kind_layout){ .class_id = ci->id, .kind = (int)code, .field = { -1, -1 } };
         if (code == NAME_CLASS_STRING) {
-            k->field[0] = field_at(sh, ci, NAME_FIELD_VALUE);
+            k->field[0] = field_at(sh, ci, NAME_FIELD_VALUE, HPROF_TYPE_OBJECT);
+            k->field[1] = field_at(sh, ci, NAME_FIELD_CODER, HPROF_TYPE_BYTE);
         } else if (code == NAME_CLASS_BITMAP) {
-            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFER);
+            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFER, HPROF_TYPE_OBJECT);
         } else if (code == NAME_CLASS_DUMP_DATA) {
-            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFERS);
-            k->field[1] = field_at(sh, ci, NAME_FIELD_NATIVES);
+            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFERS, HPROF_TYPE_OBJECT);
+            k->field[1] = field_at(sh, ci, NAME_FIELD_NATIVES, HPROF_TYPE_OBJECT);
         }
         if (idmap_put(&sh->kinds, ci->id, sh->n_layouts++) != HPROF_OK)
+            return nomem(sh);
+    }
+    return HPROF_OK;
+}
+
+/* After pass 1, for --redact: where each class's instances hold a field a
+ * keep rule names (declared in the rule's class, anywhere up the chain), and
+ * which classes are the application's. */
+static int resolve_redaction(struct shrink *sh)
+{
+    for (size_t i = 0; sh->n_rules > 0 && i < sh->classes.n_info; i++) {
+        struct class_info *ci = &sh->classes.info[i];
+        size_t start = sh->n_exempt_at, steps = 0;
+        uint64_t at = 0;
+        for (struct class_info *k = ci; k != NULL && steps <= sh->classes.n_info; steps++) {
+            uint64_t name, class_bits = 0;
+            if (idmap_get(&sh->class_names, k->id, &name))
+                idmap_get(&sh->rule_names, name, &class_bits);
+            for (unsigned f = 0; f < k->n_fields; f++) {
+                const struct class_field *fl = &sh->classes.fields[k->first_field + f];
+                uint64_t field_bits = 0;
+                idmap_get(&sh->rule_names, fl->name_id, &field_bits);
+                /* rule i matches when bit 2i (class) and bit 2i+1 (field) are set */
+                if (fl->type == HPROF_TYPE_OBJECT &&
+                    (class_bits & (field_bits >> 1) & 0x5555555555555555ull) != 0) {
+                    int64_t *grown = realloc(sh->exempt_at, (sh->n_exempt_at + 1) * sizeof *grown);
+                    if (grown == NULL)
+                        return nomem(sh);
+                    sh->exempt_at = grown;
+                    sh->exempt_at[sh->n_exempt_at++] = (int64_t)at;
+                }
+                at += hprof_type_size(fl->type, sh->ids);
+            }
+            k = k->super_id ? classes_find(&sh->classes, k->super_id) : NULL;
+        }
+        size_t count = sh->n_exempt_at - start;
+        if (count > 0 && idmap_put(&sh->exempt_fields, ci->id, start << 16 | count) != HPROF_OK)
+            return nomem(sh);
+    }
+    for (size_t i = 0; sh->opt.redact_fields && i < sh->classes.n_info; i++) {
+        uint64_t name;
+        if (idmap_get(&sh->class_names, sh->classes.info[i].id, &name) &&
+            !idmap_has(&sh->system_names, name) &&
+            idmap_put(&sh->app_classes, sh->classes.info[i].id, 0) != HPROF_OK)
             return nomem(sh);
     }
     return HPROF_OK;
@@ -272,10 +355,21 @@ static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance
     int rc = classes_check_instance(&sh->classes, o, &ci, sh->err);
     if (rc != HPROF_OK || shrink_in_system(sh, o->id))
         return rc; /* dropped or hollow: what it refers to does not matter */
+    uint64_t exempt;
+    if (sh->exempt_fields.count > 0 && idmap_get(&sh->exempt_fields, o->class_id, &exempt))
+        for (uint64_t i = exempt >> 16; rc == HPROF_OK && i < (exempt >> 16) + (exempt & 0xFFFF); i++) {
+            uint64_t str = shrink_field_id(sh, o, sh->exempt_at[i]);
+            if (str != 0 && idmap_put(&sh->exempt_strings, str, 0) != HPROF_OK)
+                rc = nomem(sh);
+        }
     switch (shrink_kind(sh, o->class_id, &k)) {
-    case NAME_CLASS_STRING:
-        rc = keep_array(sh, shrink_field_id(sh, o, k->field[0]), KEEP_STRING_VALUE);
+    case NAME_CLASS_STRING: {
+        int64_t coder = k->field[1];
+        int utf16 = coder >= 0 && (uint64_t)coder < o->length && o->values[coder] == 1;
+        rc = keep_array(sh, shrink_field_id(sh, o, k->field[0]),
+                        utf16 ? KEEP_STRING_UTF16 : KEEP_STRING_VALUE);
         break;
+    }
     case NAME_CLASS_BITMAP:
         rc = add_candidate(sh, shrink_field_id(sh, o, k->field[0]));
         break;
@@ -383,6 +477,13 @@ static int skip_primitive_array(struct hprof_visitor *v, const struct hprof_prim
     return HPROF_SKIP;
 }
 
+static int skip_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
 static const struct hprof_visitor_ops resolve_ops = {
     .class_dump = resolve_class_dump,
     .instance = resolve_instance,
@@ -407,6 +508,24 @@ static int expand_object_array(struct hprof_visitor *v, const struct hprof_objec
 
 static const struct hprof_visitor_ops expand_ops = {
     .object_array = expand_object_array,
+    .primitive_array = skip_primitive_array,
+};
+
+/* ---- Pass 3b: the value arrays of Strings a keep rule names ---------------- */
+
+static int exempt_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct shrink *sh = self(v);
+    const struct kind_layout *k;
+    if (!idmap_has(&sh->exempt_strings, o->id) || shrink_kind(sh, o->class_id, &k) != NAME_CLASS_STRING)
+        return HPROF_OK;
+    uint64_t value = shrink_field_id(sh, o, k->field[0]);
+    return value == 0 || idmap_put(&sh->exempt_values, value, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
+}
+
+static const struct hprof_visitor_ops exempt_ops = {
+    .instance = exempt_instance,
+    .object_array = skip_object_array,
     .primitive_array = skip_primitive_array,
 };
 
@@ -631,7 +750,10 @@ static int init(struct shrink *sh)
         idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) || idmap_init(&sh->keep, 1) ||
         idmap_init(&sh->candidates, 1) || idmap_init(&sh->dump_buffers, 0) ||
         idmap_init(&sh->standins, 0) || idmap_init(&sh->pinned, 0) ||
-        idmap_init(&sh->remap, 1) || idmap_init(&sh->dropped, 0))
+        idmap_init(&sh->remap, 1) || idmap_init(&sh->dropped, 0) ||
+        idmap_init(&sh->rule_names, 1) || idmap_init(&sh->exempt_fields, 1) ||
+        idmap_init(&sh->exempt_strings, 0) || idmap_init(&sh->exempt_values, 0) ||
+        idmap_init(&sh->system_names, 0) || idmap_init(&sh->app_classes, 0))
         return nomem(sh);
     sh->digest = digest_new(sh->err);
     return sh->digest ? HPROF_OK : HPROF_ERR_NOMEM;
@@ -656,6 +778,37 @@ static void release(struct shrink *sh)
     idmap_free(&sh->pinned);
     idmap_free(&sh->remap);
     idmap_free(&sh->dropped);
+    idmap_free(&sh->rule_names);
+    idmap_free(&sh->exempt_fields);
+    free(sh->exempt_at);
+    idmap_free(&sh->exempt_strings);
+    idmap_free(&sh->exempt_values);
+    idmap_free(&sh->system_names);
+    idmap_free(&sh->app_classes);
+}
+
+/* "CLASS.FIELD" -> a rule; LeakCanary's own come first. */
+static int parse_rules(struct shrink *sh)
+{
+    static const char *const builtin[] = {
+        "shark.KeyedWeakReference.key", "shark.KeyedWeakReference.description",
+        "leakcanary.KeyedWeakReference.key", "leakcanary.KeyedWeakReference.description",
+    };
+    if (sh->opt.redact == HPROF_REDACT_NONE)
+        return HPROF_OK;
+    if (sh->opt.n_redact_keep > HPROF_REDACT_MAX_RULES)
+        return hprof_error_set(sh->err, HPROF_ERR_USAGE, "at most %d --redact-keep rules",
+                               HPROF_REDACT_MAX_RULES);
+    for (size_t i = 0; i < 4 + sh->opt.n_redact_keep; i++) {
+        const char *text = i < 4 ? builtin[i] : sh->opt.redact_keep[i - 4];
+        const char *dot = strrchr(text, '.');
+        if (dot == NULL || dot == text || dot[1] == '\0')
+            return hprof_error_set(sh->err, HPROF_ERR_USAGE,
+                                   "--redact-keep=%s: expected CLASS.FIELD", text);
+        sh->rules[sh->n_rules++] = (struct redact_rule){ text, dot + 1, (size_t)(dot - text),
+                                                         strlen(dot + 1) };
+    }
+    return HPROF_OK;
 }
 
 int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
@@ -680,10 +833,13 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     hprof_reader_set_strict(r, 1);
 
     int rc = init(&sh);
+    if (rc == HPROF_OK)
+        rc = parse_rules(&sh);
     sh.passes = 5;
     if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK &&
-        (rc = classes_resolve_all(&sh.classes, err)) == HPROF_OK)
-        rc = resolve_kinds(&sh);
+        (rc = classes_resolve_all(&sh.classes, err)) == HPROF_OK &&
+        (rc = resolve_kinds(&sh)) == HPROF_OK)
+        rc = resolve_redaction(&sh);
     if (rc == HPROF_OK)
         rc = run_pass(&sh, &resolve_ops, NULL);
     int expanded = 1;
@@ -692,6 +848,9 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     sh.passes = 4 + !expanded; /* for progress; may overstate by the digest */
     if (rc == HPROF_OK && !expanded)
         rc = run_pass(&sh, &expand_ops, NULL);
+    sh.stats->strings_kept_by_rule = sh.exempt_strings.count;
+    if (rc == HPROF_OK && sh.exempt_strings.count > 0)
+        rc = run_pass(&sh, &exempt_ops, NULL);
     sh.stats->bitmap_candidates = sh.n_cand;
     if (rc == HPROF_OK && mark_unique_sizes(&sh) > 0) {
         rc = run_pass(&sh, &digest_ops, NULL);

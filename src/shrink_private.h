@@ -17,14 +17,23 @@ enum shrink_name {
     NAME_FIELD_VALUE,       /* String.value */
     NAME_FIELD_BUFFER,      /* Bitmap.mBuffer */
     NAME_FIELD_BUFFERS,     /* DumpData.buffers */
-    NAME_FIELD_NATIVES      /* DumpData.natives */
+    NAME_FIELD_NATIVES,     /* DumpData.natives */
+    NAME_FIELD_CODER        /* String.coder (HotSpot: 1 = UTF-16) */
 };
 
 /* Why a primitive array keeps its contents (values in `keep`). */
 enum keep_reason {
-    KEEP_STRING_VALUE = 1,
-    KEEP_NATIVES = 2
+    KEEP_STRING_VALUE = 1,  /* char[], or Latin-1 byte[] */
+    KEEP_NATIVES = 2,
+    KEEP_STRING_UTF16 = 3   /* HotSpot byte[] with coder 1 */
 };
+
+/* A --redact-keep rule, split. */
+struct redact_rule {
+    const char *cls, *field;
+    size_t cls_len, field_len;
+};
+#define MAX_RULES (HPROF_REDACT_MAX_RULES + 4)
 
 /* A bitmap buffer to deduplicate. */
 struct candidate {
@@ -43,7 +52,7 @@ struct candidate {
 struct kind_layout {
     uint64_t class_id;
     int kind;               /* NAME_CLASS_* */
-    int64_t field[2];       /* String: value; Bitmap: mBuffer; DumpData: buffers, natives */
+    int64_t field[2];       /* String: value, coder; Bitmap: mBuffer; DumpData: buffers, natives */
 };
 
 struct shrink {
@@ -81,6 +90,18 @@ struct shrink {
     struct idmap pinned;        /* candidates referenced from other slots */
     struct idmap remap;         /* duplicate buffer id -> kept buffer id */
     struct idmap dropped;       /* duplicates whose record goes */
+
+    /* --redact */
+    struct redact_rule rules[MAX_RULES];
+    size_t n_rules;
+    struct idmap rule_names;    /* STRING id -> bits: 2i class, 2i+1 field of rule i */
+    struct idmap exempt_fields; /* class id -> start << 16 | count in exempt_at */
+    int64_t *exempt_at;         /* offsets of fields whose Strings keep their text */
+    size_t n_exempt_at, cap_exempt_at;
+    struct idmap exempt_strings;/* Strings a rule names */
+    struct idmap exempt_values; /* their value arrays */
+    struct idmap system_names;  /* STRING ids of JDK/Android class names */
+    struct idmap app_classes;   /* classes of the application (--redact-fields) */
 };
 
 /* The kind of class `class_id` (NAME_CLASS_*), its layout in *out. */

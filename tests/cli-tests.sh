@@ -477,6 +477,24 @@ cmp -s "$T/bm/index.tsv" "$T/bm2/index.tsv" || true
 [ "$(ls "$T/bm" | sort)" = "$(ls "$T/bm2" | sort)" ] || die "hprof-bitmaps differs on the shrunk dump"
 for f in "$T"/bm/*.png; do cmp -s "$f" "$T/bm2/$(basename "$f")" || die "pixels differ after shrinking: $f"; done
 
+banner "--redact: analyzers still open the output with the same counts"
+expect 2 "$B/hprof-shrink" --redact-keep=android.app.Activity.mTitle fixtures/android-synth.hprof.gz "$T/r.hprof"
+expect 2 "$B/hprof-shrink" --redact --redact-keep=nodot fixtures/android-synth.hprof.gz "$T/r.hprof"
+expect 2 "$B/hprof-shrink" --redact=everything fixtures/android-synth.hprof.gz "$T/r.hprof"
+for f in fixtures/hotspot-fixture.hprof.gz "$T/hotspot-synth.hprof"; do
+    n=$(basename "$f")
+    "$B/hprof-shrink" -q --redact --redact-fields "$f" "$T/$n.redacted" || die "--redact $f"
+    heapcount "$T/$n.redacted" > "$T/$n.count-redacted" || die "VisualVM cannot load redacted $f"
+    cmp -s "$T/$n.count-in" "$T/$n.count-redacted" || die "VisualVM counts differ after --redact of $f"
+done
+"$B/hprof-shrink" -q --redact fixtures/android-synth.hprof.gz "$T/ra.hprof"
+"$HPROF_CONV" "$T/ra.hprof" "$T/ra.conv" || die "hprof-conv rejects a redacted dump"
+heapcount "$T/ra.conv" > /dev/null || die "VisualVM cannot load a redacted Android dump"
+grep -q "5b2f0c1e-77aa-4f3e-9d1a-0c4e6d2b9f10" "$T/ra.hprof" || die "the KeyedWeakReference key was redacted"
+grep -q "Secret account overview" "$T/ra.hprof" && die "Activity.mTitle survived --redact"
+"$B/hprof-shrink" -q --redact --redact-keep=android.app.Activity.mTitle fixtures/android-synth.hprof.gz "$T/rb.hprof"
+grep -q "Secret account overview" "$T/rb.hprof" || die "--redact-keep=android.app.Activity.mTitle did not keep it"
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1

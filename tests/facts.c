@@ -38,9 +38,20 @@ static uint64_t finish_hash(struct collector *c)
     return h < 2 ? h + 2 : h; /* 0 and 1 have meanings */
 }
 
+static void add_text(struct text **list, size_t *n, const uint8_t *bytes, size_t len)
+{
+    *list = realloc(*list, (*n + 1) * sizeof **list);
+    (*list)[*n].bytes = malloc(len + 1);
+    memcpy((*list)[*n].bytes, bytes, len);
+    (*list)[*n].len = len;
+    (*n)++;
+}
+
 static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
 {
     struct collector *c = (struct collector *)v;
+    if (c->pass == 1)
+        add_text(&c->f->records, &c->f->n_records, s->utf8, s->length);
     static const char *const names[] = { "", "java.lang.String", "java/lang/String",
                                          "android.graphics.Bitmap", "android/graphics/Bitmap",
                                          "android.graphics.Bitmap$DumpData",
@@ -191,6 +202,10 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
     }
     if (c->pass != 3)
         return HPROF_OK;
+    EVP_DigestInit_ex(c->md, EVP_md5(), NULL);
+    EVP_DigestUpdate(c->md, o->values, o->length);
+    idmap_put(&f->instance_hash, o->id, finish_hash(c));
+    idmap_put(&f->instance_class, o->id, o->class_id);
     struct class_info *ci = classes_find(&c->classes, o->class_id);
     if (ci)
         classes_each_ref(&c->classes, ci, o->values, o->length, ref_field, c);
@@ -241,8 +256,21 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     struct collector *c = (struct collector *)v;
     if (c->pass == 1)
         return HPROF_SKIP;
-    if (c->pass == 3)
+    if (c->pass == 3) {
+        uint64_t kind = 0;
+        if (idmap_get(&c->special, a->id, &kind) && kind == K_STRING) {
+            if (a->first == 0)
+                add_text(&c->f->texts, &c->f->n_texts, a->data, a->length);
+            else { /* a later chunk: append */
+                struct text *t = &c->f->texts[c->f->n_texts - 1];
+                t->bytes = realloc(t->bytes, t->len + a->length);
+                memcpy(t->bytes + t->len, a->data, a->length);
+                t->len += a->length;
+            }
+            return HPROF_OK;
+        }
         return HPROF_SKIP;
+    }
     if (a->first == 0) {
         note_object(c, a->id);
         idmap_put(&c->f->arrays, a->id, (uint64_t)a->count << 8 | a->type);
@@ -280,7 +308,8 @@ static int collect(struct hprof_reader *r, struct facts *f)
     f->ids = hprof_reader_header(r)->id_size;
     struct idmap *maps[] = { &f->objects, &f->system, &f->class_counts, &f->all_counts,
                              &f->arrays, &f->contents, &f->strings, &f->bitmaps,
-                             &f->dump_buffers, &f->dangling };
+                             &f->dump_buffers, &f->dangling, &f->instance_hash,
+                             &f->instance_class };
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         idmap_init(maps[i], 1);
     classes_init(&c.classes, f->ids);
@@ -342,7 +371,60 @@ void facts_free(struct facts *f)
 {
     struct idmap *maps[] = { &f->objects, &f->system, &f->class_counts, &f->all_counts,
                              &f->arrays, &f->contents, &f->strings, &f->bitmaps,
-                             &f->dump_buffers, &f->dangling };
+                             &f->dump_buffers, &f->dangling, &f->instance_hash,
+                             &f->instance_class };
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         idmap_free(maps[i]);
+    for (size_t i = 0; i < f->n_texts; i++)
+        free(f->texts[i].bytes);
+    for (size_t i = 0; i < f->n_records; i++)
+        free(f->records[i].bytes);
+    free(f->texts);
+    free(f->records);
+}
+
+struct class_finder {
+    struct hprof_visitor base;
+    const char *name;
+    uint64_t name_id, class_id;
+};
+
+static int find_name(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct class_finder *cf = (struct class_finder *)v;
+    if (strlen(cf->name) == s->length && memcmp(cf->name, s->utf8, s->length) == 0)
+        cf->name_id = s->id;
+    return HPROF_OK;
+}
+
+static int find_class(struct hprof_visitor *v, const struct hprof_load_class *l)
+{
+    struct class_finder *cf = (struct class_finder *)v;
+    if (l->name_id == cf->name_id && cf->name_id != 0)
+        cf->class_id = l->class_id;
+    return HPROF_OK;
+}
+
+static int skip_heap(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    (void)v;
+    (void)s;
+    return HPROF_SKIP;
+}
+
+uint64_t facts_class_id(const char *path, const char *name)
+{
+    static const struct hprof_visitor_ops ops = { .string = find_name, .load_class = find_class,
+                                                  .heap_begin = skip_heap };
+    struct class_finder cf = { { &ops, NULL }, name, 0, 0 };
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    int fd = -1;
+    if (hprof_input_open(path, &fd, NULL, &err) == HPROF_OK &&
+        hprof_reader_open_fd(&r, fd, &err) == HPROF_OK)
+        hprof_reader_run(r, &cf.base);
+    hprof_reader_free(r);
+    if (fd >= 0)
+        close(fd);
+    return cf.class_id;
 }

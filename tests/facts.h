@@ -25,7 +25,15 @@ struct facts {
     uint64_t arrays_with_contents;  /* non-zero contents, not String/bitmap/natives */
     uint64_t bitmap_buffer_objects; /* distinct buffers Bitmaps/DumpData point at */
     uint64_t nodata_arrays;         /* PRIMITIVE_ARRAY_NODATA records */
+    struct idmap instance_hash;     /* instance id -> hash of its field bytes */
+    struct idmap instance_class;    /* instance id -> class id */
+    /* Raw bytes of every String value array, and of every STRING record. */
+    struct text { uint8_t *bytes; size_t len; } *texts, *records;
+    size_t n_texts, n_records;
 };
+
+/* The class id LOAD_CLASS gives `name`, or 0. */
+uint64_t facts_class_id(const char *path, const char *name);
 
 /* Read a dump (any input hprof_input_open accepts).  @return HPROF_OK. */
 int facts_load(const char *path, struct facts *f, struct hprof_error *err);

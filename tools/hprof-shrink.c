@@ -31,6 +31,7 @@ struct options {
     int batch;                  /* print one summary line per file */
     char **inputs;
     int n_inputs;
+    const char *keep_rules[HPROF_REDACT_MAX_RULES];
 };
 
 static void usage(FILE *out)
@@ -50,6 +51,12 @@ static void usage(FILE *out)
             "                         zero    same length, contents zeroed\n"
             "                         remove  no record (references to it dangle)\n"
             "  --keep-system-heaps  keep zygote and image heap objects\n"
+            "  --redact[=strings]   replace kept String texts (and, unless =strings,\n"
+            "                       bitmap pixels) by a filler of the same size\n"
+            "  --redact-keep=CLASS.FIELD\n"
+            "                       keep the text of Strings this field refers to\n"
+            "                       (repeatable; LeakCanary's keys are always kept)\n"
+            "  --redact-fields      zero number and char fields of application classes\n"
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6]\n"
             "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: gzip\n"
             "                       threads for one file, files at once in batch mode\n"
@@ -73,10 +80,14 @@ static void usage(FILE *out)
 
 static int parse(int argc, char **argv, struct options *o)
 {
-    enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT };
+    enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
+           OPT_REDACT_KEEP, OPT_REDACT_FIELDS };
     static const struct option long_options[] = {
         { "arrays", required_argument, NULL, OPT_ARRAYS },
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
+        { "redact", optional_argument, NULL, OPT_REDACT },
+        { "redact-keep", required_argument, NULL, OPT_REDACT_KEEP },
+        { "redact-fields", no_argument, NULL, OPT_REDACT_FIELDS },
         { "gzip", optional_argument, NULL, 'z' },
         { "threads", required_argument, NULL, 'j' },
         { "output-dir", required_argument, NULL, 'o' },
@@ -107,6 +118,31 @@ static int parse(int argc, char **argv, struct options *o)
             }
             break;
         case OPT_KEEP_SYSTEM: o->shrink.keep_system_heaps = 1; break;
+        case OPT_REDACT:
+            if (optarg == NULL || strcmp(optarg, "all") == 0)
+                o->shrink.redact = HPROF_REDACT_ALL;
+            else if (strcmp(optarg, "strings") == 0)
+                o->shrink.redact = HPROF_REDACT_STRINGS;
+            else {
+                cli_error("--redact: expected nothing, all or strings, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_REDACT_KEEP: {
+            const char *dot = strrchr(optarg, '.');
+            if (dot == NULL || dot == optarg || dot[1] == '\0') {
+                cli_error("--redact-keep: expected CLASS.FIELD, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            if (o->shrink.n_redact_keep == HPROF_REDACT_MAX_RULES) {
+                cli_error("--redact-keep: at most %d rules", HPROF_REDACT_MAX_RULES);
+                return EXIT_USAGE;
+            }
+            o->keep_rules[o->shrink.n_redact_keep++] = optarg;
+            o->shrink.redact_keep = o->keep_rules;
+            break;
+        }
+        case OPT_REDACT_FIELDS: o->shrink.redact_fields = 1; break;
         case 'z':
             o->gzip_level = 6;
             if (optarg != NULL) {
@@ -152,6 +188,10 @@ static int parse(int argc, char **argv, struct options *o)
         o->inputs = argv + optind;
         o->n_inputs = left;
         return 0;
+    }
+    if ((o->shrink.n_redact_keep > 0 || o->shrink.redact_fields) && !o->shrink.redact) {
+        cli_error("--redact-keep and --redact-fields need --redact");
+        return EXIT_USAGE;
     }
     if (left == 0) {
         o->in = o->out = "-";
@@ -203,7 +243,15 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
     ROW("system-heap objects dropped", s->system_dropped);
     ROW("system-heap stand-ins", s->system_standins);
 #undef ROW
+#define ROW2(label, c) \
+    fprintf(f, "  %-28s %15" PRIu64 " %12" PRIu64 " bytes\n", label, (c).count, (c).bytes)
     fprintf(f, "  %-28s %15" PRIu64 "\n", "roots dropped", s->roots_dropped);
+    if (o->shrink.redact) {
+        ROW2("strings redacted", s->strings_redacted);
+        ROW2("bitmap buffers redacted", s->buffers_redacted);
+        fprintf(f, "  %-28s %15" PRIu64 "\n", "strings kept by rule", s->strings_kept_by_rule);
+        fprintf(f, "  %-28s %15" PRIu64 "\n", "fields zeroed", s->fields_zeroed);
+    }
     fprintf(f, "  %-28s %15" PRIu64 " found, %" PRIu64 " hashed, %" PRIu64
             " groups of identical buffers\n", "bitmap buffers", s->bitmap_candidates,
             s->bitmap_digested, s->bitmap_groups);
@@ -263,6 +311,10 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     json_count(f, "arrays_removed", &s->arrays_removed, 0);
     json_count(f, "system_dropped", &s->system_dropped, 0);
     json_count(f, "system_standins", &s->system_standins, 0);
+    json_count(f, "strings_redacted", &s->strings_redacted, 0);
+    json_count(f, "buffers_redacted", &s->buffers_redacted, 0);
+    fprintf(f, "\"strings_kept_by_rule\":%" PRIu64 ",\"fields_zeroed\":%" PRIu64 ",",
+            s->strings_kept_by_rule, s->fields_zeroed);
     fprintf(f, "\"roots_dropped\":%" PRIu64 ",\"bitmap_candidates\":%" PRIu64
             ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64 ",\"pass_seconds\":[",
             s->roots_dropped, s->bitmap_candidates, s->bitmap_digested, s->bitmap_groups);

@@ -1,0 +1,240 @@
+/*
+ * check_redact.c - hprof-shrink --redact: no kept String or buffer still
+ * holds its original bytes (every original String text of 6+ bytes is
+ * searched for in the output), except the Strings a keep rule names and
+ * texts that exist as STRING records (class, field and method names); while
+ * lengths, types, instance counts and references stay as they were.
+ */
+#define _GNU_SOURCE /* memmem */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "facts.h"
+#include "testlib.h"
+
+static const char *const fixtures[] = {
+    "fixtures/android-synth.hprof.gz",
+    "fixtures/hotspot-synth.hprof.gz",
+    "fixtures/hotspot-fixture.hprof.gz",
+    "../shared/fixtures/art-ahat-test-dump.hprof",
+    "../shared/fixtures/hotspot-1.0.2-test1.hprof",
+};
+#define N_FIXTURES 5
+
+static const char *const keep_title[] = { "android.app.Activity.mTitle" };
+
+static uint8_t *shrink(const char *path, const struct hprof_shrink_options *o, size_t *len,
+                       struct hprof_shrink_stats *st)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    int fd = -1;
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    ck_assert_int_eq(hprof_input_open(path, &fd, NULL, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_msg(hprof_shrink(r, sink, o, st, &err) == HPROF_OK, "%s", err.message);
+    const uint8_t *d = hprof_sink_memory_data(sink, len);
+    uint8_t *copy = malloc(*len);
+    memcpy(copy, d, *len);
+    hprof_sink_free(sink);
+    hprof_reader_free(r);
+    close(fd);
+    return copy;
+}
+
+static int in_records(const struct facts *f, const struct text *t)
+{
+    for (size_t i = 0; i < f->n_records; i++)
+        if (memmem(f->records[i].bytes, f->records[i].len, t->bytes, t->len) != NULL)
+            return 1;
+    return 0;
+}
+
+static int is_kept_text(const struct text *t, int keep_title_rule)
+{
+    static const char *const kept[] = { "5b2f0c1e-77aa-4f3e-9d1a-0c4e6d2b9f10",
+                                        "com.example.MainActivity received onDestroy" };
+    for (size_t i = 0; i < 2; i++)
+        if (t->len == strlen(kept[i]) && memcmp(t->bytes, kept[i], t->len) == 0)
+            return 1;
+    return keep_title_rule && t->len == 23 && memcmp(t->bytes, "Secret account overview", 23) == 0;
+}
+
+/* _i: fixture * 2 + (0: --redact, 1: --redact=strings with a keep rule) */
+START_TEST(redact_leaves_no_original_string_text)
+{
+    int fixture = _i / 2, with_rule = _i % 2;
+    if (fixture >= 3 && !tl_have_shared_fixtures())
+        return;
+    struct hprof_shrink_options o = {
+        .redact = with_rule ? HPROF_REDACT_STRINGS : HPROF_REDACT_ALL,
+        .redact_keep = keep_title, .n_redact_keep = with_rule,
+    };
+    struct hprof_shrink_stats st;
+    struct hprof_error err = { 0 };
+    struct facts in;
+    size_t len;
+    uint8_t *out = shrink(fixtures[fixture], &o, &len, &st);
+    ck_assert_int_eq(facts_load(fixtures[fixture], &in, &err), HPROF_OK);
+    size_t searched = 0, kept = 0;
+    for (size_t i = 0; i < in.n_texts; i++) {
+        const struct text *t = &in.texts[i];
+        if (t->len < 6)
+            continue;
+        if (is_kept_text(t, with_rule) && fixture < 2) {
+            ck_assert_msg(memmem(out, len, t->bytes, t->len) != NULL, "kept text lost: %.*s",
+                          (int)t->len, t->bytes);
+            kept++;
+            continue;
+        }
+        if (in_records(&in, t))
+            continue; /* also a class, field or method name: not user data */
+        searched++;
+        ck_assert_msg(memmem(out, len, t->bytes, t->len) == NULL, "%s: text survives: %.*s",
+                      fixtures[fixture], (int)(t->len > 60 ? 60 : t->len), t->bytes);
+    }
+    ck_assert_uint_gt(searched, 10);
+    if (fixture < 2) { /* the generated dumps hold a KeyedWeakReference and an Activity */
+        ck_assert_uint_eq(kept, 2 + with_rule);
+        ck_assert_uint_eq(st.strings_kept_by_rule, 2 + with_rule);
+    }
+    facts_free(&in);
+    free(out);
+}
+END_TEST
+
+/* Everything but the bytes of texts (and pixels) is as without --redact. */
+START_TEST(redact_keeps_shapes_counts_and_references)
+{
+    int fixture = _i;
+    if (fixture >= 3 && !tl_have_shared_fixtures())
+        return;
+    struct hprof_shrink_options plain = { 0 }, redacted = { .redact = HPROF_REDACT_ALL };
+    struct hprof_shrink_stats st;
+    struct hprof_error err = { 0 };
+    struct facts a, b;
+    size_t alen, blen;
+    uint8_t *pa = shrink(fixtures[fixture], &plain, &alen, &st);
+    uint8_t *pb = shrink(fixtures[fixture], &redacted, &blen, &st);
+    ck_assert_uint_eq(alen, blen); /* same sizes: nothing added or removed */
+    ck_assert_int_eq(facts_load_memory(pa, alen, &a, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(pb, blen, &b, &err), HPROF_OK);
+    ck_assert_uint_eq(a.arrays.count, b.arrays.count);
+    for (size_t i = 0; i <= a.arrays.mask; i++) {
+        uint64_t shape;
+        if (a.arrays.keys[i] == 0)
+            continue;
+        ck_assert(idmap_get(&b.arrays, a.arrays.keys[i], &shape));
+        ck_assert_uint_eq(shape, a.arrays.values[i]);
+    }
+    ck_assert_uint_eq(a.class_counts.count, b.class_counts.count);
+    ck_assert_uint_eq(a.dangling.count, b.dangling.count);
+    /* instances are untouched (only arrays are filled) */
+    for (size_t i = 0; i <= a.instance_hash.mask; i++) {
+        uint64_t h;
+        if (a.instance_hash.keys[i] == 0)
+            continue;
+        ck_assert(idmap_get(&b.instance_hash, a.instance_hash.keys[i], &h));
+        ck_assert_uint_eq(h, a.instance_hash.values[i]);
+    }
+    /* with pixels redacted, no bitmap shows its original pixels */
+    for (size_t i = 0; i <= a.bitmaps.mask; i++) {
+        uint64_t h;
+        if (a.bitmaps.keys[i] == 0 || a.bitmaps.values[i] == 1)
+            continue;
+        ck_assert(idmap_get(&b.bitmaps, a.bitmaps.keys[i], &h));
+        ck_assert_uint_ne(h, a.bitmaps.values[i]);
+    }
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report rep;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, pb, blen, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_verify(r, &rep, &err), HPROF_OK);
+    hprof_reader_free(r);
+    facts_free(&a);
+    facts_free(&b);
+    free(pa);
+    free(pb);
+}
+END_TEST
+
+/* --redact-fields: MainActivity.counter (an app int) is zeroed; the boolean
+ * Activity.mDestroyed and the reference Activity.mTitle are not; Strings (a
+ * JDK class) keep their ints. */
+START_TEST(redact_fields_zeroes_numbers_of_application_classes_only)
+{
+    const char *path = fixtures[_i];
+    const char *main_name = _i ? "com/example/MainActivity" : "com.example.MainActivity";
+    const char *string_name = _i ? "java/lang/String" : "java.lang.String";
+    uint64_t main_class = facts_class_id(path, main_name);
+    uint64_t string_class = facts_class_id(path, string_name);
+    ck_assert_uint_ne(main_class, 0);
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_STRINGS, .redact_fields = 1 };
+    struct hprof_shrink_stats st;
+    struct hprof_error err = { 0 };
+    size_t len;
+    uint8_t *out = shrink(path, &o, &len, &st);
+    struct facts in, after;
+    ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);
+    ck_assert_uint_gt(st.fields_zeroed, 0);
+    int mains = 0, strings = 0;
+    for (size_t i = 0; i <= in.instance_class.mask; i++) {
+        uint64_t id = in.instance_class.keys[i], before, now;
+        if (id == 0 || idmap_has(&in.system, id) || !idmap_get(&after.instance_hash, id, &now))
+            continue; /* dropped, or a hollow stand-in */
+        idmap_get(&in.instance_hash, id, &before);
+        if (in.instance_class.values[i] == main_class) {
+            ck_assert_uint_ne(before, now);
+            mains++;
+        } else if (in.instance_class.values[i] == string_class) {
+            ck_assert_uint_eq(before, now);
+            strings++;
+        }
+    }
+    ck_assert_int_eq(mains, 1);
+    ck_assert_int_gt(strings, 10);
+    /* the instance itself: counter 0, mTitle and mDestroyed as they were */
+    unsigned ids = _i ? 8 : 4;
+    uint8_t expect[4 + 8 + 1] = { 0 };
+    const uint8_t *hit = NULL;
+    size_t want = 4 + ids + 1;
+    /* find "MainActivity" instance bytes by its class id in the output */
+    uint8_t cls[8];
+    for (unsigned k = 0; k < ids; k++)
+        cls[k] = (uint8_t)(main_class >> (8 * (ids - 1 - k)));
+    for (size_t at = 0; at + 1 + 2 * ids + 8 + want <= len && hit == NULL; at++)
+        if (out[at] == HPROF_INSTANCE_DUMP && memcmp(out + at + 1 + ids + 4, cls, ids) == 0 &&
+            out[at + 1 + 2 * ids + 7] == want)
+            hit = out + at + 1 + 2 * ids + 8;
+    ck_assert_ptr_nonnull(hit);
+    ck_assert_mem_eq(hit, expect, 4);       /* counter zeroed */
+    ck_assert_uint_eq(hit[4 + ids], 1);     /* mDestroyed still true */
+    facts_free(&in);
+    facts_free(&after);
+    free(out);
+}
+END_TEST
+
+static Suite *redact_suite(void)
+{
+    Suite *s = suite_create("redact");
+    TCase *t = tcase_create("redact");
+    tcase_set_timeout(t, 300);
+    tcase_add_loop_test(t, redact_leaves_no_original_string_text, 0, 2 * N_FIXTURES);
+    tcase_add_loop_test(t, redact_keeps_shapes_counts_and_references, 0, N_FIXTURES);
+    tcase_add_loop_test(t, redact_fields_zeroes_numbers_of_application_classes_only, 0, 2);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(redact_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
