@@ -40,7 +40,8 @@ static uint64_t finish_hash(struct collector *c)
 
 static void add_text(struct text **list, size_t *n, const uint8_t *bytes, size_t len)
 {
-    *list = realloc(*list, (*n + 1) * sizeof **list);
+    if ((*n & (*n - 1)) == 0) /* 0, 1, 2, 4, ...: double the room */
+        *list = realloc(*list, (*n ? 2 * *n : 1) * sizeof **list);
     (*list)[*n].bytes = malloc(len + 1);
     memcpy((*list)[*n].bytes, bytes, len);
     (*list)[*n].len = len;

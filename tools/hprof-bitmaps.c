@@ -65,7 +65,7 @@ static void chunk(struct png *p, const char *type, const uint8_t *data, uint32_t
     if (len > 0) /* crc32() with a NULL buffer restarts: keep the type's CRC */
         crc = crc32(crc, data, len);
     put_be32(crc_be, (uint32_t)crc);
-    if (fwrite(head, 1, 8, p->f) != 8 || fwrite(data, 1, len, p->f) != len ||
+    if (fwrite(head, 1, 8, p->f) != 8 || (len > 0 && fwrite(data, 1, len, p->f) != len) ||
         fwrite(crc_be, 1, 4, p->f) != 4)
         p->failed = 1;
 }
