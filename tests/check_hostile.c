@@ -207,16 +207,12 @@ START_TEST(verify_rejects_hostile_input_with_offset_and_record)
 {
     struct tbuf b = { 0 };
     struct hprof_error err = { 0 };
-    struct hprof_reader *r = NULL;
     struct hprof_verify_report rep;
     cases[_i].build(&b);
     save(cases[_i].name, &b);
-    int rc = hprof_reader_open_memory(&r, b.data, b.len, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_verify(r, &rep, &err);
+    int rc = tl_verify_memory(b.data, b.len, &rep, &err);
     ck_assert_msg(rc == HPROF_ERR_FORMAT, "%s: rc %d", cases[_i].name, rc);
     assert_message(&err, _i);
-    hprof_reader_free(r);
     tb_free(&b);
 }
 END_TEST
@@ -252,9 +248,5 @@ static Suite *hostile_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(hostile_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tl_run_suite(hostile_suite());
 }

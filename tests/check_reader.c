@@ -452,9 +452,5 @@ static Suite *reader_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(reader_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tl_run_suite(reader_suite());
 }

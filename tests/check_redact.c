@@ -33,15 +33,13 @@ static uint8_t *shrink(const char *path, const struct hprof_shrink_options *o, s
     struct hprof_reader *r = NULL;
     int fd = -1;
     struct hprof_sink *sink = hprof_sink_new_memory(&err);
-    ck_assert_int_eq(hprof_input_open(path, &fd, NULL, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
     ck_assert_msg(hprof_shrink(r, sink, o, st, &err) == HPROF_OK, "%s", err.message);
     const uint8_t *d = hprof_sink_memory_data(sink, len);
     uint8_t *copy = malloc(*len);
     memcpy(copy, d, *len);
     hprof_sink_free(sink);
-    hprof_reader_free(r);
-    close(fd);
+    tl_close_reader(fd, r);
     return copy;
 }
 
@@ -148,11 +146,8 @@ START_TEST(redact_keeps_shapes_counts_and_references)
         ck_assert(idmap_get(&b.bitmaps, a.bitmaps.keys[i], &h));
         ck_assert_uint_ne(h, a.bitmaps.values[i]);
     }
-    struct hprof_reader *r = NULL;
     struct hprof_verify_report rep;
-    ck_assert_int_eq(hprof_reader_open_memory(&r, pb, blen, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_verify(r, &rep, &err), HPROF_OK);
-    hprof_reader_free(r);
+    ck_assert_int_eq(tl_verify_memory(pb, blen, &rep, &err), HPROF_OK);
     facts_free(&a);
     facts_free(&b);
     free(pa);
@@ -232,9 +227,5 @@ static Suite *redact_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(redact_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tl_run_suite(redact_suite());
 }

@@ -48,29 +48,25 @@ static void shrink_memory(const char *path, const struct hprof_shrink_options *o
     struct hprof_reader *r = NULL;
     int fd = -1;
     struct hprof_sink *sink = hprof_sink_new_memory(&err);
-    ck_assert_int_eq(hprof_input_open(path, &fd, NULL, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
     int rc = hprof_shrink(r, sink, o, stats, &err);
     ck_assert_msg(rc == HPROF_OK, "%s: %s", path, err.message);
     const uint8_t *d = hprof_sink_memory_data(sink, len);
     *data = malloc(*len);
     memcpy(*data, d, *len);
     hprof_sink_free(sink);
-    hprof_reader_free(r);
-    close(fd);
+    tl_close_reader(fd, r);
 }
 
 static void run(struct run *x, int fixture, int mode, int keep_system)
 {
     struct hprof_error err = { 0 };
     struct hprof_shrink_options o = { .arrays = mode, .keep_system_heaps = keep_system };
-    struct hprof_reader *r = NULL;
     shrink_memory(fixtures[fixture], &o, &x->data, &x->len, &x->stats);
     ck_assert_int_eq(facts_load(fixtures[fixture], &x->in, &err), HPROF_OK);
     ck_assert_int_eq(facts_load_memory(x->data, x->len, &x->out, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_open_memory(&r, x->data, x->len, &err), HPROF_OK);
-    ck_assert_msg(hprof_verify(r, &x->verified, &err) == HPROF_OK, "verify: %s", err.message);
-    hprof_reader_free(r);
+    ck_assert_msg(tl_verify_memory(x->data, x->len, &x->verified, &err) == HPROF_OK, "verify: %s",
+                  err.message);
 }
 
 static void done(struct run *x)
@@ -299,14 +295,11 @@ START_TEST(shrink_never_writes_primitive_array_nodata)
         }
     }
     ck_assert(found);
-    struct hprof_reader *r = NULL;
     struct hprof_verify_report rep;
-    ck_assert_int_eq(hprof_reader_open_memory(&r, out, len, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_verify(r, &rep, &err), HPROF_OK);
+    ck_assert_int_eq(tl_verify_memory(out, len, &rep, &err), HPROF_OK);
     ck_assert_uint_eq(rep.primitive_arrays, after.arrays.count);
     ck_assert_uint_eq(in.nodata_arrays, 1);
     ck_assert_uint_eq(after.nodata_arrays, 0);
-    hprof_reader_free(r);
     facts_free(&in);
     facts_free(&after);
     free(out);
@@ -339,9 +332,5 @@ static Suite *shrink_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(shrink_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tl_run_suite(shrink_suite());
 }

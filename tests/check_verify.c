@@ -13,13 +13,8 @@
 
 static int verify(const struct tbuf *b, struct hprof_verify_report *rep, struct hprof_error *err)
 {
-    struct hprof_reader *r = NULL;
     memset(err, 0, sizeof *err);
-    int rc = hprof_reader_open_memory(&r, b->data, b->len, err);
-    if (rc == HPROF_OK)
-        rc = hprof_verify(r, rep, err);
-    hprof_reader_free(r);
-    return rc;
+    return tl_verify_memory(b->data, b->len, rep, err);
 }
 
 /* Object -> Base(int, object) -> Derived(long): an instance of Derived
@@ -224,9 +219,5 @@ static Suite *verify_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(verify_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tl_run_suite(verify_suite());
 }

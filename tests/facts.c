@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "facts.h"
+#include "testlib.h"
 
 enum { K_NONE, K_STRING, K_BITMAP, K_DUMP_DATA, K_NATIVES };
 
@@ -345,16 +346,12 @@ static int collect(struct hprof_reader *r, struct facts *f)
 
 int facts_load(const char *path, struct facts *f, struct hprof_error *err)
 {
-    struct hprof_reader *r = NULL;
-    int fd = -1;
-    int rc = hprof_input_open(path, &fd, NULL, err);
-    if (rc == HPROF_OK)
-        rc = hprof_reader_open_fd(&r, fd, err);
+    struct hprof_reader *r;
+    int fd;
+    int rc = tl_open_reader(path, &fd, &r, err);
     if (rc == HPROF_OK)
         rc = collect(r, f);
-    hprof_reader_free(r);
-    if (fd >= 0)
-        close(fd);
+    tl_close_reader(fd, r);
     return rc;
 }
 
@@ -419,13 +416,10 @@ uint64_t facts_class_id(const char *path, const char *name)
                                                   .heap_begin = skip_heap };
     struct class_finder cf = { { &ops, NULL }, name, 0, 0 };
     struct hprof_error err = { 0 };
-    struct hprof_reader *r = NULL;
-    int fd = -1;
-    if (hprof_input_open(path, &fd, NULL, &err) == HPROF_OK &&
-        hprof_reader_open_fd(&r, fd, &err) == HPROF_OK)
+    struct hprof_reader *r;
+    int fd;
+    if (tl_open_reader(path, &fd, &r, &err) == HPROF_OK)
         hprof_reader_run(r, &cf.base);
-    hprof_reader_free(r);
-    if (fd >= 0)
-        close(fd);
+    tl_close_reader(fd, r);
     return cf.class_id;
 }

@@ -177,6 +177,43 @@ void tb_small_dump(struct tbuf *b, unsigned id_size)
     tb_record(b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
 }
 
+int tl_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int tl_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
+{
+    *fd = -1;
+    *r = NULL;
+    int rc = hprof_input_open(path, fd, NULL, err);
+    if (rc == HPROF_OK)
+        rc = hprof_reader_open_fd(r, *fd, err);
+    return rc;
+}
+
+void tl_close_reader(int fd, struct hprof_reader *r)
+{
+    hprof_reader_free(r);
+    if (fd >= 0)
+        close(fd);
+}
+
+int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *rep,
+                     struct hprof_error *err)
+{
+    struct hprof_reader *r = NULL;
+    int rc = hprof_reader_open_memory(&r, data, len, err);
+    if (rc == HPROF_OK)
+        rc = hprof_verify(r, rep, err);
+    hprof_reader_free(r);
+    return rc;
+}
+
 /* ---- Paths and processes ------------------------------------------------- */
 
 const char *tl_build_dir(void)
@@ -422,16 +459,12 @@ static int canon_run(struct hprof_reader *r, struct tl_canon *out)
 
 int tl_canon_file(const char *path, struct tl_canon *out, struct hprof_error *err)
 {
-    struct hprof_reader *r = NULL;
-    int fd = -1;
-    int rc = hprof_input_open(path, &fd, NULL, err);
-    if (rc == HPROF_OK)
-        rc = hprof_reader_open_fd(&r, fd, err);
+    struct hprof_reader *r;
+    int fd;
+    int rc = tl_open_reader(path, &fd, &r, err);
     if (rc == HPROF_OK)
         rc = canon_run(r, out);
-    hprof_reader_free(r);
-    if (fd >= 0)
-        close(fd);
+    tl_close_reader(fd, r);
     return rc;
 }
 

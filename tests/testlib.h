@@ -9,7 +9,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <check.h>
+
 #include "hprof.h"
+
+/* Run a suite, print its results; @return the exit status for main(). */
+int tl_run_suite(Suite *s);
+
+/* Open a reader on a file as the tools do (gzip, stdin).  @return HPROF_OK
+ * with *fd and *r set; tl_close_reader() releases them. */
+int tl_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);
+void tl_close_reader(int fd, struct hprof_reader *r);
+
+/* hprof_verify() over bytes in memory. */
+int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *rep,
+                     struct hprof_error *err);
 
 /* A growable byte buffer for hand-made dumps. */
 struct tbuf {

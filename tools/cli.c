@@ -228,6 +228,28 @@ void cli_output_abort(struct cli_output *o)
     o->fd = -1;
 }
 
+int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
+{
+    *fd = -1;
+    *r = NULL;
+    int rc = hprof_input_open(path, fd, NULL, err);
+    if (rc == HPROF_OK)
+        rc = hprof_reader_open_fd(r, *fd, err);
+    if (rc != HPROF_OK) {
+        cli_close_reader(*fd, *r);
+        *fd = -1;
+        *r = NULL;
+    }
+    return rc;
+}
+
+void cli_close_reader(int fd, struct hprof_reader *r)
+{
+    hprof_reader_free(r);
+    if (fd >= 0)
+        close(fd);
+}
+
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
     char *end;

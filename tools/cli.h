@@ -66,6 +66,12 @@ void cli_output_abort(struct cli_output *o);
  * dies of the signal as it would have. */
 void cli_install_signal_handlers(void);
 
+/* Open `path` ("-" for stdin; gzip and pipes spooled) and a reader on it.
+ * @return HPROF_OK with *fd and *r set, or an error (nothing left open).
+ * cli_close_reader() releases both. */
+int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);
+void cli_close_reader(int fd, struct hprof_reader *r);
+
 /* Parse a non-negative integer; @return 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
 

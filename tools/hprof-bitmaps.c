@@ -259,9 +259,7 @@ int main(int argc, char **argv)
     struct hprof_reader *r = NULL;
     struct hprof_info info;
     int fd = -1, analysed = 0;
-    int rc = hprof_input_open(path, &fd, NULL, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_reader_open_fd(&r, fd, &err);
+    int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK)
         analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
     if (rc == HPROF_OK)
@@ -270,8 +268,6 @@ int main(int argc, char **argv)
         cli_error("%s: %s", path, err.message);
     if (analysed)
         hprof_info_free(&info);
-    hprof_reader_free(r);
-    if (fd >= 0)
-        close(fd);
+    cli_close_reader(fd, r);
     return cli_exit_code(rc);
 }

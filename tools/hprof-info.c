@@ -411,9 +411,7 @@ int main(int argc, char **argv)
     struct estimate e;
     int fd = -1, analysed = 0;
     memset(&e, 0, sizeof e);
-    int rc = hprof_input_open(path, &fd, NULL, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_reader_open_fd(&r, fd, &err);
+    int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK)
         analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
     if (rc == HPROF_OK && o.estimate)
@@ -428,9 +426,7 @@ int main(int argc, char **argv)
     }
     if (analysed)
         hprof_info_free(&info);
-    hprof_reader_free(r);
-    if (fd >= 0)
-        close(fd);
+    cli_close_reader(fd, r);
     if (rc == HPROF_OK && fflush(stdout) != 0) {
         cli_error("standard output: write failed");
         return EXIT_IO;

@@ -348,9 +348,7 @@ static int shrink_file(struct options *o)
     code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
     if (code != 0)
         return code;
-    int rc = hprof_input_open(o->in, &in_fd, NULL, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_reader_open_fd(&r, in_fd, &err);
+    int rc = cli_open_reader(o->in, &in_fd, &r, &err);
     if (rc == HPROF_OK) {
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &err)
                              : hprof_sink_new_fd(out.fd, &err);
@@ -371,9 +369,7 @@ static int shrink_file(struct options *o)
             written = (uint64_t)st.st_size;
     }
     hprof_sink_free(sink);
-    hprof_reader_free(r);
-    if (in_fd >= 0)
-        close(in_fd);
+    cli_close_reader(in_fd, r);
     if (rc != HPROF_OK) {
         cli_error("%s: %s", name, err.message[0] ? err.message : "failed");
         cli_output_abort(&out);

@@ -55,9 +55,7 @@ static int verify_file(const char *path, int quiet)
     struct hprof_reader *r = NULL;
     struct hprof_verify_report report;
     int fd = -1;
-    int rc = hprof_input_open(path, &fd, NULL, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_reader_open_fd(&r, fd, &err);
+    int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK)
         rc = hprof_verify(r, &report, &err);
     if (rc == HPROF_OK) {
@@ -67,9 +65,7 @@ static int verify_file(const char *path, int quiet)
         fflush(stdout);
         fprintf(stderr, "%s: %s: %s\n", cli_progname, path, err.message);
     }
-    hprof_reader_free(r);
-    if (fd >= 0)
-        close(fd);
+    cli_close_reader(fd, r);
     return cli_exit_code(rc);
 }
 
