@@ -39,7 +39,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
 .PHONY: all check demo bench fuzz clean install uninstall
 
-FUZZ_TARGETS := reader shrink verify
+FUZZ_TARGETS := reader shrink verify info
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 REPLAY_BIN := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)

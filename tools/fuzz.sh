@@ -15,7 +15,7 @@ mkdir -p "$F/seeds"
 "$B/hprof-synth" -f --big-bitmap 4096 --nodata "$F/seeds/android.hprof"
 cp "$B"/hostile/*.hprof "$F/seeds/" 2>/dev/null || true
 status=0
-for t in reader shrink verify; do
+for t in reader shrink verify info; do
     corpus=$F/corpus-$t
     mkdir -p "$corpus"
     for s in "$F"/seeds/*.hprof; do
