@@ -122,7 +122,7 @@ static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
 /* Does the object `id` (if in a dropped heap) survive in some form? */
 static int survives(const struct shrink *sh, uint64_t id)
 {
-    return !shrink_in_system(sh, id) || is_standin(sh, id) || idmap_has(&sh->keep, id) ||
+    return !shrink_in_system(sh, id) || is_standin(sh, id) || shrink_keep_reason(sh, id) ||
            idmap_has(&sh->candidates, id);
 }
 
@@ -302,11 +302,11 @@ static enum array_action decide(struct shrink_filter *f, const struct hprof_prim
 {
     struct shrink *sh = f->sh;
     struct hprof_shrink_stats *st = f->st;
-    uint64_t why;
+    int why;
     if (idmap_has(&sh->dropped, a->id))
         return DROP; /* a merged bitmap copy: counted as bitmap_duplicates */
     int nodata = a->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
-    if (!nodata && idmap_get(&sh->keep, a->id, &why)) {
+    if (!nodata && (why = shrink_keep_reason(sh, a->id)) != 0) {
         if (why == KEEP_NATIVES) {
             add(&st->other_kept, bytes);
             return FORWARD;

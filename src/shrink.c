@@ -344,7 +344,7 @@ static int keep_array(struct shrink *sh, uint64_t id, enum keep_reason why)
 {
     if (id == 0)
         return HPROF_OK;
-    return idmap_put(&sh->keep, id, why) == HPROF_OK ? HPROF_OK : nomem(sh);
+    return idmap_put(&sh->keep[why], id, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
 }
 
 static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance *o)
@@ -747,7 +747,8 @@ static int init(struct shrink *sh)
 {
     if (idmap_init(&sh->names, 1) || idmap_init(&sh->class_names, 1) ||
         classes_init(&sh->classes, sh->ids) || idmap_init(&sh->kinds, 1) ||
-        idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) || idmap_init(&sh->keep, 1) ||
+        idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) || idmap_init(&sh->keep[1], 0) ||
+        idmap_init(&sh->keep[2], 0) || idmap_init(&sh->keep[3], 0) ||
         idmap_init(&sh->candidates, 1) || idmap_init(&sh->dump_buffers, 0) ||
         idmap_init(&sh->standins, 0) || idmap_init(&sh->pinned, 0) ||
         idmap_init(&sh->remap, 1) || idmap_init(&sh->dropped, 0) ||
@@ -769,7 +770,8 @@ static void release(struct shrink *sh)
     idmap_free(&sh->system);
     idmap_free(&sh->large);
     free(sh->byte_arrays);
-    idmap_free(&sh->keep);
+    for (int i = 0; i < 4; i++)
+        idmap_free(&sh->keep[i]);
     idmap_free(&sh->candidates);
     free(sh->cand);
     idmap_free(&sh->dump_buffers);
