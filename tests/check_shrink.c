@@ -4,6 +4,7 @@
  * texts, Bitmap pixels, DumpData buffers), holds no other array contents,
  * adds no dangling reference, and matches the generator's bookkeeping.
  */
+#define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -309,6 +310,83 @@ START_TEST(shrink_never_writes_primitive_array_nodata)
 }
 END_TEST
 
+/* Two different 128-byte blocks with the same MD5 (Wang and Yu, 2004, the
+ * collision published with "How to Break MD5"), used as the pixels of two
+ * Bitmaps, and a third Bitmap whose buffer is a true copy of the first.
+ * Only the true copy may be merged. */
+static const char COLLIDING_A[] =
+    "d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f89"
+    "55ad340609f4b30283e488832571415a085125e8f7cdc99fd91dbdf280373c5b"
+    "d8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd02396306d248cda0"
+    "e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70";
+static const char COLLIDING_B[] =
+    "d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f89"
+    "55ad340609f4b30283e4888325f1415a085125e8f7cdc99fd91dbd7280373c5b"
+    "d8823e3156348f5bae6dacd436c919c6dd53e23487da03fd02396306d248cda0"
+    "e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70";
+
+static void unhex(const char *hex, uint8_t *out)
+{
+    for (size_t i = 0; hex[2 * i]; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        out[i] = (uint8_t)v;
+    }
+}
+
+START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    uint8_t a[128], b[128];
+    unhex(COLLIDING_A, a);
+    unhex(COLLIDING_B, b);
+    ck_assert(memcmp(a, b, 128) != 0);
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "android.graphics.Bitmap");
+    tb_string(&d, 0x900, "mBuffer"); /* tb_class names field i 0x900 + i */
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    uint8_t ref[4] = { 0, 0, 0x10, 0 };
+    for (int i = 0; i < 3; i++) {
+        ref[3] = (uint8_t)(0x10 * i);
+        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, 128, i == 1 ? b : a);
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+    }
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_path(".hprof");
+    FILE *f = fopen(path, "wb");
+    ck_assert_uint_eq(fwrite(d.data, 1, d.len, f), d.len);
+    fclose(f);
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_shrink_stats st;
+    uint8_t *out;
+    size_t len;
+    shrink_memory(path, &o, &out, &len, &st);
+    ck_assert_uint_eq(st.bitmap_candidates, 3);
+    ck_assert_uint_eq(st.bitmap_digested, 3);
+    ck_assert_uint_eq(st.bitmap_groups, 1);            /* a and its true copy */
+    ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
+    ck_assert_uint_eq(st.bitmap_buffers_kept.count, 2); /* a, and b despite its MD5 */
+    ck_assert_ptr_nonnull(memmem(out, len, a, 128));
+    ck_assert_ptr_nonnull(memmem(out, len, b, 128));
+    struct facts in, after;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);
+    assert_same_map(&in.bitmaps, &after.bitmaps, "Bitmap pixels");
+    facts_free(&in);
+    facts_free(&after);
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&d);
+}
+END_TEST
+
 static Suite *shrink_suite(void)
 {
     Suite *s = suite_create("shrink");
@@ -326,6 +404,7 @@ static Suite *shrink_suite(void)
     tcase_add_test(t, keep_system_heaps_keeps_every_object);
     tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);
     tcase_add_loop_test(t, shrink_never_writes_primitive_array_nodata, 0, N_MODES);
+    tcase_add_test(t, shrink_never_merges_buffers_that_only_share_an_md5);
     suite_add_tcase(s, t);
     return s;
 }
