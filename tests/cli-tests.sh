@@ -300,9 +300,13 @@ banner "hprof-info: counts agree with hprof-verify, hprof-shrink and the generat
 expect 0 "$B/hprof-info" --help
 expect 2 "$B/hprof-info"
 expect 1 "$B/hprof-info" "$T/bad.hprof"
-for f in fixtures/android-synth.hprof.gz fixtures/hotspot-fixture.hprof.gz fixtures/hotspot-synth.hprof.gz; do
-    n=$(basename "$f" .hprof.gz)
+info_inputs="fixtures/android-synth.hprof.gz fixtures/hotspot-fixture.hprof.gz fixtures/hotspot-synth.hprof.gz"
+[ -d ../shared/fixtures ] && info_inputs="$info_inputs $(ls ../shared/fixtures/*.hprof)"
+for f in $info_inputs; do
+    n=$(basename "$f" .gz)
+    n=${n%.hprof}
     "$B/hprof-info" --json --estimate "$f" > "$T/$n.info" || die "hprof-info $f"
+    "$B/hprof-bitmaps" "$f" "$T/$n.bitmaps" || die "hprof-bitmaps $f"
     "$B/hprof-info" --estimate "$f" > "$T/$n.report" || die "hprof-info report $f"
     grep -q '^Top 10 classes by count' "$T/$n.report" || die "report of $f"
     "$B/hprof-verify" "$f" > "$T/$n.verify"
