@@ -26,23 +26,6 @@ static const char *const fixtures[] = {
 
 static const char *const keep_title[] = { "android.app.Activity.mTitle" };
 
-static uint8_t *shrink(const char *path, const struct hprof_shrink_options *o, size_t *len,
-                       struct hprof_shrink_stats *st)
-{
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r = NULL;
-    int fd = -1;
-    struct hprof_sink *sink = hprof_sink_new_memory(&err);
-    ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
-    ck_assert_msg(hprof_shrink(r, sink, o, st, &err) == HPROF_OK, "%s", err.message);
-    const uint8_t *d = hprof_sink_memory_data(sink, len);
-    uint8_t *copy = malloc(*len);
-    memcpy(copy, d, *len);
-    hprof_sink_free(sink);
-    tl_close_reader(fd, r);
-    return copy;
-}
-
 static int in_records(const struct facts *f, const struct text *t)
 {
     for (size_t i = 0; i < f->n_records; i++)
@@ -75,7 +58,7 @@ START_TEST(redact_leaves_no_original_string_text)
     struct hprof_error err = { 0 };
     struct facts in;
     size_t len;
-    uint8_t *out = shrink(fixtures[fixture], &o, &len, &st);
+    uint8_t *out = tl_shrink_file(fixtures[fixture], &o, &len, &st);
     ck_assert_int_eq(facts_load(fixtures[fixture], &in, &err), HPROF_OK);
     size_t searched = 0, kept = 0;
     for (size_t i = 0; i < in.n_texts; i++) {
@@ -115,8 +98,8 @@ START_TEST(redact_keeps_shapes_counts_and_references)
     struct hprof_error err = { 0 };
     struct facts a, b;
     size_t alen, blen;
-    uint8_t *pa = shrink(fixtures[fixture], &plain, &alen, &st);
-    uint8_t *pb = shrink(fixtures[fixture], &redacted, &blen, &st);
+    uint8_t *pa = tl_shrink_file(fixtures[fixture], &plain, &alen, &st);
+    uint8_t *pb = tl_shrink_file(fixtures[fixture], &redacted, &blen, &st);
     ck_assert_uint_eq(alen, blen); /* same sizes: nothing added or removed */
     ck_assert_int_eq(facts_load_memory(pa, alen, &a, &err), HPROF_OK);
     ck_assert_int_eq(facts_load_memory(pb, blen, &b, &err), HPROF_OK);
@@ -170,7 +153,7 @@ START_TEST(redact_fields_zeroes_numbers_of_application_classes_only)
     struct hprof_shrink_stats st;
     struct hprof_error err = { 0 };
     size_t len;
-    uint8_t *out = shrink(path, &o, &len, &st);
+    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
     struct facts in, after;
     ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
     ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);

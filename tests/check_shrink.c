@@ -42,28 +42,11 @@ struct run {
     size_t len;
 };
 
-static void shrink_memory(const char *path, const struct hprof_shrink_options *o,
-                          uint8_t **data, size_t *len, struct hprof_shrink_stats *stats)
-{
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r = NULL;
-    int fd = -1;
-    struct hprof_sink *sink = hprof_sink_new_memory(&err);
-    ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
-    int rc = hprof_shrink(r, sink, o, stats, &err);
-    ck_assert_msg(rc == HPROF_OK, "%s: %s", path, err.message);
-    const uint8_t *d = hprof_sink_memory_data(sink, len);
-    *data = malloc(*len);
-    memcpy(*data, d, *len);
-    hprof_sink_free(sink);
-    tl_close_reader(fd, r);
-}
-
 static void run(struct run *x, int fixture, int mode, int keep_system)
 {
     struct hprof_error err = { 0 };
     struct hprof_shrink_options o = { .arrays = mode, .keep_system_heaps = keep_system };
-    shrink_memory(fixtures[fixture], &o, &x->data, &x->len, &x->stats);
+    x->data = tl_shrink_file(fixtures[fixture], &o, &x->len, &x->stats);
     ck_assert_int_eq(facts_load(fixtures[fixture], &x->in, &err), HPROF_OK);
     ck_assert_int_eq(facts_load_memory(x->data, x->len, &x->out, &err), HPROF_OK);
     ck_assert_msg(tl_verify_memory(x->data, x->len, &x->verified, &err) == HPROF_OK, "verify: %s",
@@ -256,8 +239,8 @@ START_TEST(shrink_is_deterministic)
     struct hprof_shrink_stats s1, s2;
     uint8_t *a, *b;
     size_t alen, blen;
-    shrink_memory(fixtures[0], &o, &a, &alen, &s1);
-    shrink_memory(fixtures[0], &o, &b, &blen, &s2);
+    a = tl_shrink_file(fixtures[0], &o, &alen, &s1);
+    b = tl_shrink_file(fixtures[0], &o, &blen, &s2);
     ck_assert_uint_eq(alen, blen);
     ck_assert_mem_eq(a, b, alen);
     free(a);
@@ -276,7 +259,7 @@ START_TEST(shrink_never_writes_primitive_array_nodata)
     struct hprof_shrink_stats st;
     uint8_t *out;
     size_t len;
-    shrink_memory(path, &o, &out, &len, &st);
+    out = tl_shrink_file(path, &o, &len, &st);
     struct facts in, after;
     struct hprof_error err = { 0 };
     ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
@@ -365,7 +348,7 @@ START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
     struct hprof_shrink_stats st;
     uint8_t *out;
     size_t len;
-    shrink_memory(path, &o, &out, &len, &st);
+    out = tl_shrink_file(path, &o, &len, &st);
     ck_assert_uint_eq(st.bitmap_candidates, 3);
     ck_assert_uint_eq(st.bitmap_digested, 3);
     ck_assert_uint_eq(st.bitmap_groups, 1);            /* a and its true copy */

@@ -203,6 +203,23 @@ void tl_close_reader(int fd, struct hprof_reader *r)
         close(fd);
 }
 
+uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, size_t *len,
+                        struct hprof_shrink_stats *stats)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    int fd;
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
+    ck_assert_msg(hprof_shrink(r, sink, o, stats, &err) == HPROF_OK, "%s: %s", path, err.message);
+    const uint8_t *d = hprof_sink_memory_data(sink, len);
+    uint8_t *copy = xrealloc(NULL, *len + 1);
+    memcpy(copy, d, *len);
+    hprof_sink_free(sink);
+    tl_close_reader(fd, r);
+    return copy;
+}
+
 int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *rep,
                      struct hprof_error *err)
 {

@@ -21,6 +21,11 @@ int tl_run_suite(Suite *s);
 int tl_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);
 void tl_close_reader(int fd, struct hprof_reader *r);
 
+/* hprof_shrink() of a file into memory; fails the test on any error.
+ * @return the output (free it), its length in *len. */
+uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, size_t *len,
+                        struct hprof_shrink_stats *stats);
+
 /* hprof_verify() over bytes in memory. */
 int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *rep,
                      struct hprof_error *err);
