@@ -120,7 +120,7 @@ static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
 /* ---- Roots and classes ---------------------------------------------------- */
 
 /* Does the object `id` (if in a dropped heap) survive in some form? */
-static int survives(const struct shrink *sh, uint64_t id)
+static int survives(struct shrink *sh, uint64_t id)
 {
     return !shrink_in_system(sh, id) || is_standin(sh, id) || shrink_keep_reason(sh, id) ||
            idmap_has(&sh->candidates, id);

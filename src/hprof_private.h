@@ -117,6 +117,34 @@ static inline int idmap_has(const struct idmap *m, uint64_t key)
     return idmap_get(m, key, NULL);
 }
 
+/* ---- Sorted id list --------------------------------------------------------
+ * Ids remembered in one pass and looked up in a later one, in about the
+ * order the input holds them (dumps are written in address order, and a
+ * String's value array lies next to it).  Appended unsorted at 8 bytes per
+ * id with sequential writes, sorted once, then searched by galloping from
+ * the previous hit: a lookup in file order costs a few comparisons on
+ * cached lines, where a hash probe into a table of millions of ids costs a
+ * cache miss each time.  A random lookup costs at most ~2 log2(n) steps. */
+
+struct idlist {
+    uint64_t *ids;
+    size_t n, cap;
+    size_t cursor;          /* where the previous lookup ended */
+    int sorted;
+};
+
+void idlist_init(struct idlist *l);
+void idlist_free(struct idlist *l);
+/* Forget every id, keeping the storage. */
+void idlist_clear(struct idlist *l);
+/* Append (0 is ignored).  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idlist_add(struct idlist *l, uint64_t id);
+/* Sort and drop duplicates; needed once before lookups.  @return HPROF_OK
+ * or HPROF_ERR_NOMEM (sorting needs a scratch copy). */
+int idlist_seal(struct idlist *l);
+/* @return 1 when `id` is in the (sealed) list.  Moves the cursor. */
+int idlist_has(struct idlist *l, uint64_t id);
+
 /* ---- Class layouts -------------------------------------------------------
  * What is needed to find a field in an instance: each class's superclass and
  * own instance fields.  Filled from CLASS_DUMPs in one pass, used in later

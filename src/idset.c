@@ -92,3 +92,130 @@ int idmap_put(struct idmap *m, uint64_t key, uint64_t value)
         m->values[s] = value;
     return HPROF_OK;
 }
+
+/* ---- Sorted id list ------------------------------------------------------- */
+
+void idlist_init(struct idlist *l)
+{
+    memset(l, 0, sizeof *l);
+    l->sorted = 1;
+}
+
+void idlist_free(struct idlist *l)
+{
+    free(l->ids);
+    idlist_init(l);
+}
+
+void idlist_clear(struct idlist *l)
+{
+    l->n = l->cursor = 0;
+    l->sorted = 1;
+}
+
+int idlist_add(struct idlist *l, uint64_t id)
+{
+    if (id == 0)
+        return HPROF_OK;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        uint64_t *grown = cap < SIZE_MAX / sizeof *grown ? realloc(l->ids, cap * sizeof *grown)
+                                                         : NULL;
+        if (grown == NULL)
+            return HPROF_ERR_NOMEM;
+        l->ids = grown;
+        l->cap = cap;
+    }
+    if (l->n > 0 && id < l->ids[l->n - 1])
+        l->sorted = 0;
+    l->ids[l->n++] = id;
+    return HPROF_OK;
+}
+
+/* LSD radix sort, a byte per round; rounds in which every key has the same
+ * byte (the high bytes of addresses, mostly) are skipped. */
+static int radix_sort(uint64_t *keys, size_t n)
+{
+    static const size_t RADIX = 256;
+    size_t(*counts)[256] = calloc(8, sizeof *counts);
+    uint64_t *tmp = malloc(n * sizeof *tmp);
+    if (counts == NULL || tmp == NULL) {
+        free(counts);
+        free(tmp);
+        return HPROF_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (unsigned d = 0; d < 8; d++)
+            counts[d][(keys[i] >> (8 * d)) & 0xFF]++;
+    uint64_t *from = keys, *to = tmp;
+    for (unsigned d = 0; d < 8; d++) {
+        size_t *c = counts[d];
+        if (c[(from[0] >> (8 * d)) & 0xFF] == n)
+            continue;
+        size_t sum = 0;
+        for (size_t b = 0; b < RADIX; b++) {
+            size_t k = c[b];
+            c[b] = sum;
+            sum += k;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[c[(from[i] >> (8 * d)) & 0xFF]++] = from[i];
+        uint64_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != keys)
+        memcpy(keys, from, n * sizeof *keys);
+    free(tmp);
+    free(counts);
+    return HPROF_OK;
+}
+
+int idlist_seal(struct idlist *l)
+{
+    if (!l->sorted && radix_sort(l->ids, l->n) != HPROF_OK)
+        return HPROF_ERR_NOMEM;
+    size_t kept = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (kept == 0 || l->ids[i] != l->ids[kept - 1])
+            l->ids[kept++] = l->ids[i];
+    l->n = kept;
+    l->cursor = 0;
+    l->sorted = 1;
+    return HPROF_OK;
+}
+
+int idlist_has(struct idlist *l, uint64_t id)
+{
+    const uint64_t *ids = l->ids;
+    size_t n = l->n, lo, hi; /* the first position holding >= id is in [lo, hi] */
+    if (n == 0)
+        return 0;
+    size_t at = l->cursor;
+    if (ids[at] < id) { /* gallop forward */
+        size_t step = 1;
+        lo = at + 1;
+        while (lo + step - 1 < n && ids[lo + step - 1] < id) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step - 1 < n ? lo + step - 1 : n;
+    } else { /* gallop backward */
+        size_t step = 1;
+        hi = at;
+        while (hi >= step && ids[hi - step] >= id) {
+            hi -= step;
+            step *= 2;
+        }
+        lo = hi >= step ? hi - step + 1 : 0;
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    l->cursor = lo < n ? lo : n - 1;
+    return lo < n && ids[lo] == id;
+}

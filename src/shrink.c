@@ -344,7 +344,7 @@ static int keep_array(struct shrink *sh, uint64_t id, enum keep_reason why)
 {
     if (id == 0)
         return HPROF_OK;
-    return idmap_put(&sh->keep[why], id, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
+    return idlist_add(&sh->keep[why], id) == HPROF_OK ? HPROF_OK : nomem(sh);
 }
 
 static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance *o)
@@ -745,10 +745,11 @@ static int run_pass(struct shrink *sh, const struct hprof_visitor_ops *ops,
 
 static int init(struct shrink *sh)
 {
+    for (int i = 0; i < 4; i++)
+        idlist_init(&sh->keep[i]);
     if (idmap_init(&sh->names, 1) || idmap_init(&sh->class_names, 1) ||
         classes_init(&sh->classes, sh->ids) || idmap_init(&sh->kinds, 1) ||
-        idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) || idmap_init(&sh->keep[1], 0) ||
-        idmap_init(&sh->keep[2], 0) || idmap_init(&sh->keep[3], 0) ||
+        idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) ||
         idmap_init(&sh->candidates, 1) || idmap_init(&sh->dump_buffers, 0) ||
         idmap_init(&sh->standins, 0) || idmap_init(&sh->pinned, 0) ||
         idmap_init(&sh->remap, 1) || idmap_init(&sh->dropped, 0) ||
@@ -771,7 +772,7 @@ static void release(struct shrink *sh)
     idmap_free(&sh->large);
     free(sh->byte_arrays);
     for (int i = 0; i < 4; i++)
-        idmap_free(&sh->keep[i]);
+        idlist_free(&sh->keep[i]);
     idmap_free(&sh->candidates);
     free(sh->cand);
     idmap_free(&sh->dump_buffers);
@@ -860,6 +861,9 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
             rc = decide_merges(&sh);
     }
     sh.passes = sh.pass + 1;
+    for (int i = 0; rc == HPROF_OK && i < 4; i++)
+        if (idlist_seal(&sh.keep[i]) != HPROF_OK)
+            rc = nomem(&sh);
     if (rc == HPROF_OK) {
         w = hprof_writer_new(sink, err);
         rc = w ? HPROF_OK : err->code;

@@ -21,8 +21,9 @@ enum shrink_name {
     NAME_FIELD_CODER        /* String.coder (HotSpot: 1 = UTF-16) */
 };
 
-/* Why a primitive array keeps its contents: one id set per reason, since a
- * set costs half of a map per id and String values are most of them. */
+/* Why a primitive array keeps its contents: one sorted id list per reason
+ * (8 bytes per id), since String values are most of the arrays kept and are
+ * looked up in file order. */
 enum keep_reason {
     KEEP_STRING_VALUE = 1,  /* char[], or Latin-1 byte[] */
     KEEP_NATIVES = 2,
@@ -76,7 +77,7 @@ struct shrink {
     uint32_t heap;              /* heap of the current segment */
 
     /* Pass 2 and 3: what to keep, dedupe and hollow out. */
-    struct idmap keep[4];       /* by enum keep_reason: primitive array ids */
+    struct idlist keep[4];      /* by enum keep_reason: primitive array ids */
     struct idmap candidates;    /* bitmap buffer id -> index into `cand` + 1 */
     struct candidate *cand;
     size_t n_cand, cap_cand;
@@ -117,10 +118,10 @@ static inline int shrink_kind(const struct shrink *sh, uint64_t class_id,
 }
 
 /* Why array `id` keeps its contents (enum keep_reason), or 0. */
-static inline int shrink_keep_reason(const struct shrink *sh, uint64_t id)
+static inline int shrink_keep_reason(struct shrink *sh, uint64_t id)
 {
     for (int why = KEEP_STRING_VALUE; why <= KEEP_STRING_UTF16; why++)
-        if (idmap_has(&sh->keep[why], id))
+        if (idlist_has(&sh->keep[why], id))
             return why;
     return 0;
 }

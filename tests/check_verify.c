@@ -1,7 +1,7 @@
 /*
  * check_verify.c - hprof_verify(): counts, layout checks through the
  * superclass chain, duplicate ids, cycles, and dangling references; and the
- * id map it stands on.
+ * id map and sorted id list the passes stand on.
  */
 #include <check.h>
 #include <stdio.h>
@@ -199,6 +199,69 @@ START_TEST(idmap_never_stores_the_null_id)
 }
 END_TEST
 
+/* A small deterministic generator, so the test needs no seed handling. */
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+START_TEST(idlist_finds_exactly_the_ids_added_in_any_order_of_lookup)
+{
+    struct idlist l;
+    struct idmap truth;
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    idlist_init(&l);
+    ck_assert_int_eq(idmap_init(&truth, 0), HPROF_OK);
+    /* ascending runs with jumps back (spaces of a heap), duplicates, and
+     * keys spanning all 64 bits so every radix round is exercised */
+    for (int i = 0; i < 200000; i++) {
+        uint64_t id = i % 3 == 0 ? next_random(&state) : (uint64_t)(i % 50000) * 16 + 8;
+        ck_assert_int_eq(idlist_add(&l, id), HPROF_OK);
+        ck_assert_int_eq(idmap_put(&truth, id, 0), HPROF_OK);
+    }
+    ck_assert_int_eq(idlist_seal(&l), HPROF_OK);
+    ck_assert_uint_eq(l.n, truth.count);
+    for (size_t i = 1; i < l.n; i++)
+        ck_assert(l.ids[i - 1] < l.ids[i]);
+    /* in file order, backwards, and at random: present and absent ids */
+    for (uint64_t id = 0; id < 50000 * 16 + 64; id += 4)
+        ck_assert_int_eq(idlist_has(&l, id), idmap_has(&truth, id));
+    for (uint64_t id = 50000 * 16 + 64; id > 0; id -= 8)
+        ck_assert_int_eq(idlist_has(&l, id), idmap_has(&truth, id));
+    state = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 200000; i += 3) { /* the random ids added, again */
+        uint64_t id = next_random(&state);
+        ck_assert(idlist_has(&l, id));
+        ck_assert(!idlist_has(&l, id ^ 1) || idmap_has(&truth, id ^ 1));
+    }
+    ck_assert(!idlist_has(&l, UINT64_MAX) || idmap_has(&truth, UINT64_MAX));
+    idlist_free(&l);
+    idmap_free(&truth);
+}
+END_TEST
+
+START_TEST(idlist_that_is_empty_or_cleared_finds_nothing)
+{
+    struct idlist l;
+    idlist_init(&l);
+    ck_assert_int_eq(idlist_seal(&l), HPROF_OK);
+    ck_assert(!idlist_has(&l, 8));
+    ck_assert_int_eq(idlist_add(&l, 0), HPROF_OK); /* the null id is never stored */
+    ck_assert_int_eq(idlist_add(&l, 16), HPROF_OK);
+    ck_assert_int_eq(idlist_add(&l, 8), HPROF_OK);
+    ck_assert_int_eq(idlist_seal(&l), HPROF_OK);
+    ck_assert_uint_eq(l.n, 2);
+    ck_assert(!idlist_has(&l, 0) && idlist_has(&l, 8) && idlist_has(&l, 16));
+    idlist_clear(&l);
+    ck_assert_int_eq(idlist_seal(&l), HPROF_OK);
+    ck_assert(!idlist_has(&l, 8) && !idlist_has(&l, 16));
+    idlist_free(&l);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -213,6 +276,8 @@ static Suite *verify_suite(void)
     tcase_add_test(t, verify_rejects_segments_without_heap_dump_end);
     tcase_add_test(t, idmap_keeps_a_million_ids_through_growth);
     tcase_add_test(t, idmap_never_stores_the_null_id);
+    tcase_add_test(t, idlist_finds_exactly_the_ids_added_in_any_order_of_lookup);
+    tcase_add_test(t, idlist_that_is_empty_or_cleared_finds_nothing);
     suite_add_tcase(s, t);
     return s;
 }
