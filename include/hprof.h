@@ -91,7 +91,7 @@ unsigned hprof_type_size(uint8_t type, unsigned id_size);
 
 /* ---- Reader ------------------------------------------------------------ */
 
-#define HPROF_READ_BUFFER (4u << 20)
+#define HPROF_READ_BUFFER (128u << 10)
 #define HPROF_MAX_RECORD (64u << 20)
 
 struct hprof_reader;

@@ -26,7 +26,7 @@
 
 #include "hprof_private.h"
 
-#define CHUNK_MAX (1u << 20)            /* a multiple of every element size */
+#define CHUNK_MAX HPROF_READ_BUFFER     /* a multiple of every element size */
 #define PROGRESS_STEP (16u << 20)
 #define MAX_HEADER 64
 
