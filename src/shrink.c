@@ -5,7 +5,10 @@
  *   1. collect  names of the classes and fields we need (STRING,
  *               LOAD_CLASS), every class layout, and which objects live in
  *               the zygote and image heaps.  Class dumps may come after
- *               instances of the class, hence a pass of their own.
+ *               instances of the class, hence a pass of their own - but
+ *               when names and layouts all come before the objects and no
+ *               object is in a zygote or image heap (HotSpot's order), pass
+ *               1 does pass 2's work as it goes and pass 2 is not run.
  *   2. resolve  walks every kept object: String.value arrays are kept,
  *               Bitmap.mBuffer and DumpData.buffers are dedupe candidates,
  *               DumpData.natives is kept, and system objects that a kept
@@ -55,6 +58,110 @@ static struct shrink *self(struct hprof_visitor *v)
 static int nomem(struct shrink *sh)
 {
     return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "out of memory");
+}
+
+/* ---- Class kinds and redaction layouts ------------------------------------- */
+
+struct name_match {
+    const struct shrink *sh;
+    int code;
+};
+
+static int match_name(void *ctx, uint64_t name_id)
+{
+    struct name_match *m = ctx;
+    uint64_t code;
+    return idmap_get(&m->sh->names, name_id, &code) && (int)code == m->code;
+}
+
+static int64_t field_at(struct shrink *sh, const struct class_info *ci, int code, uint8_t type)
+{
+    struct name_match m = { sh, code };
+    return classes_field_offset(&sh->classes, ci, match_name, &m, type);
+}
+
+/* Which of String, Bitmap, DumpData and byte[][] class `ci` is (if any),
+ * and where their fields sit in an instance.  Its layout is resolved. */
+static int resolve_kind(struct shrink *sh, const struct class_info *ci)
+{
+    uint64_t name_id, code;
+    if (!idmap_get(&sh->class_names, ci->id, &name_id) || !idmap_get(&sh->names, name_id, &code) ||
+        code < NAME_CLASS_STRING || code > NAME_CLASS_BYTE_ARRAYS)
+        return HPROF_OK;
+    struct kind_layout *grown = realloc(sh->layouts, (sh->n_layouts + 1) * sizeof *grown);
+    if (grown == NULL)
+        return nomem(sh);
+    sh->layouts = grown;
+    struct kind_layout *k = &sh->layouts[sh->n_layouts];
+    *k = (struct kind_layout){ .class_id = ci->id, .kind = (int)code, .field = { -1, -1 } };
+    if (code == NAME_CLASS_STRING) {
+        k->field[0] = field_at(sh, ci, NAME_FIELD_VALUE, HPROF_TYPE_OBJECT);
+        k->field[1] = field_at(sh, ci, NAME_FIELD_CODER, HPROF_TYPE_BYTE);
+    } else if (code == NAME_CLASS_BITMAP) {
+        k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFER, HPROF_TYPE_OBJECT);
+    } else if (code == NAME_CLASS_DUMP_DATA) {
+        k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFERS, HPROF_TYPE_OBJECT);
+        k->field[1] = field_at(sh, ci, NAME_FIELD_NATIVES, HPROF_TYPE_OBJECT);
+    }
+    return idmap_put(&sh->kinds, ci->id, sh->n_layouts++) == HPROF_OK ? HPROF_OK : nomem(sh);
+}
+
+/* After pass 1: the kind of every class. */
+static int resolve_kinds(struct shrink *sh)
+{
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < sh->classes.n_info; i++)
+        rc = resolve_kind(sh, &sh->classes.info[i]);
+    return rc;
+}
+
+/* For --redact: where instances of `ci` hold a field a keep rule names
+ * (declared in the rule's class, anywhere up the chain), and whether `ci` is
+ * one of the application's classes. */
+static int resolve_class_redaction(struct shrink *sh, const struct class_info *ci)
+{
+    if (sh->n_rules > 0) {
+        size_t start = sh->n_exempt_at, steps = 0;
+        uint64_t at = 0;
+        for (const struct class_info *k = ci; k != NULL && steps <= sh->classes.n_info; steps++) {
+            uint64_t name, class_bits = 0;
+            if (idmap_get(&sh->class_names, k->id, &name))
+                idmap_get(&sh->rule_names, name, &class_bits);
+            for (unsigned f = 0; f < k->n_fields; f++) {
+                const struct class_field *fl = &sh->classes.fields[k->first_field + f];
+                uint64_t field_bits = 0;
+                idmap_get(&sh->rule_names, fl->name_id, &field_bits);
+                /* rule i matches when bit 2i (class) and bit 2i+1 (field) are set */
+                if (fl->type == HPROF_TYPE_OBJECT &&
+                    (class_bits & (field_bits >> 1) & 0x5555555555555555ull) != 0) {
+                    int64_t *grown = realloc(sh->exempt_at, (sh->n_exempt_at + 1) * sizeof *grown);
+                    if (grown == NULL)
+                        return nomem(sh);
+                    sh->exempt_at = grown;
+                    sh->exempt_at[sh->n_exempt_at++] = (int64_t)at;
+                }
+                at += hprof_type_size(fl->type, sh->ids);
+            }
+            k = k->super_id ? classes_find(&sh->classes, k->super_id) : NULL;
+        }
+        size_t count = sh->n_exempt_at - start;
+        if (count > 0 && idmap_put(&sh->exempt_fields, ci->id, start << 16 | count) != HPROF_OK)
+            return nomem(sh);
+    }
+    uint64_t name;
+    if (sh->opt.redact_fields && idmap_get(&sh->class_names, ci->id, &name) &&
+        !idmap_has(&sh->system_names, name) && idmap_put(&sh->app_classes, ci->id, 0) != HPROF_OK)
+        return nomem(sh);
+    return HPROF_OK;
+}
+
+/* After pass 1: the same for every class. */
+static int resolve_redaction(struct shrink *sh)
+{
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < sh->classes.n_info; i++)
+        rc = resolve_class_redaction(sh, &sh->classes.info[i]);
+    return rc;
 }
 
 /* ---- Pass 1: collect --------------------------------------------------------- */
@@ -112,10 +219,15 @@ static int system_name(const struct hprof_string *s)
     return 0;
 }
 
+static void abandon_eager(struct shrink *sh)
+{
+    sh->eager = EAGER_ABANDONED;
+}
+
 static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
 {
     struct shrink *sh = self(v);
-    int code = name_code(s);
+    int code = name_code(s), system = sh->opt.redact_fields && system_name(s);
     uint64_t bits = 0;
     for (size_t i = 0; i < sh->n_rules; i++) {
         const struct redact_rule *r = &sh->rules[i];
@@ -124,9 +236,11 @@ static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
         if (same_name(s->utf8, s->length, r->field, r->field_len))
             bits |= 1ull << (2 * i + 1);
     }
+    if (sh->eager == EAGER_ON && (code != NAME_NONE || bits != 0 || system))
+        abandon_eager(sh); /* a name that could change a kind already decided */
     if ((code != NAME_NONE && idmap_put(&sh->names, s->id, (uint64_t)code) != HPROF_OK) ||
         (bits != 0 && idmap_put(&sh->rule_names, s->id, bits) != HPROF_OK) ||
-        (sh->opt.redact_fields && system_name(s) && idmap_put(&sh->system_names, s->id, 0) != HPROF_OK))
+        (system && idmap_put(&sh->system_names, s->id, 0) != HPROF_OK))
         return nomem(sh);
     return HPROF_OK;
 }
@@ -134,6 +248,8 @@ static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
 static int collect_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
 {
     struct shrink *sh = self(v);
+    if (sh->eager == EAGER_ON)
+        abandon_eager(sh);
     return idmap_put(&sh->class_names, c->class_id, c->name_id) == HPROF_OK ? HPROF_OK
                                                                            : nomem(sh);
 }
@@ -151,30 +267,82 @@ static int track_heap_info(struct hprof_visitor *v, const struct hprof_heap_info
     return HPROF_OK;
 }
 
+/* A class dumped after objects: fine while its superclasses came before
+ * (no instance of it can have been resolved: that would have needed it). */
+static int eager_class(struct shrink *sh, uint64_t class_id)
+{
+    struct hprof_error not_yet = { 0 };
+    struct class_info *ci = classes_find(&sh->classes, class_id);
+    if (ci == NULL || classes_resolve(&sh->classes, ci, &not_yet) != HPROF_OK) {
+        abandon_eager(sh);
+        return HPROF_OK;
+    }
+    int rc = resolve_kind(sh, ci);
+    return rc == HPROF_OK ? resolve_class_redaction(sh, ci) : rc;
+}
+
 static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
 {
     struct shrink *sh = self(v);
-    return classes_add(&sh->classes, c, sh->err);
+    int rc = classes_add(&sh->classes, c, sh->err);
+    return rc == HPROF_OK && sh->eager == EAGER_ON ? eager_class(sh, c->id) : rc;
 }
 
-/* Objects of the zygote and image heaps are dropped unless asked not to. */
+/* The first object: what pass 1 has seen must already say all there is. */
+static int start_eager(struct shrink *sh)
+{
+    struct hprof_error not_yet = { 0 };
+    if (classes_resolve_all(&sh->classes, &not_yet) != HPROF_OK) {
+        abandon_eager(sh);
+        return HPROF_OK;
+    }
+    sh->eager = EAGER_ON;
+    int rc = resolve_kinds(sh);
+    return rc == HPROF_OK ? resolve_redaction(sh) : rc;
+}
+
+/* Objects of the zygote and image heaps are dropped unless asked not to.
+ * Stand-ins need every such object known before any reference to it is
+ * looked at, so they end eager resolution. */
 static int note_heap(struct shrink *sh, uint64_t id)
 {
-    if (sh->opt.keep_system_heaps ||
-        (sh->heap != HPROF_HEAP_ZYGOTE && sh->heap != HPROF_HEAP_IMAGE))
-        return HPROF_OK;
-    return idmap_put(&sh->system, id, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
+    int rc = HPROF_OK;
+    if (!sh->opt.keep_system_heaps &&
+        (sh->heap == HPROF_HEAP_ZYGOTE || sh->heap == HPROF_HEAP_IMAGE)) {
+        abandon_eager(sh);
+        if (idmap_put(&sh->system, id, 0) != HPROF_OK)
+            return nomem(sh);
+    }
+    if (sh->eager == EAGER_WAITING)
+        rc = start_eager(sh);
+    return rc;
 }
+
+static int resolve_checked(struct shrink *sh, const struct hprof_instance *o, struct class_info *ci);
+static int resolve_object_array(struct hprof_visitor *v, const struct hprof_object_array *a);
 
 static int collect_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
-    return note_heap(self(v), o->id);
+    struct shrink *sh = self(v);
+    struct hprof_error not_yet = { 0 };
+    struct class_info *ci;
+    int rc = note_heap(sh, o->id);
+    if (rc != HPROF_OK || sh->eager != EAGER_ON)
+        return rc;
+    if (classes_check_instance(&sh->classes, o, &ci, &not_yet) != HPROF_OK) {
+        abandon_eager(sh); /* its class may come later; pass 2 will say */
+        return HPROF_OK;
+    }
+    return resolve_checked(sh, o, ci);
 }
 
 static int collect_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
 {
-    int rc = note_heap(self(v), a->id);
-    return rc == HPROF_OK ? HPROF_SKIP : rc;
+    struct shrink *sh = self(v);
+    int rc = a->first == 0 ? note_heap(sh, a->id) : HPROF_OK;
+    if (rc != HPROF_OK)
+        return rc;
+    return sh->eager == EAGER_ON ? resolve_object_array(v, a) : HPROF_SKIP;
 }
 
 static int collect_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
@@ -197,100 +365,6 @@ static const struct hprof_visitor_ops collect_ops = {
     .object_array = collect_object_array,
     .primitive_array = collect_primitive_array,
 };
-
-struct name_match {
-    const struct shrink *sh;
-    int code;
-};
-
-static int match_name(void *ctx, uint64_t name_id)
-{
-    struct name_match *m = ctx;
-    uint64_t code;
-    return idmap_get(&m->sh->names, name_id, &code) && (int)code == m->code;
-}
-
-static int64_t field_at(struct shrink *sh, struct class_info *ci, int code, uint8_t type)
-{
-    struct name_match m = { sh, code };
-    return classes_field_offset(&sh->classes, ci, match_name, &m, type);
-}
-
-/* After pass 1: which classes are String, Bitmap and DumpData, and where
- * their fields sit in an instance. */
-static int resolve_kinds(struct shrink *sh)
-{
-    for (size_t i = 0; i < sh->classes.n_info; i++) {
-        struct class_info *ci = &sh->classes.info[i];
-        uint64_t name_id, code;
-        if (!idmap_get(&sh->class_names, ci->id, &name_id) ||
-            !idmap_get(&sh->names, name_id, &code) || code < NAME_CLASS_STRING ||
-            code > NAME_CLASS_BYTE_ARRAYS)
-            continue;
-        struct kind_layout *grown = realloc(sh->layouts, (sh->n_layouts + 1) * sizeof *grown);
-        if (grown == NULL)
-            return nomem(sh);
-        sh->layouts = grown;
-        struct kind_layout *k = &sh->layouts[sh->n_layouts];
-        *k = (struct kind_layout){ .class_id = ci->id, .kind = (int)code, .field = { -1, -1 } };
-        if (code == NAME_CLASS_STRING) {
-            k->field[0] = field_at(sh, ci, NAME_FIELD_VALUE, HPROF_TYPE_OBJECT);
-            k->field[1] = field_at(sh, ci, NAME_FIELD_CODER, HPROF_TYPE_BYTE);
-        } else if (code == NAME_CLASS_BITMAP) {
-            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFER, HPROF_TYPE_OBJECT);
-        } else if (code == NAME_CLASS_DUMP_DATA) {
-            k->field[0] = field_at(sh, ci, NAME_FIELD_BUFFERS, HPROF_TYPE_OBJECT);
-            k->field[1] = field_at(sh, ci, NAME_FIELD_NATIVES, HPROF_TYPE_OBJECT);
-        }
-        if (idmap_put(&sh->kinds, ci->id, sh->n_layouts++) != HPROF_OK)
-            return nomem(sh);
-    }
-    return HPROF_OK;
-}
-
-/* After pass 1, for --redact: where each class's instances hold a field a
- * keep rule names (declared in the rule's class, anywhere up the chain), and
- * which classes are the application's. */
-static int resolve_redaction(struct shrink *sh)
-{
-    for (size_t i = 0; sh->n_rules > 0 && i < sh->classes.n_info; i++) {
-        struct class_info *ci = &sh->classes.info[i];
-        size_t start = sh->n_exempt_at, steps = 0;
-        uint64_t at = 0;
-        for (struct class_info *k = ci; k != NULL && steps <= sh->classes.n_info; steps++) {
-            uint64_t name, class_bits = 0;
-            if (idmap_get(&sh->class_names, k->id, &name))
-                idmap_get(&sh->rule_names, name, &class_bits);
-            for (unsigned f = 0; f < k->n_fields; f++) {
-                const struct class_field *fl = &sh->classes.fields[k->first_field + f];
-                uint64_t field_bits = 0;
-                idmap_get(&sh->rule_names, fl->name_id, &field_bits);
-                /* rule i matches when bit 2i (class) and bit 2i+1 (field) are set */
-                if (fl->type == HPROF_TYPE_OBJECT &&
-                    (class_bits & (field_bits >> 1) & 0x5555555555555555ull) != 0) {
-                    int64_t *grown = realloc(sh->exempt_at, (sh->n_exempt_at + 1) * sizeof *grown);
-                    if (grown == NULL)
-                        return nomem(sh);
-                    sh->exempt_at = grown;
-                    sh->exempt_at[sh->n_exempt_at++] = (int64_t)at;
-                }
-                at += hprof_type_size(fl->type, sh->ids);
-            }
-            k = k->super_id ? classes_find(&sh->classes, k->super_id) : NULL;
-        }
-        size_t count = sh->n_exempt_at - start;
-        if (count > 0 && idmap_put(&sh->exempt_fields, ci->id, start << 16 | count) != HPROF_OK)
-            return nomem(sh);
-    }
-    for (size_t i = 0; sh->opt.redact_fields && i < sh->classes.n_info; i++) {
-        uint64_t name;
-        if (idmap_get(&sh->class_names, sh->classes.info[i].id, &name) &&
-            !idmap_has(&sh->system_names, name) &&
-            idmap_put(&sh->app_classes, sh->classes.info[i].id, 0) != HPROF_OK)
-            return nomem(sh);
-    }
-    return HPROF_OK;
-}
 
 /* ---- Pass 2: resolve ------------------------------------------------------- */
 
@@ -347,13 +421,12 @@ static int keep_array(struct shrink *sh, uint64_t id, enum keep_reason why)
     return idlist_add(&sh->keep[why], id) == HPROF_OK ? HPROF_OK : nomem(sh);
 }
 
-static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+/* Instance `o` of class `ci`, whose layout it has been checked against. */
+static int resolve_checked(struct shrink *sh, const struct hprof_instance *o, struct class_info *ci)
 {
-    struct shrink *sh = self(v);
     const struct kind_layout *k;
-    struct class_info *ci;
-    int rc = classes_check_instance(&sh->classes, o, &ci, sh->err);
-    if (rc != HPROF_OK || shrink_in_system(sh, o->id))
+    int rc = HPROF_OK;
+    if (shrink_in_system(sh, o->id))
         return rc; /* dropped or hollow: what it refers to does not matter */
     uint64_t exempt;
     if (sh->exempt_fields.count > 0 && idmap_get(&sh->exempt_fields, o->class_id, &exempt))
@@ -386,6 +459,14 @@ static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance
     if (rc != HPROF_OK || sh->system.count == 0)
         return rc;
     return classes_each_ref(&sh->classes, ci, o->values, o->length, refer_field, sh);
+}
+
+static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct shrink *sh = self(v);
+    struct class_info *ci;
+    int rc = classes_check_instance(&sh->classes, o, &ci, sh->err);
+    return rc == HPROF_OK ? resolve_checked(sh, o, ci) : rc;
 }
 
 /* Remember a byte[][]'s elements: it may be a DumpData.buffers whose holder
@@ -743,6 +824,41 @@ static int run_pass(struct shrink *sh, const struct hprof_visitor_ops *ops,
     return rc;
 }
 
+static int reset_map(struct idmap *m, int with_values)
+{
+    idmap_free(m);
+    return idmap_init(m, with_values);
+}
+
+/* Drop what pass 1 resolved before it had to stop, so pass 2 starts clean. */
+static int forget_resolved(struct shrink *sh)
+{
+    sh->n_layouts = 0;
+    sh->n_exempt_at = 0;
+    sh->n_cand = 0;
+    sh->n_byte_arrays = 0;
+    sh->byte_arrays_overflow = 0;
+    for (int i = 0; i < 4; i++)
+        idlist_clear(&sh->keep[i]);
+    if (reset_map(&sh->kinds, 1) || reset_map(&sh->exempt_fields, 1) ||
+        reset_map(&sh->app_classes, 0) || reset_map(&sh->candidates, 1) ||
+        reset_map(&sh->dump_buffers, 0) || reset_map(&sh->standins, 0) ||
+        reset_map(&sh->exempt_strings, 0))
+        return nomem(sh);
+    return HPROF_OK;
+}
+
+/* Pass 2, for dumps that pass 1 could not resolve as it went. */
+static int resolve_in_pass_2(struct shrink *sh)
+{
+    int rc = forget_resolved(sh);
+    if (rc == HPROF_OK)
+        rc = resolve_kinds(sh);
+    if (rc == HPROF_OK)
+        rc = resolve_redaction(sh);
+    return rc == HPROF_OK ? run_pass(sh, &resolve_ops, NULL) : rc;
+}
+
 static int init(struct shrink *sh)
 {
     for (int i = 0; i < 4; i++)
@@ -839,16 +955,15 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     if (rc == HPROF_OK)
         rc = parse_rules(&sh);
     sh.passes = 5;
-    if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK &&
-        (rc = classes_resolve_all(&sh.classes, err)) == HPROF_OK &&
-        (rc = resolve_kinds(&sh)) == HPROF_OK)
-        rc = resolve_redaction(&sh);
-    if (rc == HPROF_OK)
-        rc = run_pass(&sh, &resolve_ops, NULL);
+    if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK)
+        rc = classes_resolve_all(&sh.classes, err);
+    sh.stats->resolved_in_pass_1 = rc == HPROF_OK && sh.eager == EAGER_ON;
+    if (rc == HPROF_OK && sh.eager != EAGER_ON)
+        rc = resolve_in_pass_2(&sh);
     int expanded = 1;
     if (rc == HPROF_OK && sh.dump_buffers.count > 0)
         rc = expand_remembered(&sh, &expanded);
-    sh.passes = 4 + !expanded; /* for progress; may overstate by the digest */
+    sh.passes = sh.pass + 2 + !expanded; /* for progress; may overstate by the digest */
     if (rc == HPROF_OK && !expanded)
         rc = run_pass(&sh, &expand_ops, NULL);
     sh.stats->strings_kept_by_rule = sh.exempt_strings.count;

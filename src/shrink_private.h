@@ -30,6 +30,15 @@ enum keep_reason {
     KEEP_STRING_UTF16 = 3   /* HotSpot byte[] with coder 1 */
 };
 
+/* Pass 1 also does pass 2's work while nothing it has seen could change a
+ * decision already taken: names and class layouts all before the first
+ * object, no zygote or image objects.  HotSpot writes dumps that way. */
+enum eager_state {
+    EAGER_WAITING,          /* no object seen yet */
+    EAGER_ON,               /* resolving as pass 1 goes */
+    EAGER_ABANDONED         /* something came too late: pass 2 runs */
+};
+
 /* A --redact-keep rule, split. */
 struct redact_rule {
     const char *cls, *field;
@@ -75,6 +84,7 @@ struct shrink {
     struct idmap system;        /* zygote/image objects (not classes) */
     struct idmap large;         /* byte[] of LARGE_ARRAY+ elements -> count */
     uint32_t heap;              /* heap of the current segment */
+    int eager;                  /* enum eager_state: pass 2's work done in pass 1 */
 
     /* Pass 2 and 3: what to keep, dedupe and hollow out. */
     struct idlist keep[4];      /* by enum keep_reason: primitive array ids */

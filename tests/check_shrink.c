@@ -370,6 +370,89 @@ START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
 }
 END_TEST
 
+/* Pass 1 resolves as it goes (one pass fewer) only while nothing can come
+ * too late for a decision it took; otherwise pass 2 runs.  Either way the
+ * String keeps its text and the other array loses its contents. */
+enum late { LATE_NOTHING, LATE_STRING_CLASS, LATE_RESOLVABLE_CLASS, LATE_SUPERCLASS,
+            LATE_LOAD_CLASS, LATE_FIELD_NAME, LATE_ZYGOTE_OBJECT, N_LATE };
+
+START_TEST(shrink_resolves_in_pass_1_only_when_nothing_comes_too_late)
+{
+    static const uint8_t string_fields[] = { HPROF_TYPE_OBJECT };
+    static const char text[] = "a String text that must survive";
+    static const char other[] = "contents that must not survive";
+    const int eager_expected = _i == LATE_NOTHING || _i == LATE_RESOLVABLE_CLASS;
+    uint8_t ref[4] = { 0, 0, 0x10, 0 }; /* String.value = 0x1000 */
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "java.lang.String");
+    if (_i != LATE_FIELD_NAME)
+        tb_string(&d, 0x900, "value"); /* tb_class names field i 0x900 + i */
+    if (_i != LATE_LOAD_CLASS)
+        tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    if (_i != LATE_STRING_CLASS)
+        tb_class(&d, 0x100, 0, string_fields, 1);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, sizeof text - 1, text);
+    tb_instance(&d, 0x2000, 0x100, ref, 4);
+    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, sizeof other - 1, other);
+    if (_i == LATE_STRING_CLASS)
+        tb_class(&d, 0x100, 0, string_fields, 1);
+    if (_i == LATE_RESOLVABLE_CLASS)
+        tb_class(&d, 0x300, 0x100, NULL, 0);
+    if (_i == LATE_SUPERCLASS) {
+        tb_class(&d, 0x300, 0x310, NULL, 0);
+        tb_class(&d, 0x310, 0, NULL, 0);
+    }
+    if (_i == LATE_ZYGOTE_OBJECT) {
+        tb_u1(&d, HPROF_HEAP_DUMP_INFO);
+        tb_u4(&d, HPROF_HEAP_ZYGOTE);
+        tb_id(&d, 0x10);
+        tb_prim_array(&d, 0x1020, HPROF_TYPE_INT, 1, "\0\0\0\1");
+    }
+    tb_segment_end(&d);
+    if (_i == LATE_LOAD_CLASS)
+        tb_load_class(&d, 1, 0x100, 0x10);
+    if (_i == LATE_FIELD_NAME)
+        tb_string(&d, 0x900, "value");
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_path(".hprof");
+    FILE *f = fopen(path, "wb");
+    ck_assert_uint_eq(fwrite(d.data, 1, d.len, f), d.len);
+    fclose(f);
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    ck_assert_int_eq(st.resolved_in_pass_1, eager_expected);
+    ck_assert_int_eq(st.passes, eager_expected ? 2 : 3);
+    ck_assert_uint_eq(st.string_values_kept.count, 1);
+    ck_assert_ptr_nonnull(memmem(out, len, text, sizeof text - 1));
+    ck_assert_ptr_null(memmem(out, len, other, sizeof other - 1));
+    struct hprof_verify_report rep;
+    struct hprof_error err = { 0 };
+    ck_assert_msg(tl_verify_memory(out, len, &rep, &err) == HPROF_OK, "verify: %s", err.message);
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&d);
+}
+END_TEST
+
+/* HotSpot writes names, then classes, then objects: two passes suffice. */
+START_TEST(shrink_reads_hotspot_dumps_twice_and_android_dumps_with_system_heaps_thrice)
+{
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    free(tl_shrink_file(fixtures[_i], &o, &len, &st));
+    ck_assert_int_eq(st.resolved_in_pass_1, _i != 0);
+    if (_i != 0)
+        ck_assert_int_eq(st.passes, 2);
+}
+END_TEST
+
 static Suite *shrink_suite(void)
 {
     Suite *s = suite_create("shrink");
@@ -388,6 +471,9 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);
     tcase_add_loop_test(t, shrink_never_writes_primitive_array_nodata, 0, N_MODES);
     tcase_add_test(t, shrink_never_merges_buffers_that_only_share_an_md5);
+    tcase_add_loop_test(t, shrink_resolves_in_pass_1_only_when_nothing_comes_too_late, 0, N_LATE);
+    tcase_add_loop_test(t, shrink_reads_hotspot_dumps_twice_and_android_dumps_with_system_heaps_thrice,
+                        0, 3);
     suite_add_tcase(s, t);
     return s;
 }
