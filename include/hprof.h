@@ -32,7 +32,8 @@
  * ------
  * The reader keeps one buffer (HPROF_READ_BUFFER bytes, growing only for a
  * single non-array record, up to HPROF_MAX_RECORD); arrays are delivered in
- * chunks.  The writer keeps one segment buffer of at most the segment limit.
+ * chunks.  Through a mapping (hprof_reader_map()) it holds no buffer and
+ * releases the mapped pages behind it.  The writer keeps one segment buffer of at most the segment limit.
  * Neither grows with the size of the file.
  */
 #ifndef HPROF_H
@@ -106,6 +107,20 @@ int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hprof_error *
  * handed to visitors then point straight into `data`. */
 int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t len,
                              struct hprof_error *err);
+
+/* hprof_reader_map() :
+ * Reads the file of a reader made by hprof_reader_open_fd() through a
+ * read-only memory mapping instead of pread(): nothing is copied, and array
+ * contents a pass skips are never touched, which makes a pass about a third
+ * faster on large dumps.  Pages behind the reading position are released as
+ * a run goes, so resident memory stays bounded (about 8 MiB of the file).
+ * The price of any mapping: if the file shrinks while mapped (another
+ * process truncates it) or the disk fails under it, the process gets
+ * SIGBUS instead of an error code; the hprof-* tools catch it and exit with
+ * an I/O error.  Call it only where that is acceptable.
+ * @return HPROF_OK, or an error (no mapping: the reader goes on with
+ * pread(), so the error can be ignored). */
+int hprof_reader_map(struct hprof_reader *r);
 
 /* The header read at open; valid while the reader lives. */
 const struct hprof_header *hprof_reader_header(const struct hprof_reader *r);

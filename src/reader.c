@@ -7,6 +7,12 @@
  * huge, go out in chunks of whole elements, so no length field ever decides
  * the size of an allocation beyond HPROF_MAX_RECORD.
  *
+ * A file can instead be read through a memory mapping (hprof_reader_map()):
+ * no copy at all, and the contents of arrays a pass skips are never
+ * touched.  Pages behind the reading position are then released every
+ * RELEASE_STEP bytes, between records and between chunks of an array, so
+ * that resident memory stays bounded by that step, not by the file.
+ *
  * Invariants:
  *  1. `pos` is the input offset of `cur`; bytes [cur, lim) are valid.
  *  2. Every length read from the input is checked against what encloses it
@@ -21,18 +27,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "hprof_private.h"
 
 #define CHUNK_MAX HPROF_READ_BUFFER     /* a multiple of every element size */
+#define RELEASE_STEP (8u << 20)
 #define PROGRESS_STEP (16u << 20)
 #define MAX_HEADER 64
 
 struct hprof_reader {
     int fd;                     /* -1 when reading memory */
-    const uint8_t *mem;
+    const uint8_t *mem;         /* the whole input, when in memory or mapped */
+    void *map;                  /* our mapping of the file, or NULL */
+    uint64_t released;          /* mapped pages before this offset are released */
     uint64_t size;
     struct hprof_header header;
     struct hprof_error *err;
@@ -105,7 +115,7 @@ static size_t avail(const struct hprof_reader *r)
 
 static void seek_to(struct hprof_reader *r, uint64_t offset)
 {
-    if (r->fd < 0) {
+    if (r->mem != NULL) {
         r->cur = r->mem + offset;
         r->lim = r->mem + r->size;
     } else {
@@ -144,7 +154,7 @@ static int need(struct hprof_reader *r, size_t n)
     if (n > r->size - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->pos, "truncated: %zu bytes needed, %" PRIu64 " left",
               n, r->size - r->pos);
-    if (r->fd < 0)
+    if (r->mem != NULL)
         return HPROF_OK; /* unreachable: memory windows span the whole input */
     size_t have = avail(r);
     if (n > r->cap) {
@@ -204,8 +214,20 @@ static int take(struct hprof_reader *r, size_t n, uint64_t limit, const uint8_t 
     return HPROF_OK;
 }
 
+/* Mapped input: give back the pages behind the reading position (the file
+ * stays in the page cache; only our mapping of it goes). */
+static void release_behind(struct hprof_reader *r)
+{
+    if (r->map == NULL || r->pos - r->released < RELEASE_STEP)
+        return;
+    uint64_t upto = r->pos & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+    madvise((uint8_t *)r->map + r->released, (size_t)(upto - r->released), MADV_DONTNEED);
+    r->released = upto;
+}
+
 static void report_progress(struct hprof_reader *r)
 {
+    release_behind(r);
     if (r->progress != NULL && r->pos >= r->next_progress) {
         r->progress(r->progress_ctx, r->pos, r->size);
         r->next_progress = r->pos + PROGRESS_STEP;
@@ -220,7 +242,7 @@ static int parse_header(struct hprof_reader *r)
     size_t len = r->size < MAX_HEADER ? (size_t)r->size : MAX_HEADER;
     if (r->size == 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT, "offset 0x0: header: empty file");
-    if (r->fd < 0)
+    if (r->mem != NULL)
         memcpy(head, r->mem, len);
     else if (pread_full(r, 0, head, len) != HPROF_OK)
         return r->err->code;
@@ -302,6 +324,23 @@ int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t
     return open_common(out, r);
 }
 
+int hprof_reader_map(struct hprof_reader *r)
+{
+    if (r->map != NULL)
+        return HPROF_OK;
+    if (r->fd < 0)
+        return hprof_error_set(r->err, HPROF_ERR_USAGE, "map: the reader does not read a file");
+    if (r->size > SIZE_MAX)
+        return hprof_error_set(r->err, HPROF_ERR_IO, "map: the file is too large to map");
+    void *map = mmap(NULL, (size_t)r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
+    if (map == MAP_FAILED)
+        return hprof_error_set(r->err, HPROF_ERR_IO, "map: %s", strerror(errno));
+    r->map = map;
+    r->mem = map;
+    r->released = 0;
+    return HPROF_OK;
+}
+
 const struct hprof_header *hprof_reader_header(const struct hprof_reader *r)
 {
     return &r->header;
@@ -330,7 +369,7 @@ int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_
         return hprof_error_set(r->err, HPROF_ERR_USAGE,
                                "pread of %zu bytes at 0x%" PRIx64 " is outside the input", len,
                                offset);
-    if (r->fd < 0) {
+    if (r->mem != NULL) {
         memcpy(buf, r->mem + offset, len);
         return HPROF_OK;
     }
@@ -341,6 +380,8 @@ void hprof_reader_free(struct hprof_reader *r)
 {
     if (r == NULL)
         return;
+    if (r->map != NULL)
+        munmap(r->map, (size_t)r->size);
     free(r->buf);
     free(r->constants);
     free(r->statics);
@@ -514,6 +555,8 @@ static int next_chunk(struct hprof_reader *r, uint64_t left, unsigned esize, siz
 {
     size_t have = avail(r);
     size_t n = left < have ? (size_t)left : have;
+    if (n > CHUNK_MAX)
+        n = CHUNK_MAX; /* bounded chunks also bound a mapping's resident pages */
     n -= n % esize;
     if (n == 0 && left > 0) {
         n = left < CHUNK_MAX ? (size_t)left : CHUNK_MAX;
@@ -559,6 +602,7 @@ static int read_object_array(struct hprof_reader *r, struct hprof_visitor *v, ui
         a.elements = r->cur;
         rc = hprof_visit_object_array(v, &a);
         consume(r, chunk);
+        release_behind(r);
         left -= chunk;
         a.first += a.n;
         if (rc == HPROF_SKIP) {
@@ -597,6 +641,7 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
         a.data = r->cur;
         rc = hprof_visit_primitive_array(v, &a);
         consume(r, chunk);
+        release_behind(r);
         left -= chunk;
         a.first += chunk;
         if (rc == HPROF_SKIP) {
@@ -726,7 +771,7 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     return rc < 0 ? visitor_failed(r, rc) : HPROF_OK;
 }
 
-int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
+static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
 {
     seek_to(r, r->header.length);
     r->next_progress = 0;
@@ -759,4 +804,14 @@ int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
         return hprof_error_set(r->err, rc, "offset 0x%" PRIx64 ": end of file: a visitor failed",
                                r->size);
     return HPROF_OK;
+}
+
+int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
+{
+    int rc = run_records(r, v);
+    if (r->map != NULL) { /* the next run starts from the top again */
+        madvise(r->map, (size_t)r->size, MADV_DONTNEED);
+        r->released = 0;
+    }
+    return rc;
 }

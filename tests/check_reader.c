@@ -344,6 +344,8 @@ START_TEST(reader_delivers_large_arrays_in_whole_element_chunks)
     struct hprof_error err = { 0 };
     struct hprof_reader *r;
     ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    if (_i) /* through a mapping, chunks also bound the pages held */
+        ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
     struct counter c = { .base = { &counter_ops, NULL } };
     ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
     ck_assert_int_eq(c.primitive_arrays, 1);
@@ -425,6 +427,61 @@ START_TEST(reader_reads_android_only_sub_records)
 }
 END_TEST
 
+START_TEST(reader_through_a_mapping_sees_what_pread_sees)
+{
+    struct tl_canon by_pread, by_map, again;
+    struct hprof_error err = { 0 };
+    if (!tl_fixture_available(_i))
+        return;
+    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &by_pread, 0, &err), HPROF_OK);
+    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &by_map, 1, &err), HPROF_OK);
+    ck_assert_uint_eq(by_pread.records, by_map.records);
+    ck_assert_uint_eq(by_pread.sub_records, by_map.sub_records);
+    ck_assert_mem_eq(by_pread.md5, by_map.md5, 16);
+    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &again, 1, &err), HPROF_OK);
+    ck_assert_mem_eq(by_map.md5, again.md5, 16);
+}
+END_TEST
+
+START_TEST(reader_through_a_mapping_runs_again_from_the_start)
+{
+    struct tbuf b;
+    tb_small_dump(&b, 4);
+    char *path = tl_temp_path(".hprof");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, b.data, b.len), (ssize_t)b.len);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct counter c = { .base = { &counter_ops, NULL } };
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK); /* a second call changes nothing */
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    ck_assert_int_eq(c.instances, 2);
+    ck_assert_int_eq(c.ends, 2);
+    hprof_reader_free(r);
+    close(fd);
+    unlink(path);
+    free(path);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_of_memory_cannot_be_mapped)
+{
+    struct tbuf b;
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    tb_small_dump(&b, 4);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, b.len, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_ERR_USAGE);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
     Suite *s = suite_create("reader");
@@ -442,7 +499,10 @@ static Suite *reader_suite(void)
     tcase_add_test(t, reader_rejects_sub_record_crossing_its_segment);
     tcase_add_test(t, reader_rejects_array_count_larger_than_its_segment);
     tcase_add_test(t, reader_rejects_invalid_array_element_type);
-    tcase_add_test(t, reader_delivers_large_arrays_in_whole_element_chunks);
+    tcase_add_loop_test(t, reader_delivers_large_arrays_in_whole_element_chunks, 0, 2);
+    tcase_add_loop_test(t, reader_through_a_mapping_sees_what_pread_sees, 0, TL_N_FIXTURES);
+    tcase_add_test(t, reader_through_a_mapping_runs_again_from_the_start);
+    tcase_add_test(t, reader_of_memory_cannot_be_mapped);
     tcase_add_test(t, reader_skips_a_segment_when_heap_begin_says_skip);
     tcase_add_test(t, reader_runs_again_from_the_start);
     tcase_add_test(t, reader_reads_android_only_sub_records);

@@ -15,14 +15,8 @@
 #include "facts.h"
 #include "testlib.h"
 
-static const char *const fixtures[] = {
-    "fixtures/android-synth.hprof.gz",
-    "fixtures/hotspot-synth.hprof.gz",
-    "fixtures/hotspot-fixture.hprof.gz",
-    "../shared/fixtures/art-ahat-test-dump.hprof",
-    "../shared/fixtures/hotspot-1.0.2-test1.hprof",
-};
-#define N_FIXTURES 5
+#define fixtures tl_fixtures
+#define N_FIXTURES TL_N_FIXTURES
 
 static const char *const keep_title[] = { "android.app.Activity.mTitle" };
 
@@ -48,7 +42,7 @@ static int is_kept_text(const struct text *t, int keep_title_rule)
 START_TEST(redact_leaves_no_original_string_text)
 {
     int fixture = _i / 2, with_rule = _i % 2;
-    if (fixture >= 3 && !tl_have_shared_fixtures())
+    if (!tl_fixture_available(fixture))
         return;
     struct hprof_shrink_options o = {
         .redact = with_rule ? HPROF_REDACT_STRINGS : HPROF_REDACT_ALL,
@@ -91,7 +85,7 @@ END_TEST
 START_TEST(redact_keeps_shapes_counts_and_references)
 {
     int fixture = _i;
-    if (fixture >= 3 && !tl_have_shared_fixtures())
+    if (!tl_fixture_available(fixture))
         return;
     struct hprof_shrink_options plain = { 0 }, redacted = { .redact = HPROF_REDACT_ALL };
     struct hprof_shrink_stats st;

@@ -206,11 +206,19 @@ void tl_close_reader(int fd, struct hprof_reader *r)
 uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, size_t *len,
                         struct hprof_shrink_stats *stats)
 {
+    return tl_shrink_file_via(path, o, len, stats, 0);
+}
+
+uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options *o, size_t *len,
+                            struct hprof_shrink_stats *stats, int mapped)
+{
     struct hprof_error err = { 0 };
     struct hprof_reader *r;
     int fd;
     struct hprof_sink *sink = hprof_sink_new_memory(&err);
     ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
+    if (mapped)
+        ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
     ck_assert_msg(hprof_shrink(r, sink, o, stats, &err) == HPROF_OK, "%s: %s", path, err.message);
     const uint8_t *d = hprof_sink_memory_data(sink, len);
     uint8_t *copy = xrealloc(NULL, *len + 1);
@@ -229,6 +237,25 @@ int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *r
         rc = hprof_verify(r, rep, err);
     hprof_reader_free(r);
     return rc;
+}
+
+/* ---- Fixtures ------------------------------------------------------------------ */
+
+const char *const tl_fixtures[TL_N_FIXTURES] = {
+    "fixtures/android-synth.hprof.gz",
+    "fixtures/hotspot-synth.hprof.gz",
+    "fixtures/hotspot-fixture.hprof.gz",
+    "../shared/fixtures/art-ahat-test-dump.hprof",
+    "../shared/fixtures/hotspot-1.0.2-test1.hprof",
+    "../shared/fixtures/hotspot-jdk6-x32-1.0.1.hprof",
+};
+
+int tl_fixture_available(int i)
+{
+    if (i < TL_N_COMMITTED || tl_have_shared_fixtures())
+        return 1;
+    printf("note: ../shared/fixtures absent, %s not tried\n", tl_fixtures[i]);
+    return 0;
 }
 
 /* ---- Paths and processes ------------------------------------------------- */
@@ -476,9 +503,16 @@ static int canon_run(struct hprof_reader *r, struct tl_canon *out)
 
 int tl_canon_file(const char *path, struct tl_canon *out, struct hprof_error *err)
 {
+    return tl_canon_file_via(path, out, 0, err);
+}
+
+int tl_canon_file_via(const char *path, struct tl_canon *out, int mapped, struct hprof_error *err)
+{
     struct hprof_reader *r;
     int fd;
     int rc = tl_open_reader(path, &fd, &r, err);
+    if (rc == HPROF_OK && mapped)
+        rc = hprof_reader_map(r);
     if (rc == HPROF_OK)
         rc = canon_run(r, out);
     tl_close_reader(fd, r);

@@ -25,6 +25,9 @@ void tl_close_reader(int fd, struct hprof_reader *r);
  * @return the output (free it), its length in *len. */
 uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, size_t *len,
                         struct hprof_shrink_stats *stats);
+/* The same, reading through a mapping when `mapped` (hprof_reader_map). */
+uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options *o, size_t *len,
+                            struct hprof_shrink_stats *stats, int mapped);
 
 /* hprof_verify() over bytes in memory. */
 int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *rep,
@@ -65,6 +68,14 @@ void tb_small_dump(struct tbuf *b, unsigned id_size);
 const char *tl_build_dir(void);
 char *tl_tool(const char *name);
 int tl_have_shared_fixtures(void);
+
+/* The dumps every suite runs on: the committed ones first, then the real
+ * dumps of ../shared/fixtures (present on some machines only). */
+#define TL_N_FIXTURES 6
+#define TL_N_COMMITTED 3
+extern const char *const tl_fixtures[TL_N_FIXTURES];
+/* 1 when fixture i can be read; otherwise says so on stdout. */
+int tl_fixture_available(int i);
 char *tl_temp_path(const char *suffix);
 
 /* Run a shell command; @return its exit status (-1 if it did not exit). */
@@ -83,6 +94,8 @@ struct tl_canon {
     uint64_t records, sub_records;
 };
 int tl_canon_file(const char *path, struct tl_canon *out, struct hprof_error *err);
+/* The same, reading through a mapping when `mapped` (hprof_reader_map). */
+int tl_canon_file_via(const char *path, struct tl_canon *out, int mapped, struct hprof_error *err);
 int tl_canon_memory(const void *data, size_t len, struct tl_canon *out, struct hprof_error *err);
 
 /* Reader -> writer with no visitor between, into memory. */

@@ -9,7 +9,7 @@ if [ "$what" = fuzz ]; then
     pkgs="$pkgs clang libclang-rt-14-dev"
 fi
 if [ "$what" = check ]; then
-    pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip man-db python3"
+    pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip man-db python3 time"
 fi
 missing=""
 for p in $pkgs; do
