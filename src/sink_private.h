@@ -24,4 +24,12 @@ struct hprof_sink {
 /* write(2) all of `buf` to `fd`, retrying on EINTR and short writes. */
 int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err);
 
+/* Which library deflates gzip members. */
+enum gzip_backend { GZIP_ZLIB, GZIP_LIBDEFLATE };
+
+/* hprof_sink_new_gzip() with a chosen backend (tests compare them);
+ * GZIP_LIBDEFLATE needs a library built with HPROF_WITH_LIBDEFLATE. */
+struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_backend backend,
+                                 struct hprof_error *err);
+
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "sink_private.h"
 #include "testlib.h"
 
 /* Top-level records of a dump in memory: count by tag, largest segment. */
@@ -224,8 +225,14 @@ START_TEST(writer_rejects_an_array_whose_chunks_stop_short)
 END_TEST
 
 /* gzip output: 1 MiB members, the first commented, gunzip gives the bytes;
- * the same bytes for 1, 2 and 5 threads. */
+ * the same bytes for 1, 2 and 5 threads; with each deflate backend built. */
 static const unsigned gzip_threads[] = { 1, 2, 5 };
+#ifdef HPROF_WITH_LIBDEFLATE
+static const enum gzip_backend backends[] = { GZIP_ZLIB, GZIP_LIBDEFLATE };
+#else
+static const enum gzip_backend backends[] = { GZIP_ZLIB };
+#endif
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
 
 START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
 {
@@ -236,7 +243,7 @@ START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
     char *path = tl_temp_path(".gz");
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     struct hprof_error err = { 0 };
-    struct hprof_sink *s = hprof_sink_new_gzip(fd, 1, gzip_threads[_i], &err);
+    struct hprof_sink *s = gzip_sink_new(fd, 1, gzip_threads[_i % 3], backends[_i / 3], &err);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(hprof_sink_write(s, data, 1000), HPROF_OK);
     ck_assert_int_eq(hprof_sink_write(s, data + 1000, len - 1000), HPROF_OK);
@@ -282,12 +289,13 @@ START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
 }
 END_TEST
 
-static uint8_t *gzip_memory(const uint8_t *data, size_t len, unsigned threads, size_t *zlen)
+static uint8_t *gzip_memory(const uint8_t *data, size_t len, int level, unsigned threads,
+                            enum gzip_backend backend, size_t *zlen)
 {
     char *path = tl_temp_path(".gz");
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     struct hprof_error err = { 0 };
-    struct hprof_sink *s = hprof_sink_new_gzip(fd, 6, threads, &err);
+    struct hprof_sink *s = gzip_sink_new(fd, level, threads, backend, &err);
     ck_assert_ptr_nonnull(s);
     for (size_t at = 0; at < len; at += 77777)
         ck_assert_int_eq(hprof_sink_write(s, data + at, len - at < 77777 ? len - at : 77777),
@@ -307,14 +315,56 @@ START_TEST(gzip_output_is_the_same_for_every_thread_count)
     uint8_t *data = malloc(len);
     for (size_t i = 0; i < len; i++)
         data[i] = (uint8_t)(i / 3 + (i >> 12));
-    uint8_t *one = gzip_memory(data, len, 1, &one_len);
+    uint8_t *one = gzip_memory(data, len, 6, 1, backends[_i], &one_len);
     for (unsigned threads = 2; threads <= 8; threads += 3) {
-        uint8_t *many = gzip_memory(data, len, threads, &many_len);
+        uint8_t *many = gzip_memory(data, len, 6, threads, backends[_i], &many_len);
         ck_assert_uint_eq(many_len, one_len);
         ck_assert_mem_eq(many, one, one_len);
         free(many);
     }
     free(one);
+    free(data);
+}
+END_TEST
+
+/* Random bytes do not compress: a member may be a little larger than its
+ * block, and must still fit and gunzip, at the fastest and best levels. */
+START_TEST(gzip_members_of_incompressible_data_fit_and_gunzip)
+{
+    size_t len = 2 * HPROF_GZIP_BLOCK + 5, zlen;
+    uint8_t *data = malloc(len);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data[i] = (uint8_t)x;
+    }
+    for (int level = 1; level <= 9; level += 8) {
+        uint8_t *z = gzip_memory(data, len, level, 2, backends[_i], &zlen);
+        ck_assert_uint_gt(zlen, len);
+        uLongf plain_len = (uLongf)len;
+        uint8_t *plain = malloc(len);
+        /* uncompress() reads one zlib stream; inflate each gzip member instead */
+        z_stream st;
+        memset(&st, 0, sizeof st);
+        size_t at = 0, got = 0;
+        while (at < zlen) {
+            ck_assert_int_eq(inflateInit2(&st, 15 + 16), Z_OK);
+            st.next_in = z + at;
+            st.avail_in = (uInt)(zlen - at);
+            st.next_out = plain + got;
+            st.avail_out = (uInt)(plain_len - got);
+            ck_assert_int_eq(inflate(&st, Z_FINISH), Z_STREAM_END);
+            at += st.total_in;
+            got += st.total_out;
+            inflateEnd(&st);
+        }
+        ck_assert_uint_eq(got, len);
+        ck_assert_mem_eq(plain, data, len);
+        free(plain);
+        free(z);
+    }
     free(data);
 }
 END_TEST
@@ -349,8 +399,10 @@ static Suite *writer_suite(void)
     tcase_add_test(t, writer_never_writes_an_empty_segment);
     tcase_add_test(t, writer_closes_each_run_of_segments_with_one_end);
     tcase_add_test(t, writer_rejects_an_array_whose_chunks_stop_short);
-    tcase_add_loop_test(t, gzip_sink_writes_jdk_style_members_that_gunzip_exactly, 0, 3);
-    tcase_add_test(t, gzip_output_is_the_same_for_every_thread_count);
+    tcase_add_loop_test(t, gzip_sink_writes_jdk_style_members_that_gunzip_exactly, 0,
+                        3 * N_BACKENDS);
+    tcase_add_loop_test(t, gzip_output_is_the_same_for_every_thread_count, 0, N_BACKENDS);
+    tcase_add_loop_test(t, gzip_members_of_incompressible_data_fit_and_gunzip, 0, N_BACKENDS);
     tcase_add_test(t, fd_sink_reports_a_full_disk);
     suite_add_tcase(s, t);
     return s;

@@ -433,7 +433,7 @@ exec 7>&-
 ls "$T/out3" | grep -q 'tmp$' && die "batch SIGINT left $(ls "$T/out3")"
 
 banner "install: binaries, library, pkg-config, headers (C99, pedantic), man pages; uninstall"
-make -s install PREFIX=/usr/local DESTDIR="$T/root" B="$B" SANITIZE="${SANITIZE:-}" > /dev/null
+make -s install PREFIX=/usr/local DESTDIR="$T/root" B="$B" SANITIZE="${SANITIZE:-}" DEFLATE="${DEFLATE:-libdeflate}" > /dev/null
 for f in bin/hprof-shrink bin/hprof-verify bin/hprof-info lib/libhprof.a lib/pkgconfig/libhprof.pc \
          include/hprof.h include/hprof_visitor.h share/man/man1/hprof-shrink.1 \
          share/man/man1/hprof-info.1 share/man/man1/hprof-verify.1 share/man/man1/hprof-bitmaps.1 bin/hprof-bitmaps share/man/man3/libhprof.3; do

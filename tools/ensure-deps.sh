@@ -5,6 +5,7 @@
 set -eu
 what=${1:-build}
 pkgs="libssl-dev zlib1g-dev pkg-config gcc make"
+[ "${DEFLATE:-libdeflate}" = libdeflate ] && pkgs="$pkgs libdeflate-dev"
 if [ "$what" = fuzz ]; then
     pkgs="$pkgs clang libclang-rt-14-dev"
 fi
