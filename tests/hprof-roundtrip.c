@@ -3,7 +3,8 @@
  * between.  A test helper (not installed) so the CLI tests can hand
  * round-tripped dumps to real analyzers, and the benchmark can time a round
  * trip.  hprof-roundtrip --scan IN times one read-only pass (every record
- * parsed, array contents delivered, nothing written).
+ * parsed, array contents delivered, nothing written).  Like the tools, it
+ * reads through a mapping unless HPROF_NO_MMAP is set.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,18 @@
 
 #include "hprof.h"
 
+static int open_reader(const char *path, int *in, struct hprof_reader **r,
+                       struct hprof_error *err)
+{
+    int rc = hprof_input_open(path, in, NULL, err);
+    if (rc == HPROF_OK)
+        rc = hprof_reader_open_fd(r, *in, err);
+    const char *no_map = getenv("HPROF_NO_MMAP");
+    if (rc == HPROF_OK && (no_map == NULL || *no_map == '\0') && hprof_reader_map(*r) != HPROF_OK)
+        memset(err, 0, sizeof *err); /* pread then */
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct hprof_error err = { 0 };
@@ -21,9 +34,7 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--scan") == 0) {
         static const struct hprof_visitor_ops none = { 0 };
         struct hprof_visitor nothing = { &none, NULL };
-        rc = hprof_input_open(argv[2], &in, NULL, &err);
-        if (rc == HPROF_OK)
-            rc = hprof_reader_open_fd(&r, in, &err);
+        rc = open_reader(argv[2], &in, &r, &err);
         if (rc == HPROF_OK)
             rc = hprof_reader_run(r, &nothing);
         if (rc != HPROF_OK)
@@ -38,11 +49,11 @@ int main(int argc, char **argv)
     int out = strcmp(argv[2], "-") == 0 ? 1 : open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     struct hprof_sink *sink = out >= 0 ? hprof_sink_new_fd(out, &err) : NULL;
     struct hprof_writer *w = sink ? hprof_writer_new(sink, &err) : NULL;
-    rc = w ? hprof_input_open(argv[1], &in, NULL, &err) : HPROF_ERR_IO;
+    rc = w ? HPROF_OK : HPROF_ERR_IO;
     if (rc == HPROF_OK && argc > 3)
         rc = hprof_writer_set_segment_limit(w, (uint32_t)strtoul(argv[3], NULL, 10));
     if (rc == HPROF_OK)
-        rc = hprof_reader_open_fd(&r, in, &err);
+        rc = open_reader(argv[1], &in, &r, &err);
     if (rc == HPROF_OK)
         rc = hprof_reader_run(r, hprof_writer_visitor(w));
     if (rc == HPROF_OK)

@@ -102,16 +102,20 @@ for in in $inputs; do
     for mode in empty zero remove; do
         run "shrink --arrays=$mode" "$in" "$o" "$B/hprof-shrink -q -f --arrays=$mode '$in' '$o'"
     done
-    "$B/hprof-shrink" -q -f --arrays=zero "$in" "$D/shrunk.hprof"
-    run "gzip -1 (shrunk zero)" "$D/shrunk.hprof" "$o" "gzip -1 < '$D/shrunk.hprof' > '$o'"
-    if command -v pigz >/dev/null; then
-        run "pigz -p $THREADS -1 (shrunk zero)" "$D/shrunk.hprof" "$o" "pigz -p $THREADS -1 < '$D/shrunk.hprof' > '$o'"
-    fi
-    for level in 1 6; do
-        run "shrink zero -z$level -j$THREADS" "$in" "$o" \
-            "$B/hprof-shrink -q -f --arrays=zero -z$level -j$THREADS '$in' '$o'"
-        run "shrink empty -z$level -j$THREADS" "$in" "$o" \
-            "$B/hprof-shrink -q -f -z$level -j$THREADS '$in' '$o'"
+    # --gzip against the baselines compressing the same (already shrunk) output
+    for mode in empty zero; do
+        "$B/hprof-shrink" -q -f --arrays=$mode "$in" "$D/shrunk.hprof"
+        run "gzip -1 (shrunk $mode)" "$D/shrunk.hprof" "$o" "gzip -1 < '$D/shrunk.hprof' > '$o'"
+        if command -v pigz >/dev/null; then
+            for level in 1 6; do
+                run "pigz -p $THREADS -$level (shrunk $mode)" "$D/shrunk.hprof" "$o" \
+                    "pigz -p $THREADS -$level < '$D/shrunk.hprof' > '$o'"
+            done
+        fi
+        for level in 1 6; do
+            run "shrink $mode -z$level -j$THREADS" "$in" "$o" \
+                "$B/hprof-shrink -q -f --arrays=$mode -z$level -j$THREADS '$in' '$o'"
+        done
     done
 done
 rm -f "$o" "$D/shrunk.hprof"
