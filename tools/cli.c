@@ -269,9 +269,9 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     int rc = hprof_input_open(path, fd, NULL, err);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);
-    const char *no_map = getenv("HPROF_NO_MMAP");
-    if (rc == HPROF_OK && (no_map == NULL || *no_map == '\0')) {
-        /* faster; if it cannot be had, pread() does the job */
+    const char *map = getenv("HPROF_MMAP");
+    if (rc == HPROF_OK && map != NULL && *map != '\0') {
+        /* asked for; if it cannot be had, pread() does the job */
         if (hprof_reader_map(*r) == HPROF_OK) {
             snprintf(mapped_input, sizeof mapped_input, "%s", path);
             install_sigbus_handler();
