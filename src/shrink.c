@@ -873,8 +873,7 @@ static int init(struct shrink *sh)
         idmap_init(&sh->exempt_strings, 0) || idmap_init(&sh->exempt_values, 0) ||
         idmap_init(&sh->system_names, 0) || idmap_init(&sh->app_classes, 0))
         return nomem(sh);
-    sh->digest = digest_new(sh->err);
-    return sh->digest ? HPROF_OK : HPROF_ERR_NOMEM;
+    return HPROF_OK; /* the digest is made when a pass needs it: OpenSSL's set-up is not free */
 }
 
 static void release(struct shrink *sh)
@@ -971,7 +970,8 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         rc = run_pass(&sh, &exempt_ops, NULL);
     sh.stats->bitmap_candidates = sh.n_cand;
     if (rc == HPROF_OK && mark_unique_sizes(&sh) > 0) {
-        rc = run_pass(&sh, &digest_ops, NULL);
+        sh.digest = digest_new(err);
+        rc = sh.digest ? run_pass(&sh, &digest_ops, NULL) : err->code;
         if (rc == HPROF_OK)
             rc = decide_merges(&sh);
     }

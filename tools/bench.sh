@@ -48,15 +48,21 @@ android_dump() { # SIZE_MB OUT
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
+# Wall time in seconds with millisecond resolution (GNU time's %e has 10 ms,
+# too coarse for the 20 MB rows); GNU time still gives the peak RSS.
+now_ms() { date +%s%3N; }
+
 # run LABEL INPUT OUTPUT COMMAND...: time RUNS runs, print one row.
 run() {
     r_label=$1 r_in=$2 r_out=$3; shift 3
     : > "$D/times"
     rss=0
     for i in $(seq "$RUNS"); do
-        /usr/bin/time -f "%e %M" -o "$D/time1" sh -c "$*" > /dev/null
-        read -r secs kb < "$D/time1"
-        echo "$secs" >> "$D/times"
+        t0=$(now_ms)
+        /usr/bin/time -f "%M" -o "$D/time1" sh -c "$*" > /dev/null
+        t1=$(now_ms)
+        awk -v ms=$((t1 - t0)) 'BEGIN { printf "%.3f\n", ms / 1000 }' >> "$D/times"
+        kb=$(tail -n 1 "$D/time1")
         [ "$kb" -gt "$rss" ] && rss=$kb
     done
     secs=$(median < "$D/times")
@@ -66,8 +72,8 @@ run() {
     awk -v l="$r_label" -v n="$(basename "$r_in")" -v s="$secs" -v b="$size" -v c="${cat_secs:-0}" \
         -v r="$rss" -v o="$outsize" 'BEGIN {
             mbps = s > 0 ? b / 1048576 / s : 0
-            x = c > 0 ? s / c : 0
-            printf "%-22s %-34s %8.3f %9.0f %7.2f %8.1f %9s\n", n, l, s, mbps, x, r / 1024, o
+            x = c > 0 ? sprintf("%.2f", s / c) : "-"
+            printf "%-22s %-34s %8.3f %9.0f %7s %8.1f %9s\n", n, l, s, mbps, x, r / 1024, o
         }' | tee -a "$results"
 }
 
