@@ -326,10 +326,7 @@ START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
     }
     tb_segment_end(&d);
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char *path = tl_temp_path(".hprof");
-    FILE *f = fopen(path, "wb");
-    ck_assert_uint_eq(fwrite(d.data, 1, d.len, f), d.len);
-    fclose(f);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
     struct hprof_shrink_options o = { 0 };
     struct hprof_shrink_stats st;
     uint8_t *out;
@@ -403,10 +400,7 @@ START_TEST(shrink_resolves_in_pass_1_only_when_nothing_comes_too_late)
     if (_i == LATE_FIELD_NAME)
         tb_string(&d, 0x900, "value");
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char *path = tl_temp_path(".hprof");
-    FILE *f = fopen(path, "wb");
-    ck_assert_uint_eq(fwrite(d.data, 1, d.len, f), d.len);
-    fclose(f);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
     struct hprof_shrink_options o = { 0 };
     struct hprof_shrink_stats st;
     size_t len;

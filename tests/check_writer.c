@@ -234,6 +234,31 @@ static const enum gzip_backend backends[] = { GZIP_ZLIB };
 #endif
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
+/* Inflate gzip members one at a time into `plain` (`cap` bytes), checking
+ * that none holds more than a block.  @return the bytes restored. */
+static size_t gunzip_members(const uint8_t *z, size_t zlen, uint8_t *plain, size_t cap,
+                             int *members)
+{
+    z_stream st;
+    size_t at = 0, got = 0;
+    memset(&st, 0, sizeof st);
+    *members = 0;
+    while (at < zlen) {
+        ck_assert_int_eq(inflateInit2(&st, 15 + 16), Z_OK);
+        st.next_in = (Bytef *)z + at;
+        st.avail_in = (uInt)(zlen - at);
+        st.next_out = plain + got;
+        st.avail_out = (uInt)(cap - got);
+        ck_assert_int_eq(inflate(&st, Z_FINISH), Z_STREAM_END);
+        ck_assert_uint_le(st.total_out, HPROF_GZIP_BLOCK);
+        at += st.total_in;
+        got += st.total_out;
+        inflateEnd(&st);
+        (*members)++;
+    }
+    return got;
+}
+
 START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
 {
     size_t len = 3 * HPROF_GZIP_BLOCK + 12345;
@@ -258,25 +283,9 @@ START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
     ck_assert_uint_eq(z[1], 0x8b);
     ck_assert_uint_eq(z[3] & 0x10, 0x10); /* FCOMMENT */
     ck_assert_mem_eq(z + 10, "HPROF BLOCKSIZE=1048576", 24);
-    /* count members by inflating them one at a time */
-    z_stream st;
-    memset(&st, 0, sizeof st);
     uint8_t *plain = malloc(len);
-    int members = 0;
-    size_t at = 0, got = 0;
-    while (at < zlen) {
-        ck_assert_int_eq(inflateInit2(&st, 15 + 16), Z_OK);
-        st.next_in = z + at;
-        st.avail_in = (uInt)(zlen - at);
-        st.next_out = plain + got;
-        st.avail_out = (uInt)(len - got);
-        ck_assert_int_eq(inflate(&st, Z_FINISH), Z_STREAM_END);
-        ck_assert_uint_le(st.total_out, HPROF_GZIP_BLOCK);
-        at += st.total_in;
-        got += st.total_out;
-        inflateEnd(&st);
-        members++;
-    }
+    int members;
+    size_t got = gunzip_members(z, zlen, plain, len, &members);
     ck_assert_int_eq(members, 4);
     ck_assert_uint_eq(got, len);
     ck_assert_mem_eq(plain, data, len);
@@ -343,24 +352,10 @@ START_TEST(gzip_members_of_incompressible_data_fit_and_gunzip)
     for (int level = 1; level <= 9; level += 8) {
         uint8_t *z = gzip_memory(data, len, level, 2, backends[_i], &zlen);
         ck_assert_uint_gt(zlen, len);
-        uLongf plain_len = (uLongf)len;
         uint8_t *plain = malloc(len);
-        /* uncompress() reads one zlib stream; inflate each gzip member instead */
-        z_stream st;
-        memset(&st, 0, sizeof st);
-        size_t at = 0, got = 0;
-        while (at < zlen) {
-            ck_assert_int_eq(inflateInit2(&st, 15 + 16), Z_OK);
-            st.next_in = z + at;
-            st.avail_in = (uInt)(zlen - at);
-            st.next_out = plain + got;
-            st.avail_out = (uInt)(plain_len - got);
-            ck_assert_int_eq(inflate(&st, Z_FINISH), Z_STREAM_END);
-            at += st.total_in;
-            got += st.total_out;
-            inflateEnd(&st);
-        }
-        ck_assert_uint_eq(got, len);
+        int members;
+        ck_assert_uint_eq(gunzip_members(z, zlen, plain, len, &members), len);
+        ck_assert_int_eq(members, 3);
         ck_assert_mem_eq(plain, data, len);
         free(plain);
         free(z);

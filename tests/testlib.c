@@ -289,6 +289,16 @@ char *tl_temp_path(const char *suffix)
     return p;
 }
 
+char *tl_temp_file(const void *data, size_t len, const char *suffix)
+{
+    char *path = tl_temp_path(suffix);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
 int tl_system(const char *fmt, ...)
 {
     char cmd[8192];

@@ -77,6 +77,8 @@ extern const char *const tl_fixtures[TL_N_FIXTURES];
 /* 1 when fixture i can be read; otherwise says so on stdout. */
 int tl_fixture_available(int i);
 char *tl_temp_path(const char *suffix);
+/* `len` bytes written to a new temporary file; @return its path (free it). */
+char *tl_temp_file(const void *data, size_t len, const char *suffix);
 
 /* Run a shell command; @return its exit status (-1 if it did not exit). */
 int tl_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
