@@ -73,12 +73,18 @@ static void coder_free(struct member_coder *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Room for the member of a full block, whatever the backend. */
-static size_t member_bound(void)
+/* Room for the member of a full block: the backend's worst case for the
+ * deflate stream, plus the gzip header with its comment and the trailer. */
+static size_t member_bound(enum gzip_backend backend)
 {
-    /* deflate never grows input by more than 5 bytes per 16 KiB stored block
-     * (plus a few); add the gzip header with its comment and the trailer */
-    return HPROF_GZIP_BLOCK + HPROF_GZIP_BLOCK / 16384 * 5 + 64 + sizeof BLOCKSIZE_COMMENT + 18;
+    size_t wrapper = 10 + sizeof BLOCKSIZE_COMMENT + 8;
+#ifdef HPROF_WITH_LIBDEFLATE
+    if (backend == GZIP_LIBDEFLATE)
+        return libdeflate_deflate_compress_bound(NULL, HPROF_GZIP_BLOCK) + wrapper;
+#else
+    (void)backend;
+#endif
+    return compressBound(HPROF_GZIP_BLOCK) + wrapper;
 }
 
 #ifdef HPROF_WITH_LIBDEFLATE
@@ -366,7 +372,7 @@ struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_
     g->n_slots = g->threads ? 2 * g->threads : 1;
     if (!coder_init(&g->inline_coder, backend, level))
         goto nomem;
-    g->out_cap = member_bound();
+    g->out_cap = member_bound(backend);
     g->slots = calloc(g->n_slots, sizeof *g->slots);
     if (g->slots == NULL)
         goto nomem;
