@@ -258,7 +258,7 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
     fprintf(f, "  %-28s %15.3f s in %d passes (", "time", total, s->passes);
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.3f", i ? " " : "", s->pass_seconds[i]);
-    fprintf(f, ")\n");
+    fprintf(f, ")%s\n", s->resolved_in_pass_1 ? ", resolved in pass 1" : "");
 }
 
 static void json_count(FILE *f, const char *key, const struct hprof_count *c, int last)
@@ -316,8 +316,10 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     fprintf(f, "\"strings_kept_by_rule\":%" PRIu64 ",\"fields_zeroed\":%" PRIu64 ",",
             s->strings_kept_by_rule, s->fields_zeroed);
     fprintf(f, "\"roots_dropped\":%" PRIu64 ",\"bitmap_candidates\":%" PRIu64
-            ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64 ",\"pass_seconds\":[",
-            s->roots_dropped, s->bitmap_candidates, s->bitmap_digested, s->bitmap_groups);
+            ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64
+            ",\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
+            s->roots_dropped, s->bitmap_candidates, s->bitmap_digested, s->bitmap_groups,
+            s->resolved_in_pass_1 ? "true" : "false");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);
     fprintf(f, "]}\n");
