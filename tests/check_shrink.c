@@ -451,6 +451,61 @@ START_TEST(shrink_through_a_mapping_writes_the_same_bytes)
 }
 END_TEST
 
+/* The first pass's shortcut changes nothing but time.  A LOAD_CLASS repeated
+ * after the heap (same class, same name) makes the shrink give up the
+ * shortcut and run the separate pass; the record itself passes through, so
+ * the output must be the shortcut's output followed by that record. */
+static const int hotspot_fixtures[] = { 1, 2, 4, 5 };
+
+START_TEST(resolving_in_pass_1_writes_what_the_separate_pass_writes)
+{
+    int fixture = hotspot_fixtures[_i];
+    if (!tl_fixture_available(fixture))
+        return;
+    char *plain = tl_temp_path(".hprof"), *late = tl_temp_path(".hprof");
+    ck_assert_int_eq(tl_system("gzip -dcf %s > %s", fixtures[fixture], plain), 0);
+    size_t len;
+    uint8_t *data = tl_read_file(plain, &len);
+    /* the first LOAD_CLASS record */
+    size_t at = strlen((const char *)data) + 1 + 12, rec = 0, rec_len = 0;
+    while (at + 9 <= len && rec_len == 0) {
+        uint32_t body = (uint32_t)data[at + 5] << 24 | (uint32_t)data[at + 6] << 16 |
+                        (uint32_t)data[at + 7] << 8 | data[at + 8];
+        if (data[at] == HPROF_TAG_LOAD_CLASS) {
+            rec = at;
+            rec_len = 9 + (size_t)body;
+        }
+        at += 9 + (size_t)body;
+    }
+    ck_assert_uint_gt(rec_len, 0);
+    uint8_t *with_late = malloc(len + rec_len);
+    memcpy(with_late, data, len);
+    memcpy(with_late + len, data + rec, rec_len);
+    free(late);
+    late = tl_temp_file(with_late, len + rec_len, ".hprof");
+
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_shrink_stats fast, slow;
+    size_t fast_len, slow_len;
+    uint8_t *a = tl_shrink_file(plain, &o, &fast_len, &fast);
+    uint8_t *b = tl_shrink_file(late, &o, &slow_len, &slow);
+    ck_assert_int_eq(fast.resolved_in_pass_1, 1);
+    ck_assert_int_eq(slow.resolved_in_pass_1, 0);
+    ck_assert_int_eq(slow.passes, fast.passes + 1);
+    ck_assert_uint_eq(slow_len, fast_len + rec_len);
+    ck_assert_mem_eq(b, a, fast_len);
+    ck_assert_mem_eq(b + fast_len, data + rec, rec_len);
+    free(a);
+    free(b);
+    free(with_late);
+    free(data);
+    unlink(plain);
+    unlink(late);
+    free(plain);
+    free(late);
+}
+END_TEST
+
 static Suite *shrink_suite(void)
 {
     Suite *s = suite_create("shrink");
@@ -470,6 +525,8 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, shrink_never_writes_primitive_array_nodata, 0, N_MODES);
     tcase_add_test(t, shrink_never_merges_buffers_that_only_share_an_md5);
     tcase_add_loop_test(t, shrink_through_a_mapping_writes_the_same_bytes, 0, N_FIXTURES * N_MODES);
+    tcase_add_loop_test(t, resolving_in_pass_1_writes_what_the_separate_pass_writes, 0,
+                        sizeof hotspot_fixtures / sizeof hotspot_fixtures[0]);
     tcase_add_loop_test(t, shrink_resolves_in_pass_1_only_when_nothing_comes_too_late, 0, N_LATE);
     tcase_add_loop_test(t, shrink_reads_hotspot_dumps_twice_and_android_dumps_with_system_heaps_thrice,
                         0, 3);
