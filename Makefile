@@ -122,7 +122,7 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/fa
 demo: all
 	@tools/demo.sh $(B)
 
-bench: all $(B)/tests/hprof-roundtrip
+bench: all $(B)/.check-deps $(B)/tests/hprof-roundtrip
 	@tools/bench.sh $(B)
 
 clean:
