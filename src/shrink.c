@@ -21,7 +21,11 @@
  *               objects refer to.  A large buffer whose size no other
  *               candidate shares cannot have a duplicate and is not hashed.
  *               Candidates are then grouped by (type, length, MD5) and every
- *               merge is confirmed byte for byte with pread().
+ *               merge is confirmed byte for byte with pread().  When passes
+ *               1-2 saw where every such candidate's contents are (after
+ *               its Bitmap, or a large array), they are hashed with pread()
+ *               instead, and the pass runs only if two may be equal - it
+ *               is then needed for the references.
  *   5. write    filter_shrink.c in front of the writer.
  *
  * Passes 1-3 skip array contents entirely (the reader seeks over them), so
@@ -345,13 +349,19 @@ static int collect_object_array(struct hprof_visitor *v, const struct hprof_obje
     return sh->eager == EAGER_ON ? resolve_object_array(v, a) : HPROF_SKIP;
 }
 
+static int locate_candidate(struct shrink *sh, const struct hprof_primitive_array *a);
+
 static int collect_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
 {
     struct shrink *sh = self(v);
     int rc = note_heap(sh, a->id);
     if (rc == HPROF_OK && a->type == HPROF_TYPE_BYTE && a->count >= LARGE_ARRAY &&
-        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && idmap_put(&sh->large, a->id, a->count) != HPROF_OK)
+        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && !idmap_has(&sh->large, a->id) &&
+        (idmap_put(&sh->large, a->id, a->count) != HPROF_OK ||
+         idmap_put(&sh->large_at, a->id, a->data_offset) != HPROF_OK))
         rc = nomem(sh);
+    if (rc == HPROF_OK && sh->eager == EAGER_ON)
+        rc = locate_candidate(sh, a);
     return rc == HPROF_OK ? HPROF_SKIP : rc;
 }
 
@@ -565,11 +575,39 @@ static int skip_object_array(struct hprof_visitor *v, const struct hprof_object_
     return HPROF_SKIP;
 }
 
+static struct candidate *candidate_of(const struct shrink *sh, uint64_t id)
+{
+    uint64_t at;
+    return idmap_get(&sh->candidates, id, &at) ? &sh->cand[at - 1] : NULL;
+}
+
+/* A candidate's array after the Bitmap that named it: where its contents
+ * are, so that pass 4 may not be needed to hash them (the first dump of an
+ * id counts, as in pass 4). */
+static int locate_candidate(struct shrink *sh, const struct hprof_primitive_array *a)
+{
+    struct candidate *c = sh->n_cand > 0 ? candidate_of(sh, a->id) : NULL;
+    if (c == NULL || c->located || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP)
+        return HPROF_OK;
+    c->type = a->type;
+    c->count = a->count;
+    c->bytes = (uint64_t)a->count * hprof_type_size(a->type, sh->ids);
+    c->data_offset = a->data_offset;
+    c->located = 1;
+    return HPROF_OK;
+}
+
+static int resolve_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    int rc = locate_candidate(self(v), a);
+    return rc == HPROF_OK ? HPROF_SKIP : rc;
+}
+
 static const struct hprof_visitor_ops resolve_ops = {
     .class_dump = resolve_class_dump,
     .instance = resolve_instance,
     .object_array = resolve_object_array,
-    .primitive_array = skip_primitive_array,
+    .primitive_array = resolve_primitive_array,
 };
 
 /* ---- Pass 3: expand DumpData.buffers -------------------------------------- */
@@ -611,12 +649,6 @@ static const struct hprof_visitor_ops exempt_ops = {
 };
 
 /* ---- Pass 4: digest ---------------------------------------------------------- */
-
-static struct candidate *candidate_of(const struct shrink *sh, uint64_t id)
-{
-    uint64_t at;
-    return idmap_get(&sh->candidates, id, &at) ? &sh->cand[at - 1] : NULL;
-}
 
 /* A candidate referred to from anywhere but a bitmap slot must survive as
  * an array of its own even when its contents are merged. */
@@ -803,6 +835,68 @@ static int decide_merges(struct shrink *sh)
     return rc;
 }
 
+/* ---- Digests without pass 4 --------------------------------------------------- */
+
+/* Candidates whose arrays came before their Bitmap in pass 2 are located
+ * from pass 1 when large; then, when every candidate that needs a digest
+ * is located, their MD5s come from pread(), once each.  *all_located says
+ * whether that was the case (nothing is hashed otherwise: pass 4 will). */
+static int digest_located(struct shrink *sh, int *all_located)
+{
+    *all_located = 0;
+    for (size_t i = 0; i < sh->n_cand; i++) {
+        struct candidate *c = &sh->cand[i];
+        uint64_t count, at;
+        if (!c->located && idmap_get(&sh->large, c->id, &count) &&
+            idmap_get(&sh->large_at, c->id, &at)) {
+            c->type = HPROF_TYPE_BYTE;
+            c->count = (uint32_t)count;
+            c->bytes = count;
+            c->data_offset = at;
+            c->located = 1;
+        }
+        if (!c->unique_size && !c->located)
+            return HPROF_OK;
+    }
+    const size_t buf_len = 1u << 20;
+    uint8_t *buf = malloc(buf_len);
+    int rc = buf ? HPROF_OK : nomem(sh);
+    for (size_t i = 0; rc == HPROF_OK && i < sh->n_cand; i++) {
+        struct candidate *c = &sh->cand[i];
+        if (c->unique_size)
+            continue;
+        rc = digest_begin(sh->digest);
+        for (uint64_t done = 0; rc == HPROF_OK && done < c->bytes; done += buf_len) {
+            size_t n = c->bytes - done < buf_len ? (size_t)(c->bytes - done) : buf_len;
+            rc = hprof_reader_pread(sh->reader, c->data_offset + done, buf, n);
+            if (rc == HPROF_OK)
+                rc = digest_update(sh->digest, buf, n);
+        }
+        if (rc == HPROF_OK)
+            rc = digest_final(sh->digest, c->md5);
+        c->digested = 1;
+        sh->stats->bitmap_digested++;
+    }
+    free(buf);
+    *all_located = rc == HPROF_OK;
+    return rc;
+}
+
+/* Do two digested candidates share type, length and MD5? */
+static int may_share_contents(const struct shrink *sh)
+{
+    struct candidate *sorted = malloc(sh->n_cand * sizeof *sorted);
+    if (sorted == NULL)
+        return 1; /* pass 4 and the merge decide, as they would anyway */
+    memcpy(sorted, sh->cand, sh->n_cand * sizeof *sorted);
+    qsort(sorted, sh->n_cand, sizeof *sorted, compare_candidates);
+    int shared = 0;
+    for (size_t i = 1; i < sh->n_cand && !shared; i++)
+        shared = same_key(&sorted[i - 1], &sorted[i]);
+    free(sorted);
+    return shared;
+}
+
 /* ---- Driver ----------------------------------------------------------------- */
 
 static void progress(void *ctx, uint64_t done, uint64_t total)
@@ -866,6 +960,7 @@ static int init(struct shrink *sh)
     if (idmap_init(&sh->names, 1) || idmap_init(&sh->class_names, 1) ||
         classes_init(&sh->classes, sh->ids) || idmap_init(&sh->kinds, 1) ||
         idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) ||
+        idmap_init(&sh->large_at, 1) ||
         idmap_init(&sh->candidates, 1) || idmap_init(&sh->dump_buffers, 0) ||
         idmap_init(&sh->standins, 0) || idmap_init(&sh->pinned, 0) ||
         idmap_init(&sh->remap, 1) || idmap_init(&sh->dropped, 0) ||
@@ -885,6 +980,7 @@ static void release(struct shrink *sh)
     free(sh->layouts);
     idmap_free(&sh->system);
     idmap_free(&sh->large);
+    idmap_free(&sh->large_at);
     free(sh->byte_arrays);
     for (int i = 0; i < 4; i++)
         idlist_free(&sh->keep[i]);
@@ -970,10 +1066,16 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         rc = run_pass(&sh, &exempt_ops, NULL);
     sh.stats->bitmap_candidates = sh.n_cand;
     if (rc == HPROF_OK && mark_unique_sizes(&sh) > 0) {
+        int all_located = 0;
         sh.digest = digest_new(err);
-        rc = sh.digest ? run_pass(&sh, &digest_ops, NULL) : err->code;
-        if (rc == HPROF_OK)
-            rc = decide_merges(&sh);
+        rc = sh.digest ? digest_located(&sh, &all_located) : err->code;
+        /* pass 4 hashes what could not be located, and finds the pins when
+         * some contents may be shared; otherwise there is nothing to merge */
+        if (rc == HPROF_OK && (!all_located || may_share_contents(&sh))) {
+            rc = run_pass(&sh, &digest_ops, NULL);
+            if (rc == HPROF_OK)
+                rc = decide_merges(&sh);
+        }
     }
     sh.passes = sh.pass + 1;
     for (int i = 0; rc == HPROF_OK && i < 4; i++)

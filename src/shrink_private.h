@@ -56,6 +56,7 @@ struct candidate {
     uint8_t digested;
     uint8_t unique_size;    /* no other candidate has its size: no digest */
     uint8_t has_copies;     /* other candidates were merged into this one */
+    uint8_t located;        /* type, count, bytes, data_offset known before pass 4 */
     uint8_t md5[16];
 };
 
@@ -83,6 +84,7 @@ struct shrink {
     size_t n_layouts;
     struct idmap system;        /* zygote/image objects (not classes) */
     struct idmap large;         /* byte[] of LARGE_ARRAY+ elements -> count */
+    struct idmap large_at;      /* the same -> input offset of the contents */
     uint32_t heap;              /* heap of the current segment */
     int eager;                  /* enum eager_state: pass 2's work done in pass 1 */
 

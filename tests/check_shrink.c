@@ -506,6 +506,66 @@ START_TEST(resolving_in_pass_1_writes_what_the_separate_pass_writes)
 }
 END_TEST
 
+/* Pass 4 is needed to hash a bitmap buffer only when its place in the file
+ * is unknown (a small one dumped before its Bitmap), and to find what else
+ * refers to buffers only when two may be merged.  Case 0: two large buffers
+ * of one size, different: one before its Bitmap (located in pass 1), one
+ * after (located in pass 2) - hashed with pread, no pass 4.  Case 1: the
+ * same with equal contents - pass 4 finds the pins, one copy merges.
+ * Case 2: small buffers, the first before its Bitmap - pass 4 hashes. */
+START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    const uint32_t size = _i == 2 ? 4096 : 65536;
+    uint8_t *a = malloc(size), *b = malloc(size);
+    for (uint32_t i = 0; i < size; i++) {
+        a[i] = (uint8_t)(i * 7);
+        b[i] = _i == 1 ? a[i] : (uint8_t)(i * 13 + 1);
+    }
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "android.graphics.Bitmap");
+    tb_string(&d, 0x900, "mBuffer"); /* tb_class names field i 0x900 + i */
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    uint8_t ref_a[4] = { 0, 0, 0x10, 0x00 }, ref_b[4] = { 0, 0, 0x10, 0x10 };
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, size, a); /* before its Bitmap */
+    tb_instance(&d, 0x2000, 0x100, ref_a, 4);
+    tb_instance(&d, 0x2010, 0x100, ref_b, 4);
+    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, size, b); /* after its Bitmap */
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    int pass_4 = _i != 0;
+    ck_assert_int_eq(st.passes, 2 + !st.resolved_in_pass_1 + pass_4);
+    ck_assert_uint_eq(st.bitmap_candidates, 2);
+    ck_assert_uint_eq(st.bitmap_digested, 2);
+    ck_assert_uint_eq(st.bitmap_groups, _i == 1);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, _i == 1);
+    ck_assert_ptr_nonnull(memmem(out, len, a, size));
+    ck_assert_ptr_nonnull(memmem(out, len, b, size));
+    struct facts in, after;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);
+    assert_same_map(&in.bitmaps, &after.bitmaps, "Bitmap pixels");
+    facts_free(&in);
+    facts_free(&after);
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&d);
+    free(a);
+    free(b);
+}
+END_TEST
+
 static Suite *shrink_suite(void)
 {
     Suite *s = suite_create("shrink");
@@ -525,6 +585,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, shrink_never_writes_primitive_array_nodata, 0, N_MODES);
     tcase_add_test(t, shrink_never_merges_buffers_that_only_share_an_md5);
     tcase_add_loop_test(t, shrink_through_a_mapping_writes_the_same_bytes, 0, N_FIXTURES * N_MODES);
+    tcase_add_loop_test(t, shrink_runs_the_digest_pass_only_when_it_must, 0, 3);
     tcase_add_loop_test(t, resolving_in_pass_1_writes_what_the_separate_pass_writes, 0,
                         sizeof hotspot_fixtures / sizeof hotspot_fixtures[0]);
     tcase_add_loop_test(t, shrink_resolves_in_pass_1_only_when_nothing_comes_too_late, 0, N_LATE);
