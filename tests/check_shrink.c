@@ -61,6 +61,42 @@ static void assert_same_map(const struct idmap *a, const struct idmap *b, const 
     }
 }
 
+/* The dump in `d` written to a temporary file (*path) and shrunk with the
+ * default options. */
+static uint8_t *shrink_dump(const struct tbuf *d, char **path, size_t *len,
+                            struct hprof_shrink_stats *st)
+{
+    struct hprof_shrink_options o = { 0 };
+    *path = tl_temp_file(d->data, d->len, ".hprof");
+    return tl_shrink_file(*path, &o, len, st);
+}
+
+/* An Android dump up to its first segment's class android.graphics.Bitmap
+ * (id 0x100) with one field, mBuffer, at offset 0. */
+static void begin_bitmap_dump(struct tbuf *d)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    tb_init(d, 4);
+    tb_header(d, "JAVA PROFILE 1.0.3");
+    tb_string(d, 0x10, "android.graphics.Bitmap");
+    tb_string(d, 0x900, "mBuffer"); /* tb_class names field i 0x900 + i */
+    tb_load_class(d, 1, 0x100, 0x10);
+    tb_segment_begin(d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(d, 0x100, 0, bitmap_fields, 1);
+}
+
+/* Every Bitmap of the dump at `path` shows the same pixels in `out`. */
+static void assert_same_bitmap_pixels(const char *path, const uint8_t *out, size_t len)
+{
+    struct facts in, after;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);
+    assert_same_map(&in.bitmaps, &after.bitmaps, "Bitmap pixels");
+    facts_free(&in);
+    facts_free(&after);
+}
+
 START_TEST(shrink_keeps_instances_per_class_outside_dropped_heaps)
 {
     int fixture = _i / N_MODES, mode = _i % N_MODES;
@@ -305,19 +341,12 @@ static void unhex(const char *hex, uint8_t *out)
 
 START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
 {
-    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
     uint8_t a[128], b[128];
     unhex(COLLIDING_A, a);
     unhex(COLLIDING_B, b);
     ck_assert(memcmp(a, b, 128) != 0);
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "android.graphics.Bitmap");
-    tb_string(&d, 0x900, "mBuffer"); /* tb_class names field i 0x900 + i */
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    begin_bitmap_dump(&d);
     uint8_t ref[4] = { 0, 0, 0x10, 0 };
     for (int i = 0; i < 3; i++) {
         ref[3] = (uint8_t)(0x10 * i);
@@ -326,12 +355,10 @@ START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
     }
     tb_segment_end(&d);
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char *path = tl_temp_file(d.data, d.len, ".hprof");
-    struct hprof_shrink_options o = { 0 };
+    char *path;
     struct hprof_shrink_stats st;
-    uint8_t *out;
     size_t len;
-    out = tl_shrink_file(path, &o, &len, &st);
+    uint8_t *out = shrink_dump(&d, &path, &len, &st);
     ck_assert_uint_eq(st.bitmap_candidates, 3);
     ck_assert_uint_eq(st.bitmap_digested, 3);
     ck_assert_uint_eq(st.bitmap_groups, 1);            /* a and its true copy */
@@ -339,13 +366,7 @@ START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
     ck_assert_uint_eq(st.bitmap_buffers_kept.count, 2); /* a, and b despite its MD5 */
     ck_assert_ptr_nonnull(memmem(out, len, a, 128));
     ck_assert_ptr_nonnull(memmem(out, len, b, 128));
-    struct facts in, after;
-    struct hprof_error err = { 0 };
-    ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
-    ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);
-    assert_same_map(&in.bitmaps, &after.bitmaps, "Bitmap pixels");
-    facts_free(&in);
-    facts_free(&after);
+    assert_same_bitmap_pixels(path, out, len);
     free(out);
     unlink(path);
     free(path);
@@ -400,11 +421,10 @@ START_TEST(shrink_resolves_in_pass_1_only_when_nothing_comes_too_late)
     if (_i == LATE_FIELD_NAME)
         tb_string(&d, 0x900, "value");
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char *path = tl_temp_file(d.data, d.len, ".hprof");
-    struct hprof_shrink_options o = { 0 };
+    char *path;
     struct hprof_shrink_stats st;
     size_t len;
-    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    uint8_t *out = shrink_dump(&d, &path, &len, &st);
     ck_assert_int_eq(st.resolved_in_pass_1, eager_expected);
     ck_assert_int_eq(st.passes, eager_expected ? 2 : 3);
     ck_assert_uint_eq(st.string_values_kept.count, 1);
@@ -515,7 +535,6 @@ END_TEST
  * Case 2: small buffers, the first before its Bitmap - pass 4 hashes. */
 START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
 {
-    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
     const uint32_t size = _i == 2 ? 4096 : 65536;
     uint8_t *a = malloc(size), *b = malloc(size);
     for (uint32_t i = 0; i < size; i++) {
@@ -523,13 +542,7 @@ START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
         b[i] = _i == 1 ? a[i] : (uint8_t)(i * 13 + 1);
     }
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "android.graphics.Bitmap");
-    tb_string(&d, 0x900, "mBuffer"); /* tb_class names field i 0x900 + i */
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    begin_bitmap_dump(&d);
     uint8_t ref_a[4] = { 0, 0, 0x10, 0x00 }, ref_b[4] = { 0, 0, 0x10, 0x10 };
     tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, size, a); /* before its Bitmap */
     tb_instance(&d, 0x2000, 0x100, ref_a, 4);
@@ -537,11 +550,10 @@ START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
     tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, size, b); /* after its Bitmap */
     tb_segment_end(&d);
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char *path = tl_temp_file(d.data, d.len, ".hprof");
-    struct hprof_shrink_options o = { 0 };
+    char *path;
     struct hprof_shrink_stats st;
     size_t len;
-    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    uint8_t *out = shrink_dump(&d, &path, &len, &st);
     int pass_4 = _i != 0;
     ck_assert_int_eq(st.passes, 2 + !st.resolved_in_pass_1 + pass_4);
     ck_assert_uint_eq(st.bitmap_candidates, 2);
@@ -550,13 +562,7 @@ START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
     ck_assert_uint_eq(st.bitmap_duplicates.count, _i == 1);
     ck_assert_ptr_nonnull(memmem(out, len, a, size));
     ck_assert_ptr_nonnull(memmem(out, len, b, size));
-    struct facts in, after;
-    struct hprof_error err = { 0 };
-    ck_assert_int_eq(facts_load(path, &in, &err), HPROF_OK);
-    ck_assert_int_eq(facts_load_memory(out, len, &after, &err), HPROF_OK);
-    assert_same_map(&in.bitmaps, &after.bitmaps, "Bitmap pixels");
-    facts_free(&in);
-    facts_free(&after);
+    assert_same_bitmap_pixels(path, out, len);
     free(out);
     unlink(path);
     free(path);
