@@ -71,6 +71,15 @@ static uint8_t *shrink_dump(const struct tbuf *d, char **path, size_t *len,
     return tl_shrink_file(*path, &o, len, st);
 }
 
+/* The same, after ending the dump's segment and the heap dump. */
+static uint8_t *end_and_shrink_dump(struct tbuf *d, char **path, size_t *len,
+                                    struct hprof_shrink_stats *st)
+{
+    tb_segment_end(d);
+    tb_record(d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    return shrink_dump(d, path, len, st);
+}
+
 /* An Android dump up to its first segment's class android.graphics.Bitmap
  * (id 0x100) with one field, mBuffer, at offset 0. */
 static void begin_bitmap_dump(struct tbuf *d)
@@ -353,12 +362,10 @@ START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
         tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, 128, i == 1 ? b : a);
         tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
     }
-    tb_segment_end(&d);
-    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
     char *path;
     struct hprof_shrink_stats st;
     size_t len;
-    uint8_t *out = shrink_dump(&d, &path, &len, &st);
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
     ck_assert_uint_eq(st.bitmap_candidates, 3);
     ck_assert_uint_eq(st.bitmap_digested, 3);
     ck_assert_uint_eq(st.bitmap_groups, 1);            /* a and its true copy */
@@ -548,12 +555,10 @@ START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
     tb_instance(&d, 0x2000, 0x100, ref_a, 4);
     tb_instance(&d, 0x2010, 0x100, ref_b, 4);
     tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, size, b); /* after its Bitmap */
-    tb_segment_end(&d);
-    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
     char *path;
     struct hprof_shrink_stats st;
     size_t len;
-    uint8_t *out = shrink_dump(&d, &path, &len, &st);
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
     int pass_4 = _i != 0;
     ck_assert_int_eq(st.passes, 2 + !st.resolved_in_pass_1 + pass_4);
     ck_assert_uint_eq(st.bitmap_candidates, 2);
