@@ -332,8 +332,8 @@ struct hprof_shrink_stats {
     uint64_t bitmap_groups;                     /* contents held by >1 buffer */
     struct hprof_count bitmap_duplicates;       /* copies merged away */
     int passes;
-    int resolved_in_pass_1;     /* names and classes came before every object
-                                   and no zygote/image heap: one pass saved */
+    int resolved_in_pass_1;     /* names came before every object, zygote and
+                                   image heaps before the app's: a pass saved */
     double pass_seconds[HPROF_SHRINK_MAX_PASSES];
 };
 

@@ -6,9 +6,11 @@
  *               LOAD_CLASS), every class layout, and which objects live in
  *               the zygote and image heaps.  Class dumps may come after
  *               instances of the class, hence a pass of their own - but
- *               when names and layouts all come before the objects and no
- *               object is in a zygote or image heap (HotSpot's order), pass
- *               1 does pass 2's work as it goes and pass 2 is not run.
+ *               when the names come before the objects and zygote and image
+ *               objects before the application's (HotSpot's and ART's
+ *               order), pass 1 does pass 2's work as it goes, putting aside
+ *               instances whose class is not dumped yet, and pass 2 is not
+ *               run.
  *   2. resolve  walks every kept object: String.value arrays are kept,
  *               Bitmap.mBuffer and DumpData.buffers are dedupe candidates,
  *               DumpData.natives is kept, and system objects that a kept
@@ -271,56 +273,84 @@ static int track_heap_info(struct hprof_visitor *v, const struct hprof_heap_info
     return HPROF_OK;
 }
 
-/* A class dumped after objects: fine while its superclasses came before
- * (no instance of it can have been resolved: that would have needed it). */
-static int eager_class(struct shrink *sh, uint64_t class_id)
+/* Eager resolution looks into an instance only once its class's layout is
+ * complete (the whole superclass chain dumped); the first time it is, the
+ * class's kind and redaction fields are worked out.  While eager, a class
+ * is resolved (state 2) exactly when that has been done.
+ * @return 1 when `ci` is ready, 0 when not yet (or on error, in *rc). */
+static int eager_ready(struct shrink *sh, struct class_info *ci, int *rc)
 {
     struct hprof_error not_yet = { 0 };
-    struct class_info *ci = classes_find(&sh->classes, class_id);
-    if (ci == NULL || classes_resolve(&sh->classes, ci, &not_yet) != HPROF_OK) {
-        abandon_eager(sh);
-        return HPROF_OK;
-    }
-    int rc = resolve_kind(sh, ci);
-    return rc == HPROF_OK ? resolve_class_redaction(sh, ci) : rc;
+    *rc = HPROF_OK;
+    if (ci->state == 2)
+        return 1;
+    if (classes_resolve(&sh->classes, ci, &not_yet) != HPROF_OK)
+        return 0;
+    *rc = resolve_kind(sh, ci);
+    if (*rc == HPROF_OK)
+        *rc = resolve_class_redaction(sh, ci);
+    return *rc == HPROF_OK;
+}
+
+/* A kept class dump's references decide stand-ins, which need every system
+ * object known: they are looked at when pass 1 ends. */
+static int defer_class_refs(struct shrink *sh, const struct hprof_class_dump *c)
+{
+    int rc = idlist_add(&sh->class_refs, c->loader_id);
+    for (unsigned i = 0; rc == HPROF_OK && i < c->n_statics; i++)
+        if (c->statics[i].type == HPROF_TYPE_OBJECT)
+            rc = idlist_add(&sh->class_refs, c->statics[i].value);
+    for (unsigned i = 0; rc == HPROF_OK && i < c->n_constants; i++)
+        if (c->constants[i].type == HPROF_TYPE_OBJECT)
+            rc = idlist_add(&sh->class_refs, c->constants[i].value);
+    return rc == HPROF_OK ? HPROF_OK : nomem(sh);
 }
 
 static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
 {
     struct shrink *sh = self(v);
     int rc = classes_add(&sh->classes, c, sh->err);
-    return rc == HPROF_OK && sh->eager == EAGER_ON ? eager_class(sh, c->id) : rc;
+    if (rc != HPROF_OK || sh->eager == EAGER_ABANDONED)
+        return rc;
+    rc = defer_class_refs(sh, c);
+    if (rc == HPROF_OK && sh->eager == EAGER_ON)
+        eager_ready(sh, classes_find(&sh->classes, c->id), &rc);
+    return rc;
 }
 
-/* The first object: what pass 1 has seen must already say all there is. */
+/* The first object: from here on pass 1 resolves what it can. */
 static int start_eager(struct shrink *sh)
 {
-    struct hprof_error not_yet = { 0 };
-    if (classes_resolve_all(&sh->classes, &not_yet) != HPROF_OK) {
-        abandon_eager(sh);
-        return HPROF_OK;
-    }
+    int rc = HPROF_OK;
     sh->eager = EAGER_ON;
-    int rc = resolve_kinds(sh);
-    return rc == HPROF_OK ? resolve_redaction(sh) : rc;
+    for (size_t i = 0; rc == HPROF_OK && i < sh->classes.n_info; i++)
+        eager_ready(sh, &sh->classes.info[i], &rc);
+    return rc;
 }
 
 /* Objects of the zygote and image heaps are dropped unless asked not to.
- * Stand-ins need every such object known before any reference to it is
- * looked at, so they end eager resolution. */
+ * A kept object that refers to one makes it a stand-in, so every such
+ * object must be known before a kept object's references are looked at:
+ * one that comes after a kept object ends eager resolution. */
 static int note_heap(struct shrink *sh, uint64_t id)
 {
     int rc = HPROF_OK;
     if (!sh->opt.keep_system_heaps &&
         (sh->heap == HPROF_HEAP_ZYGOTE || sh->heap == HPROF_HEAP_IMAGE)) {
-        abandon_eager(sh);
+        if (sh->kept_object_seen)
+            abandon_eager(sh);
         if (idmap_put(&sh->system, id, 0) != HPROF_OK)
             return nomem(sh);
+    } else {
+        sh->kept_object_seen = 1;
     }
     if (sh->eager == EAGER_WAITING)
         rc = start_eager(sh);
     return rc;
 }
+
+/* Bounds the offsets put aside (8 bytes each): past it, pass 2 runs. */
+#define MAX_DEFERRED (1u << 20)
 
 static int resolve_checked(struct shrink *sh, const struct hprof_instance *o, struct class_info *ci);
 static int resolve_object_array(struct hprof_visitor *v, const struct hprof_object_array *a);
@@ -329,12 +359,21 @@ static int collect_instance(struct hprof_visitor *v, const struct hprof_instance
 {
     struct shrink *sh = self(v);
     struct hprof_error not_yet = { 0 };
-    struct class_info *ci;
     int rc = note_heap(sh, o->id);
-    if (rc != HPROF_OK || sh->eager != EAGER_ON)
+    if (rc != HPROF_OK || sh->eager != EAGER_ON || shrink_in_system(sh, o->id))
         return rc;
+    struct class_info *ci = classes_find(&sh->classes, o->class_id);
+    if (ci == NULL || !eager_ready(sh, ci, &rc)) {
+        if (rc != HPROF_OK)
+            return rc;
+        if (sh->deferred.n >= MAX_DEFERRED)
+            abandon_eager(sh);
+        else if (idlist_add(&sh->deferred, o->offset) != HPROF_OK)
+            return nomem(sh);
+        return HPROF_OK;
+    }
     if (classes_check_instance(&sh->classes, o, &ci, &not_yet) != HPROF_OK) {
-        abandon_eager(sh); /* its class may come later; pass 2 will say */
+        abandon_eager(sh); /* pass 2 will say what is wrong */
         return HPROF_OK;
     }
     return resolve_checked(sh, o, ci);
@@ -942,6 +981,94 @@ static int forget_resolved(struct shrink *sh)
     return HPROF_OK;
 }
 
+/* The instances an eager pass 1 put aside, read back in file order through
+ * one window (they are a small share of the input, often close together). */
+struct deferred_window {
+    uint8_t *buf;
+    size_t cap, len;
+    uint64_t start;
+};
+
+static int window_at(struct shrink *sh, struct deferred_window *w, uint64_t at, size_t n,
+                     const uint8_t **p)
+{
+    uint64_t size = hprof_reader_size(sh->reader);
+    if (at < w->start || at + n > w->start + w->len) {
+        size_t want = n > HPROF_READ_BUFFER ? n : HPROF_READ_BUFFER;
+        if (at > size || n > size - at)
+            return hprof_error_set(sh->err, HPROF_ERR_IO,
+                                   "offset 0x%" PRIx64 ": INSTANCE_DUMP: input changed while "
+                                   "reading", at);
+        if (want > size - at)
+            want = (size_t)(size - at);
+        if (want > w->cap) {
+            uint8_t *grown = realloc(w->buf, want);
+            if (grown == NULL)
+                return nomem(sh);
+            w->buf = grown;
+            w->cap = want;
+        }
+        int rc = hprof_reader_pread(sh->reader, at, w->buf, want);
+        if (rc != HPROF_OK)
+            return rc;
+        w->start = at;
+        w->len = want;
+    }
+    *p = w->buf + (at - w->start);
+    return HPROF_OK;
+}
+
+static int resolve_deferred(struct shrink *sh)
+{
+    struct deferred_window w = { 0 };
+    const unsigned ids = sh->ids, head = 1 + 2 * ids + 8;
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && sh->eager == EAGER_ON && i < sh->deferred.n; i++) {
+        struct hprof_instance o = { .offset = sh->deferred.ids[i] };
+        struct hprof_error not_yet = { 0 };
+        struct class_info *ci;
+        const uint8_t *p;
+        if ((rc = window_at(sh, &w, o.offset, head, &p)) != HPROF_OK)
+            break;
+        o.id = get_id(p + 1, ids);
+        o.stack_serial = get_u4(p + 1 + ids);
+        o.class_id = get_id(p + 5 + ids, ids);
+        o.length = get_u4(p + 5 + 2 * ids);
+        if (p[0] != HPROF_INSTANCE_DUMP || o.length > HPROF_MAX_RECORD) {
+            rc = hprof_error_set(sh->err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": INSTANCE_DUMP: "
+                                 "input changed while reading", o.offset);
+            break;
+        }
+        if ((rc = window_at(sh, &w, o.offset, head + o.length, &p)) != HPROF_OK)
+            break;
+        o.values = p + head;
+        if (classes_check_instance(&sh->classes, &o, &ci, &not_yet) != HPROF_OK)
+            abandon_eager(sh); /* pass 2 will say what is wrong */
+        else
+            rc = resolve_checked(sh, &o, ci);
+    }
+    free(w.buf);
+    return rc;
+}
+
+/* The end of an eager pass 1: classes still unfinished, the instances put
+ * aside for them, then the class dumps' references (every system object is
+ * known now).  What is wrong with the input is left to pass 2 to report. */
+static int finish_eager(struct shrink *sh)
+{
+    int rc = HPROF_OK;
+    for (size_t i = 0; i < sh->classes.n_info; i++)
+        if (!eager_ready(sh, &sh->classes.info[i], &rc)) {
+            if (rc == HPROF_OK)
+                abandon_eager(sh);
+            return rc;
+        }
+    rc = resolve_deferred(sh);
+    for (size_t i = 0; rc == HPROF_OK && sh->eager == EAGER_ON && i < sh->class_refs.n; i++)
+        rc = refer(sh, sh->class_refs.ids[i]);
+    return rc;
+}
+
 /* Pass 2, for dumps that pass 1 could not resolve as it went. */
 static int resolve_in_pass_2(struct shrink *sh)
 {
@@ -957,6 +1084,8 @@ static int init(struct shrink *sh)
 {
     for (int i = 0; i < 4; i++)
         idlist_init(&sh->keep[i]);
+    idlist_init(&sh->deferred);
+    idlist_init(&sh->class_refs);
     if (idmap_init(&sh->names, 1) || idmap_init(&sh->class_names, 1) ||
         classes_init(&sh->classes, sh->ids) || idmap_init(&sh->kinds, 1) ||
         idmap_init(&sh->system, 0) || idmap_init(&sh->large, 1) ||
@@ -984,6 +1113,8 @@ static void release(struct shrink *sh)
     free(sh->byte_arrays);
     for (int i = 0; i < 4; i++)
         idlist_free(&sh->keep[i]);
+    idlist_free(&sh->deferred);
+    idlist_free(&sh->class_refs);
     idmap_free(&sh->candidates);
     free(sh->cand);
     idmap_free(&sh->dump_buffers);
@@ -1050,7 +1181,10 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     if (rc == HPROF_OK)
         rc = parse_rules(&sh);
     sh.passes = 5;
-    if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK)
+    if (rc == HPROF_OK && (rc = run_pass(&sh, &collect_ops, NULL)) == HPROF_OK &&
+        sh.eager == EAGER_ON)
+        rc = finish_eager(&sh);
+    if (rc == HPROF_OK)
         rc = classes_resolve_all(&sh.classes, err);
     sh.stats->resolved_in_pass_1 = rc == HPROF_OK && sh.eager == EAGER_ON;
     if (rc == HPROF_OK && sh.eager != EAGER_ON)

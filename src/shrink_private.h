@@ -31,8 +31,10 @@ enum keep_reason {
 };
 
 /* Pass 1 also does pass 2's work while nothing it has seen could change a
- * decision already taken: names and class layouts all before the first
- * object, no zygote or image objects.  HotSpot writes dumps that way. */
+ * decision already taken: names before the first object, and zygote or
+ * image objects (if any) before the application's.  An instance whose class
+ * layout is not complete yet is put aside and resolved when pass 1 ends.
+ * HotSpot writes dumps that way, and so does ART for the application heap. */
 enum eager_state {
     EAGER_WAITING,          /* no object seen yet */
     EAGER_ON,               /* resolving as pass 1 goes */
@@ -87,6 +89,9 @@ struct shrink {
     struct idmap large_at;      /* the same -> input offset of the contents */
     uint32_t heap;              /* heap of the current segment */
     int eager;                  /* enum eager_state: pass 2's work done in pass 1 */
+    int kept_object_seen;       /* eager: a system object now would come too late */
+    struct idlist deferred;     /* eager: offsets of instances of unfinished classes */
+    struct idlist class_refs;   /* eager: ids class dumps refer to (stand-ins) */
 
     /* Pass 2 and 3: what to keep, dedupe and hollow out. */
     struct idlist keep[4];      /* by enum keep_reason: primitive array ids */
