@@ -7,6 +7,8 @@
  * 16-32 bytes per remembered id); a multiply-shift hash spreads ids whose
  * low bits are always zero.  Id 0 is the null reference and marks a free
  * slot, so it is never stored.
+ *
+ * Also a sorted id list (idlist) and a fixed-size Bloom filter (idfilter).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,4 +220,65 @@ int idlist_has(struct idlist *l, uint64_t id)
     }
     l->cursor = lo < n ? lo : n - 1;
     return lo < n && ids[lo] == id;
+}
+
+/* ---- Id filter --------------------------------------------------------- */
+
+static uint64_t filter_hash(uint64_t id)
+{
+    id ^= id >> 33; /* the MurmurHash3 finaliser: ids are aligned addresses */
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    id *= 0xc4ceb9fe1a85ec53ull;
+    return id ^ (id >> 33);
+}
+
+static uint64_t *filter_block(const struct idfilter *f, uint64_t h)
+{
+    return f->words + 8 * ((size_t)(h >> 32) & f->block_mask);
+}
+
+int idfilter_init(struct idfilter *f, size_t bytes)
+{
+    size_t blocks = 1;
+    while (blocks * 2 * 64 <= bytes)
+        blocks *= 2;
+    memset(f, 0, sizeof *f);
+    /* calloc: the kernel hands zero pages over as they are first touched */
+    f->words = calloc(blocks * 8, sizeof *f->words);
+    f->block_mask = blocks - 1;
+    return f->words ? HPROF_OK : HPROF_ERR_NOMEM;
+}
+
+void idfilter_free(struct idfilter *f)
+{
+    free(f->words);
+    memset(f, 0, sizeof *f);
+}
+
+void idfilter_flush(struct idfilter *f)
+{
+    uint64_t h[IDFILTER_BATCH];
+    unsigned n = f->n_queued;
+    for (unsigned i = 0; i < n; i++) {
+        h[i] = filter_hash(f->queued[i]);
+        __builtin_prefetch(filter_block(f, h[i]), 1);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t *block = filter_block(f, h[i]), bits = h[i];
+        for (int k = 0; k < 3; k++, bits >>= 9)
+            block[(bits >> 6) & 7] |= 1ull << (bits & 63);
+    }
+    f->n_queued = 0;
+}
+
+int idfilter_maybe(struct idfilter *f, uint64_t id)
+{
+    idfilter_flush(f);
+    uint64_t h = filter_hash(id);
+    const uint64_t *block = filter_block(f, h);
+    for (int k = 0; k < 3; k++, h >>= 9)
+        if (!(block[(h >> 6) & 7] & 1ull << (h & 63)))
+            return 0;
+    return 1;
 }

@@ -25,9 +25,12 @@
  *               Candidates are then grouped by (type, length, MD5) and every
  *               merge is confirmed byte for byte with pread().  When passes
  *               1-2 saw where every such candidate's contents are (after
- *               its Bitmap, or a large array), they are hashed with pread()
- *               instead, and the pass runs only if two may be equal - it
- *               is then needed for the references.
+ *               its Bitmap, just before it or its byte[][], or a byte array
+ *               of 4 KiB or more), they are hashed with pread() instead,
+ *               and the pass runs only if two may be equal and what else
+ *               refers to the copies is not known: passes 1-2 pin what
+ *               refers to a known candidate and put every other reference
+ *               into a Bloom filter, which mostly rules the rest out.
  *   5. write    filter_shrink.c in front of the writer.
  *
  * Passes 1-3 skip array contents entirely (the reader seeks over them), so
@@ -41,10 +44,17 @@
 
 #include "shrink_private.h"
 
-/* Byte arrays of at least this many elements have their size remembered in
- * pass 1 (at most one id per 64 KiB of input), so that pass 4 can skip
- * hashing a big bitmap buffer that no other buffer could equal. */
-#define LARGE_ARRAY (64u << 10)
+/* Byte arrays of at least this many elements (a bitmap of 32 x 32 pixels)
+ * have their size and place remembered in pass 1, at most MAX_LARGE of them
+ * (32 bytes each in two maps): a buffer that no other buffer could equal
+ * need not be hashed, and one dumped before its Bitmap can be hashed with
+ * pread() instead of in pass 4. */
+#define LARGE_ARRAY (4u << 10)
+#define MAX_LARGE (1u << 18)
+
+/* The filter of references (see struct shrink): 8 MiB, enough for a few
+ * million references before it says maybe too often to spare pass 4. */
+#define REFS_SEEN_BYTES (8u << 20)
 
 /* At most this many byte[][] elements are remembered in pass 2 (16 bytes
  * each); past it, DumpData.buffers are expanded by a pass of their own. */
@@ -225,6 +235,15 @@ static int system_name(const struct hprof_string *s)
     return 0;
 }
 
+/* Bitmaps whose buffers could merge: a Bitmap.mBuffer field (before
+ * Android 8) or the DumpData holder (Android 10 and later). */
+static int tracks_refs(const struct shrink *sh)
+{
+    unsigned mbuffer = 1u << NAME_CLASS_BITMAP | 1u << NAME_FIELD_BUFFER;
+    return (sh->names_seen & mbuffer) == mbuffer ||
+           (sh->names_seen & 1u << NAME_CLASS_DUMP_DATA) != 0;
+}
+
 static void abandon_eager(struct shrink *sh)
 {
     sh->eager = EAGER_ABANDONED;
@@ -244,6 +263,9 @@ static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
     }
     if (sh->eager == EAGER_ON && (code != NAME_NONE || bits != 0 || system))
         abandon_eager(sh); /* a name that could change a kind already decided */
+    sh->names_seen |= 1u << code;
+    if (sh->heap_started && sh->refs_seen.words == NULL && tracks_refs(sh))
+        sh->refs_incomplete = 1;
     if ((code != NAME_NONE && idmap_put(&sh->names, s->id, (uint64_t)code) != HPROF_OK) ||
         (bits != 0 && idmap_put(&sh->rule_names, s->id, bits) != HPROF_OK) ||
         (system && idmap_put(&sh->system_names, s->id, 0) != HPROF_OK))
@@ -262,8 +284,23 @@ static int collect_load_class(struct hprof_visitor *v, const struct hprof_load_c
 
 static int track_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
+    struct shrink *sh = self(v);
     (void)s;
-    self(v)->heap = HPROF_HEAP_DEFAULT; /* readers start each segment in the default heap */
+    sh->heap = HPROF_HEAP_DEFAULT; /* readers start each segment in the default heap */
+    if (!sh->heap_started && tracks_refs(sh) &&
+        (idfilter_init(&sh->refs_seen, REFS_SEEN_BYTES) != HPROF_OK ||
+         (sh->recent = calloc((size_t)1 << RECENT_ARRAYS_BITS, sizeof *sh->recent)) == NULL))
+        return nomem(sh);
+    sh->heap_started = 1;
+    return HPROF_OK;
+}
+
+/* Pass 4 would pin what a root names. */
+static int collect_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    struct shrink *sh = self(v);
+    if (sh->refs_seen.words != NULL && r->id != 0)
+        idfilter_add(&sh->refs_seen, r->id);
     return HPROF_OK;
 }
 
@@ -310,6 +347,9 @@ static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_
 {
     struct shrink *sh = self(v);
     int rc = classes_add(&sh->classes, c, sh->err);
+    for (unsigned i = 0; sh->refs_seen.words != NULL && i < c->n_statics; i++)
+        if (c->statics[i].type == HPROF_TYPE_OBJECT && c->statics[i].value != 0)
+            idfilter_add(&sh->refs_seen, c->statics[i].value); /* as pass 4 pins */
     if (rc != HPROF_OK || sh->eager == EAGER_ABANDONED)
         return rc;
     rc = defer_class_refs(sh, c);
@@ -390,12 +430,37 @@ static int collect_object_array(struct hprof_visitor *v, const struct hprof_obje
 
 static int locate_candidate(struct shrink *sh, const struct hprof_primitive_array *a);
 
+static struct recent_array *recent_slot(const struct shrink *sh, uint64_t id)
+{
+    return &sh->recent[(id * 0x9E3779B97F4A7C15ull) >> (64 - RECENT_ARRAYS_BITS)];
+}
+
+/* Remember where byte array `a` is while it is recent (its first dump). */
+static void note_recent(struct shrink *sh, const struct hprof_primitive_array *a)
+{
+    if (sh->recent == NULL || a->type != HPROF_TYPE_BYTE ||
+        a->tag != HPROF_PRIMITIVE_ARRAY_DUMP || a->first != 0)
+        return;
+    struct recent_array *r = recent_slot(sh, a->id);
+    if (r->id != a->id)
+        *r = (struct recent_array){ a->id, a->data_offset, a->count };
+}
+
+/* Where byte array `id` is, if it was seen lately.  @return it or NULL. */
+static const struct recent_array *find_recent(const struct shrink *sh, uint64_t id)
+{
+    const struct recent_array *r = sh->recent ? recent_slot(sh, id) : NULL;
+    return r != NULL && r->id == id && id != 0 ? r : NULL;
+}
+
 static int collect_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
 {
     struct shrink *sh = self(v);
     int rc = note_heap(sh, a->id);
+    note_recent(sh, a);
     if (rc == HPROF_OK && a->type == HPROF_TYPE_BYTE && a->count >= LARGE_ARRAY &&
-        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && !idmap_has(&sh->large, a->id) &&
+        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && sh->large.count < MAX_LARGE &&
+        !idmap_has(&sh->large, a->id) &&
         (idmap_put(&sh->large, a->id, a->count) != HPROF_OK ||
          idmap_put(&sh->large_at, a->id, a->data_offset) != HPROF_OK))
         rc = nomem(sh);
@@ -408,6 +473,7 @@ static const struct hprof_visitor_ops collect_ops = {
     .string = collect_string,
     .load_class = collect_load_class,
     .heap_begin = track_heap_begin,
+    .root = collect_root,
     .heap_info = track_heap_info,
     .class_dump = collect_class_dump,
     .instance = collect_instance,
@@ -435,6 +501,35 @@ static int add_candidate(struct shrink *sh, uint64_t id)
     return HPROF_OK;
 }
 
+/* A reference pass 4 would pin with: to a known candidate it is a pin now;
+ * to anything else it goes into the filter, since it may name a buffer
+ * whose Bitmap comes later. */
+static int track_ref(struct shrink *sh, uint64_t ref)
+{
+    if (sh->refs_seen.words == NULL || ref == 0)
+        return HPROF_OK;
+    if (sh->n_cand > 0 && idmap_has(&sh->candidates, ref))
+        return idmap_put(&sh->pinned, ref, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
+    idfilter_add(&sh->refs_seen, ref);
+    return HPROF_OK;
+}
+
+static struct candidate *candidate_of(const struct shrink *sh, uint64_t id);
+
+/* A Bitmap's buffer dumped just before it: located already. */
+static void locate_recent_candidate(struct shrink *sh, uint64_t id)
+{
+    const struct recent_array *r = find_recent(sh, id);
+    struct candidate *c = r ? candidate_of(sh, id) : NULL;
+    if (c == NULL || c->located)
+        return;
+    c->type = HPROF_TYPE_BYTE;
+    c->count = r->count;
+    c->bytes = r->count;
+    c->data_offset = r->data_offset;
+    c->located = 1;
+}
+
 /* A kept object refers to `ref`: a system object there becomes a stand-in. */
 static int refer(struct shrink *sh, uint64_t ref)
 {
@@ -443,11 +538,19 @@ static int refer(struct shrink *sh, uint64_t ref)
     return idmap_put(&sh->standins, ref, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
 }
 
-static int refer_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
+/* A kept instance's reference fields: stand-ins, and the references pass 4
+ * would pin (all but a Bitmap's own buffer slot). */
+struct field_walk {
+    struct shrink *sh;
+    int64_t bitmap_slot;    /* offset of mBuffer in this instance, or -1 */
+};
+
+static int walk_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
 {
-    (void)at;
+    struct field_walk *w = ctx;
     (void)name_id;
-    return refer(ctx, ref);
+    int rc = (int64_t)at != w->bitmap_slot ? track_ref(w->sh, ref) : HPROF_OK;
+    return rc == HPROF_OK ? refer(w->sh, ref) : rc;
 }
 
 static int resolve_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
@@ -474,6 +577,7 @@ static int keep_array(struct shrink *sh, uint64_t id, enum keep_reason why)
 static int resolve_checked(struct shrink *sh, const struct hprof_instance *o, struct class_info *ci)
 {
     const struct kind_layout *k;
+    struct field_walk walk = { sh, -1 };
     int rc = HPROF_OK;
     if (shrink_in_system(sh, o->id))
         return rc; /* dropped or hollow: what it refers to does not matter */
@@ -494,6 +598,9 @@ static int resolve_checked(struct shrink *sh, const struct hprof_instance *o, st
     }
     case NAME_CLASS_BITMAP:
         rc = add_candidate(sh, shrink_field_id(sh, o, k->field[0]));
+        if (rc == HPROF_OK)
+            locate_recent_candidate(sh, shrink_field_id(sh, o, k->field[0]));
+        walk.bitmap_slot = k->field[0];
         break;
     case NAME_CLASS_DUMP_DATA: {
         uint64_t buffers = shrink_field_id(sh, o, k->field[0]);
@@ -505,9 +612,9 @@ static int resolve_checked(struct shrink *sh, const struct hprof_instance *o, st
     default:
         break;
     }
-    if (rc != HPROF_OK || sh->system.count == 0)
+    if (rc != HPROF_OK || (sh->system.count == 0 && sh->refs_seen.words == NULL))
         return rc;
-    return classes_each_ref(&sh->classes, ci, o->values, o->length, refer_field, sh);
+    return classes_each_ref(&sh->classes, ci, o->values, o->length, walk_field, &walk);
 }
 
 static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance *o)
@@ -537,8 +644,15 @@ static int remember_byte_arrays(struct shrink *sh, const struct hprof_object_arr
         sh->cap_byte_arrays = cap;
     }
     for (uint32_t i = 0; i < a->n; i++) {
+        uint64_t element = get_id(a->elements + (size_t)i * sh->ids, sh->ids);
+        const struct recent_array *r = find_recent(sh, element);
         sh->byte_arrays[sh->n_byte_arrays++] = a->id;
-        sh->byte_arrays[sh->n_byte_arrays++] = get_id(a->elements + (size_t)i * sh->ids, sh->ids);
+        sh->byte_arrays[sh->n_byte_arrays++] = element;
+        /* a DumpData buffer dumped just before: where it is, for its digest */
+        if (r != NULL && sh->large.count < MAX_LARGE && !idmap_has(&sh->large, element) &&
+            (idmap_put(&sh->large, element, r->count) != HPROF_OK ||
+             idmap_put(&sh->large_at, element, r->data_offset) != HPROF_OK))
+            return nomem(sh);
     }
     return HPROF_OK;
 }
@@ -550,11 +664,18 @@ static int resolve_object_array(struct hprof_visitor *v, const struct hprof_obje
     if (shrink_in_system(sh, a->id))
         return HPROF_SKIP;
     int byte_arrays = shrink_kind(sh, a->class_id, &k) == NAME_CLASS_BYTE_ARRAYS;
-    if (!byte_arrays && sh->system.count == 0)
+    /* a byte[][]'s elements are remembered instead: a DumpData.buffers one
+     * does not pin them, and its holder may come later */
+    int track = sh->refs_seen.words != NULL && !byte_arrays;
+    if (!byte_arrays && sh->system.count == 0 && !track)
         return HPROF_SKIP;
     int rc = byte_arrays && !sh->byte_arrays_overflow ? remember_byte_arrays(sh, a) : HPROF_OK;
-    for (uint32_t i = 0; rc == HPROF_OK && sh->system.count > 0 && i < a->n; i++)
-        rc = refer(sh, get_id(a->elements + (size_t)i * sh->ids, sh->ids));
+    for (uint32_t i = 0; rc == HPROF_OK && (sh->system.count > 0 || track) && i < a->n; i++) {
+        uint64_t ref = get_id(a->elements + (size_t)i * sh->ids, sh->ids);
+        rc = track ? track_ref(sh, ref) : HPROF_OK;
+        if (rc == HPROF_OK)
+            rc = refer(sh, ref);
+    }
     return rc;
 }
 
@@ -638,6 +759,7 @@ static int locate_candidate(struct shrink *sh, const struct hprof_primitive_arra
 
 static int resolve_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
 {
+    note_recent(self(v), a);
     int rc = locate_candidate(self(v), a);
     return rc == HPROF_OK ? HPROF_SKIP : rc;
 }
@@ -936,6 +1058,36 @@ static int may_share_contents(const struct shrink *sh)
     return shared;
 }
 
+/* Can passes 1-2 vouch that nothing but a bitmap slot refers to any buffer
+ * that may merge into another (every member of a group of equal type,
+ * length and MD5 but its earliest)?  Then pass 4 has no pin to find. */
+static int pins_ruled_out(struct shrink *sh)
+{
+    if (sh->refs_seen.words == NULL || sh->refs_incomplete || sh->byte_arrays_overflow)
+        return 0;
+    struct candidate *sorted = malloc(sh->n_cand * sizeof *sorted);
+    struct idmap copies;
+    if (sorted == NULL || idmap_init(&copies, 0) != HPROF_OK) {
+        free(sorted);
+        return 0;
+    }
+    memcpy(sorted, sh->cand, sh->n_cand * sizeof *sorted);
+    qsort(sorted, sh->n_cand, sizeof *sorted, compare_candidates);
+    int ruled_out = 1;
+    for (size_t i = 1; ruled_out && i < sh->n_cand; i++)
+        if (same_key(&sorted[i - 1], &sorted[i]))
+            ruled_out = !idfilter_maybe(&sh->refs_seen, sorted[i].id) &&
+                        idmap_put(&copies, sorted[i].id, 0) == HPROF_OK;
+    /* an element of a byte[][] other than DumpData.buffers is a pin */
+    for (size_t i = 0; ruled_out && i < sh->n_byte_arrays; i += 2)
+        if (idmap_has(&copies, sh->byte_arrays[i + 1]) &&
+            !idmap_has(&sh->dump_buffers, sh->byte_arrays[i]))
+            ruled_out = idmap_put(&sh->pinned, sh->byte_arrays[i + 1], 0) == HPROF_OK;
+    idmap_free(&copies);
+    free(sorted);
+    return ruled_out;
+}
+
 /* ---- Driver ----------------------------------------------------------------- */
 
 static void progress(void *ctx, uint64_t done, uint64_t total)
@@ -976,7 +1128,7 @@ static int forget_resolved(struct shrink *sh)
     if (reset_map(&sh->kinds, 1) || reset_map(&sh->exempt_fields, 1) ||
         reset_map(&sh->app_classes, 0) || reset_map(&sh->candidates, 1) ||
         reset_map(&sh->dump_buffers, 0) || reset_map(&sh->standins, 0) ||
-        reset_map(&sh->exempt_strings, 0))
+        reset_map(&sh->exempt_strings, 0) || reset_map(&sh->pinned, 0))
         return nomem(sh);
     return HPROF_OK;
 }
@@ -1121,6 +1273,8 @@ static void release(struct shrink *sh)
     idmap_free(&sh->standins);
     digest_free(sh->digest);
     idmap_free(&sh->pinned);
+    idfilter_free(&sh->refs_seen);
+    free(sh->recent);
     idmap_free(&sh->remap);
     idmap_free(&sh->dropped);
     idmap_free(&sh->rule_names);
@@ -1204,9 +1358,11 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         sh.digest = digest_new(err);
         rc = sh.digest ? digest_located(&sh, &all_located) : err->code;
         /* pass 4 hashes what could not be located, and finds the pins when
-         * some contents may be shared; otherwise there is nothing to merge */
+         * some contents may be shared (unless passes 1-2 rule them out);
+         * otherwise there is nothing to merge */
         if (rc == HPROF_OK && (!all_located || may_share_contents(&sh))) {
-            rc = run_pass(&sh, &digest_ops, NULL);
+            if (!all_located || !pins_ruled_out(&sh))
+                rc = run_pass(&sh, &digest_ops, NULL);
             if (rc == HPROF_OK)
                 rc = decide_merges(&sh);
         }

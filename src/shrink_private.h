@@ -62,6 +62,15 @@ struct candidate {
     uint8_t md5[16];
 };
 
+/* A byte array seen lately: a Bitmap or a byte[][] usually comes right
+ * after the buffers it names, which are then located without pass 4. */
+struct recent_array {
+    uint64_t id;
+    uint64_t data_offset;
+    uint32_t count;
+};
+#define RECENT_ARRAYS_BITS 12 /* 4096 of them, direct-mapped by id */
+
 /* Where a class keeps the fields the shrink reads (-1: none). */
 struct kind_layout {
     uint64_t class_id;
@@ -85,7 +94,8 @@ struct shrink {
     struct kind_layout *layouts;
     size_t n_layouts;
     struct idmap system;        /* zygote/image objects (not classes) */
-    struct idmap large;         /* byte[] of LARGE_ARRAY+ elements -> count */
+    struct idmap large;         /* byte[] of LARGE_ARRAY+ elements, or one a
+                                   byte[][] names just after it -> count */
     struct idmap large_at;      /* the same -> input offset of the contents */
     uint32_t heap;              /* heap of the current segment */
     int eager;                  /* enum eager_state: pass 2's work done in pass 1 */
@@ -104,9 +114,17 @@ struct shrink {
     int byte_arrays_overflow;   /* too many to remember: run the expand pass */
     struct idmap standins;      /* system objects some kept object refers to */
 
-    /* Pass 4: digests, then the merge decision. */
+    /* Pass 4: digests, then the merge decision.  Pass 4 also finds what
+     * else refers to a buffer that merges (pinned); passes 1-2 put every
+     * reference it would look at into `refs_seen`, which can say that none
+     * names such a buffer, and then pass 4 is not needed for that. */
     struct digest *digest;
     struct idmap pinned;        /* candidates referenced from other slots */
+    struct idfilter refs_seen;  /* words NULL: not tracked (no bitmap names) */
+    struct recent_array *recent;/* byte arrays seen last, by id (or NULL) */
+    unsigned names_seen;        /* bits 1 << NAME_*, from pass 1 */
+    int heap_started;           /* pass 1 reached the first heap segment */
+    int refs_incomplete;        /* tracking began after some references */
     struct idmap remap;         /* duplicate buffer id -> kept buffer id */
     struct idmap dropped;       /* duplicates whose record goes */
 
