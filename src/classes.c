@@ -24,6 +24,7 @@ void classes_free(struct classes *c)
     idmap_free(&c->index);
     free(c->info);
     free(c->fields);
+    free(c->refs);
     *c = (struct classes){ 0 };
 }
 
@@ -63,7 +64,7 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
     };
     for (unsigned i = 0; i < cd->n_fields; i++) {
         c->fields[c->n_fields++] = (struct class_field){ cd->fields[i].name_id, cd->fields[i].type };
-        ci->own_bytes += hprof_type_size(cd->fields[i].type, c->id_size);
+        ci->own_bytes += type_size(cd->fields[i].type, c->id_size);
     }
     return HPROF_OK;
 }
@@ -106,8 +107,15 @@ int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error
     return HPROF_OK;
 }
 
-int classes_each_ref(const struct classes *c, const struct class_info *ci,
-                     const uint8_t *values, uint32_t length, field_ref_fn fn, void *ctx)
+/* Reference fields listed for at most this many fields in all (12-16 bytes
+ * each): a hostile file can chain classes so that the lists grow as the
+ * square of its classes; past it, instances are walked field by field. */
+#define MAX_LISTED_REFS (1u << 20)
+
+/* The walk up the chain that classes_each_ref() would do, calling fn for
+ * each reference field, or (fn NULL) listing it in c->refs. */
+static int walk_chain(struct classes *c, const struct class_info *ci, const uint8_t *values,
+                      uint32_t length, field_ref_fn fn, void *ctx)
 {
     uint32_t at = 0;
     size_t steps = 0;
@@ -115,17 +123,59 @@ int classes_each_ref(const struct classes *c, const struct class_info *ci,
         /* `fields` is NULL until some class has a field */
         const struct class_field *f = k->n_fields ? c->fields + k->first_field : NULL;
         for (unsigned i = 0; i < k->n_fields; i++) {
-            unsigned size = hprof_type_size(f[i].type, c->id_size);
+            unsigned size = type_size(f[i].type, c->id_size);
             if (at + size > length)
                 return 0;
             if (f[i].type == HPROF_TYPE_OBJECT) {
-                int rc = fn(ctx, at, f[i].name_id, get_id(values + at, c->id_size));
+                int rc;
+                if (fn != NULL)
+                    rc = fn(ctx, at, f[i].name_id, get_id(values + at, c->id_size));
+                else if (c->n_refs < MAX_LISTED_REFS &&
+                         reserve((void **)&c->refs, &c->cap_refs, c->n_refs + 1,
+                                 sizeof *c->refs) == HPROF_OK)
+                    rc = (c->refs[c->n_refs++] = (struct class_ref){ at, f[i].name_id }, 0);
+                else
+                    rc = -1;
                 if (rc != 0)
                     return rc;
             }
             at += size;
         }
         k = k->super_id ? classes_find(c, k->super_id) : NULL;
+    }
+    return 0;
+}
+
+/* List ci's reference fields once (its layout is resolved, so its chain
+ * ends); on failure nothing is listed and walks stay field by field. */
+static void list_refs(struct classes *c, struct class_info *ci)
+{
+    size_t first = c->n_refs;
+    ci->refs_listed = -1;
+    if (ci->total_bytes > UINT32_MAX ||
+        walk_chain(c, ci, NULL, (uint32_t)ci->total_bytes, NULL, NULL) != 0) {
+        c->n_refs = first;
+        return;
+    }
+    ci->first_ref = (uint32_t)first;
+    ci->n_refs = (uint32_t)(c->n_refs - first);
+    ci->refs_listed = 1;
+}
+
+int classes_each_ref(struct classes *c, struct class_info *ci, const uint8_t *values,
+                     uint32_t length, field_ref_fn fn, void *ctx)
+{
+    if (ci->refs_listed == 0 && ci->state == 2)
+        list_refs(c, ci);
+    if (ci->refs_listed != 1)
+        return walk_chain(c, ci, values, length, fn, ctx);
+    const struct class_ref *ref = c->refs + ci->first_ref;
+    for (uint32_t i = 0; i < ci->n_refs; i++) {
+        if (ref[i].offset + c->id_size > length)
+            return 0;
+        int rc = fn(ctx, ref[i].offset, ref[i].name_id, get_id(values + ref[i].offset, c->id_size));
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -140,7 +190,7 @@ int64_t classes_field_offset(const struct classes *c, const struct class_info *c
         for (unsigned i = 0; i < k->n_fields; i++) {
             if (f[i].type == type && match(ctx, f[i].name_id))
                 return (int64_t)at;
-            at += hprof_type_size(f[i].type, c->id_size);
+            at += type_size(f[i].type, c->id_size);
         }
         k = k->super_id ? classes_find(c, k->super_id) : NULL;
     }

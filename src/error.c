@@ -94,14 +94,7 @@ const char *hprof_type_name(uint8_t type)
 
 unsigned hprof_type_size(uint8_t type, unsigned id_size)
 {
-    switch (type) {
-    case HPROF_TYPE_OBJECT: return id_size;
-    case HPROF_TYPE_BOOLEAN: case HPROF_TYPE_BYTE: return 1;
-    case HPROF_TYPE_CHAR: case HPROF_TYPE_SHORT: return 2;
-    case HPROF_TYPE_FLOAT: case HPROF_TYPE_INT: return 4;
-    case HPROF_TYPE_DOUBLE: case HPROF_TYPE_LONG: return 8;
-    default: return 0;
-    }
+    return type_size(type, id_size);
 }
 
 const char *hprof_ref_kind_name(int kind)

@@ -178,7 +178,7 @@ static void zero_fields(struct shrink_filter *f, const struct hprof_instance *o,
         int app = idmap_has(&f->sh->app_classes, k->id);
         for (unsigned i = 0; i < k->n_fields; i++) {
             const struct class_field *fl = &c->fields[k->first_field + i];
-            unsigned size = hprof_type_size(fl->type, f->sh->ids);
+            unsigned size = type_size(fl->type, f->sh->ids);
             if (at + size > o->length)
                 return;
             if (app && redacted_type(fl->type)) {
@@ -395,7 +395,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     struct shrink_filter *f = self(v);
     if (a->first > 0)
         return a->id == f->fill_id ? forward_filled(f, a) : hprof_visit_primitive_array(next(f), a);
-    uint64_t bytes = (uint64_t)a->count * hprof_type_size(a->type, f->sh->ids);
+    uint64_t bytes = (uint64_t)a->count * type_size(a->type, f->sh->ids);
     add(&f->st->primitive_arrays_in, a->tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : bytes);
     int rc;
     switch (decide(f, a, bytes)) {

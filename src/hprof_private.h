@@ -79,6 +79,19 @@ static inline uint8_t *put_id(uint8_t *p, uint64_t id, unsigned id_size)
     return put_value(p, id, id_size);
 }
 
+/* hprof_type_size(), inline for the per-field and per-array paths. */
+static inline unsigned type_size(uint8_t type, unsigned id_size)
+{
+    switch (type) {
+    case HPROF_TYPE_OBJECT: return id_size;
+    case HPROF_TYPE_BOOLEAN: case HPROF_TYPE_BYTE: return 1;
+    case HPROF_TYPE_CHAR: case HPROF_TYPE_SHORT: return 2;
+    case HPROF_TYPE_FLOAT: case HPROF_TYPE_INT: return 4;
+    case HPROF_TYPE_DOUBLE: case HPROF_TYPE_LONG: return 8;
+    default: return 0;
+    }
+}
+
 /* ---- Id map: open addressing, linear probing ---------------------------
  * Keys are object ids; 0 (the null id) marks an empty slot, so it cannot be
  * stored.  Values are optional (a set has none).  Grows at half full. */
@@ -198,6 +211,14 @@ struct class_info {
     uint32_t own_bytes;         /* bytes of own field values */
     uint64_t total_bytes;       /* with all superclasses; UINT64_MAX = unknown */
     int state;                  /* layout resolution: 0 new, 1 busy, 2 done */
+    int refs_listed;            /* 1: its reference fields are in classes.refs */
+    uint32_t first_ref, n_refs;
+};
+
+/* A reference field of an instance, superclasses' included, by offset. */
+struct class_ref {
+    uint32_t offset;
+    uint64_t name_id;
 };
 
 struct classes {
@@ -206,6 +227,8 @@ struct classes {
     size_t n_info, cap_info;
     struct class_field *fields;
     size_t n_fields, cap_fields;
+    struct class_ref *refs;     /* per class with instances, listed once */
+    size_t n_refs, cap_refs;
     unsigned id_size;
 };
 
@@ -233,7 +256,7 @@ int classes_check_instance(struct classes *c, const struct hprof_instance *o,
  * checked against the layout), walking up the superclass chain.  A non-zero
  * return from fn stops the walk and is returned. */
 typedef int (*field_ref_fn)(void *ctx, uint32_t slot_offset, uint64_t name_id, uint64_t ref);
-int classes_each_ref(const struct classes *c, const struct class_info *ci,
+int classes_each_ref(struct classes *c, struct class_info *ci,
                      const uint8_t *values, uint32_t length, field_ref_fn fn, void *ctx);
 
 /* Byte offset in instances of `ci` of the first field of type `type` whose

@@ -194,9 +194,9 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
     if (a->pass == 2) {
         uint64_t n = 1 + 7 * (uint64_t)a->ids + 14 + (uint64_t)c->n_fields * (a->ids + 1);
         for (unsigned i = 0; i < c->n_constants; i++)
-            n += 3 + hprof_type_size(c->constants[i].type, a->ids);
+            n += 3 + type_size(c->constants[i].type, a->ids);
         for (unsigned i = 0; i < c->n_statics; i++)
-            n += a->ids + 1 + hprof_type_size(c->statics[i].type, a->ids);
+            n += a->ids + 1 + type_size(c->statics[i].type, a->ids);
         add(&a->info->sub_records[HPROF_CLASS_DUMP], n);
     }
     return HPROF_OK;
@@ -248,7 +248,7 @@ static uint64_t field(struct analyzer *a, struct class_info *ci, const struct hp
 {
     struct match m = { a, code };
     int64_t at = classes_field_offset(&a->classes, ci, match_name, &m, type);
-    unsigned size = hprof_type_size(type, a->ids);
+    unsigned size = type_size(type, a->ids);
     if (at < 0 || (uint64_t)at + size > o->length)
         return 0;
     return get_value(o->values + at, size);
@@ -342,7 +342,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
 {
     struct analyzer *a = self(v);
     uint64_t bytes = p->tag == HPROF_PRIMITIVE_ARRAY_NODATA
-        ? 0 : (uint64_t)p->count * hprof_type_size(p->type, a->ids);
+        ? 0 : (uint64_t)p->count * type_size(p->type, a->ids);
     if (a->pass == 2) {
         add(&a->info->sub_records[p->tag], 10 + (uint64_t)a->ids + bytes);
         add(&a->info->heaps[heap_index(a->heap)], bytes);

@@ -36,6 +36,7 @@
 #define CHUNK_MAX HPROF_READ_BUFFER     /* a multiple of every element size */
 #define RELEASE_STEP (8u << 20)
 #define PROGRESS_STEP (16u << 20)
+#define CHECK_STEP (1u << 20)           /* how often the two above are looked at */
 #define MAX_HEADER 64
 
 struct hprof_reader {
@@ -72,6 +73,7 @@ struct hprof_reader {
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
     uint64_t next_progress;
+    uint64_t next_check;        /* report_progress() looks no sooner */
 };
 
 /* ---- Messages ------------------------------------------------------------ */
@@ -147,10 +149,8 @@ static int pread_full(struct hprof_reader *r, uint64_t offset, uint8_t *dst, siz
 /* Make `n` bytes available at `cur`; n <= HPROF_MAX_RECORD.  Callers have
  * already checked that the enclosing record holds them, so running out of
  * file here means the file ends mid-record. */
-static int need(struct hprof_reader *r, size_t n)
+static int refill(struct hprof_reader *r, size_t n)
 {
-    if (avail(r) >= n)
-        return HPROF_OK;
     if (n > r->size - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->pos, "truncated: %zu bytes needed, %" PRIu64 " left",
               n, r->size - r->pos);
@@ -184,6 +184,11 @@ static int need(struct hprof_reader *r, size_t n)
     return HPROF_OK;
 }
 
+static inline int need(struct hprof_reader *r, size_t n)
+{
+    return avail(r) >= n ? HPROF_OK : refill(r, n);
+}
+
 static void consume(struct hprof_reader *r, size_t n)
 {
     r->cur += n;
@@ -199,19 +204,22 @@ static void skip(struct hprof_reader *r, uint64_t n)
         seek_to(r, r->pos + n);
 }
 
-/* Take `n` bytes of the current sub-record, which must end by `limit`. */
-static int take(struct hprof_reader *r, size_t n, uint64_t limit, const uint8_t **p)
+static int overrun(struct hprof_reader *r, size_t n, uint64_t limit)
 {
-    if (n > limit - r->pos)
-        FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
-              "sub-record runs past the end of its segment (needs %zu bytes at 0x%" PRIx64
-              ", %" PRIu64 " left)", n, r->pos, limit - r->pos);
-    int rc = need(r, n);
-    if (rc != HPROF_OK)
-        return rc;
-    *p = r->cur;
-    consume(r, n);
-    return HPROF_OK;
+    FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
+          "sub-record runs past the end of its segment (needs %zu bytes at 0x%" PRIx64
+          ", %" PRIu64 " left)", n, r->pos, limit - r->pos);
+}
+
+/* Take `n` bytes of the current sub-record, which must end by `limit`.
+ * Inline: it runs a few times for every record. */
+static inline int take(struct hprof_reader *r, size_t n, uint64_t limit, const uint8_t **p)
+{
+    int rc = n > limit - r->pos ? overrun(r, n, limit) : need(r, n);
+    *p = r->cur; /* unused on error; set so that no caller reads it unset */
+    if (rc == HPROF_OK)
+        consume(r, n);
+    return rc;
 }
 
 /* Mapped input: give back the pages behind the reading position (the file
@@ -225,13 +233,21 @@ static void release_behind(struct hprof_reader *r)
     r->released = upto;
 }
 
-static void report_progress(struct hprof_reader *r)
+static void checkpoint(struct hprof_reader *r)
 {
     release_behind(r);
     if (r->progress != NULL && r->pos >= r->next_progress) {
         r->progress(r->progress_ctx, r->pos, r->size);
         r->next_progress = r->pos + PROGRESS_STEP;
     }
+    r->next_check = r->pos + CHECK_STEP;
+}
+
+/* After every record: only a comparison, most of the time. */
+static inline void report_progress(struct hprof_reader *r)
+{
+    if (r->pos >= r->next_check)
+        checkpoint(r);
 }
 
 /* ---- Opening --------------------------------------------------------------- */
@@ -448,7 +464,7 @@ static int grow_table(struct hprof_reader *r, void **table, size_t *cap, size_t 
 /* A value of basic type `type` at the cursor. */
 static int take_value(struct hprof_reader *r, uint8_t type, uint64_t limit, uint64_t *value)
 {
-    unsigned size = hprof_type_size(type, r->header.id_size);
+    unsigned size = type_size(type, r->header.id_size);
     const uint8_t *p;
     if (size == 0)
         FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "invalid basic type %u at 0x%" PRIx64,
@@ -517,7 +533,7 @@ static int read_class_dump(struct hprof_reader *r, struct hprof_visitor *v, uint
     for (unsigned i = 0; i < cd.n_fields; i++, p += ids + 1) {
         r->fields[i].name_id = get_id(p, ids);
         r->fields[i].type = p[ids];
-        if (hprof_type_size(p[ids], ids) == 0)
+        if (type_size(p[ids], ids) == 0)
             FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "field %u has invalid basic type %u", i,
                   p[ids]);
     }
@@ -625,7 +641,7 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
     a.stack_serial = get_u4(p + ids);
     a.count = get_u4(p + ids + 4);
     a.type = p[ids + 8];
-    unsigned esize = hprof_type_size(a.type, ids);
+    unsigned esize = type_size(a.type, ids);
     if (esize == 0 || a.type == HPROF_TYPE_OBJECT)
         FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "invalid element type %u", a.type);
     a.data_offset = r->pos;
@@ -774,7 +790,7 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
 static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
 {
     seek_to(r, r->header.length);
-    r->next_progress = 0;
+    r->next_progress = r->next_check = 0;
     r->in_heap = 0;
     r->rec_tag = 0;
     r->records = 0;

@@ -156,7 +156,7 @@ static int resolve_class_redaction(struct shrink *sh, const struct class_info *c
                     sh->exempt_at = grown;
                     sh->exempt_at[sh->n_exempt_at++] = (int64_t)at;
                 }
-                at += hprof_type_size(fl->type, sh->ids);
+                at += type_size(fl->type, sh->ids);
             }
             k = k->super_id ? classes_find(&sh->classes, k->super_id) : NULL;
         }
@@ -315,18 +315,21 @@ static int track_heap_info(struct hprof_visitor *v, const struct hprof_heap_info
  * class's kind and redaction fields are worked out.  While eager, a class
  * is resolved (state 2) exactly when that has been done.
  * @return 1 when `ci` is ready, 0 when not yet (or on error, in *rc). */
-static int eager_ready(struct shrink *sh, struct class_info *ci, int *rc)
+static int eager_prepare(struct shrink *sh, struct class_info *ci, int *rc)
 {
     struct hprof_error not_yet = { 0 };
-    *rc = HPROF_OK;
-    if (ci->state == 2)
-        return 1;
     if (classes_resolve(&sh->classes, ci, &not_yet) != HPROF_OK)
         return 0;
     *rc = resolve_kind(sh, ci);
     if (*rc == HPROF_OK)
         *rc = resolve_class_redaction(sh, ci);
     return *rc == HPROF_OK;
+}
+
+static inline int eager_ready(struct shrink *sh, struct class_info *ci, int *rc)
+{
+    *rc = HPROF_OK;
+    return ci->state == 2 || eager_prepare(sh, ci, rc);
 }
 
 /* A kept class dump's references decide stand-ins, which need every system
@@ -751,7 +754,7 @@ static int locate_candidate(struct shrink *sh, const struct hprof_primitive_arra
         return HPROF_OK;
     c->type = a->type;
     c->count = a->count;
-    c->bytes = (uint64_t)a->count * hprof_type_size(a->type, sh->ids);
+    c->bytes = (uint64_t)a->count * type_size(a->type, sh->ids);
     c->data_offset = a->data_offset;
     c->located = 1;
     return HPROF_OK;
@@ -886,7 +889,7 @@ static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_pr
             return HPROF_SKIP;
         c->type = a->type;
         c->count = a->count;
-        c->bytes = (uint64_t)a->count * hprof_type_size(a->type, sh->ids);
+        c->bytes = (uint64_t)a->count * type_size(a->type, sh->ids);
         c->data_offset = a->data_offset;
         rc = digest_begin(sh->digest);
     }

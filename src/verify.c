@@ -182,7 +182,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     if (vf->pass == 1) {
         vf->report->primitive_arrays++;
         vf->report->primitive_bytes += a->tag == HPROF_PRIMITIVE_ARRAY_NODATA
-            ? 0 : (uint64_t)a->count * hprof_type_size(a->type, vf->id_size);
+            ? 0 : (uint64_t)a->count * type_size(a->type, vf->id_size);
         int rc = add_object(vf, a->id, a->offset, a->tag);
         if (rc != HPROF_OK)
             return rc;

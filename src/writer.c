@@ -325,9 +325,9 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
     unsigned ids = w->id_size;
     size_t n = 1 + 7 * (size_t)ids + 4 + 4 + 2 + 2 + 2;
     for (unsigned i = 0; i < c->n_constants; i++)
-        n += 3 + hprof_type_size(c->constants[i].type, ids);
+        n += 3 + type_size(c->constants[i].type, ids);
     for (unsigned i = 0; i < c->n_statics; i++)
-        n += ids + 1 + hprof_type_size(c->statics[i].type, ids);
+        n += ids + 1 + type_size(c->statics[i].type, ids);
     n += (size_t)c->n_fields * (ids + 1);
     uint8_t *p = scratch(w, n), *start = p;
     if (p == NULL)
@@ -347,14 +347,14 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
         const struct hprof_constant *k = &c->constants[i];
         p = put_u2(p, k->index);
         p = put_u1(p, k->type);
-        p = put_value(p, k->value, hprof_type_size(k->type, ids));
+        p = put_value(p, k->value, type_size(k->type, ids));
     }
     p = put_u2(p, c->n_statics);
     for (unsigned i = 0; i < c->n_statics; i++) {
         const struct hprof_static_field *s = &c->statics[i];
         p = put_id(p, s->name_id, ids);
         p = put_u1(p, s->type);
-        p = put_value(p, s->value, hprof_type_size(s->type, ids));
+        p = put_value(p, s->value, type_size(s->type, ids));
     }
     p = put_u2(p, c->n_fields);
     for (unsigned i = 0; i < c->n_fields; i++) {
@@ -426,7 +426,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     if (!cont) {
         uint8_t head[32], *p = head;
         int nodata = a->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
-        unsigned esize = hprof_type_size(a->type, ids);
+        unsigned esize = type_size(a->type, ids);
         if (esize == 0 || a->type == HPROF_TYPE_OBJECT)
             return hprof_error_set(w->err, HPROF_ERR_USAGE,
                                    "writer: array 0x%" PRIx64 " has element type %u", a->id,

@@ -263,6 +263,40 @@ START_TEST(idlist_that_is_empty_or_cleared_finds_nothing)
 }
 END_TEST
 
+/* Reference fields are listed once per class, up to a bound (a chain of
+ * classes can make the lists grow as the square of the classes); an
+ * instance whose list would pass it is walked field by field.  Both ways
+ * find every reference: here 500 and 1,100 classes of 1,000 fields. */
+START_TEST(verify_finds_every_reference_however_long_the_class_chain)
+{
+    enum { CLASSES = 1100, FIELDS = 1000, MID = 500 };
+    static uint8_t types[FIELDS];
+    memset(types, HPROF_TYPE_OBJECT, sizeof types);
+    struct tbuf b;
+    struct hprof_verify_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    for (uint64_t k = 0; k < CLASSES; k++) /* class 0x10000 + 16k extends the one before */
+        tb_class(&b, 0x10000 + 16 * k, k ? 0x10000 + 16 * (k - 1) : 0, types, FIELDS);
+    size_t n = (size_t)CLASSES * FIELDS * 4;
+    uint8_t *values = malloc(n);
+    for (size_t i = 0; i < n; i += 4)
+        memcpy(values + i, "\0\0\x0d\xea", 4); /* -> 0xdea, not dumped */
+    tb_instance(&b, 0x200, 0x10000 + 16 * (MID - 1), values, (uint32_t)MID * FIELDS * 4);
+    tb_instance(&b, 0x210, 0x10000 + 16 * (CLASSES - 1), values, (uint32_t)n);
+    tb_instance(&b, 0x220, 0x10000 + 16 * (MID - 1), values, (uint32_t)MID * FIELDS * 4);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    ck_assert_int_eq(verify(&b, &rep, &err), HPROF_OK);
+    ck_assert_uint_eq(rep.dangling_by_kind[HPROF_REF_INSTANCE_FIELD],
+                      (uint64_t)(2 * MID + CLASSES) * FIELDS);
+    free(values);
+    tb_free(&b);
+}
+END_TEST
+
 /* A Bloom filter never forgets an id it was given, and with the bench's
  * load (5 million references in 8 MiB) says "maybe" for about 1 in 100 ids
  * it was not given. */
@@ -301,6 +335,7 @@ static Suite *verify_suite(void)
     tcase_add_test(t, idlist_finds_exactly_the_ids_added_in_any_order_of_lookup);
     tcase_add_test(t, idlist_that_is_empty_or_cleared_finds_nothing);
     tcase_add_test(t, idfilter_never_forgets_and_rarely_says_maybe_wrongly);
+    tcase_add_test(t, verify_finds_every_reference_however_long_the_class_chain);
     suite_add_tcase(s, t);
     return s;
 }
