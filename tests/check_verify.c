@@ -39,6 +39,14 @@ static void chain(struct tbuf *b, unsigned ids, uint32_t instance_bytes, uint64_
     tb_record(b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
 }
 
+/* An Android-format dump (4-byte ids) with its first heap segment open. */
+static void begin_android_heap(struct tbuf *b)
+{
+    tb_init(b, 4);
+    tb_header(b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+}
+
 START_TEST(verify_checks_instance_bytes_through_the_superclass_chain)
 {
     struct tbuf b;
@@ -92,9 +100,7 @@ START_TEST(verify_rejects_an_object_id_dumped_twice)
     struct tbuf b;
     struct hprof_verify_report rep;
     struct hprof_error err;
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    begin_android_heap(&b);
     tb_prim_array(&b, 0x10, HPROF_TYPE_INT, 1, "abcd");
     tb_prim_array(&b, 0x10, HPROF_TYPE_INT, 1, "abcd");
     tb_segment_end(&b);
@@ -111,9 +117,7 @@ START_TEST(verify_rejects_a_superclass_cycle)
     struct tbuf b;
     struct hprof_verify_report rep;
     struct hprof_error err;
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    begin_android_heap(&b);
     tb_class(&b, 0x100, 0x110, NULL, 0);
     tb_class(&b, 0x110, 0x100, NULL, 0);
     tb_instance(&b, 0x200, 0x100, NULL, 0);
@@ -130,9 +134,7 @@ START_TEST(verify_rejects_a_missing_superclass)
     struct tbuf b;
     struct hprof_verify_report rep;
     struct hprof_error err;
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    begin_android_heap(&b);
     tb_class(&b, 0x100, 0x999, NULL, 0);
     tb_instance(&b, 0x200, 0x100, NULL, 0);
     tb_segment_end(&b);
@@ -275,9 +277,7 @@ START_TEST(verify_finds_every_reference_however_long_the_class_chain)
     struct tbuf b;
     struct hprof_verify_report rep;
     struct hprof_error err;
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    begin_android_heap(&b);
     for (uint64_t k = 0; k < CLASSES; k++) /* class 0x10000 + 16k extends the one before */
         tb_class(&b, 0x10000 + 16 * k, k ? 0x10000 + 16 * (k - 1) : 0, types, FIELDS);
     size_t n = (size_t)CLASSES * FIELDS * 4;
