@@ -184,26 +184,30 @@ static int resolve_redaction(struct shrink *sh)
 
 static int name_code(const struct hprof_string *s)
 {
+#define NAME(text, code) { text, sizeof text - 1, code }
     static const struct {
         const char *text;
+        size_t length;
         int code;
     } names[] = {
-        { "java.lang.String", NAME_CLASS_STRING },
-        { "java/lang/String", NAME_CLASS_STRING },
-        { "android.graphics.Bitmap", NAME_CLASS_BITMAP },
-        { "android/graphics/Bitmap", NAME_CLASS_BITMAP },
-        { "android.graphics.Bitmap$DumpData", NAME_CLASS_DUMP_DATA },
-        { "android/graphics/Bitmap$DumpData", NAME_CLASS_DUMP_DATA },
-        { "byte[][]", NAME_CLASS_BYTE_ARRAYS },
-        { "[[B", NAME_CLASS_BYTE_ARRAYS },
-        { "value", NAME_FIELD_VALUE },
-        { "mBuffer", NAME_FIELD_BUFFER },
-        { "buffers", NAME_FIELD_BUFFERS },
-        { "natives", NAME_FIELD_NATIVES },
-        { "coder", NAME_FIELD_CODER },
+        NAME("java.lang.String", NAME_CLASS_STRING),
+        NAME("java/lang/String", NAME_CLASS_STRING),
+        NAME("android.graphics.Bitmap", NAME_CLASS_BITMAP),
+        NAME("android/graphics/Bitmap", NAME_CLASS_BITMAP),
+        NAME("android.graphics.Bitmap$DumpData", NAME_CLASS_DUMP_DATA),
+        NAME("android/graphics/Bitmap$DumpData", NAME_CLASS_DUMP_DATA),
+        NAME("byte[][]", NAME_CLASS_BYTE_ARRAYS),
+        NAME("[[B", NAME_CLASS_BYTE_ARRAYS),
+        NAME("value", NAME_FIELD_VALUE),
+        NAME("mBuffer", NAME_FIELD_BUFFER),
+        NAME("buffers", NAME_FIELD_BUFFERS),
+        NAME("natives", NAME_FIELD_NATIVES),
+        NAME("coder", NAME_FIELD_CODER),
     };
+#undef NAME
+    /* every STRING record comes here (hundreds of thousands in a dump) */
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strlen(names[i].text) == s->length && memcmp(names[i].text, s->utf8, s->length) == 0)
+        if (names[i].length == s->length && memcmp(names[i].text, s->utf8, s->length) == 0)
             return names[i].code;
     return NAME_NONE;
 }
