@@ -52,9 +52,18 @@
 #define LARGE_ARRAY (4u << 10)
 #define MAX_LARGE (1u << 18)
 
-/* The filter of references (see struct shrink): 8 MiB, enough for a few
- * million references before it says maybe too often to spare pass 4. */
-#define REFS_SEEN_BYTES (8u << 20)
+/* The filter of references (see struct shrink): a byte per 16 bytes of
+ * input (a dump holds at most one reference per 4 bytes, typically one per
+ * 20-400), between 256 KiB and 8 MiB - enough for a few million references
+ * before it says maybe too often to spare pass 4. */
+#define REFS_SEEN_MIN (256u << 10)
+#define REFS_SEEN_MAX (8u << 20)
+
+static size_t refs_seen_bytes(uint64_t input_bytes)
+{
+    uint64_t want = input_bytes / 16;
+    return want < REFS_SEEN_MIN ? REFS_SEEN_MIN : want > REFS_SEEN_MAX ? REFS_SEEN_MAX : (size_t)want;
+}
 
 /* At most this many byte[][] elements are remembered in pass 2 (16 bytes
  * each); past it, DumpData.buffers are expanded by a pass of their own. */
@@ -292,7 +301,7 @@ static int track_heap_begin(struct hprof_visitor *v, const struct hprof_segment 
     (void)s;
     sh->heap = HPROF_HEAP_DEFAULT; /* readers start each segment in the default heap */
     if (!sh->heap_started && tracks_refs(sh) &&
-        (idfilter_init(&sh->refs_seen, REFS_SEEN_BYTES) != HPROF_OK ||
+        (idfilter_init(&sh->refs_seen, refs_seen_bytes(hprof_reader_size(sh->reader))) != HPROF_OK ||
          (sh->recent = calloc((size_t)1 << RECENT_ARRAYS_BITS, sizeof *sh->recent)) == NULL))
         return nomem(sh);
     sh->heap_started = 1;
