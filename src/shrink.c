@@ -45,8 +45,9 @@
 #include "shrink_private.h"
 
 /* Byte arrays of at least this many elements (a bitmap of 32 x 32 pixels)
- * have their size and place remembered in pass 1, at most MAX_LARGE of them
- * (32 bytes each in two maps): a buffer that no other buffer could equal
+ * have their size and place remembered in pass 1 when the dump names
+ * bitmaps that could merge (as for the recent arrays), at most MAX_LARGE
+ * of them (32 bytes each in two maps): a buffer that no other could equal
  * need not be hashed, and one dumped before its Bitmap can be hashed with
  * pread() instead of in pass 4. */
 #define LARGE_ARRAY (4u << 10)
@@ -475,7 +476,7 @@ static int collect_primitive_array(struct hprof_visitor *v, const struct hprof_p
     int rc = note_heap(sh, a->id);
     note_recent(sh, a);
     if (rc == HPROF_OK && a->type == HPROF_TYPE_BYTE && a->count >= LARGE_ARRAY &&
-        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && sh->large.count < MAX_LARGE &&
+        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && sh->recent != NULL && sh->large.count < MAX_LARGE &&
         !idmap_has(&sh->large, a->id) &&
         (idmap_put(&sh->large, a->id, a->count) != HPROF_OK ||
          idmap_put(&sh->large_at, a->id, a->data_offset) != HPROF_OK))
