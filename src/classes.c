@@ -112,6 +112,16 @@ int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error
  * square of its classes; past it, instances are walked field by field. */
 #define MAX_LISTED_REFS (1u << 20)
 
+/* @return 0, or -1 when the lists are full (or memory is short). */
+static int list_ref(struct classes *c, uint32_t at, uint64_t name_id)
+{
+    if (c->n_refs >= MAX_LISTED_REFS ||
+        reserve((void **)&c->refs, &c->cap_refs, c->n_refs + 1, sizeof *c->refs) != HPROF_OK)
+        return -1;
+    c->refs[c->n_refs++] = (struct class_ref){ at, name_id };
+    return 0;
+}
+
 /* The walk up the chain that classes_each_ref() would do, calling fn for
  * each reference field, or (fn NULL) listing it in c->refs. */
 static int walk_chain(struct classes *c, const struct class_info *ci, const uint8_t *values,
@@ -127,15 +137,8 @@ static int walk_chain(struct classes *c, const struct class_info *ci, const uint
             if (at + size > length)
                 return 0;
             if (f[i].type == HPROF_TYPE_OBJECT) {
-                int rc;
-                if (fn != NULL)
-                    rc = fn(ctx, at, f[i].name_id, get_id(values + at, c->id_size));
-                else if (c->n_refs < MAX_LISTED_REFS &&
-                         reserve((void **)&c->refs, &c->cap_refs, c->n_refs + 1,
-                                 sizeof *c->refs) == HPROF_OK)
-                    rc = (c->refs[c->n_refs++] = (struct class_ref){ at, f[i].name_id }, 0);
-                else
-                    rc = -1;
+                int rc = fn != NULL ? fn(ctx, at, f[i].name_id, get_id(values + at, c->id_size))
+                                    : list_ref(c, at, f[i].name_id);
                 if (rc != 0)
                     return rc;
             }
