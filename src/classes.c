@@ -172,6 +172,8 @@ int classes_each_ref(struct classes *c, struct class_info *ci, const uint8_t *va
         list_refs(c, ci);
     if (ci->refs_listed != 1)
         return walk_chain(c, ci, values, length, fn, ctx);
+    if (ci->n_refs == 0)
+        return 0; /* c->refs may still be NULL */
     const struct class_ref *ref = c->refs + ci->first_ref;
     for (uint32_t i = 0; i < ci->n_refs; i++) {
         if (ref[i].offset + c->id_size > length)
