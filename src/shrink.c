@@ -7,8 +7,9 @@
  *               the zygote and image heaps.  Class dumps may come after
  *               instances of the class, hence a pass of their own - but
  *               when the names come before the objects and zygote and image
- *               objects before the application's (HotSpot's and ART's
- *               order), pass 1 does pass 2's work as it goes, putting aside
+ *               objects (if any) before the application's (HotSpot writes
+ *               names first, and so does ART), pass 1 does pass 2's work
+ *               as it goes, putting aside
  *               instances whose class is not dumped yet, and pass 2 is not
  *               run.
  *   2. resolve  walks every kept object: String.value arrays are kept,

@@ -34,7 +34,8 @@ enum keep_reason {
  * decision already taken: names before the first object, and zygote or
  * image objects (if any) before the application's.  An instance whose class
  * layout is not complete yet is put aside and resolved when pass 1 ends.
- * HotSpot writes dumps that way, and so does ART for the application heap. */
+ * HotSpot writes dumps that way, and ART too as far as names and classes
+ * go. */
 enum eager_state {
     EAGER_WAITING,          /* no object seen yet */
     EAGER_ON,               /* resolving as pass 1 goes */

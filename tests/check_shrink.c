@@ -464,9 +464,10 @@ START_TEST(shrink_resolves_in_pass_1_only_when_nothing_comes_too_late)
 }
 END_TEST
 
-/* HotSpot and ART write names first, and ART its zygote and image heaps
- * before the application's: two passes suffice (the Android synth's merged
- * bitmap buffers too: what else names them comes after their Bitmaps). */
+/* HotSpot and ART write names first (the ART fixture has no zygote or image
+ * heap, the Android synth has them before the application's): two passes
+ * suffice, the synth's merged bitmap buffers too, since what else names
+ * them comes after their Bitmaps. */
 START_TEST(shrink_reads_dumps_twice_when_names_come_first)
 {
     if (!tl_fixture_available(_i))

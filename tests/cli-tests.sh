@@ -160,7 +160,7 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['bitmap_gr
     die "--json is not valid or wrong: $(cat "$T/json")"
 "$B/hprof-shrink" --json fixtures/android-synth.hprof.gz - 2> "$T/json2" > /dev/null
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/json2" || die "--json with stdout output goes to stderr"
-# HotSpot's and ART's order lets the first pass resolve: two passes
+# names first and zygote/image objects before the app's let the first pass resolve
 "$B/hprof-shrink" -f --json fixtures/hotspot-fixture.hprof.gz "$T/j2.hprof" > "$T/json3"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); e=json.load(open(sys.argv[2]))
 assert d['resolved_in_pass_1'] is True and len(d['pass_seconds']) == 2, d
