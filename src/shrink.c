@@ -9,9 +9,8 @@
  *               when the names come before the objects and zygote and image
  *               objects (if any) before the application's (HotSpot writes
  *               names first, and so does ART), pass 1 does pass 2's work
- *               as it goes, putting aside
- *               instances whose class is not dumped yet, and pass 2 is not
- *               run.
+ *               as it goes, putting aside instances whose class is not
+ *               dumped yet, and pass 2 is not run.
  *   2. resolve  walks every kept object: String.value arrays are kept,
  *               Bitmap.mBuffer and DumpData.buffers are dedupe candidates,
  *               DumpData.natives is kept, and system objects that a kept
