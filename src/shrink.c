@@ -192,30 +192,36 @@ static int resolve_redaction(struct shrink *sh)
 
 /* ---- Pass 1: collect --------------------------------------------------------- */
 
+/* The names the shrink looks for (X-macro: one list, two tables). */
+#define SHRINK_NAMES(X)                                          \
+    X("java.lang.String", NAME_CLASS_STRING)                     \
+    X("java/lang/String", NAME_CLASS_STRING)                     \
+    X("android.graphics.Bitmap", NAME_CLASS_BITMAP)              \
+    X("android/graphics/Bitmap", NAME_CLASS_BITMAP)              \
+    X("android.graphics.Bitmap$DumpData", NAME_CLASS_DUMP_DATA)  \
+    X("android/graphics/Bitmap$DumpData", NAME_CLASS_DUMP_DATA)  \
+    X("byte[][]", NAME_CLASS_BYTE_ARRAYS)                        \
+    X("[[B", NAME_CLASS_BYTE_ARRAYS)                             \
+    X("value", NAME_FIELD_VALUE)                                 \
+    X("mBuffer", NAME_FIELD_BUFFER)                              \
+    X("buffers", NAME_FIELD_BUFFERS)                             \
+    X("natives", NAME_FIELD_NATIVES)                             \
+    X("coder", NAME_FIELD_CODER)
+#define NAME_ENTRY(text, code) { text, sizeof text - 1, code },
+#define NAME_LENGTH_BIT(text, code) 1ull << (sizeof text - 1) |
+
 static int name_code(const struct hprof_string *s)
 {
-#define NAME(text, code) { text, sizeof text - 1, code }
     static const struct {
         const char *text;
         size_t length;
         int code;
-    } names[] = {
-        NAME("java.lang.String", NAME_CLASS_STRING),
-        NAME("java/lang/String", NAME_CLASS_STRING),
-        NAME("android.graphics.Bitmap", NAME_CLASS_BITMAP),
-        NAME("android/graphics/Bitmap", NAME_CLASS_BITMAP),
-        NAME("android.graphics.Bitmap$DumpData", NAME_CLASS_DUMP_DATA),
-        NAME("android/graphics/Bitmap$DumpData", NAME_CLASS_DUMP_DATA),
-        NAME("byte[][]", NAME_CLASS_BYTE_ARRAYS),
-        NAME("[[B", NAME_CLASS_BYTE_ARRAYS),
-        NAME("value", NAME_FIELD_VALUE),
-        NAME("mBuffer", NAME_FIELD_BUFFER),
-        NAME("buffers", NAME_FIELD_BUFFERS),
-        NAME("natives", NAME_FIELD_NATIVES),
-        NAME("coder", NAME_FIELD_CODER),
-    };
-#undef NAME
-    /* every STRING record comes here (hundreds of thousands in a dump) */
+    } names[] = { SHRINK_NAMES(NAME_ENTRY) };
+    /* Every STRING record comes here (hundreds of thousands in a dump), so
+     * first a bit per length that some name has (all are under 64). */
+    static const uint64_t lengths = SHRINK_NAMES(NAME_LENGTH_BIT) 0;
+    if (s->length >= 64 || !(lengths >> s->length & 1))
+        return NAME_NONE;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].length == s->length && memcmp(names[i].text, s->utf8, s->length) == 0)
             return names[i].code;
