@@ -94,6 +94,14 @@ static void begin_bitmap_dump(struct tbuf *d)
     tb_class(d, 0x100, 0, bitmap_fields, 1);
 }
 
+/* `out` is a valid dump. */
+static void assert_verifies(const uint8_t *out, size_t len)
+{
+    struct hprof_verify_report rep;
+    struct hprof_error err = { 0 };
+    ck_assert_msg(tl_verify_memory(out, len, &rep, &err) == HPROF_OK, "verify: %s", err.message);
+}
+
 /* Every Bitmap of the dump at `path` shows the same pixels in `out`. */
 static void assert_same_bitmap_pixels(const char *path, const uint8_t *out, size_t len)
 {
@@ -454,9 +462,7 @@ START_TEST(shrink_resolves_in_pass_1_only_when_nothing_comes_too_late)
     ck_assert_uint_eq(st.system_dropped.count, _i == LATE_ZYGOTE_OBJECT || _i == EARLY_ZYGOTE_OBJECT);
     ck_assert_ptr_nonnull(memmem(out, len, text, sizeof text - 1));
     ck_assert_ptr_null(memmem(out, len, other, sizeof other - 1));
-    struct hprof_verify_report rep;
-    struct hprof_error err = { 0 };
-    ck_assert_msg(tl_verify_memory(out, len, &rep, &err) == HPROF_OK, "verify: %s", err.message);
+    assert_verifies(out, len);
     free(out);
     unlink(path);
     free(path);
@@ -615,9 +621,7 @@ START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
     int b_record = memmem(out, len, "\x23\0\0\x10\x10", 5) != NULL;
     ck_assert_int_eq(b_record, !equal || b_stays);
     assert_same_bitmap_pixels(path, out, len);
-    struct hprof_verify_report rep;
-    struct hprof_error err = { 0 };
-    ck_assert_msg(tl_verify_memory(out, len, &rep, &err) == HPROF_OK, "verify: %s", err.message);
+    assert_verifies(out, len);
     free(out);
     unlink(path);
     free(path);
