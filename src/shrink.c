@@ -538,6 +538,17 @@ static int track_ref(struct shrink *sh, uint64_t ref)
 
 static struct candidate *candidate_of(const struct shrink *sh, uint64_t id);
 
+/* Where candidate `c`'s contents are, learnt before pass 4. */
+static void locate(struct candidate *c, uint8_t type, uint32_t count, uint64_t bytes,
+                   uint64_t data_offset)
+{
+    c->type = type;
+    c->count = count;
+    c->bytes = bytes;
+    c->data_offset = data_offset;
+    c->located = 1;
+}
+
 /* A Bitmap's buffer dumped just before it: located already. */
 static void locate_recent_candidate(struct shrink *sh, uint64_t id)
 {
@@ -545,11 +556,7 @@ static void locate_recent_candidate(struct shrink *sh, uint64_t id)
     struct candidate *c = r ? candidate_of(sh, id) : NULL;
     if (c == NULL || c->located)
         return;
-    c->type = HPROF_TYPE_BYTE;
-    c->count = r->count;
-    c->bytes = r->count;
-    c->data_offset = r->data_offset;
-    c->located = 1;
+    locate(c, HPROF_TYPE_BYTE, r->count, r->count, r->data_offset);
 }
 
 /* A kept object refers to `ref`: a system object there becomes a stand-in. */
@@ -560,13 +567,15 @@ static int refer(struct shrink *sh, uint64_t ref)
     return idmap_put(&sh->standins, ref, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
 }
 
-/* A kept instance's reference fields: stand-ins, and the references pass 4
- * would pin (all but a Bitmap's own buffer slot). */
+/* A walk over an instance's reference fields, which skips a Bitmap's own
+ * buffer slot where pins are concerned (here, and in pass 4). */
 struct field_walk {
     struct shrink *sh;
     int64_t bitmap_slot;    /* offset of mBuffer in this instance, or -1 */
 };
 
+/* Passes 1-2: a kept instance's reference may make a stand-in, and is one
+ * that pass 4 would pin with. */
 static int walk_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
 {
     struct field_walk *w = ctx;
@@ -771,11 +780,8 @@ static int locate_candidate(struct shrink *sh, const struct hprof_primitive_arra
     struct candidate *c = sh->n_cand > 0 ? candidate_of(sh, a->id) : NULL;
     if (c == NULL || c->located || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP)
         return HPROF_OK;
-    c->type = a->type;
-    c->count = a->count;
-    c->bytes = (uint64_t)a->count * type_size(a->type, sh->ids);
-    c->data_offset = a->data_offset;
-    c->located = 1;
+    locate(c, a->type, a->count, (uint64_t)a->count * type_size(a->type, sh->ids),
+           a->data_offset);
     return HPROF_OK;
 }
 
@@ -842,16 +848,11 @@ static int pin(struct shrink *sh, uint64_t ref)
     return idmap_put(&sh->pinned, ref, 0) == HPROF_OK ? HPROF_OK : nomem(sh);
 }
 
-struct pin_ctx {
-    struct shrink *sh;
-    int64_t bitmap_slot;    /* offset of mBuffer in this instance, or -1 */
-};
-
 static int pin_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
 {
-    struct pin_ctx *p = ctx;
+    struct field_walk *w = ctx;
     (void)name_id;
-    return (int64_t)at == p->bitmap_slot ? HPROF_OK : pin(p->sh, ref);
+    return (int64_t)at == w->bitmap_slot ? HPROF_OK : pin(w->sh, ref);
 }
 
 static int digest_root(struct hprof_visitor *v, const struct hprof_root *r)
@@ -873,13 +874,13 @@ static int digest_instance(struct hprof_visitor *v, const struct hprof_instance 
 {
     struct shrink *sh = self(v);
     const struct kind_layout *k;
-    struct pin_ctx p = { sh, -1 };
+    struct field_walk walk = { sh, -1 };
     if (shrink_in_system(sh, o->id))
         return HPROF_OK;
     if (shrink_kind(sh, o->class_id, &k) == NAME_CLASS_BITMAP)
-        p.bitmap_slot = k->field[0];
+        walk.bitmap_slot = k->field[0];
     struct class_info *ci = classes_find(&sh->classes, o->class_id);
-    return ci ? classes_each_ref(&sh->classes, ci, o->values, o->length, pin_field, &p)
+    return ci ? classes_each_ref(&sh->classes, ci, o->values, o->length, pin_field, &walk)
               : HPROF_OK;
 }
 
@@ -1031,13 +1032,8 @@ static int digest_located(struct shrink *sh, int *all_located)
         struct candidate *c = &sh->cand[i];
         uint64_t count, at;
         if (!c->located && idmap_get(&sh->large, c->id, &count) &&
-            idmap_get(&sh->large_at, c->id, &at)) {
-            c->type = HPROF_TYPE_BYTE;
-            c->count = (uint32_t)count;
-            c->bytes = count;
-            c->data_offset = at;
-            c->located = 1;
-        }
+            idmap_get(&sh->large_at, c->id, &at))
+            locate(c, HPROF_TYPE_BYTE, (uint32_t)count, count, at);
         if (!c->unique_size && !c->located)
             return HPROF_OK;
     }
@@ -1065,14 +1061,24 @@ static int digest_located(struct shrink *sh, int *all_located)
     return rc;
 }
 
+/* The candidates in merge order (equal contents adjacent), as a copy the
+ * caller frees; NULL when memory is short. */
+static struct candidate *sorted_candidates(const struct shrink *sh)
+{
+    struct candidate *sorted = malloc(sh->n_cand * sizeof *sorted);
+    if (sorted != NULL) {
+        memcpy(sorted, sh->cand, sh->n_cand * sizeof *sorted);
+        qsort(sorted, sh->n_cand, sizeof *sorted, compare_candidates);
+    }
+    return sorted;
+}
+
 /* Do two digested candidates share type, length and MD5? */
 static int may_share_contents(const struct shrink *sh)
 {
-    struct candidate *sorted = malloc(sh->n_cand * sizeof *sorted);
+    struct candidate *sorted = sorted_candidates(sh);
     if (sorted == NULL)
         return 1; /* pass 4 and the merge decide, as they would anyway */
-    memcpy(sorted, sh->cand, sh->n_cand * sizeof *sorted);
-    qsort(sorted, sh->n_cand, sizeof *sorted, compare_candidates);
     int shared = 0;
     for (size_t i = 1; i < sh->n_cand && !shared; i++)
         shared = same_key(&sorted[i - 1], &sorted[i]);
@@ -1087,14 +1093,12 @@ static int pins_ruled_out(struct shrink *sh)
 {
     if (sh->refs_seen.words == NULL || sh->refs_incomplete || sh->byte_arrays_overflow)
         return 0;
-    struct candidate *sorted = malloc(sh->n_cand * sizeof *sorted);
+    struct candidate *sorted = sorted_candidates(sh);
     struct idmap copies;
     if (sorted == NULL || idmap_init(&copies, 0) != HPROF_OK) {
         free(sorted);
         return 0;
     }
-    memcpy(sorted, sh->cand, sh->n_cand * sizeof *sorted);
-    qsort(sorted, sh->n_cand, sizeof *sorted, compare_candidates);
     int ruled_out = 1;
     for (size_t i = 1; ruled_out && i < sh->n_cand; i++)
         if (same_key(&sorted[i - 1], &sorted[i]))
