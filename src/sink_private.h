@@ -25,10 +25,11 @@ struct hprof_sink {
 int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err);
 
 /* Which library deflates gzip members. */
-enum gzip_backend { GZIP_ZLIB, GZIP_LIBDEFLATE };
+enum gzip_backend { GZIP_ZLIB, GZIP_LIBDEFLATE, GZIP_ISAL };
 
 /* hprof_sink_new_gzip() with a chosen backend (tests compare them);
- * GZIP_LIBDEFLATE needs a library built with HPROF_WITH_LIBDEFLATE. */
+ * GZIP_LIBDEFLATE needs a library built with HPROF_WITH_LIBDEFLATE,
+ * GZIP_ISAL one built with HPROF_WITH_ISAL, and level 1. */
 struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_backend backend,
                                  struct hprof_error *err);
 

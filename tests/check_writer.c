@@ -227,12 +227,22 @@ END_TEST
 /* gzip output: 1 MiB members, the first commented, gunzip gives the bytes;
  * the same bytes for 1, 2 and 5 threads; with each deflate backend built. */
 static const unsigned gzip_threads[] = { 1, 2, 5 };
+static const enum gzip_backend backends[] = {
+    GZIP_ZLIB,
 #ifdef HPROF_WITH_LIBDEFLATE
-static const enum gzip_backend backends[] = { GZIP_ZLIB, GZIP_LIBDEFLATE };
-#else
-static const enum gzip_backend backends[] = { GZIP_ZLIB };
+    GZIP_LIBDEFLATE,
 #endif
+#ifdef HPROF_WITH_ISAL
+    GZIP_ISAL,
+#endif
+};
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+/* A level each backend serves: ISA-L serves level 1 only. */
+static int usual_level(enum gzip_backend backend)
+{
+    return backend == GZIP_ISAL ? 1 : 6;
+}
 
 /* Inflate gzip members one at a time into `plain` (`cap` bytes), checking
  * that none holds more than a block.  @return the bytes restored. */
@@ -324,9 +334,10 @@ START_TEST(gzip_output_is_the_same_for_every_thread_count)
     uint8_t *data = malloc(len);
     for (size_t i = 0; i < len; i++)
         data[i] = (uint8_t)(i / 3 + (i >> 12));
-    uint8_t *one = gzip_memory(data, len, 6, 1, backends[_i], &one_len);
+    int level = usual_level(backends[_i]);
+    uint8_t *one = gzip_memory(data, len, level, 1, backends[_i], &one_len);
     for (unsigned threads = 2; threads <= 8; threads += 3) {
-        uint8_t *many = gzip_memory(data, len, 6, threads, backends[_i], &many_len);
+        uint8_t *many = gzip_memory(data, len, level, threads, backends[_i], &many_len);
         ck_assert_uint_eq(many_len, one_len);
         ck_assert_mem_eq(many, one, one_len);
         free(many);
@@ -349,7 +360,8 @@ START_TEST(gzip_members_of_incompressible_data_fit_and_gunzip)
         x ^= x << 17;
         data[i] = (uint8_t)x;
     }
-    for (int level = 1; level <= 9; level += 8) {
+    int last = backends[_i] == GZIP_ISAL ? 1 : 9;
+    for (int level = 1; level <= last; level += 8) {
         uint8_t *z = gzip_memory(data, len, level, 2, backends[_i], &zlen);
         ck_assert_uint_gt(zlen, len);
         uint8_t *plain = malloc(len);
@@ -363,6 +375,62 @@ START_TEST(gzip_members_of_incompressible_data_fit_and_gunzip)
     free(data);
 }
 END_TEST
+
+/* Level 1 asks for speed, the others for size: hprof_sink_new_gzip() takes
+ * the backend built for each (ISA-L, then libdeflate, then zlib). */
+static enum gzip_backend expected_backend(int level)
+{
+    enum gzip_backend backend = GZIP_ZLIB;
+#ifdef HPROF_WITH_LIBDEFLATE
+    backend = GZIP_LIBDEFLATE;
+#endif
+#ifdef HPROF_WITH_ISAL
+    if (level == 1)
+        backend = GZIP_ISAL;
+#endif
+    (void)level;
+    return backend;
+}
+
+START_TEST(gzip_sink_deflates_each_level_with_the_backend_built_for_it)
+{
+    int level = _i == 0 ? 1 : 6;
+    size_t len = HPROF_GZIP_BLOCK + 4321, chosen_len, expected_len;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i % 251 + (i >> 9));
+
+    char *path = tl_temp_path(".gz");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_gzip(fd, level, 2, &err);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(hprof_sink_write(s, data, len), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(fd);
+    uint8_t *chosen = tl_read_file(path, &chosen_len);
+    uint8_t *expected = gzip_memory(data, len, level, 2, expected_backend(level), &expected_len);
+    ck_assert_uint_eq(chosen_len, expected_len);
+    ck_assert_mem_eq(chosen, expected, chosen_len);
+    free(expected);
+    free(chosen);
+    unlink(path);
+    free(path);
+    free(data);
+}
+END_TEST
+
+#ifdef HPROF_WITH_ISAL
+START_TEST(isal_backend_refuses_levels_above_1)
+{
+    struct hprof_error err = { 0 };
+    ck_assert_ptr_null(gzip_sink_new(1, 6, 1, GZIP_ISAL, &err));
+    ck_assert_int_eq(err.code, HPROF_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(err.message, "level 1 only"));
+}
+END_TEST
+#endif
 
 START_TEST(fd_sink_reports_a_full_disk)
 {
@@ -398,6 +466,10 @@ static Suite *writer_suite(void)
                         3 * N_BACKENDS);
     tcase_add_loop_test(t, gzip_output_is_the_same_for_every_thread_count, 0, N_BACKENDS);
     tcase_add_loop_test(t, gzip_members_of_incompressible_data_fit_and_gunzip, 0, N_BACKENDS);
+    tcase_add_loop_test(t, gzip_sink_deflates_each_level_with_the_backend_built_for_it, 0, 2);
+#ifdef HPROF_WITH_ISAL
+    tcase_add_test(t, isal_backend_refuses_levels_above_1);
+#endif
     tcase_add_test(t, fd_sink_reports_a_full_disk);
     suite_add_tcase(s, t);
     return s;
