@@ -124,7 +124,7 @@ fuzz: all $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%) $(B)/tests/check_hostile
 	@mkdir -p $(B)/hostile && HPROF_HOSTILE_OUT=$(B)/hostile $(B)/tests/check_hostile > /dev/null
 	@tools/fuzz.sh $(B) $(FUZZ_SECONDS)
 
-check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/fault_write.so $(REPLAY_BIN)
+check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-time $(B)/tests/fault_write.so $(REPLAY_BIN)
 	@rm -rf $(B)/hostile && mkdir -p $(B)/hostile
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
@@ -133,11 +133,15 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/fa
 demo: all
 	@tools/demo.sh $(B)
 
-bench: all $(B)/.check-deps $(B)/tests/hprof-roundtrip
+bench: all $(B)/.check-deps $(B)/tests/hprof-roundtrip $(B)/bench-time
 	@tools/bench.sh $(B)
 
+# The benchmark's timer: a plain program, no library.
+$(B)/bench-time: tools/bench-time.c | $(B)/.deps
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+
 clean:
-	rm -rf build build-san
+	rm -rf build build-*
 
 INSTALLED_TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps
 

@@ -539,6 +539,17 @@ grep -q "Secret account overview" "$T/ra.hprof" && die "Activity.mTitle survived
 "$B/hprof-shrink" -q --redact --redact-keep=android.app.Activity.mTitle fixtures/android-synth.hprof.gz "$T/rb.hprof"
 grep -q "Secret account overview" "$T/rb.hprof" || die "--redact-keep=android.app.Activity.mTitle did not keep it"
 
+banner "bench-time: the benchmark's timer redirects, reports and passes the status on"
+printf 'abc' > "$T/bt.in"
+"$B/bench-time" -i "$T/bt.in" -o "$T/bt.out" -- tr a-c x-z > "$T/bt.time" || die "bench-time tr failed"
+[ "$(cat "$T/bt.out")" = xyz ] || die "bench-time: stdin/stdout not redirected: $(cat "$T/bt.out")"
+grep -Eqx '[0-9]+\.[0-9]{6} [1-9][0-9]*' "$T/bt.time" || die "bench-time printed: $(cat "$T/bt.time")"
+"$B/bench-time" -- sleep 0.2 > "$T/bt.time"
+awk '{ exit !($1 >= 0.2 && $1 < 5) }' "$T/bt.time" || die "bench-time timed sleep 0.2 as $(cat "$T/bt.time")"
+expect 3 "$B/bench-time" -- sh -c 'exit 3'
+expect 127 "$B/bench-time" -- /nonexistent/command
+expect 2 "$B/bench-time"
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1

@@ -7,7 +7,8 @@
 # /dev/null, cat to a file, gzip -1 and pigz -1 of the shrunk output) and
 # ours (a read-only pass, a round trip, hprof-shrink in each --arrays mode,
 # and with --gzip at levels 1 and 6).  Each command runs RUNS times (default
-# 3); the table shows the median wall time, throughput in MB/s of input,
+# 3) under bench-time, which times the command alone (fork to wait4, no
+# shell); the table shows the median wall time, throughput in MB/s of input,
 # the ratio to `cat IN > OUT` on the same input, peak RSS and output size.
 #
 # Environment: BENCH_DIR (default build/bench), RUNS, SIZES (default
@@ -48,21 +49,18 @@ android_dump() { # SIZE_MB OUT
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# Wall time in seconds with millisecond resolution (GNU time's %e has 10 ms,
-# too coarse for the 20 MB rows); GNU time still gives the peak RSS.
-now_ms() { date +%s%3N; }
-
-# run LABEL INPUT OUTPUT COMMAND...: time RUNS runs, print one row.
+# run LABEL INPUT OUTPUT [-i STDIN] [-o STDOUT] -- COMMAND...: time RUNS runs
+# with bench-time (wall time of the command alone, from fork to wait4, and
+# its peak RSS), print one row.  OUTPUT is the file whose size is shown, -
+# for none.
 run() {
     r_label=$1 r_in=$2 r_out=$3; shift 3
     : > "$D/times"
     rss=0
     for i in $(seq "$RUNS"); do
-        t0=$(now_ms)
-        /usr/bin/time -f "%M" -o "$D/time1" sh -c "$*" > /dev/null
-        t1=$(now_ms)
-        awk -v ms=$((t1 - t0)) 'BEGIN { printf "%.3f\n", ms / 1000 }' >> "$D/times"
-        kb=$(tail -n 1 "$D/time1")
+        "$B/bench-time" "$@" > "$D/time1"
+        read -r secs1 kb < "$D/time1"
+        echo "$secs1" >> "$D/times"
         [ "$kb" -gt "$rss" ] && rss=$kb
     done
     secs=$(median < "$D/times")
@@ -100,27 +98,27 @@ o="$D/out.hprof"
 for in in $inputs; do
     cat "$in" > /dev/null # into the page cache
     cat_secs=
-    run "cat IN > /dev/null" "$in" - "cat '$in' > /dev/null"
-    run "cat IN > OUT" "$in" "$o" "cat '$in' > '$o'"
+    run "cat IN > /dev/null" "$in" - -- cat "$in"
+    run "cat IN > OUT" "$in" "$o" -o "$o" -- cat "$in"
     cat_secs=$(median < "$D/times")
-    run "read-only pass" "$in" - "$B/tests/hprof-roundtrip --scan '$in'"
-    run "round trip" "$in" "$o" "$B/tests/hprof-roundtrip '$in' '$o'"
+    run "read-only pass" "$in" - -- "$B/tests/hprof-roundtrip" --scan "$in"
+    run "round trip" "$in" "$o" -- "$B/tests/hprof-roundtrip" "$in" "$o"
     for mode in empty zero remove; do
-        run "shrink --arrays=$mode" "$in" "$o" "$B/hprof-shrink -q -f --arrays=$mode '$in' '$o'"
+        run "shrink --arrays=$mode" "$in" "$o" -- "$B/hprof-shrink" -q -f --arrays=$mode "$in" "$o"
     done
     # --gzip against the baselines compressing the same (already shrunk) output
     for mode in empty zero; do
         "$B/hprof-shrink" -q -f --arrays=$mode "$in" "$D/shrunk.hprof"
-        run "gzip -1 (shrunk $mode)" "$D/shrunk.hprof" "$o" "gzip -1 < '$D/shrunk.hprof' > '$o'"
+        run "gzip -1 (shrunk $mode)" "$D/shrunk.hprof" "$o" -i "$D/shrunk.hprof" -o "$o" -- gzip -1
         if command -v pigz >/dev/null; then
             for level in 1 6; do
                 run "pigz -p $THREADS -$level (shrunk $mode)" "$D/shrunk.hprof" "$o" \
-                    "pigz -p $THREADS -$level < '$D/shrunk.hprof' > '$o'"
+                    -i "$D/shrunk.hprof" -o "$o" -- pigz -p "$THREADS" -$level
             done
         fi
         for level in 1 6; do
             run "shrink $mode -z$level -j$THREADS" "$in" "$o" \
-                "$B/hprof-shrink -q -f --arrays=$mode -z$level -j$THREADS '$in' '$o'"
+                -- "$B/hprof-shrink" -q -f --arrays=$mode -z$level -j$THREADS "$in" "$o"
         done
     done
 done
