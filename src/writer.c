@@ -55,14 +55,25 @@ static int io(struct hprof_writer *w, const void *buf, size_t len)
     return hprof_sink_write(w->sink, buf, len);
 }
 
+/* A top-level record's 9-byte header at `h`.  @return the byte after it,
+ * or NULL (error set) if the body is too long for a record. */
+static uint8_t *put_record_header(struct hprof_writer *w, uint8_t *h, uint8_t tag, uint32_t time,
+                                  uint64_t len)
+{
+    if (len > UINT32_MAX) {
+        hprof_error_set(w->err, HPROF_ERR_USAGE,
+                        "writer: %s body of %" PRIu64 " bytes does not fit a record",
+                        hprof_tag_name(tag), len);
+        return NULL;
+    }
+    return put_u4(put_u4(put_u1(h, tag), time), (uint32_t)len);
+}
+
 static int write_record_header(struct hprof_writer *w, uint8_t tag, uint32_t time, uint64_t len)
 {
     uint8_t h[9];
-    if (len > UINT32_MAX)
-        return hprof_error_set(w->err, HPROF_ERR_USAGE,
-                               "writer: %s body of %" PRIu64 " bytes does not fit a record",
-                               hprof_tag_name(tag), len);
-    put_u4(put_u4(put_u1(h, tag), time), (uint32_t)len);
+    if (put_record_header(w, h, tag, time, len) == NULL)
+        return HPROF_ERR_USAGE;
     return io(w, h, sizeof h);
 }
 
@@ -213,30 +224,36 @@ static int before_top_level(struct hprof_writer *w)
     return rc;
 }
 
+/* Names are the most numerous top-level records: header and id go out in
+ * one write, the text in another. */
 static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
 {
     struct hprof_writer *w = self(v);
-    uint8_t id[8];
+    uint8_t head[9 + 8], *p;
     int rc = before_top_level(w);
-    if (rc == HPROF_OK)
-        rc = write_record_header(w, HPROF_TAG_STRING, s->time, (uint64_t)w->id_size + s->length);
-    if (rc == HPROF_OK)
-        rc = io(w, id, (size_t)(put_id(id, s->id, w->id_size) - id));
+    if (rc != HPROF_OK)
+        return rc;
+    p = put_record_header(w, head, HPROF_TAG_STRING, s->time, (uint64_t)w->id_size + s->length);
+    if (p == NULL)
+        return HPROF_ERR_USAGE;
+    p = put_id(p, s->id, w->id_size);
+    rc = io(w, head, (size_t)(p - head));
     return rc == HPROF_OK ? io(w, s->utf8, s->length) : rc;
 }
 
 static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
 {
     struct hprof_writer *w = self(v);
-    uint8_t body[24], *p = body;
+    uint8_t record[9 + 24];
+    uint8_t *p = put_record_header(w, record, HPROF_TAG_LOAD_CLASS, c->time, 8 + 2 * w->id_size);
     int rc = before_top_level(w);
+    if (rc != HPROF_OK)
+        return rc;
     p = put_u4(p, c->class_serial);
     p = put_id(p, c->class_id, w->id_size);
     p = put_u4(p, c->stack_serial);
     p = put_id(p, c->name_id, w->id_size);
-    if (rc == HPROF_OK)
-        rc = write_record_header(w, HPROF_TAG_LOAD_CLASS, c->time, (size_t)(p - body));
-    return rc == HPROF_OK ? io(w, body, (size_t)(p - body)) : rc;
+    return io(w, record, (size_t)(p - record));
 }
 
 static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
