@@ -28,17 +28,28 @@ int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err)
     return HPROF_OK;
 }
 
+/* No more writes through the room: they must see the sink's state. */
+static void close_room(struct hprof_sink *s)
+{
+    s->room_cap = 0;
+    s->room_len = 0;
+}
+
 int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len)
 {
     if (s->failed || s->finished)
         return hprof_error_set(s->err, HPROF_ERR_USAGE, "write to a failed or finished sink");
     if (len == 0)
         return HPROF_OK;
+    if (len <= s->room_cap - s->room_len)
+        return sink_put(s, buf, len);
     int rc = s->ops->write(s, buf, len);
-    if (rc != HPROF_OK)
+    if (rc != HPROF_OK) {
         s->failed = 1;
-    else
+        close_room(s);
+    } else {
         s->bytes += len;
+    }
     return rc;
 }
 
@@ -49,7 +60,8 @@ int hprof_sink_finish(struct hprof_sink *s)
     if (s->finished)
         return HPROF_OK;
     s->finished = 1;
-    int rc = s->ops->finish(s);
+    int rc = s->ops->finish(s); /* drains the room */
+    close_room(s);
     if (rc != HPROF_OK)
         s->failed = 1;
     return rc;
@@ -68,35 +80,30 @@ void hprof_sink_free(struct hprof_sink *s)
 
 /* ---- File descriptor ---------------------------------------------------- */
 
+/* The buffer is the sink's room: writes that fit never reach fd_write(). */
 struct fd_sink {
     struct hprof_sink base;
     int fd;
-    uint8_t *buf;
-    size_t len;
 };
 
 static int fd_flush(struct fd_sink *f)
 {
-    int rc = sink_write_fd(f->fd, f->buf, f->len, f->base.err);
-    f->len = 0;
+    int rc = sink_write_fd(f->fd, f->base.room, f->base.room_len, f->base.err);
+    f->base.room_len = 0;
     return rc;
 }
 
+/* `len` bytes that do not fit what is left of the room. */
 static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
 {
     struct fd_sink *f = (struct fd_sink *)s;
-    if (f->len + len <= FD_BUFFER) {
-        memcpy(f->buf + f->len, buf, len);
-        f->len += len;
-        return HPROF_OK;
-    }
     int rc = fd_flush(f);
     if (rc != HPROF_OK)
         return rc;
     if (len >= FD_BUFFER / 2) /* big: skip the copy */
         return sink_write_fd(f->fd, buf, len, s->err);
-    memcpy(f->buf, buf, len);
-    f->len = len;
+    memcpy(s->room, buf, len);
+    s->room_len = len;
     return HPROF_OK;
 }
 
@@ -107,9 +114,8 @@ static int fd_finish(struct hprof_sink *s)
 
 static void fd_free(struct hprof_sink *s)
 {
-    struct fd_sink *f = (struct fd_sink *)s;
-    free(f->buf);
-    free(f);
+    free(s->room);
+    free(s);
 }
 
 static const struct sink_ops fd_ops = { fd_write, fd_finish, fd_free };
@@ -126,8 +132,9 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
     }
     f->base.ops = &fd_ops;
     f->base.err = err;
+    f->base.room = buf;
+    f->base.room_cap = FD_BUFFER;
     f->fd = fd;
-    f->buf = buf;
     return &f->base;
 }
 

@@ -5,6 +5,8 @@
 #ifndef HPROF_SINK_PRIVATE_H
 #define HPROF_SINK_PRIVATE_H
 
+#include <string.h>
+
 #include "hprof_private.h"
 
 struct sink_ops {
@@ -19,7 +21,26 @@ struct hprof_sink {
     uint64_t bytes;
     int failed;
     int finished;
+    /* A buffer the sink lets sink_put() fill without calling it (0 bytes
+     * of room for sinks that do not): the writer makes several small
+     * writes per record.  room_cap drops to 0 once the sink fails or
+     * finishes, so that such writes go through hprof_sink_write(). */
+    uint8_t *room;
+    size_t room_len, room_cap;
 };
+
+/* hprof_sink_write(), inline while 1 or more bytes fit the sink's room
+ * (nothing goes the long way, which refuses it on a failed sink). */
+static inline int sink_put(struct hprof_sink *s, const void *buf, size_t len)
+{
+    if (len - 1 < s->room_cap - s->room_len) {
+        memcpy(s->room + s->room_len, buf, len);
+        s->room_len += len;
+        s->bytes += len;
+        return HPROF_OK;
+    }
+    return hprof_sink_write(s, buf, len);
+}
 
 /* write(2) all of `buf` to `fd`, retrying on EINTR and short writes. */
 int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err);

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hprof_private.h"
+#include "sink_private.h"
 
 struct hprof_writer {
     struct hprof_visitor base;
@@ -52,7 +52,7 @@ struct hprof_writer {
 
 static int io(struct hprof_writer *w, const void *buf, size_t len)
 {
-    return hprof_sink_write(w->sink, buf, len);
+    return sink_put(w->sink, buf, len);
 }
 
 /* A top-level record's 9-byte header at `h`.  @return the byte after it,

@@ -451,6 +451,67 @@ START_TEST(fd_sink_reports_a_full_disk)
 }
 END_TEST
 
+/* Small writes fill the fd sink's buffer inline; sizes that straddle it,
+ * fill it exactly or skip it (big) must still land in order. */
+START_TEST(fd_sink_writes_every_byte_in_order_across_its_buffer)
+{
+    size_t len = 5u << 20;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i * 31 + (i >> 11));
+    char *path = tl_temp_path(".bin");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    static const size_t sizes[] = { 1, 9, 17, 300, 4096, (1u << 20) - 77, 3, 65536, 1u << 20 };
+    for (size_t at = 0, i = 0; at < len; i++) {
+        size_t want = sizes[i % (sizeof sizes / sizeof sizes[0])];
+        size_t n = want < len - at ? want : len - at;
+        ck_assert_int_eq(hprof_sink_write(s, data + at, n), HPROF_OK);
+        at += n;
+    }
+    ck_assert_uint_eq(hprof_sink_bytes(s), len);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(fd);
+    size_t got_len;
+    uint8_t *got = tl_read_file(path, &got_len);
+    ck_assert_uint_eq(got_len, len);
+    ck_assert_mem_eq(got, data, len);
+    free(got);
+    unlink(path);
+    free(path);
+    free(data);
+}
+END_TEST
+
+START_TEST(fd_sink_refuses_even_small_writes_once_failed_or_finished)
+{
+    struct hprof_error err = { 0 };
+    int fd = open("/dev/full", O_WRONLY);
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    ck_assert_int_eq(hprof_sink_write(s, "x", 1), HPROF_OK); /* buffered */
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_ERR_IO);
+    ck_assert_int_eq(hprof_sink_write(s, "y", 1), HPROF_ERR_USAGE);
+    ck_assert_int_eq(sink_put(s, "y", 1), HPROF_ERR_USAGE); /* the writer's inline way */
+    ck_assert_int_eq(err.code, HPROF_ERR_IO); /* the first error is the one reported */
+    ck_assert_uint_eq(hprof_sink_bytes(s), 1);
+    hprof_sink_free(s);
+    close(fd);
+
+    struct hprof_error err2 = { 0 };
+    fd = open("/dev/null", O_WRONLY);
+    s = hprof_sink_new_fd(fd, &err2);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    ck_assert_int_eq(sink_put(s, "z", 1), HPROF_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(err2.message, "finished sink"));
+    ck_assert_int_eq(hprof_sink_write(s, "z", 1), HPROF_ERR_USAGE);
+    ck_assert_uint_eq(hprof_sink_bytes(s), 0);
+    hprof_sink_free(s);
+    close(fd);
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
@@ -467,6 +528,8 @@ static Suite *writer_suite(void)
     tcase_add_loop_test(t, gzip_output_is_the_same_for_every_thread_count, 0, N_BACKENDS);
     tcase_add_loop_test(t, gzip_members_of_incompressible_data_fit_and_gunzip, 0, N_BACKENDS);
     tcase_add_loop_test(t, gzip_sink_deflates_each_level_with_the_backend_built_for_it, 0, 2);
+    tcase_add_test(t, fd_sink_writes_every_byte_in_order_across_its_buffer);
+    tcase_add_test(t, fd_sink_refuses_even_small_writes_once_failed_or_finished);
 #ifdef HPROF_WITH_ISAL
     tcase_add_test(t, isal_backend_refuses_levels_above_1);
 #endif
