@@ -281,9 +281,13 @@ static int write_oldest(struct gzip_sink *g)
     }
     int rc = s->failed ? hprof_error_set(g->base.err, HPROF_ERR_IO, "gzip: deflate failed")
                        : sink_write_fd(g->fd, s->out, s->out_len, g->base.err);
-    s->state = SLOT_FREE;
     s->in_len = 0;
     g->next_write++;
+    if (g->threads > 0) /* workers read every slot's state while they wait */
+        pthread_mutex_lock(&g->lock);
+    s->state = SLOT_FREE;
+    if (g->threads > 0)
+        pthread_mutex_unlock(&g->lock);
     return rc;
 }
 
@@ -291,13 +295,14 @@ static int write_oldest(struct gzip_sink *g)
 static int submit(struct gzip_sink *g)
 {
     struct slot *s = &g->slots[g->next_fill % g->n_slots];
-    s->seq = g->next_fill++;
     if (g->threads == 0) {
+        s->seq = g->next_fill++;
         compress_slot(&g->inline_coder, s, g->out_cap);
         s->state = SLOT_DONE;
         return write_oldest(g);
     }
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->lock); /* workers read seq and state while they wait */
+    s->seq = g->next_fill++;
     s->state = SLOT_FILLED;
     pthread_cond_broadcast(&g->work);
     pthread_mutex_unlock(&g->lock);

@@ -279,4 +279,25 @@ void digest_free(struct digest *d);
 /* Monotonic seconds, for the passes' timings. */
 double hprof_now(void);
 
+/* ---- For the parallel write pass (write_pass.c) ---------------------------- */
+
+/* A second reader of the same input (file or memory), as strict as `r`. */
+int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
+/* Read the one top-level record at `offset` (a HEAP_DUMP or segment). */
+int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v);
+
+/* A writer that will only see heap segments, into `sink`, with `id_size`. */
+void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink);
+/* Append what such a writer made of one input segment. */
+int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len);
+
+/* A memory sink refusing to hold more than `max` bytes (then
+ * mem_sink_over() is 1).  mem_sink_swap() hands over what it holds (*data,
+ * *len, *cap) and continues, empty and usable again, in the buffer passed
+ * in (*data of *cap bytes, malloc()ed, or NULL), so that buffers go round
+ * instead of being allocated for every use. */
+struct hprof_sink *mem_sink_new_capped(size_t max, struct hprof_error *err);
+int mem_sink_over(const struct hprof_sink *s);
+void mem_sink_swap(struct hprof_sink *s, uint8_t **data, size_t *len, size_t *cap);
+
 #endif /* HPROF_PRIVATE_H */

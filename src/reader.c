@@ -822,6 +822,35 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     return HPROF_OK;
 }
 
+int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err)
+{
+    /* A mapped file is mapped again: each mapping gives back the pages
+     * behind its own reader, which one shared mapping could not. */
+    int rc = r->mem != NULL && r->map == NULL
+                 ? hprof_reader_open_memory(out, r->mem, (size_t)r->size, err)
+                 : hprof_reader_open_fd(out, r->fd, err);
+    if (rc == HPROF_OK && r->map != NULL && (rc = hprof_reader_map(*out)) != HPROF_OK) {
+        hprof_reader_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    if (rc == HPROF_OK && (*out)->size != r->size) {
+        hprof_reader_free(*out);
+        *out = NULL;
+        return hprof_error_set(err, HPROF_ERR_IO, "the input changed size while reading");
+    }
+    if (rc == HPROF_OK)
+        (*out)->strict = r->strict;
+    return rc;
+}
+
+int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v)
+{
+    seek_to(r, offset);
+    r->next_check = 0;
+    return read_record(r, v);
+}
+
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
 {
     int rc = run_records(r, v);

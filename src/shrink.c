@@ -1135,6 +1135,11 @@ static int run_pass(struct shrink *sh, const struct hprof_visitor_ops *ops,
     return rc;
 }
 
+int shrink_run_pass(struct shrink *sh, struct hprof_visitor *chain)
+{
+    return run_pass(sh, NULL, chain);
+}
+
 static int reset_map(struct idmap *m, int with_values)
 {
     idmap_free(m);
@@ -1408,7 +1413,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         rc = f ? HPROF_OK : nomem(&sh);
     }
     if (rc == HPROF_OK)
-        rc = run_pass(&sh, NULL, shrink_filter_visitor(f));
+        rc = shrink_write_pass(&sh, w, f);
     if (rc == HPROF_OK) {
         sh.stats->bytes_in = hprof_reader_size(r);
         sh.stats->bytes_out = hprof_sink_bytes(sink);

@@ -183,4 +183,14 @@ struct shrink_filter *shrink_filter_new(struct shrink *sh, struct hprof_visitor 
 struct hprof_visitor *shrink_filter_visitor(struct shrink_filter *f);
 void shrink_filter_free(struct shrink_filter *f);
 
+/* One pass over the input through `chain`, timed and counted. */
+int shrink_run_pass(struct shrink *sh, struct hprof_visitor *chain);
+
+/* write_pass.c: the write pass through `f` (in front of `w`), on
+ * sh->opt.threads threads.  The two limits are variables so that tests can
+ * send segments and jobs down the calling thread's way. */
+int shrink_write_pass(struct shrink *sh, struct hprof_writer *w, struct shrink_filter *f);
+extern size_t write_pass_segment_max;
+extern size_t write_pass_output_max;
+
 #endif

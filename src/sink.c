@@ -144,6 +144,8 @@ struct mem_sink {
     struct hprof_sink base;
     uint8_t *data;
     size_t len, cap;
+    size_t max;             /* refuse to hold more (0: no limit) */
+    int over;               /* ... and was asked to */
 };
 
 static int mem_write(struct hprof_sink *s, const void *buf, size_t len)
@@ -151,6 +153,10 @@ static int mem_write(struct hprof_sink *s, const void *buf, size_t len)
     struct mem_sink *m = (struct mem_sink *)s;
     if (len > SIZE_MAX / 2 - m->len)
         return hprof_error_set(s->err, HPROF_ERR_NOMEM, "memory sink: too large");
+    if (m->max > 0 && m->len + len > m->max) {
+        m->over = 1;
+        return hprof_error_set(s->err, HPROF_ERR_NOMEM, "memory sink: over %zu bytes", m->max);
+    }
     if (m->len + len > m->cap) {
         size_t cap = m->cap ? m->cap : 4096;
         while (cap < m->len + len)
@@ -191,6 +197,35 @@ struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err)
     m->base.ops = &mem_ops;
     m->base.err = err;
     return &m->base;
+}
+
+struct hprof_sink *mem_sink_new_capped(size_t max, struct hprof_error *err)
+{
+    struct hprof_sink *s = hprof_sink_new_memory(err);
+    if (s != NULL)
+        ((struct mem_sink *)s)->max = max;
+    return s;
+}
+
+int mem_sink_over(const struct hprof_sink *s)
+{
+    return ((const struct mem_sink *)s)->over;
+}
+
+void mem_sink_swap(struct hprof_sink *s, uint8_t **data, size_t *len, size_t *cap)
+{
+    struct mem_sink *m = (struct mem_sink *)s;
+    uint8_t *held = m->data;
+    size_t held_len = m->len, held_cap = m->cap;
+    m->data = *data;
+    m->cap = *cap;
+    m->len = 0;
+    m->over = 0;
+    s->bytes = 0;
+    s->failed = s->finished = 0;
+    *data = held;
+    *len = held_len;
+    *cap = held_cap;
 }
 
 const uint8_t *hprof_sink_memory_data(const struct hprof_sink *s, size_t *len)

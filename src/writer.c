@@ -485,6 +485,27 @@ static const struct hprof_visitor_ops writer_ops = {
     .end = on_end,
 };
 
+/* ---- Segments written elsewhere (the parallel write pass) ----------------- */
+
+void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink)
+{
+    w->id_size = id_size;
+    w->sink = sink;
+}
+
+/* What another writer made of one input segment: the same bytes this one
+ * would have written, leaving it in the same state (a run of segments open). */
+int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len)
+{
+    int rc = check_no_array_pending(w);
+    if (rc == HPROF_OK)
+        rc = flush_segment(w);
+    w->closed_by_us = 0;
+    w->in_run = 1;
+    w->have_info = 0;
+    return rc == HPROF_OK ? io(w, bytes, len) : rc;
+}
+
 struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_error *err)
 {
     struct hprof_writer *w = calloc(1, sizeof *w);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "facts.h"
+#include "shrink_private.h"
 #include "testlib.h"
 
 #define N_FIXTURES TL_N_FIXTURES
@@ -631,6 +632,132 @@ START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
 }
 END_TEST
 
+/* ---- The write pass on several threads -------------------------------------- */
+
+static uint8_t *shrink_with_threads(int fixture, int mode, unsigned threads, size_t *len,
+                                    struct hprof_shrink_stats *st)
+{
+    struct hprof_shrink_options o = { .arrays = mode, .threads = threads,
+                                      .redact = mode == HPROF_ARRAYS_ZERO ? HPROF_REDACT_ALL : 0 };
+    uint8_t *out = tl_shrink_file(fixtures[fixture], &o, len, st);
+    memset(st->pass_seconds, 0, sizeof st->pass_seconds);
+    return out;
+}
+
+static void assert_same_as_one_thread(int fixture, int mode, unsigned threads)
+{
+    struct hprof_shrink_stats one, many;
+    size_t one_len, many_len;
+    uint8_t *a = shrink_with_threads(fixture, mode, 1, &one_len, &one);
+    uint8_t *b = shrink_with_threads(fixture, mode, threads, &many_len, &many);
+    ck_assert_msg(one_len == many_len && memcmp(a, b, one_len) == 0,
+                  "%s, mode %d: %u threads write other bytes", fixtures[fixture], mode, threads);
+    ck_assert_msg(memcmp(&one, &many, sizeof one) == 0, "%s, mode %d: %u threads count otherwise",
+                  fixtures[fixture], mode, threads);
+    free(a);
+    free(b);
+}
+
+START_TEST(write_pass_writes_and_counts_the_same_for_every_thread_count)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    if (!available(fixture))
+        return;
+    assert_same_as_one_thread(fixture, mode, 2);
+    assert_same_as_one_thread(fixture, mode, 5);
+}
+END_TEST
+
+/* Segments too big for a worker, and jobs whose output grows too big, are
+ * written by the calling thread between the workers' jobs. */
+START_TEST(write_pass_writes_big_segments_itself_in_their_place)
+{
+    int fixture = _i / N_MODES, mode = _i % N_MODES;
+    if (!available(fixture))
+        return;
+    size_t segment_max = write_pass_segment_max, output_max = write_pass_output_max;
+    write_pass_segment_max = 3000;
+    write_pass_output_max = 6000;
+    assert_same_as_one_thread(fixture, mode, 3);
+    write_pass_segment_max = segment_max;
+    write_pass_output_max = output_max;
+}
+END_TEST
+
+/* The input changes under the write pass: an early segment gets a bad
+ * sub-record and the file loses its last byte.  Workers see the first,
+ * the calling thread the second, sooner; the first in file order is still
+ * the one reported, as with one thread. */
+struct change_under_pass {
+    const char *path;
+    uint64_t bad_tag_at, new_size;
+    int done;
+};
+
+static void change_input(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
+{
+    struct change_under_pass *c = ctx;
+    (void)done;
+    (void)total;
+    if (c->done || pass != passes)
+        return;
+    int fd = open(c->path, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "\x77", 1, (off_t)c->bad_tag_at), 1);
+    ck_assert_int_eq(ftruncate(fd, (off_t)c->new_size), 0);
+    close(fd);
+    c->done = 1;
+}
+
+static int shrink_changing(const uint8_t *data, size_t len, uint64_t bad_at, unsigned threads,
+                           struct hprof_error *err)
+{
+    char *path = tl_temp_file(data, len, ".hprof");
+    struct change_under_pass c = { path, bad_at, len - 1, 0 };
+    struct hprof_shrink_options o = { .threads = threads, .progress = change_input,
+                                      .progress_ctx = &c };
+    struct hprof_reader *r;
+    int fd;
+    struct hprof_sink *sink = hprof_sink_new_memory(err);
+    ck_assert_int_eq(tl_open_reader(path, &fd, &r, err), HPROF_OK);
+    int rc = hprof_shrink(r, sink, &o, NULL, err);
+    ck_assert_int_eq(c.done, 1);
+    hprof_sink_free(sink);
+    tl_close_reader(fd, r);
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+START_TEST(write_pass_reports_the_first_error_in_file_order)
+{
+    char *plain = tl_temp_path(".hprof");
+    ck_assert_int_eq(tl_system("gzip -dc %s > %s", fixtures[2], plain), 0); /* HotSpot: 3 segments */
+    size_t len;
+    uint8_t *data = tl_read_file(plain, &len);
+    /* the first sub-record of the first heap segment past 512 KiB, which
+     * one thread has not read yet when the pass starts */
+    size_t at = strlen((const char *)data) + 1 + 12, bad_at = 0;
+    while (at + 9 <= len && bad_at == 0) {
+        uint32_t body = (uint32_t)data[at + 5] << 24 | (uint32_t)data[at + 6] << 16 |
+                        (uint32_t)data[at + 7] << 8 | data[at + 8];
+        if (data[at] == HPROF_TAG_HEAP_DUMP_SEGMENT && at >= (512u << 10) && body > 0)
+            bad_at = at + 9;
+        at += 9 + (size_t)body;
+    }
+    ck_assert_uint_gt(bad_at, 0);
+    ck_assert_uint_lt(bad_at, len - (256u << 10));
+    struct hprof_error one = { 0 }, many = { 0 };
+    ck_assert_int_eq(shrink_changing(data, len, bad_at, 1, &one), HPROF_ERR_FORMAT);
+    ck_assert_int_eq(shrink_changing(data, len, bad_at, 4, &many), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(one.message, "unknown sub-record tag 0x77"));
+    ck_assert_str_eq(many.message, one.message);
+    free(data);
+    unlink(plain);
+    free(plain);
+}
+END_TEST
+
 static Suite *shrink_suite(void)
 {
     Suite *s = suite_create("shrink");
@@ -654,6 +781,11 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, resolving_in_pass_1_writes_what_the_separate_pass_writes, 0, N_FIXTURES);
     tcase_add_loop_test(t, shrink_resolves_in_pass_1_only_when_nothing_comes_too_late, 0, N_LATE);
     tcase_add_loop_test(t, shrink_reads_dumps_twice_when_names_come_first, 0, N_FIXTURES);
+    tcase_add_loop_test(t, write_pass_writes_and_counts_the_same_for_every_thread_count, 0,
+                        N_FIXTURES * N_MODES);
+    tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0,
+                        N_FIXTURES * N_MODES);
+    tcase_add_test(t, write_pass_reports_the_first_error_in_file_order);
     suite_add_tcase(s, t);
     return s;
 }

@@ -22,7 +22,7 @@
 struct options {
     struct hprof_shrink_options shrink;
     int gzip_level;         /* 0: plain output */
-    unsigned threads;       /* gzip workers; 0: one per core */
+    unsigned threads;       /* write-pass and gzip workers; 0: one per core */
     int force, quiet, stats, json;
     const char *in, *out;
     /* Batch mode: -o DIR with several inputs, -r to walk directories. */
@@ -58,8 +58,9 @@ static void usage(FILE *out)
             "                       (repeatable; LeakCanary's keys are always kept)\n"
             "  --redact-fields      zero number and char fields of application classes\n"
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6]\n"
-            "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: gzip\n"
-            "                       threads for one file, files at once in batch mode\n"
+            "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: for one\n"
+            "                       file, write-pass and gzip threads; in batch mode,\n"
+            "                       files at once\n"
             "  -o, --output-dir=DIR batch: write each IN to DIR under its own name\n"
             "                       (.hprof, or .hprof.gz with -z); skip outputs newer\n"
             "                       than their input unless -f\n"
@@ -359,6 +360,7 @@ static int shrink_file(struct options *o)
     cli_progress_init(&progress, name, o->quiet);
     o->shrink.progress = on_progress;
     o->shrink.progress_ctx = &progress;
+    o->shrink.threads = o->threads;
     if (rc == HPROF_OK)
         rc = hprof_shrink(r, sink, &o->shrink, &stats, &err);
     if (rc == HPROF_OK)

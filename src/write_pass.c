@@ -1,0 +1,500 @@
+/*
+ * write_pass.c - the write pass of hprof_shrink() on several threads.
+ *
+ * Every decision is made before the write pass, and the writer starts each
+ * input heap segment afresh (readers take every segment to begin in the
+ * default heap), so segments can be filtered and serialised independently,
+ * the way pigz compresses blocks: the calling thread walks the top-level
+ * records, hands runs of heap segments to workers as numbered jobs, and
+ * writes finished jobs strictly in order through its one writer, with the
+ * records between them.  The bytes are those one thread writes, and so are
+ * the counts and the error reported (the first in file order).
+ *
+ * A worker has its own reader of the input, its own filter over a shallow
+ * copy of the shrink state (the decisions are only read; a lookup cursor is
+ * the one thing a filter moves, and the copy has its own) and its own writer
+ * into memory.  Jobs in flight are capped at twice the workers, and so is
+ * their memory: a segment of more than SEGMENT_MAX bytes, or a job whose
+ * output would pass OUTPUT_MAX (zeroing PRIMITIVE_ARRAY_NODATA can do that),
+ * is written by the calling thread itself when its turn comes, streaming as
+ * with one thread.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shrink_private.h"
+
+/* Segments of up to SEGMENT_MAX bytes go to workers, gathered into jobs of
+ * about JOB_BYTES (ART writes segments of a few KiB: one job each would
+ * cost more in hand-overs than in work). */
+size_t write_pass_segment_max = 4u << 20;
+size_t write_pass_output_max = 8u << 20;
+#define JOB_BYTES (1u << 20)
+#define MAX_WORKERS 64
+
+enum job_state { JOB_FREE, JOB_FILLING, JOB_QUEUED, JOB_BUSY, JOB_DONE };
+
+/* A run of consecutive heap segments: their record offsets in the input. */
+struct job {
+    enum job_state state;
+    uint64_t seq;
+    uint64_t *offsets;
+    size_t n, cap;
+    uint64_t bytes, end;        /* input bytes; where the last one ends */
+    /* results */
+    int rc;
+    int too_big;                /* output passed OUTPUT_MAX: write it inline */
+    uint8_t *out;               /* kept from job to job in this slot */
+    size_t out_len, out_cap;
+    struct hprof_shrink_stats stats;
+    struct hprof_error err;
+};
+
+struct worker {
+    struct write_pass *wp;
+    pthread_t thread;
+    struct shrink local;        /* shallow copy: own cursors, stats, errors */
+    struct hprof_shrink_stats stats;
+    struct hprof_error err;
+    struct hprof_reader *reader;
+    struct hprof_sink *sink;
+    struct hprof_writer *writer;
+    struct shrink_filter *filter;
+};
+
+struct write_pass {
+    struct hprof_visitor base;  /* in front of the filter */
+    struct shrink *sh;
+    struct hprof_writer *writer;
+    struct hprof_reader *inline_reader; /* segments the caller writes itself */
+
+    struct job *jobs;           /* a ring indexed by seq % n_jobs */
+    unsigned n_jobs;
+    uint64_t next_fill;         /* the job being filled, or the next one */
+    uint64_t next_write;
+    uint64_t next_take;
+
+    struct worker *workers;
+    unsigned n_workers, started;
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    int sync_ready;
+    int stop;
+    int failed;                 /* a job or a segment written here failed */
+    int pass;                   /* this pass's number, for progress */
+};
+
+/* ---- Counts --------------------------------------------------------------- */
+
+static void add_count(struct hprof_count *to, const struct hprof_count *c)
+{
+    to->count += c->count;
+    to->bytes += c->bytes;
+}
+
+/* What the filter counted in a job, into the pass's report. */
+static void add_filter_counts(struct hprof_shrink_stats *to, const struct hprof_shrink_stats *s)
+{
+    add_count(&to->strings, &s->strings);
+    add_count(&to->class_dumps, &s->class_dumps);
+    add_count(&to->instances_in, &s->instances_in);
+    add_count(&to->instances_out, &s->instances_out);
+    add_count(&to->object_arrays_in, &s->object_arrays_in);
+    add_count(&to->object_arrays_out, &s->object_arrays_out);
+    add_count(&to->primitive_arrays_in, &s->primitive_arrays_in);
+    add_count(&to->string_values_kept, &s->string_values_kept);
+    add_count(&to->bitmap_buffers_kept, &s->bitmap_buffers_kept);
+    add_count(&to->other_kept, &s->other_kept);
+    add_count(&to->arrays_emptied, &s->arrays_emptied);
+    add_count(&to->arrays_zeroed, &s->arrays_zeroed);
+    add_count(&to->arrays_removed, &s->arrays_removed);
+    add_count(&to->system_dropped, &s->system_dropped);
+    add_count(&to->system_standins, &s->system_standins);
+    add_count(&to->strings_redacted, &s->strings_redacted);
+    add_count(&to->buffers_redacted, &s->buffers_redacted);
+    to->roots_dropped += s->roots_dropped;
+    to->fields_zeroed += s->fields_zeroed;
+}
+
+/* ---- Workers ---------------------------------------------------------------- */
+
+static uint32_t segment_limit(const struct shrink *sh)
+{
+    return sh->opt.segment_limit ? sh->opt.segment_limit : HPROF_SEGMENT_LIMIT;
+}
+
+/* A writer into the worker's memory sink, behind its filter. */
+static int new_writer(struct worker *w)
+{
+    hprof_writer_free(w->writer);
+    w->writer = hprof_writer_new(w->sink, &w->err);
+    if (w->writer == NULL)
+        return HPROF_ERR_NOMEM;
+    writer_for_segments(w->writer, w->local.ids, w->sink);
+    int rc = hprof_writer_set_segment_limit(w->writer, segment_limit(&w->local));
+    shrink_filter_visitor(w->filter)->next = hprof_writer_visitor(w->writer);
+    return rc;
+}
+
+static int worker_init(struct worker *w, struct write_pass *wp)
+{
+    w->wp = wp;
+    w->local = *wp->sh;
+    w->local.stats = &w->stats;
+    w->local.err = &w->err;
+    if (reader_clone(wp->sh->reader, &w->reader, &w->err) != HPROF_OK)
+        return HPROF_ERR_NOMEM;
+    w->local.reader = w->reader;
+    w->sink = mem_sink_new_capped(write_pass_output_max, &w->err);
+    w->filter = w->sink ? shrink_filter_new(&w->local, NULL) : NULL;
+    if (w->filter == NULL)
+        return HPROF_ERR_NOMEM;
+    return new_writer(w);
+}
+
+static void worker_free(struct worker *w)
+{
+    shrink_filter_free(w->filter);
+    hprof_writer_free(w->writer);
+    hprof_sink_free(w->sink);
+    hprof_reader_free(w->reader);
+}
+
+static void run_job(struct worker *w, struct job *j)
+{
+    memset(&w->stats, 0, sizeof w->stats);
+    memset(&w->err, 0, sizeof w->err);
+    mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* write into the slot's buffer */
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < j->n; i++)
+        rc = reader_run_segment(w->reader, j->offsets[i], shrink_filter_visitor(w->filter));
+    int over = mem_sink_over(w->sink);
+    mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* and back */
+    j->too_big = rc != HPROF_OK && over;
+    j->rc = j->too_big ? HPROF_OK : rc;
+    j->stats = w->stats;
+    j->err = w->err;
+    if (rc != HPROF_OK) { /* the writer may hold half a sub-record */
+        memset(&w->err, 0, sizeof w->err);
+        if (new_writer(w) != HPROF_OK && j->rc == HPROF_OK)
+            j->rc = hprof_error_set(&j->err, HPROF_ERR_NOMEM, "out of memory");
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct write_pass *wp = w->wp;
+    pthread_mutex_lock(&wp->lock);
+    for (;;) {
+        struct job *j = &wp->jobs[wp->next_take % wp->n_jobs];
+        while (!wp->stop && !(j->state == JOB_QUEUED && j->seq == wp->next_take)) {
+            pthread_cond_wait(&wp->work, &wp->lock);
+            j = &wp->jobs[wp->next_take % wp->n_jobs];
+        }
+        if (wp->stop)
+            break;
+        j->state = JOB_BUSY;
+        wp->next_take++;
+        pthread_cond_broadcast(&wp->work); /* the next job may be queued too */
+        pthread_mutex_unlock(&wp->lock);
+        run_job(w, j);
+        pthread_mutex_lock(&wp->lock);
+        j->state = JOB_DONE;
+        pthread_cond_broadcast(&wp->done);
+    }
+    pthread_mutex_unlock(&wp->lock);
+    return NULL;
+}
+
+/* ---- The calling thread ----------------------------------------------------- */
+
+static void report_progress(struct write_pass *wp, uint64_t done)
+{
+    struct shrink *sh = wp->sh;
+    if (sh->opt.progress != NULL)
+        sh->opt.progress(sh->opt.progress_ctx, wp->pass, sh->passes, done,
+                         hprof_reader_size(sh->reader));
+}
+
+/* Workers look at every job's state and number while they wait: they
+ * change under the lock (the rest of a job is the filling thread's until it
+ * is queued, the worker's until it is done). */
+static void set_state(struct write_pass *wp, struct job *j, enum job_state state)
+{
+    pthread_mutex_lock(&wp->lock);
+    j->state = state;
+    pthread_mutex_unlock(&wp->lock);
+}
+
+/* Filter and write segments here, streaming, as one thread would. */
+static int write_inline(struct write_pass *wp, const uint64_t *offsets, size_t n)
+{
+    struct hprof_visitor *chain = wp->base.next;
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < n; i++)
+        rc = reader_run_segment(wp->inline_reader, offsets[i], chain);
+    wp->failed |= rc != HPROF_OK;
+    return rc;
+}
+
+/* Write the oldest job once it is done. */
+static int write_oldest(struct write_pass *wp)
+{
+    struct job *j = &wp->jobs[wp->next_write % wp->n_jobs];
+    int rc;
+    pthread_mutex_lock(&wp->lock);
+    while (j->state != JOB_DONE)
+        pthread_cond_wait(&wp->done, &wp->lock);
+    pthread_mutex_unlock(&wp->lock);
+    if (j->too_big) {
+        rc = write_inline(wp, j->offsets, j->n);
+    } else if (j->rc != HPROF_OK) {
+        rc = hprof_error_set(wp->sh->err, j->rc, "%s", j->err.message);
+        wp->failed = 1;
+    } else {
+        add_filter_counts(wp->sh->stats, &j->stats);
+        rc = writer_put_segments(wp->writer, j->out, j->out_len);
+        wp->failed |= rc != HPROF_OK;
+    }
+    j->out_len = 0;
+    j->n = 0;
+    j->bytes = 0;
+    set_state(wp, j, JOB_FREE);
+    wp->next_write++;
+    if (rc == HPROF_OK)
+        report_progress(wp, j->end);
+    return rc;
+}
+
+static int write_all(struct write_pass *wp)
+{
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && wp->next_write < wp->next_fill)
+        rc = write_oldest(wp);
+    return rc;
+}
+
+/* Hand the job being filled to the workers. */
+static int submit(struct write_pass *wp)
+{
+    struct job *j = &wp->jobs[wp->next_fill % wp->n_jobs];
+    if (j->state != JOB_FILLING)
+        return HPROF_OK;
+    pthread_mutex_lock(&wp->lock);
+    j->state = JOB_QUEUED;
+    pthread_cond_broadcast(&wp->work);
+    pthread_mutex_unlock(&wp->lock);
+    wp->next_fill++;
+    return HPROF_OK;
+}
+
+/* The job to add a segment to: the one being filled, or a new one. */
+static int filling_job(struct write_pass *wp, struct job **out)
+{
+    struct job *j = &wp->jobs[wp->next_fill % wp->n_jobs];
+    if (j->state == JOB_FILLING) {
+        *out = j;
+        return HPROF_OK;
+    }
+    if (wp->next_fill - wp->next_write >= wp->n_jobs) { /* the ring is full */
+        int rc = write_oldest(wp);
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    j->n = 0;
+    j->bytes = 0;
+    pthread_mutex_lock(&wp->lock);
+    j->seq = wp->next_fill;
+    j->state = JOB_FILLING;
+    pthread_mutex_unlock(&wp->lock);
+    *out = j;
+    return HPROF_OK;
+}
+
+static int add_offset(struct job *j, uint64_t offset)
+{
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? 2 * j->cap : 64;
+        uint64_t *grown = realloc(j->offsets, cap * sizeof *grown);
+        if (grown == NULL)
+            return HPROF_ERR_NOMEM;
+        j->offsets = grown;
+        j->cap = cap;
+    }
+    j->offsets[j->n++] = offset;
+    return HPROF_OK;
+}
+
+static struct write_pass *self(struct hprof_visitor *v)
+{
+    return (struct write_pass *)v;
+}
+
+/* A heap segment: into a job, skipped here. */
+static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct write_pass *wp = self(v);
+    int rc = HPROF_OK;
+    struct job *j;
+    if (s->length > write_pass_segment_max) {
+        /* too big for a worker: everything before it first, then it, here */
+        if ((rc = submit(wp)) == HPROF_OK && (rc = write_all(wp)) == HPROF_OK)
+            rc = write_inline(wp, &s->offset, 1);
+        return rc == HPROF_OK ? HPROF_SKIP : rc;
+    }
+    if ((rc = filling_job(wp, &j)) != HPROF_OK)
+        return rc;
+    if (add_offset(j, s->offset) != HPROF_OK)
+        return hprof_error_set(wp->sh->err, HPROF_ERR_NOMEM, "out of memory");
+    j->bytes += s->length;
+    j->end = s->offset + 9 + s->length;
+    if (j->bytes >= JOB_BYTES)
+        rc = submit(wp);
+    return rc == HPROF_OK ? HPROF_SKIP : rc;
+}
+
+/* Any other record: every segment before it is written first. */
+static int settle(struct write_pass *wp)
+{
+    int rc = submit(wp);
+    return rc == HPROF_OK ? write_all(wp) : rc;
+}
+
+static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    int rc = settle(self(v));
+    return rc == HPROF_OK ? hprof_visit_string(v->next, s) : rc;
+}
+
+static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    int rc = settle(self(v));
+    return rc == HPROF_OK ? hprof_visit_load_class(v->next, c) : rc;
+}
+
+static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
+{
+    int rc = settle(self(v));
+    return rc == HPROF_OK ? hprof_visit_record(v->next, r) : rc;
+}
+
+static int on_end(struct hprof_visitor *v)
+{
+    int rc = settle(self(v));
+    return rc == HPROF_OK ? hprof_visit_end(v->next) : rc;
+}
+
+static const struct hprof_visitor_ops dispatch_ops = {
+    .string = on_string,
+    .load_class = on_load_class,
+    .record = on_record,
+    .heap_begin = on_heap_begin,
+    .end = on_end,
+};
+
+/* ---- Set-up ------------------------------------------------------------------ */
+
+static void stop_workers(struct write_pass *wp)
+{
+    if (wp->started > 0) {
+        pthread_mutex_lock(&wp->lock);
+        wp->stop = 1;
+        pthread_cond_broadcast(&wp->work);
+        pthread_mutex_unlock(&wp->lock);
+        for (unsigned i = 0; i < wp->started; i++)
+            pthread_join(wp->workers[i].thread, NULL);
+        wp->started = 0;
+    }
+}
+
+static void write_pass_free(struct write_pass *wp)
+{
+    stop_workers(wp);
+    for (unsigned i = 0; wp->workers != NULL && i < wp->n_workers; i++)
+        worker_free(&wp->workers[i]);
+    for (unsigned i = 0; wp->jobs != NULL && i < wp->n_jobs; i++) {
+        free(wp->jobs[i].offsets);
+        free(wp->jobs[i].out);
+    }
+    if (wp->sync_ready) {
+        pthread_mutex_destroy(&wp->lock);
+        pthread_cond_destroy(&wp->work);
+        pthread_cond_destroy(&wp->done);
+    }
+    hprof_reader_free(wp->inline_reader);
+    free(wp->workers);
+    free(wp->jobs);
+}
+
+static int write_pass_init(struct write_pass *wp, struct shrink *sh, struct hprof_writer *w,
+                           struct hprof_visitor *chain, unsigned workers)
+{
+    memset(wp, 0, sizeof *wp);
+    wp->base.ops = &dispatch_ops;
+    wp->base.next = chain;
+    wp->sh = sh;
+    wp->writer = w;
+    wp->n_workers = workers;
+    wp->n_jobs = 2 * workers;
+    int rc = reader_clone(sh->reader, &wp->inline_reader, sh->err);
+    if (rc != HPROF_OK)
+        return rc;
+    wp->jobs = calloc(wp->n_jobs, sizeof *wp->jobs);
+    wp->workers = calloc(workers, sizeof *wp->workers);
+    if (wp->jobs == NULL || wp->workers == NULL)
+        return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "out of memory");
+    for (unsigned i = 0; i < workers; i++)
+        if (worker_init(&wp->workers[i], wp) != HPROF_OK)
+            return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "write pass: %s",
+                                   wp->workers[i].err.code ? wp->workers[i].err.message
+                                                           : "out of memory");
+    pthread_mutex_init(&wp->lock, NULL);
+    pthread_cond_init(&wp->work, NULL);
+    pthread_cond_init(&wp->done, NULL);
+    wp->sync_ready = 1;
+    for (; wp->started < workers; wp->started++)
+        if (pthread_create(&wp->workers[wp->started].thread, NULL, worker_main,
+                           &wp->workers[wp->started]) != 0)
+            return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "write pass: cannot start a thread");
+    return HPROF_OK;
+}
+
+static unsigned write_threads(const struct shrink *sh)
+{
+    unsigned n = sh->opt.threads;
+    if (n == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores > 0 ? (unsigned)cores : 1;
+    }
+    return n < MAX_WORKERS ? n : MAX_WORKERS;
+}
+
+int shrink_write_pass(struct shrink *sh, struct hprof_writer *w, struct shrink_filter *f)
+{
+    unsigned threads = write_threads(sh);
+    if (threads < 2)
+        return shrink_run_pass(sh, shrink_filter_visitor(f));
+    struct write_pass wp;
+    int rc = write_pass_init(&wp, sh, w, shrink_filter_visitor(f), threads);
+    if (rc == HPROF_OK) {
+        /* progress comes as jobs are written, not as segments are skipped */
+        hprof_reader_set_progress(sh->reader, NULL, NULL);
+        wp.pass = sh->pass + 1; /* shrink_run_pass() counts it */
+        report_progress(&wp, 0);
+        rc = shrink_run_pass(sh, &wp.base);
+        if (rc != HPROF_OK && !wp.failed) {
+            /* the reader stopped on a later record: an error in a segment
+             * before it comes first, as with one thread */
+            struct hprof_error reader_error = *sh->err;
+            memset(sh->err, 0, sizeof *sh->err);
+            if (submit(&wp) != HPROF_OK || write_all(&wp) == HPROF_OK)
+                *sh->err = reader_error;
+            rc = sh->err->code;
+        }
+    }
+    write_pass_free(&wp);
+    return rc;
+}
