@@ -70,8 +70,8 @@ static int coder_init(struct member_coder *c, enum gzip_backend backend, int lev
 #endif
 #ifdef HPROF_WITH_ISAL
     if (backend == GZIP_ISAL) {
-        c->isal = malloc(sizeof *c->isal);
-        c->isal_level_buf = malloc(ISAL_DEF_LVL1_DEFAULT);
+        c->isal = calloc(1, sizeof *c->isal);
+        c->isal_level_buf = calloc(1, ISAL_DEF_LVL1_DEFAULT);
         return c->isal != NULL && c->isal_level_buf != NULL;
     }
 #endif
@@ -161,6 +161,11 @@ static size_t coder_member(struct member_coder *c, const uint8_t *in, size_t len
     if (c->backend == GZIP_ISAL) {
         size_t head = gzip_header(out, first, 1);
         struct isal_zstream *z = c->isal;
+        /* Every member from the same state, whatever this coder did before:
+         * isal_deflate_stateless_init() leaves fields alone (hist_bits, the
+         * window, among them) that change the output. */
+        memset(z, 0, sizeof *z);
+        memset(c->isal_level_buf, 0, ISAL_DEF_LVL1_REQ);
         isal_deflate_stateless_init(z);
         z->level = 1;
         z->level_buf = c->isal_level_buf;

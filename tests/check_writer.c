@@ -12,6 +12,9 @@
 #include <zlib.h>
 
 #include "sink_private.h"
+#ifdef HPROF_WITH_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 #include "testlib.h"
 
 /* Top-level records of a dump in memory: count by tag, largest segment. */
@@ -422,6 +425,34 @@ START_TEST(gzip_sink_deflates_each_level_with_the_backend_built_for_it)
 END_TEST
 
 #ifdef HPROF_WITH_ISAL
+/* isal_deflate_stateless_init() leaves hist_bits as it finds it, and a
+ * window of 2^12 bytes gives other (valid) bytes: a coder whose memory
+ * held that once wrote members that differed by thread count.  Here the
+ * coder's state is likely to land where such a stream was freed. */
+START_TEST(isal_members_do_not_depend_on_what_their_memory_held)
+{
+    size_t len = HPROF_GZIP_BLOCK, clean_len, dirty_len;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i / 3 + (i >> 12));
+    uint8_t *clean = gzip_memory(data, len, 1, 1, GZIP_ISAL, &clean_len);
+    struct isal_zstream *stale[16];
+    for (int i = 0; i < 16; i++) {
+        stale[i] = malloc(sizeof *stale[i]);
+        memset(stale[i], 0, sizeof *stale[i]);
+        stale[i]->hist_bits = 12;
+    }
+    for (int i = 0; i < 16; i++)
+        free(stale[i]);
+    uint8_t *dirty = gzip_memory(data, len, 1, 1, GZIP_ISAL, &dirty_len);
+    ck_assert_uint_eq(dirty_len, clean_len);
+    ck_assert_mem_eq(dirty, clean, clean_len);
+    free(clean);
+    free(dirty);
+    free(data);
+}
+END_TEST
+
 START_TEST(isal_backend_refuses_levels_above_1)
 {
     struct hprof_error err = { 0 };
@@ -531,6 +562,7 @@ static Suite *writer_suite(void)
     tcase_add_test(t, fd_sink_writes_every_byte_in_order_across_its_buffer);
     tcase_add_test(t, fd_sink_refuses_even_small_writes_once_failed_or_finished);
 #ifdef HPROF_WITH_ISAL
+    tcase_add_test(t, isal_members_do_not_depend_on_what_their_memory_held);
     tcase_add_test(t, isal_backend_refuses_levels_above_1);
 #endif
     tcase_add_test(t, fd_sink_reports_a_full_disk);
