@@ -297,8 +297,9 @@ struct hprof_shrink_options {
     const char *const *redact_keep;
     size_t n_redact_keep;
     uint32_t segment_limit; /* 0: HPROF_SEGMENT_LIMIT */
-    /* Threads for the write pass: 0 one per core, 1 the caller's only.  The
-     * output is the same for every count. */
+    /* Threads for the write pass: 0 one per core (the caller's only for
+     * inputs under 32 MiB), 1 the caller's only.  The output is the same
+     * for every count. */
     unsigned threads;
     /* Progress: pass number (1-based), passes in all, bytes done, total. */
     void (*progress)(void *ctx, int pass, int passes, uint64_t done, uint64_t total);

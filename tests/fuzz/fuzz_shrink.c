@@ -3,7 +3,8 @@
  * output, in the --arrays mode chosen by the first byte.  Asserts: no crash
  * or sanitizer report; an error always carries a message; and whenever the
  * input verifies, the output verifies too (a shrink never makes a valid
- * dump invalid), and shrinking is deterministic.
+ * dump invalid), and shrinking is deterministic: one thread and three
+ * write the same bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +25,13 @@ static int verifies(const uint8_t *data, size_t size)
     return rc == HPROF_OK;
 }
 
-static int shrink(const uint8_t *data, size_t size, int mode, struct hprof_sink **out)
+static int shrink(const uint8_t *data, size_t size, int mode, unsigned threads,
+                  struct hprof_sink **out)
 {
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_shrink_options o = { .arrays = mode, .keep_system_heaps = mode == 3,
-                                      .segment_limit = 256 };
+                                      .segment_limit = 256, .threads = threads };
     if (o.arrays > HPROF_ARRAYS_REMOVE)
         o.arrays = HPROF_ARRAYS_EMPTY;
     *out = hprof_sink_new_memory(&err);
@@ -48,13 +50,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int mode = data[0] % 4;
     struct hprof_sink *a, *b;
-    int rc = shrink(data + 1, size - 1, mode, &a);
+    int rc = shrink(data + 1, size - 1, mode, 1, &a);
     if (rc == HPROF_OK && verifies(data + 1, size - 1)) {
         size_t alen, blen;
         const uint8_t *out = hprof_sink_memory_data(a, &alen);
         if (!verifies(out, alen))
             abort();
-        if (shrink(data + 1, size - 1, mode, &b) != HPROF_OK)
+        /* again, with the write pass on three threads: the same bytes */
+        if (shrink(data + 1, size - 1, mode, 3, &b) != HPROF_OK)
             abort();
         const uint8_t *again = hprof_sink_memory_data(b, &blen);
         if (alen != blen || memcmp(out, again, alen) != 0)
