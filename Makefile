@@ -3,6 +3,7 @@
 #   make                 libhprof.a, hprof-shrink and the tools (in build/)
 #   make check           unit tests (Check) and CLI tests
 #   make check SANITIZE=1  the same under AddressSanitizer + UBSan (build-san/)
+#   make check-tsan      the threaded suites under ThreadSanitizer (build-tsan/)
 #   make demo            shrink a bundled fixture
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make bench           the benchmark (tools/bench.sh; SIZES="20 300 2000" MB)
@@ -59,7 +60,7 @@ TOOL_BIN := $(TOOLS:%=$(B)/%)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all check demo bench fuzz clean install uninstall
+.PHONY: all check check-tsan demo bench fuzz clean install uninstall
 
 FUZZ_TARGETS := reader shrink verify info
 FUZZ_SECONDS ?= 60
@@ -129,6 +130,19 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-ti
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
 	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) tests/cli-tests.sh
+
+# The suites that run threads (the write pass, gzip members) under
+# ThreadSanitizer, which cannot share a build with AddressSanitizer.
+TSAN_TESTS := check_writer check_shrink
+
+build-tsan/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(LIB_SRC) src/*.h include/*.h | $(B)/.check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Isrc -std=c11 -pthread $(WARN) -O1 -g -fsanitize=thread -o $@ $< \
+		tests/testlib.c tests/facts.c $(LIB_SRC) $(LDLIBS_LIB) $(CHECK_LIBS)
+
+check-tsan: all $(TSAN_TESTS:%=build-tsan/tests/%)
+	@set -e; for t in $(TSAN_TESTS); do echo "===> $$t (ThreadSanitizer)"; \
+		HPROF_BUILD=$(B) TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/$$t; done
 
 demo: all
 	@tools/demo.sh $(B)
