@@ -278,17 +278,16 @@ static int write_all(struct write_pass *wp)
 }
 
 /* Hand the job being filled to the workers. */
-static int submit(struct write_pass *wp)
+static void submit(struct write_pass *wp)
 {
     struct job *j = &wp->jobs[wp->next_fill % wp->n_jobs];
     if (j->state != JOB_FILLING)
-        return HPROF_OK;
+        return;
     pthread_mutex_lock(&wp->lock);
     j->state = JOB_QUEUED;
     pthread_cond_broadcast(&wp->work);
     pthread_mutex_unlock(&wp->lock);
     wp->next_fill++;
-    return HPROF_OK;
 }
 
 /* The job to add a segment to: the one being filled, or a new one. */
@@ -333,6 +332,13 @@ static struct write_pass *self(struct hprof_visitor *v)
     return (struct write_pass *)v;
 }
 
+/* Every segment so far written, before a record that must follow them. */
+static int settle(struct write_pass *wp)
+{
+    submit(wp);
+    return write_all(wp);
+}
+
 /* A heap segment: into a job, skipped here. */
 static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
@@ -341,7 +347,7 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     struct job *j;
     if (s->length > write_pass_segment_max) {
         /* too big for a worker: everything before it first, then it, here */
-        if ((rc = submit(wp)) == HPROF_OK && (rc = write_all(wp)) == HPROF_OK)
+        if ((rc = settle(wp)) == HPROF_OK)
             rc = write_inline(wp, &s->offset, 1);
         return rc == HPROF_OK ? HPROF_SKIP : rc;
     }
@@ -352,15 +358,8 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     j->bytes += s->length;
     j->end = s->offset + 9 + s->length;
     if (j->bytes >= JOB_BYTES)
-        rc = submit(wp);
-    return rc == HPROF_OK ? HPROF_SKIP : rc;
-}
-
-/* Any other record: every segment before it is written first. */
-static int settle(struct write_pass *wp)
-{
-    int rc = submit(wp);
-    return rc == HPROF_OK ? write_all(wp) : rc;
+        submit(wp);
+    return HPROF_SKIP;
 }
 
 static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
@@ -495,7 +494,7 @@ int shrink_write_pass(struct shrink *sh, struct hprof_writer *w, struct shrink_f
              * before it comes first, as with one thread */
             struct hprof_error reader_error = *sh->err;
             memset(sh->err, 0, sizeof *sh->err);
-            if (submit(&wp) != HPROF_OK || write_all(&wp) == HPROF_OK)
+            if (settle(&wp) == HPROF_OK)
                 *sh->err = reader_error;
             rc = sh->err->code;
         }
