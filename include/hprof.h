@@ -189,6 +189,15 @@ int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len);
 int hprof_sink_finish(struct hprof_sink *s);
 /* Uncompressed bytes accepted so far. */
 uint64_t hprof_sink_bytes(const struct hprof_sink *s);
+
+/* hprof_sink_set_writeback() :
+ * For a file sink (fd or gzip) whose caller will fsync() the file when it
+ * is done: every `step` bytes written to the file, ask the kernel to start
+ * writing it to disk (Linux sync_file_range(); elsewhere, and on pipes and
+ * other sinks, nothing happens).  The disk then works while the rest of the
+ * dump is read, and the final fsync() waits only for the tail.  0 (the
+ * default) leaves writeback to the kernel. */
+void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step);
 void hprof_sink_free(struct hprof_sink *s);
 
 /* ---- Writer: the last visitor ------------------------------------------ */

@@ -285,7 +285,7 @@ static int write_oldest(struct gzip_sink *g)
         pthread_mutex_unlock(&g->lock);
     }
     int rc = s->failed ? hprof_error_set(g->base.err, HPROF_ERR_IO, "gzip: deflate failed")
-                       : sink_write_fd(g->fd, s->out, s->out_len, g->base.err);
+                       : sink_write_file(&g->base, g->fd, s->out, s->out_len);
     s->in_len = 0;
     g->next_write++;
     if (g->threads > 0) /* workers read every slot's state while they wait */

@@ -2,7 +2,9 @@
  * sink.c - sinks for plain output: a file descriptor behind a 1 MiB buffer,
  * and memory (for tests and fuzzing).  gzip lives in gzip_out.c.
  */
+#define _GNU_SOURCE /* sync_file_range() */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -80,6 +82,30 @@ void hprof_sink_free(struct hprof_sink *s)
 
 /* ---- File descriptor ---------------------------------------------------- */
 
+int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len)
+{
+    int rc = sink_write_fd(fd, buf, len, s->err);
+    if (rc != HPROF_OK || s->writeback_step == 0)
+        return rc;
+    s->unsynced += len;
+    if (s->unsynced >= s->writeback_step) {
+        s->unsynced = 0;
+        s->writebacks++;
+#ifdef SYNC_FILE_RANGE_WRITE
+        /* The whole file: pages already on their way are left alone, and
+         * the fd's offset need not be known.  A failure (a pipe, a file
+         * system without it) only means the final fsync() does the work. */
+        (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#endif
+    }
+    return HPROF_OK;
+}
+
+void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step)
+{
+    s->writeback_step = step;
+}
+
 /* The buffer is the sink's room: writes that fit never reach fd_write(). */
 struct fd_sink {
     struct hprof_sink base;
@@ -88,7 +114,7 @@ struct fd_sink {
 
 static int fd_flush(struct fd_sink *f)
 {
-    int rc = sink_write_fd(f->fd, f->base.room, f->base.room_len, f->base.err);
+    int rc = sink_write_file(&f->base, f->fd, f->base.room, f->base.room_len);
     f->base.room_len = 0;
     return rc;
 }
@@ -101,7 +127,7 @@ static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
     if (rc != HPROF_OK)
         return rc;
     if (len >= FD_BUFFER / 2) /* big: skip the copy */
-        return sink_write_fd(f->fd, buf, len, s->err);
+        return sink_write_file(s, f->fd, buf, len);
     memcpy(s->room, buf, len);
     s->room_len = len;
     return HPROF_OK;

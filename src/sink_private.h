@@ -27,6 +27,10 @@ struct hprof_sink {
      * finishes, so that such writes go through hprof_sink_write(). */
     uint8_t *room;
     size_t room_len, room_cap;
+    /* hprof_sink_set_writeback(): bytes written to the file since the
+     * last request to write it back, and how many requests were made. */
+    uint64_t writeback_step, unsynced;
+    uint64_t writebacks;
 };
 
 /* hprof_sink_write(), inline while 1 or more bytes fit the sink's room
@@ -44,6 +48,9 @@ static inline int sink_put(struct hprof_sink *s, const void *buf, size_t len)
 
 /* write(2) all of `buf` to `fd`, retrying on EINTR and short writes. */
 int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err);
+
+/* sink_write_fd() for sink `s`, which then starts writeback when due. */
+int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len);
 
 /* Which library deflates gzip members. */
 enum gzip_backend { GZIP_ZLIB, GZIP_LIBDEFLATE, GZIP_ISAL };

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -543,6 +545,66 @@ START_TEST(fd_sink_refuses_even_small_writes_once_failed_or_finished)
 }
 END_TEST
 
+/* Writes `blocks` blocks of 1 MiB to `fd` through a sink asking for
+ * writeback every `step` bytes; returns how many times it asked. */
+static uint64_t writebacks_for(int fd, unsigned blocks, uint64_t step)
+{
+    static uint8_t block[1u << 20];
+    memset(block, 0x5a, sizeof block);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    hprof_sink_set_writeback(s, step);
+    for (unsigned i = 0; i < blocks; i++)
+        ck_assert_int_eq(hprof_sink_write(s, block, sizeof block), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    uint64_t n = s->writebacks;
+    hprof_sink_free(s);
+    return n;
+}
+
+/* Blocks of 1 MiB reach the file 2 MiB at a time (the buffered one, then
+ * the next, which is too big to buffer), so 5 of them with a step of
+ * 2 MiB make two requests; the last 1 MiB is left to the final fsync. */
+START_TEST(fd_sink_starts_writeback_once_per_step_written)
+{
+    char *path = tl_temp_path(".bin");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_uint_eq(writebacks_for(fd, 5, 2u << 20), 2);
+    ck_assert_uint_eq(writebacks_for(fd, 5, 0), 0); /* the default: none */
+    close(fd);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_size, 10 << 20);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+/* sync_file_range() fails on a pipe; the output must not. */
+START_TEST(fd_sink_writeback_on_a_pipe_loses_nothing)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t child = fork();
+    if (child == 0) { /* drain, counting, and exit with the count in MiB */
+        close(p[1]);
+        static uint8_t buf[65536];
+        size_t total = 0;
+        ssize_t n;
+        while ((n = read(p[0], buf, sizeof buf)) > 0)
+            total += (size_t)n;
+        _exit((int)(total >> 20));
+    }
+    close(p[0]);
+    ck_assert_uint_eq(writebacks_for(p[1], 4, 1u << 20), 4);
+    close(p[1]);
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 4);
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
@@ -561,6 +623,8 @@ static Suite *writer_suite(void)
     tcase_add_loop_test(t, gzip_sink_deflates_each_level_with_the_backend_built_for_it, 0, 2);
     tcase_add_test(t, fd_sink_writes_every_byte_in_order_across_its_buffer);
     tcase_add_test(t, fd_sink_refuses_even_small_writes_once_failed_or_finished);
+    tcase_add_test(t, fd_sink_starts_writeback_once_per_step_written);
+    tcase_add_test(t, fd_sink_writeback_on_a_pipe_loses_nothing);
 #ifdef HPROF_WITH_ISAL
     tcase_add_test(t, isal_members_do_not_depend_on_what_their_memory_held);
     tcase_add_test(t, isal_backend_refuses_levels_above_1);

@@ -52,6 +52,11 @@ struct cli_output {
     int fd;
 };
 
+/* cli_output_commit() fsyncs a file before renaming it; sinks writing one
+ * start its writeback every this many bytes (hprof_sink_set_writeback()),
+ * so that the disk keeps up while the input is read. */
+#define CLI_WRITEBACK_STEP (8u << 20)
+
 /* Opens the temporary file for `path`.  Refuses when `path` is the input
  * (`input` is the input's stat, or NULL) or exists and !force.  Refuses a
  * terminal as stdout unless force.  @return 0, or an exit code (message

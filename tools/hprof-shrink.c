@@ -356,6 +356,8 @@ static int shrink_file(struct options *o)
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &err)
                              : hprof_sink_new_fd(out.fd, &err);
         rc = sink ? HPROF_OK : err.code;
+        if (sink != NULL && out.tmp != NULL)
+            hprof_sink_set_writeback(sink, CLI_WRITEBACK_STEP);
     }
     cli_progress_init(&progress, name, o->quiet);
     o->shrink.progress = on_progress;
