@@ -302,11 +302,11 @@ set -e
 [ "$(cat "$T/status")" = 3 ] || die "closed pipe: exit $(cat "$T/status")"
 grep -q 'Broken pipe' "$T/err" || die "closed pipe: $(cat "$T/err")"
 
-banner "HPROF_MMAP=1: same output as pread, bounded memory, and a clean exit if the file is cut under us"
+banner "mapped input (the default): same output as pread, bounded memory, and a clean exit if the file is cut under us"
 for f in fixtures/*.hprof.gz; do
     gzip -dc "$f" > "$T/m.hprof"
-    HPROF_MMAP=1 "$B/hprof-shrink" -q -f "$T/m.hprof" "$T/m-mapped.hprof"
-    "$B/hprof-shrink" -q -f "$T/m.hprof" "$T/m-pread.hprof"
+    "$B/hprof-shrink" -q -f "$T/m.hprof" "$T/m-mapped.hprof"
+    HPROF_MMAP=0 "$B/hprof-shrink" -q -f "$T/m.hprof" "$T/m-pread.hprof"
     cmp -s "$T/m-mapped.hprof" "$T/m-pread.hprof" || die "$f: mapped and pread outputs differ"
 done
 # pages behind the reading position are given back: peak RSS stays far below
@@ -319,8 +319,12 @@ workers=-j2
 for tool in "hprof-shrink -j1 -f $T/big.hprof $T/big-out.hprof" \
             "hprof-shrink $workers -f $T/big.hprof $T/big-out.hprof" "hprof-verify $T/big.hprof" \
             "hprof-info $T/big.hprof"; do
-    HPROF_MMAP=1 /usr/bin/time -f %M -o "$T/rss" "$B"/$tool > /dev/null || die "$tool failed"
-    [ "$(tail -n 1 "$T/rss")" -lt 65536 ] || die "$tool: peak RSS $(tail -n 1 "$T/rss") KB"
+    for map in 1 0; do
+        HPROF_MMAP=$map /usr/bin/time -f %M -o "$T/rss" "$B"/$tool > /dev/null ||
+            die "$tool (HPROF_MMAP=$map) failed"
+        [ "$(tail -n 1 "$T/rss")" -lt 65536 ] ||
+            die "$tool (HPROF_MMAP=$map): peak RSS $(tail -n 1 "$T/rss") KB"
+    done
 done
 rm -f "$T/big.hprof" "$T/big-out.hprof"
 # another process truncates the input right after it is mapped: SIGBUS,
@@ -330,7 +334,7 @@ for tool in hprof-shrink hprof-verify; do
     out=""
     [ $tool = hprof-shrink ] && out="$T/cut-out.hprof"
     set +e
-    HPROF_MMAP=1 HPROF_FAULT=truncate LD_PRELOAD="$SHIM" "$B/$tool" "$T/cut.hprof" $out > /dev/null 2> "$T/err"
+    HPROF_FAULT=truncate LD_PRELOAD="$SHIM" "$B/$tool" "$T/cut.hprof" $out > /dev/null 2> "$T/err"
     got=$?
     set -e
     [ "$got" = 3 ] || die "$tool on a file cut under its mapping: exit $got"

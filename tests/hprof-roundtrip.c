@@ -4,7 +4,7 @@
  * round-tripped dumps to real analyzers, and the benchmark can time a round
  * trip.  hprof-roundtrip --scan IN times one read-only pass (every record
  * parsed, array contents delivered, nothing written).  Like the tools, it
- * reads through a mapping when HPROF_MMAP is set.
+ * reads through a mapping unless HPROF_MMAP=0.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,7 +21,7 @@ static int open_reader(const char *path, int *in, struct hprof_reader **r,
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *in, err);
     const char *map = getenv("HPROF_MMAP");
-    if (rc == HPROF_OK && map != NULL && *map != '\0' && hprof_reader_map(*r) != HPROF_OK)
+    if (rc == HPROF_OK && (map == NULL || strcmp(map, "0") != 0) && hprof_reader_map(*r) != HPROF_OK)
         memset(err, 0, sizeof *err); /* pread then */
     return rc;
 }

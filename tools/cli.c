@@ -269,9 +269,11 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     int rc = hprof_input_open(path, fd, NULL, err);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);
+    /* Mapped unless HPROF_MMAP=0: no copy of what is parsed, and array
+     * contents a pass skips are never touched.  If a mapping cannot be
+     * had, pread() does the job. */
     const char *map = getenv("HPROF_MMAP");
-    if (rc == HPROF_OK && map != NULL && *map != '\0') {
-        /* asked for; if it cannot be had, pread() does the job */
+    if (rc == HPROF_OK && (map == NULL || strcmp(map, "0") != 0)) {
         if (hprof_reader_map(*r) == HPROF_OK) {
             snprintf(mapped_input, sizeof mapped_input, "%s", path);
             install_sigbus_handler();
