@@ -34,6 +34,7 @@
 #include "hprof_private.h"
 
 #define CHUNK_MAX HPROF_READ_BUFFER     /* a multiple of every element size */
+#define MEM_CHUNK_MAX (1u << 20)        /* the same, for input in memory */
 #define RELEASE_STEP (8u << 20)
 #define PROGRESS_STEP (16u << 20)
 #define CHECK_STEP (1u << 20)           /* how often the two above are looked at */
@@ -571,8 +572,12 @@ static int next_chunk(struct hprof_reader *r, uint64_t left, unsigned esize, siz
 {
     size_t have = avail(r);
     size_t n = left < have ? (size_t)left : have;
-    if (n > CHUNK_MAX)
-        n = CHUNK_MAX; /* bounded chunks also bound a mapping's resident pages */
+    /* Bounded chunks also bound a mapping's resident pages.  From memory
+     * they are larger: a big array's contents then reach a file sink in
+     * writes it makes without copying them into its buffer. */
+    size_t max = r->mem != NULL ? MEM_CHUNK_MAX : CHUNK_MAX;
+    if (n > max)
+        n = max;
     n -= n % esize;
     if (n == 0 && left > 0) {
         n = left < CHUNK_MAX ? (size_t)left : CHUNK_MAX;

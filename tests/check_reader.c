@@ -16,6 +16,7 @@ struct counter {
     struct hprof_visitor base;
     int strings, load_classes, records, segments, roots, classes, instances;
     int object_arrays, primitive_arrays, chunks, infos, ends;
+    size_t largest_chunk;
     uint64_t array_bytes, last_record_tag;
     int misaligned;
     int skip_segments, skip_arrays;
@@ -59,6 +60,8 @@ static int n_parray(struct hprof_visitor *v, const struct hprof_primitive_array 
     c->primitive_arrays += a->first == 0;
     c->chunks++;
     c->array_bytes += a->length;
+    if (a->length > c->largest_chunk)
+        c->largest_chunk = a->length;
     if (a->length % hprof_type_size(a->type, 4) != 0)
         c->misaligned++;
     return c->skip_arrays ? HPROF_SKIP : HPROF_OK;
@@ -324,7 +327,8 @@ START_TEST(reader_rejects_invalid_array_element_type)
 END_TEST
 
 /* Through a file, a 9 MiB array arrives in several chunks of whole
- * elements that add up to the array. */
+ * elements that add up to the array: of the read buffer's size when read,
+ * of 1 MiB through a mapping (a file sink writes those without a copy). */
 START_TEST(reader_delivers_large_arrays_in_whole_element_chunks)
 {
     struct tbuf b;
@@ -349,6 +353,7 @@ START_TEST(reader_delivers_large_arrays_in_whole_element_chunks)
     ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
     ck_assert_int_eq(c.primitive_arrays, 1);
     ck_assert_int_gt(c.chunks, 2);
+    ck_assert_uint_eq(c.largest_chunk, _i ? 1u << 20 : HPROF_READ_BUFFER);
     ck_assert_int_eq(c.misaligned, 0);
     ck_assert_uint_eq(c.array_bytes, (uint64_t)count * 2);
     hprof_reader_free(r);
