@@ -131,9 +131,10 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-ti
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
 	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) tests/cli-tests.sh
 
-# The suites that run threads (the write pass, gzip members) under
-# ThreadSanitizer, which cannot share a build with AddressSanitizer.
-TSAN_TESTS := check_writer check_shrink
+# The suites that run threads (the write pass, gzip members, the reference
+# filter's thread) under ThreadSanitizer, which cannot share a build with
+# AddressSanitizer.
+TSAN_TESTS := check_writer check_shrink check_verify
 
 build-tsan/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(LIB_SRC) src/*.h include/*.h | $(B)/.check-deps
 	@mkdir -p $(dir $@)

@@ -141,20 +141,32 @@ static inline int idmap_has(const struct idmap *m, uint64_t key)
 
 #define IDFILTER_BATCH 32
 
+struct idfilter_thread;
+
 struct idfilter {
     uint64_t *words;        /* 8 per block */
     size_t block_mask;      /* blocks - 1; blocks is a power of two */
     uint64_t queued[IDFILTER_BATCH];
     unsigned n_queued;
+    struct idfilter_thread *thread; /* idfilter_use_thread(), or NULL */
 };
 
 /* `bytes` is rounded down to a power of two, at least 64.
  * @return HPROF_OK or HPROF_ERR_NOMEM. */
 int idfilter_init(struct idfilter *f, size_t bytes);
+/* Settles (below) first. */
 void idfilter_free(struct idfilter *f);
-/* Apply the queued adds (idfilter_maybe() does). */
+/* Apply the queued adds (idfilter_maybe() does), or hand them to the thread. */
 void idfilter_flush(struct idfilter *f);
+/* Settles first. */
 int idfilter_maybe(struct idfilter *f, uint64_t id);
+/* From now on, batches of adds are applied by a thread of their own: their
+ * cache misses (an add touches a random line of the filter) then cost the
+ * caller nothing.  The bits set are the same.  Fails only for want of
+ * memory or of a thread, and adds are then applied in place as before. */
+int idfilter_use_thread(struct idfilter *f);
+/* Wait until every add is applied, and stop the thread (if any). */
+void idfilter_settle(struct idfilter *f);
 
 static inline void idfilter_add(struct idfilter *f, uint64_t id)
 {

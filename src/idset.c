@@ -10,8 +10,12 @@
  *
  * Also a sorted id list (idlist) and a fixed-size Bloom filter (idfilter).
  */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hprof_private.h"
 
@@ -252,28 +256,121 @@ int idfilter_init(struct idfilter *f, size_t bytes)
 
 void idfilter_free(struct idfilter *f)
 {
+    idfilter_settle(f);
     free(f->words);
     memset(f, 0, sizeof *f);
 }
 
-void idfilter_flush(struct idfilter *f)
+static void apply_adds(uint64_t *words, size_t block_mask, const uint64_t *ids, unsigned n)
 {
     uint64_t h[IDFILTER_BATCH];
-    unsigned n = f->n_queued;
     for (unsigned i = 0; i < n; i++) {
-        h[i] = filter_hash(f->queued[i]);
-        __builtin_prefetch(filter_block(f, h[i]), 1);
+        h[i] = filter_hash(ids[i]);
+        __builtin_prefetch(words + 8 * ((size_t)(h[i] >> 32) & block_mask), 1);
     }
     for (unsigned i = 0; i < n; i++) {
-        uint64_t *block = filter_block(f, h[i]), bits = h[i];
+        uint64_t *block = words + 8 * ((size_t)(h[i] >> 32) & block_mask), bits = h[i];
         for (int k = 0; k < 3; k++, bits >>= 9)
             block[(bits >> 6) & 7] |= 1ull << (bits & 63);
     }
+}
+
+/* The filter's thread: a ring of batches from the one adding thread (the
+ * producer) to the one applying them (the consumer), each side moving its
+ * own counter.  The consumer polls while the ring is empty, so that the
+ * producer never has to wake it; the producer yields while it is full. */
+#define RING_BATCHES 1024
+#define IDLE_NS 20000
+
+struct idfilter_thread {
+    pthread_t thread;
+    uint64_t *words;
+    size_t block_mask;
+    _Atomic uint64_t produced, consumed;
+    _Atomic int stop;
+    unsigned n[RING_BATCHES];
+    uint64_t ids[RING_BATCHES][IDFILTER_BATCH];
+};
+
+static void *filter_thread_main(void *arg)
+{
+    struct idfilter_thread *t = arg;
+    uint64_t done = 0;
+    for (;;) {
+        uint64_t ready = atomic_load_explicit(&t->produced, memory_order_acquire);
+        if (done == ready) {
+            /* a stop is set after the last batch: look once more */
+            if (atomic_load_explicit(&t->stop, memory_order_acquire) &&
+                atomic_load_explicit(&t->produced, memory_order_acquire) == done)
+                break;
+            struct timespec idle = { 0, IDLE_NS };
+            nanosleep(&idle, NULL);
+            continue;
+        }
+        for (; done < ready; done++) {
+            unsigned slot = (unsigned)(done % RING_BATCHES);
+            apply_adds(t->words, t->block_mask, t->ids[slot], t->n[slot]);
+            atomic_store_explicit(&t->consumed, done + 1, memory_order_release);
+        }
+    }
+    return NULL;
+}
+
+int idfilter_use_thread(struct idfilter *f)
+{
+    if (f->thread != NULL)
+        return HPROF_OK;
+    struct idfilter_thread *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return HPROF_ERR_NOMEM;
+    idfilter_flush(f); /* what is queued goes in first, in place */
+    t->words = f->words;
+    t->block_mask = f->block_mask;
+    if (pthread_create(&t->thread, NULL, filter_thread_main, t) != 0) {
+        free(t);
+        return HPROF_ERR_NOMEM;
+    }
+    f->thread = t;
+    return HPROF_OK;
+}
+
+static void hand_over(struct idfilter_thread *t, const uint64_t *ids, unsigned n)
+{
+    uint64_t next = atomic_load_explicit(&t->produced, memory_order_relaxed);
+    while (next - atomic_load_explicit(&t->consumed, memory_order_acquire) >= RING_BATCHES)
+        sched_yield();
+    unsigned slot = (unsigned)(next % RING_BATCHES);
+    memcpy(t->ids[slot], ids, n * sizeof *ids);
+    t->n[slot] = n;
+    atomic_store_explicit(&t->produced, next + 1, memory_order_release);
+}
+
+void idfilter_settle(struct idfilter *f)
+{
+    struct idfilter_thread *t = f->thread;
+    if (t == NULL)
+        return;
+    if (f->n_queued > 0)
+        hand_over(t, f->queued, f->n_queued);
+    f->n_queued = 0;
+    atomic_store_explicit(&t->stop, 1, memory_order_release);
+    pthread_join(t->thread, NULL); /* it applies everything before it stops */
+    free(t);
+    f->thread = NULL;
+}
+
+void idfilter_flush(struct idfilter *f)
+{
+    if (f->thread != NULL && f->n_queued > 0)
+        hand_over(f->thread, f->queued, f->n_queued);
+    else
+        apply_adds(f->words, f->block_mask, f->queued, f->n_queued);
     f->n_queued = 0;
 }
 
 int idfilter_maybe(struct idfilter *f, uint64_t id)
 {
+    idfilter_settle(f);
     idfilter_flush(f);
     uint64_t h = filter_hash(id);
     const uint64_t *block = filter_block(f, h);

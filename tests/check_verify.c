@@ -318,6 +318,50 @@ START_TEST(idfilter_never_forgets_and_rarely_says_maybe_wrongly)
 }
 END_TEST
 
+/* Handing the adds to a thread sets exactly the bits adding in place does,
+ * whatever the batches (full ones, a last partial one, adds queued before
+ * the thread started), and whether the thread is settled explicitly or by
+ * idfilter_maybe(). */
+START_TEST(idfilter_on_a_thread_sets_the_bits_it_sets_in_place)
+{
+    struct idfilter here, there;
+    ck_assert_int_eq(idfilter_init(&here, 1u << 20), HPROF_OK);
+    ck_assert_int_eq(idfilter_init(&there, 1u << 20), HPROF_OK);
+    const uint64_t n = 3000000 + 7; /* overflows the ring many times over */
+    for (uint64_t i = 1; i <= n; i++) {
+        uint64_t id = 0x12c00000 + 16 * i * (i % 5 + 1);
+        if (i == 5) /* four adds queued before the thread takes over */
+            ck_assert_int_eq(idfilter_use_thread(&there), HPROF_OK);
+        idfilter_add(&here, id);
+        idfilter_add(&there, id);
+    }
+    ck_assert_ptr_nonnull(there.thread);
+    if (_i)
+        idfilter_settle(&there);
+    else
+        ck_assert(idfilter_maybe(&there, 0x12c00000 + 16 * n * (n % 5 + 1)));
+    ck_assert_ptr_null(there.thread);
+    idfilter_flush(&here);
+    size_t words = 8 * (here.block_mask + 1);
+    ck_assert_int_eq(memcmp(here.words, there.words, words * sizeof *here.words), 0);
+    idfilter_free(&here);
+    idfilter_free(&there);
+}
+END_TEST
+
+/* Freeing a filter whose thread still has work stops it cleanly. */
+START_TEST(idfilter_with_a_thread_can_be_freed_at_once)
+{
+    struct idfilter f;
+    ck_assert_int_eq(idfilter_init(&f, 1u << 16), HPROF_OK);
+    ck_assert_int_eq(idfilter_use_thread(&f), HPROF_OK);
+    for (uint64_t i = 1; i <= 100000; i++)
+        idfilter_add(&f, i * 8);
+    idfilter_free(&f);
+    ck_assert_ptr_null(f.words);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -335,6 +379,8 @@ static Suite *verify_suite(void)
     tcase_add_test(t, idlist_finds_exactly_the_ids_added_in_any_order_of_lookup);
     tcase_add_test(t, idlist_that_is_empty_or_cleared_finds_nothing);
     tcase_add_test(t, idfilter_never_forgets_and_rarely_says_maybe_wrongly);
+    tcase_add_loop_test(t, idfilter_on_a_thread_sets_the_bits_it_sets_in_place, 0, 2);
+    tcase_add_test(t, idfilter_with_a_thread_can_be_freed_at_once);
     tcase_add_test(t, verify_finds_every_reference_however_long_the_class_chain);
     suite_add_tcase(s, t);
     return s;
