@@ -237,9 +237,16 @@ static uint64_t filter_hash(uint64_t id)
     return id ^ (id >> 33);
 }
 
+/* The block of hash `h` among `words` (the filter's, or its thread's copy
+ * of the pointer). */
+static uint64_t *block_of(uint64_t *words, size_t block_mask, uint64_t h)
+{
+    return words + 8 * ((size_t)(h >> 32) & block_mask);
+}
+
 static uint64_t *filter_block(const struct idfilter *f, uint64_t h)
 {
-    return f->words + 8 * ((size_t)(h >> 32) & f->block_mask);
+    return block_of(f->words, f->block_mask, h);
 }
 
 int idfilter_init(struct idfilter *f, size_t bytes)
@@ -266,10 +273,10 @@ static void apply_adds(uint64_t *words, size_t block_mask, const uint64_t *ids, 
     uint64_t h[IDFILTER_BATCH];
     for (unsigned i = 0; i < n; i++) {
         h[i] = filter_hash(ids[i]);
-        __builtin_prefetch(words + 8 * ((size_t)(h[i] >> 32) & block_mask), 1);
+        __builtin_prefetch(block_of(words, block_mask, h[i]), 1);
     }
     for (unsigned i = 0; i < n; i++) {
-        uint64_t *block = words + 8 * ((size_t)(h[i] >> 32) & block_mask), bits = h[i];
+        uint64_t *block = block_of(words, block_mask, h[i]), bits = h[i];
         for (int k = 0; k < 3; k++, bits >>= 9)
             block[(bits >> 6) & 7] |= 1ull << (bits & 63);
     }
