@@ -15,6 +15,7 @@ VISUALVM_JAR=/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jflui
 [ -x "$HPROF_CONV" ] || { echo "FAIL: $HPROF_CONV missing (apt-get install hprof-conv)" >&2; exit 1; }
 [ -f "$VISUALVM_JAR" ] || { echo "FAIL: $VISUALVM_JAR missing (apt-get install visualvm)" >&2; exit 1; }
 command -v javac >/dev/null || { echo "FAIL: javac missing (apt-get install default-jdk-headless)" >&2; exit 1; }
+command -v strace >/dev/null || { echo "FAIL: strace missing (apt-get install strace)" >&2; exit 1; }
 
 mkdir -p "$T/java"
 javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java
@@ -327,6 +328,20 @@ for tool in "hprof-shrink -j1 -f $T/big.hprof $T/big-out.hprof" \
     done
 done
 rm -f "$T/big.hprof" "$T/big-out.hprof"
+
+banner "the output's writeback starts while a small dump is shrunk, not only at the fsync"
+# a 64th of this 2.7 MB input is under 1 MiB, so the step is 1 MiB; the
+# output keeps a 2.5 MB bitmap (a step of 8 MiB would never be reached)
+"$B/hprof-synth" -f "$T/wb.hprof"
+strace -f -qq -e trace=sync_file_range -o "$T/wb.strace" "$B/hprof-shrink" -q -j1 -f "$T/wb.hprof" "$T/wb-out.hprof" ||
+    die "hprof-shrink under strace failed"
+[ "$(grep -c 'sync_file_range(' "$T/wb.strace")" -ge 1 ] ||
+    die "writeback requests on a small dump: $(grep -c 'sync_file_range(' "$T/wb.strace")"
+# standard output is not a file we fsync: no requests
+strace -f -qq -e trace=sync_file_range -o "$T/wb.strace" "$B/hprof-shrink" -q -j1 "$T/wb.hprof" - > "$T/wb-out.hprof" ||
+    die "hprof-shrink to stdout under strace failed"
+[ "$(grep -c 'sync_file_range(' "$T/wb.strace")" = 0 ] || die "writeback requested on standard output"
+rm -f "$T/wb.hprof" "$T/wb-out.hprof"
 # another process truncates the input right after it is mapped: SIGBUS,
 # caught: one line, exit 3, no output and no temporary file left
 for tool in hprof-shrink hprof-verify; do

@@ -308,3 +308,11 @@ int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *ou
     *out = v;
     return 0;
 }
+
+uint64_t cli_writeback_step(uint64_t input_size)
+{
+    uint64_t step = input_size / 64;
+    if (input_size == 0 || step > CLI_WRITEBACK_STEP)
+        return CLI_WRITEBACK_STEP;
+    return step < (1u << 20) ? 1u << 20 : step;
+}

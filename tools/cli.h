@@ -53,9 +53,17 @@ struct cli_output {
 };
 
 /* cli_output_commit() fsyncs a file before renaming it; sinks writing one
- * start its writeback every this many bytes (hprof_sink_set_writeback()),
- * so that the disk keeps up while the input is read. */
+ * start its writeback every cli_writeback_step() bytes
+ * (hprof_sink_set_writeback()), so that the disk keeps up while the input
+ * is read and the fsync waits only for the tail. */
 #define CLI_WRITEBACK_STEP (8u << 20)
+
+/* The writeback step for an input of `input_size` bytes (0: unknown): a
+ * 64th of it, between 1 MiB and CLI_WRITEBACK_STEP.  A small dump's output
+ * would otherwise never reach one step and leave all of it to the fsync;
+ * a big one's is written in requests large enough to keep the disk's
+ * queue efficient. */
+uint64_t cli_writeback_step(uint64_t input_size);
 
 /* Opens the temporary file for `path`.  Refuses when `path` is the input
  * (`input` is the input's stat, or NULL) or exists and !force.  Refuses a

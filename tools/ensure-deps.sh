@@ -11,7 +11,7 @@ if [ "$what" = fuzz ]; then
     pkgs="$pkgs clang libclang-rt-14-dev"
 fi
 if [ "$what" = check ]; then
-    pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip man-db python3 time"
+    pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip man-db python3 time strace"
 fi
 missing=""
 for p in $pkgs; do

@@ -357,7 +357,7 @@ static int shrink_file(struct options *o)
                              : hprof_sink_new_fd(out.fd, &err);
         rc = sink ? HPROF_OK : err.code;
         if (sink != NULL && out.tmp != NULL)
-            hprof_sink_set_writeback(sink, CLI_WRITEBACK_STEP);
+            hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
     }
     cli_progress_init(&progress, name, o->quiet);
     o->shrink.progress = on_progress;
