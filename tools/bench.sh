@@ -10,6 +10,11 @@
 # 3) under bench-time, which times the command alone (fork to wait4, no
 # shell); the table shows the median wall time, throughput in MB/s of input,
 # the ratio to `cat IN > OUT` on the same input, peak RSS and output size.
+# That ratio's baseline is run interleaved with the command: one `cat IN >
+# OUT` before each of its runs, and the ratio is of the two medians.  This
+# machine's writes can be 2-3x slower for a minute (the 2 GB copy took
+# 0.90 s and 2.58 s ten minutes apart); timed side by side, a slow minute
+# weighs on both sides instead of deciding the ratio.
 #
 # Environment: BENCH_DIR (default build/bench), RUNS, SIZES (default
 # "20 300 2000", in MB), THREADS (default: cores).
@@ -59,8 +64,17 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 run() {
     r_label=$1 r_in=$2 r_out=$3; shift 3
     : > "$D/times"
+    : > "$D/cat_times"
     rss=0
     for i in $(seq "$RUNS"); do
+        if [ -n "${pair:-}" ]; then # the baseline, just before
+            rm -f "$D/cat.out"
+            sync
+            "$B/bench-time" -o "$D/cat.out" -- cat "$pair" > "$D/time1"
+            read -r secs1 kb < "$D/time1"
+            echo "$secs1" >> "$D/cat_times"
+            rm -f "$D/cat.out"
+        fi
         [ "$r_out" = - ] || rm -f "$r_out"
         sync
         "$B/bench-time" "$@" > "$D/time1"
@@ -69,10 +83,12 @@ run() {
         [ "$kb" -gt "$rss" ] && rss=$kb
     done
     secs=$(median < "$D/times")
+    base=${cat_secs:-0}
+    [ -n "${pair:-}" ] && base=$(median < "$D/cat_times")
     size=$(stat -c %s "$r_in")
     outsize=-
     [ "$r_out" != - ] && [ -f "$r_out" ] && outsize=$(awk -v b="$(stat -c %s "$r_out")" 'BEGIN { printf "%.1f", b / 1048576 }')
-    awk -v l="$r_label" -v n="$(basename "$r_in")" -v s="$secs" -v b="$size" -v c="${cat_secs:-0}" \
+    awk -v l="$r_label" -v n="$(basename "$r_in")" -v s="$secs" -v b="$size" -v c="$base" \
         -v r="$rss" -v o="$outsize" 'BEGIN {
             mbps = s > 0 ? b / 1048576 / s : 0
             x = c > 0 ? sprintf("%.2f", s / c) : "-"
@@ -102,10 +118,10 @@ done
 o="$D/out.hprof"
 for in in $inputs; do
     cat "$in" > /dev/null # into the page cache
-    cat_secs=
+    cat_secs= pair=
     run "cat IN > /dev/null" "$in" - -- cat "$in"
     run "cat IN > OUT" "$in" "$o" -o "$o" -- cat "$in"
-    cat_secs=$(median < "$D/times")
+    cat_secs=$(median < "$D/times") pair=$in
     run "read-only pass" "$in" - -- "$B/tests/hprof-roundtrip" --scan "$in"
     run "round trip" "$in" "$o" -- "$B/tests/hprof-roundtrip" "$in" "$o"
     for mode in empty zero remove; do
@@ -127,5 +143,5 @@ for in in $inputs; do
         done
     done
 done
-rm -f "$o" "$D/shrunk.hprof"
+rm -f "$o" "$D/shrunk.hprof" "$D/cat.out"
 echo "results in $results"
