@@ -45,6 +45,7 @@ struct hprof_reader {
     const uint8_t *mem;         /* the whole input, when in memory or mapped */
     void *map;                  /* our mapping of the file, or NULL */
     uint64_t released;          /* mapped pages before this offset are released */
+    int skipped_segment;        /* mapped: the last record was a segment skipped */
     uint64_t size;
     struct hprof_header header;
     struct hprof_error *err;
@@ -118,6 +119,7 @@ static size_t avail(const struct hprof_reader *r)
 
 static void seek_to(struct hprof_reader *r, uint64_t offset)
 {
+    r->skipped_segment = 0;
     if (r->mem != NULL) {
         r->cur = r->mem + offset;
         r->lim = r->mem + r->size;
@@ -700,6 +702,7 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
     int rc = hprof_visit_heap_begin(v, seg);
     if (rc == HPROF_SKIP) {
         skip(r, seg->length);
+        r->skipped_segment = r->map != NULL;
         return HPROF_OK;
     }
     if (rc < 0)
@@ -736,6 +739,17 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     if (rc != HPROF_OK)
         return rc;
     const uint8_t *p = r->cur;
+    uint8_t head[9];
+    if (r->skipped_segment) {
+        /* A walk that skips segments (the write pass's dispatcher) needs
+         * only their headers.  Touching one in the mapping would map the
+         * 64 KiB around it, then unmap them: for ART's small segments that
+         * is most of the file, on the thread that writes the output. */
+        r->skipped_segment = 0;
+        if ((rc = pread_full(r, r->pos, head, sizeof head)) != HPROF_OK)
+            return rc;
+        p = head;
+    }
     r->rec_tag = p[0];
     uint32_t time = get_u4(p + 1), length = get_u4(p + 5);
     consume(r, 9);

@@ -20,7 +20,23 @@ struct counter {
     uint64_t array_bytes, last_record_tag;
     int misaligned;
     int skip_segments, skip_arrays;
+    long rss_file_first, rss_file_max; /* KiB, sampled at heap_begin if measure_rss */
+    int measure_rss;
 };
+
+/* This process's resident file-backed pages (RssFile), in KiB. */
+static long rss_file_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "RssFile: %ld", &kib) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kib;
+}
 
 static int n_string(struct hprof_visitor *v, const struct hprof_string *s)
 { (void)s; ((struct counter *)v)->strings++; return HPROF_OK; }
@@ -37,6 +53,13 @@ static int n_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     (void)s;
     struct counter *c = (struct counter *)v;
+    if (c->measure_rss) {
+        long kib = rss_file_kib();
+        if (c->segments == 0)
+            c->rss_file_first = kib;
+        if (kib > c->rss_file_max)
+            c->rss_file_max = kib;
+    }
     c->segments++;
     return c->skip_segments ? HPROF_SKIP : HPROF_OK;
 }
@@ -379,6 +402,47 @@ START_TEST(reader_skips_a_segment_when_heap_begin_says_skip)
 }
 END_TEST
 
+/* The write pass's dispatcher skips every segment and needs only their
+ * headers: through a mapping, reading one must not map the pages around
+ * it (the kernel maps 64 KiB around a fault), so a walk over 256 segments
+ * of 64 KiB holds none of the file's 16 MiB. */
+START_TEST(reader_through_a_mapping_skips_segments_without_mapping_them)
+{
+    struct tbuf b;
+    const uint32_t count = 64u << 10;
+    uint8_t *data = calloc(count, 1);
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    for (uint32_t i = 0; i < 256; i++) {
+        tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+        tb_prim_array(&b, 0x10 + i, HPROF_TYPE_BYTE, count, data);
+        tb_segment_end(&b);
+    }
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(b.data, b.len, ".hprof"); /* in the page cache now */
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    struct counter c = { .base = { &counter_ops, NULL }, .skip_segments = 1, .measure_rss = 1 };
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    ck_assert_int_eq(c.segments, 256);
+    ck_assert_int_eq(c.records, 1); /* the END, read after a skipped segment too */
+    ck_assert_int_eq(c.primitive_arrays, 0);
+    ck_assert_int_ge(c.rss_file_first, 0);
+    /* before, up to the 8 MiB the reader holds before giving pages back */
+    ck_assert_int_lt(c.rss_file_max - c.rss_file_first, 1024);
+    hprof_reader_free(r);
+    close(fd);
+    unlink(path);
+    free(path);
+    free(data);
+    tb_free(&b);
+}
+END_TEST
+
 START_TEST(reader_runs_again_from_the_start)
 {
     struct tbuf b;
@@ -505,6 +569,7 @@ static Suite *reader_suite(void)
     tcase_add_loop_test(t, reader_delivers_large_arrays_in_whole_element_chunks, 0, 2);
     tcase_add_loop_test(t, reader_through_a_mapping_sees_what_pread_sees, 0, TL_N_FIXTURES);
     tcase_add_test(t, reader_through_a_mapping_runs_again_from_the_start);
+    tcase_add_test(t, reader_through_a_mapping_skips_segments_without_mapping_them);
     tcase_add_test(t, reader_of_memory_cannot_be_mapped);
     tcase_add_test(t, reader_skips_a_segment_when_heap_begin_says_skip);
     tcase_add_test(t, reader_runs_again_from_the_start);
