@@ -297,6 +297,8 @@ double hprof_now(void);
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
 /* Read the one top-level record at `offset` (a HEAP_DUMP or segment). */
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v);
+/* What hprof_reader_set_readahead_thread() last set. */
+int reader_readahead_thread(const struct hprof_reader *r);
 
 /* A writer that will only see heap segments, into `sink`, with `id_size`. */
 void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink);

@@ -11,7 +11,10 @@
  * no copy at all, and the contents of arrays a pass skips are never
  * touched.  Pages behind the reading position are then released every
  * RELEASE_STEP bytes, between records and between chunks of an array, so
- * that resident memory stays bounded by that step, not by the file.
+ * that resident memory stays bounded by that step, not by the file.  A run
+ * can also have another thread touch the pages a little ahead of the
+ * reading position (hprof_reader_set_readahead_thread()): the page faults,
+ * and reading any page not yet cached, then happen on another core.
  *
  * Invariants:
  *  1. `pos` is the input offset of `cur`; bytes [cur, lim) are valid.
@@ -24,11 +27,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hprof_private.h"
@@ -39,6 +45,20 @@
 #define PROGRESS_STEP (16u << 20)
 #define CHECK_STEP (1u << 20)           /* how often the two above are looked at */
 #define MAX_HEADER 64
+/* The read-ahead thread touches a page every PAGE_STEP bytes up to
+ * READ_AHEAD bytes past the last reading position published (every
+ * CHECK_STEP), and looks again every IDLE_NS when it is there. */
+#define READ_AHEAD (4u << 20)
+#define PAGE_STEP 4096u
+#define IDLE_NS 20000
+
+struct read_ahead {
+    pthread_t thread;
+    const volatile uint8_t *mem;
+    uint64_t size;
+    _Atomic uint64_t reader_pos;
+    _Atomic int stop;
+};
 
 struct hprof_reader {
     int fd;                     /* -1 when reading memory */
@@ -46,6 +66,8 @@ struct hprof_reader {
     void *map;                  /* our mapping of the file, or NULL */
     uint64_t released;          /* mapped pages before this offset are released */
     int skipped_segment;        /* mapped: the last record was a segment skipped */
+    int want_read_ahead;        /* start a read-ahead thread for each run */
+    struct read_ahead *ahead;   /* the running one, or NULL */
     uint64_t size;
     struct hprof_header header;
     struct hprof_error *err;
@@ -239,6 +261,8 @@ static void release_behind(struct hprof_reader *r)
 static void checkpoint(struct hprof_reader *r)
 {
     release_behind(r);
+    if (r->ahead != NULL)
+        atomic_store_explicit(&r->ahead->reader_pos, r->pos, memory_order_relaxed);
     if (r->progress != NULL && r->pos >= r->next_progress) {
         r->progress(r->progress_ctx, r->pos, r->size);
         r->next_progress = r->pos + PROGRESS_STEP;
@@ -870,9 +894,72 @@ int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_vis
     return read_record(r, v);
 }
 
+/* ---- The read-ahead thread ------------------------------------------------ */
+
+/* Touches one byte of every page from the reading position to READ_AHEAD
+ * past it: what the reader then finds mapped (and cached) costs it no
+ * fault.  It reads only, like the reader; it never waits for it either. */
+static void *read_ahead_main(void *arg)
+{
+    struct read_ahead *a = arg;
+    uint64_t touched = 0;
+    while (!atomic_load_explicit(&a->stop, memory_order_relaxed)) {
+        uint64_t at = atomic_load_explicit(&a->reader_pos, memory_order_relaxed);
+        uint64_t until = a->size - at > READ_AHEAD ? at + READ_AHEAD : a->size;
+        if (touched < at)
+            touched = at - at % PAGE_STEP;
+        if (touched >= until) {
+            if (until == a->size)
+                break;
+            struct timespec idle = { 0, IDLE_NS };
+            nanosleep(&idle, NULL);
+            continue;
+        }
+        for (; touched < until; touched += PAGE_STEP)
+            (void)a->mem[touched];
+    }
+    return NULL;
+}
+
+void hprof_reader_set_readahead_thread(struct hprof_reader *r, int on)
+{
+    r->want_read_ahead = on;
+}
+
+int reader_readahead_thread(const struct hprof_reader *r)
+{
+    return r->want_read_ahead;
+}
+
+/* A thread for this run, if asked for and the input is mapped; failing to
+ * start one only means the reader takes its own faults. */
+static void start_read_ahead(struct hprof_reader *r, struct read_ahead *a)
+{
+    if (!r->want_read_ahead || r->map == NULL)
+        return;
+    a->mem = r->mem;
+    a->size = r->size;
+    atomic_init(&a->reader_pos, 0);
+    atomic_init(&a->stop, 0);
+    if (pthread_create(&a->thread, NULL, read_ahead_main, a) == 0)
+        r->ahead = a;
+}
+
+static void stop_read_ahead(struct hprof_reader *r)
+{
+    if (r->ahead == NULL)
+        return;
+    atomic_store_explicit(&r->ahead->stop, 1, memory_order_relaxed);
+    pthread_join(r->ahead->thread, NULL);
+    r->ahead = NULL;
+}
+
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
 {
+    struct read_ahead ahead;
+    start_read_ahead(r, &ahead);
     int rc = run_records(r, v);
+    stop_read_ahead(r); /* before the mapping's pages are given back */
     if (r->map != NULL) { /* the next run starts from the top again */
         madvise(r->map, (size_t)r->size, MADV_DONTNEED);
         r->released = 0;

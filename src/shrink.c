@@ -1376,6 +1376,10 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     if (sh.opt.progress)
         hprof_reader_set_progress(r, progress, &sh);
     hprof_reader_set_strict(r, 1);
+    /* every pass but a parallel write pass reads every record */
+    int read_ahead_was = reader_readahead_thread(r);
+    if (may_use_threads(&sh))
+        hprof_reader_set_readahead_thread(r, 1);
 
     int rc = init(&sh);
     if (rc == HPROF_OK)
@@ -1436,6 +1440,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     }
     hprof_reader_set_progress(r, NULL, NULL);
     hprof_reader_set_strict(r, 0);
+    hprof_reader_set_readahead_thread(r, read_ahead_was);
     shrink_filter_free(f);
     hprof_writer_free(w);
     release(&sh);

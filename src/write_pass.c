@@ -488,7 +488,11 @@ int shrink_write_pass(struct shrink *sh, struct hprof_writer *w, struct shrink_f
         hprof_reader_set_progress(sh->reader, NULL, NULL);
         wp.pass = sh->pass + 1; /* shrink_run_pass() counts it */
         report_progress(&wp, 0);
+        /* this walk skips every segment: nothing to read ahead */
+        int read_ahead = reader_readahead_thread(sh->reader);
+        hprof_reader_set_readahead_thread(sh->reader, 0);
         rc = shrink_run_pass(sh, &wp.base);
+        hprof_reader_set_readahead_thread(sh->reader, read_ahead);
         if (rc != HPROF_OK && !wp.failed) {
             /* the reader stopped on a later record: an error in a segment
              * before it comes first, as with one thread */

@@ -22,6 +22,8 @@ struct counter {
     int skip_segments, skip_arrays;
     long rss_file_first, rss_file_max; /* KiB, sampled at heap_begin if measure_rss */
     int measure_rss;
+    long wait_for_growth;       /* KiB: at the first heap_begin, wait up to 2 s for it */
+    int grew;                   /* and whether it came */
 };
 
 /* This process's resident file-backed pages (RssFile), in KiB. */
@@ -53,9 +55,15 @@ static int n_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     (void)s;
     struct counter *c = (struct counter *)v;
+    if (c->segments == 0 && c->wait_for_growth > 0) {
+        for (int waited_ms = 0; waited_ms < 2000 && !c->grew; waited_ms++) {
+            c->grew = rss_file_kib() - c->rss_file_first >= c->wait_for_growth;
+            usleep(1000);
+        }
+    }
     if (c->measure_rss) {
         long kib = rss_file_kib();
-        if (c->segments == 0)
+        if (c->segments == 0 && c->wait_for_growth == 0)
             c->rss_file_first = kib;
         if (kib > c->rss_file_max)
             c->rss_file_max = kib;
@@ -443,6 +451,88 @@ START_TEST(reader_through_a_mapping_skips_segments_without_mapping_them)
 }
 END_TEST
 
+/* A dump of `n` segments, each a byte[] of 64 KiB, in a temporary file
+ * (and so in the page cache). */
+static char *segments_file(unsigned n)
+{
+    struct tbuf b;
+    const uint32_t count = 64u << 10;
+    uint8_t *data = calloc(count, 1);
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    for (uint32_t i = 0; i < n; i++) {
+        tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+        tb_prim_array(&b, 0x10 + i, HPROF_TYPE_BYTE, count, data);
+        tb_segment_end(&b);
+    }
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(b.data, b.len, ".hprof");
+    free(data);
+    tb_free(&b);
+    return path;
+}
+
+START_TEST(reader_with_a_readahead_thread_sees_what_it_sees_without)
+{
+    struct tl_canon alone, ahead;
+    struct hprof_error err = { 0 };
+    if (!tl_fixture_available(_i))
+        return;
+    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &alone, TL_MAPPED, &err), HPROF_OK);
+    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &ahead, TL_MAPPED | TL_READ_AHEAD, &err),
+                     HPROF_OK);
+    ck_assert_uint_eq(alone.records, ahead.records);
+    ck_assert_uint_eq(alone.sub_records, ahead.sub_records);
+    ck_assert_mem_eq(alone.md5, ahead.md5, 16);
+}
+END_TEST
+
+/* While the reader waits at the first segment of a 32 MiB dump, the thread
+ * maps the pages ahead of it (3 MiB or more, within 2 s); over the run the
+ * file's resident pages stay under 16 MiB (8 given back at a time, 4 ahead,
+ * 1 between publications of the reader's position, and some slack). */
+static void run_ahead(int with_thread, struct counter *c)
+{
+    char *path = segments_file(512);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    hprof_reader_set_readahead_thread(r, with_thread);
+    memset(c, 0, sizeof *c);
+    c->base.ops = &counter_ops;
+    c->measure_rss = 1;
+    c->wait_for_growth = 3 << 10;
+    c->rss_file_first = rss_file_kib();
+    ck_assert_int_ge(c->rss_file_first, 0);
+    ck_assert_int_eq(hprof_reader_run(r, &c->base), HPROF_OK);
+    ck_assert_int_eq(c->segments, 512);
+    ck_assert_int_eq(c->primitive_arrays, 512);
+    hprof_reader_free(r);
+    close(fd);
+    unlink(path);
+    free(path);
+}
+
+START_TEST(readahead_thread_maps_the_pages_ahead_of_the_reader_within_a_bound)
+{
+    struct counter c;
+    run_ahead(1, &c);
+    ck_assert_msg(c.grew, "no pages mapped ahead within 2 s");
+    ck_assert_int_lt(c.rss_file_max - c.rss_file_first, 16 << 10);
+}
+END_TEST
+
+START_TEST(reader_without_a_readahead_thread_maps_only_what_it_reads)
+{
+    struct counter c;
+    run_ahead(0, &c);
+    ck_assert(!c.grew);
+}
+END_TEST
+
 START_TEST(reader_runs_again_from_the_start)
 {
     struct tbuf b;
@@ -502,11 +592,11 @@ START_TEST(reader_through_a_mapping_sees_what_pread_sees)
     if (!tl_fixture_available(_i))
         return;
     ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &by_pread, 0, &err), HPROF_OK);
-    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &by_map, 1, &err), HPROF_OK);
+    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &by_map, TL_MAPPED, &err), HPROF_OK);
     ck_assert_uint_eq(by_pread.records, by_map.records);
     ck_assert_uint_eq(by_pread.sub_records, by_map.sub_records);
     ck_assert_mem_eq(by_pread.md5, by_map.md5, 16);
-    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &again, 1, &err), HPROF_OK);
+    ck_assert_int_eq(tl_canon_file_via(tl_fixtures[_i], &again, TL_MAPPED, &err), HPROF_OK);
     ck_assert_mem_eq(by_map.md5, again.md5, 16);
 }
 END_TEST
@@ -570,6 +660,10 @@ static Suite *reader_suite(void)
     tcase_add_loop_test(t, reader_through_a_mapping_sees_what_pread_sees, 0, TL_N_FIXTURES);
     tcase_add_test(t, reader_through_a_mapping_runs_again_from_the_start);
     tcase_add_test(t, reader_through_a_mapping_skips_segments_without_mapping_them);
+    tcase_add_loop_test(t, reader_with_a_readahead_thread_sees_what_it_sees_without, 0,
+                        TL_N_FIXTURES);
+    tcase_add_test(t, readahead_thread_maps_the_pages_ahead_of_the_reader_within_a_bound);
+    tcase_add_test(t, reader_without_a_readahead_thread_maps_only_what_it_reads);
     tcase_add_test(t, reader_of_memory_cannot_be_mapped);
     tcase_add_test(t, reader_skips_a_segment_when_heap_begin_says_skip);
     tcase_add_test(t, reader_runs_again_from_the_start);

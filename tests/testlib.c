@@ -516,13 +516,15 @@ int tl_canon_file(const char *path, struct tl_canon *out, struct hprof_error *er
     return tl_canon_file_via(path, out, 0, err);
 }
 
-int tl_canon_file_via(const char *path, struct tl_canon *out, int mapped, struct hprof_error *err)
+int tl_canon_file_via(const char *path, struct tl_canon *out, int how, struct hprof_error *err)
 {
     struct hprof_reader *r;
     int fd;
     int rc = tl_open_reader(path, &fd, &r, err);
-    if (rc == HPROF_OK && mapped)
+    if (rc == HPROF_OK && (how & TL_MAPPED))
         rc = hprof_reader_map(r);
+    if (rc == HPROF_OK)
+        hprof_reader_set_readahead_thread(r, (how & TL_READ_AHEAD) != 0);
     if (rc == HPROF_OK)
         rc = canon_run(r, out);
     tl_close_reader(fd, r);

@@ -96,8 +96,12 @@ struct tl_canon {
     uint64_t records, sub_records;
 };
 int tl_canon_file(const char *path, struct tl_canon *out, struct hprof_error *err);
-/* The same, reading through a mapping when `mapped` (hprof_reader_map). */
-int tl_canon_file_via(const char *path, struct tl_canon *out, int mapped, struct hprof_error *err);
+/* The same, reading through a mapping when `how` has TL_MAPPED
+ * (hprof_reader_map), with a read-ahead thread too when it has
+ * TL_READ_AHEAD (hprof_reader_set_readahead_thread). */
+#define TL_MAPPED 1
+#define TL_READ_AHEAD 2
+int tl_canon_file_via(const char *path, struct tl_canon *out, int how, struct hprof_error *err);
 int tl_canon_memory(const void *data, size_t len, struct tl_canon *out, struct hprof_error *err);
 
 /* Reader -> writer with no visitor between, into memory. */
