@@ -1378,8 +1378,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     hprof_reader_set_strict(r, 1);
     /* every pass but a parallel write pass reads every record */
     int read_ahead_was = reader_readahead_thread(r);
-    if (may_use_threads(&sh))
-        hprof_reader_set_readahead_thread(r, 1);
+    hprof_reader_set_readahead_thread(r, may_use_threads(&sh));
 
     int rc = init(&sh);
     if (rc == HPROF_OK)

@@ -277,6 +277,9 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
         if (hprof_reader_map(*r) == HPROF_OK) {
             snprintf(mapped_input, sizeof mapped_input, "%s", path);
             install_sigbus_handler();
+            /* the tools' passes read every record; hprof-shrink decides
+             * for itself, from -j */
+            hprof_reader_set_readahead_thread(*r, sysconf(_SC_NPROCESSORS_ONLN) > 1);
         } else {
             memset(err, 0, sizeof *err);
         }
