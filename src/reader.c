@@ -649,7 +649,7 @@ static int read_object_array(struct hprof_reader *r, struct hprof_visitor *v, ui
         a.elements = r->cur;
         rc = hprof_visit_object_array(v, &a);
         consume(r, chunk);
-        release_behind(r);
+        report_progress(r); /* pages given back, read-ahead moved on */
         left -= chunk;
         a.first += a.n;
         if (rc == HPROF_SKIP) {
@@ -688,7 +688,7 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
         a.data = r->cur;
         rc = hprof_visit_primitive_array(v, &a);
         consume(r, chunk);
-        release_behind(r);
+        report_progress(r); /* pages given back, read-ahead moved on */
         left -= chunk;
         a.first += chunk;
         if (rc == HPROF_SKIP) {
@@ -887,11 +887,18 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
     return rc;
 }
 
+static void start_read_ahead(struct hprof_reader *r, struct read_ahead *a);
+static void stop_read_ahead(struct hprof_reader *r);
+
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v)
 {
+    struct read_ahead ahead;
     seek_to(r, offset);
     r->next_check = 0;
-    return read_record(r, v);
+    start_read_ahead(r, &ahead);
+    int rc = read_record(r, v);
+    stop_read_ahead(r);
+    return rc;
 }
 
 /* ---- The read-ahead thread ------------------------------------------------ */

@@ -441,6 +441,8 @@ static int write_pass_init(struct write_pass *wp, struct shrink *sh, struct hpro
     int rc = reader_clone(sh->reader, &wp->inline_reader, sh->err);
     if (rc != HPROF_OK)
         return rc;
+    /* segments too big for a worker are read whole, here */
+    hprof_reader_set_readahead_thread(wp->inline_reader, 1);
     wp->jobs = calloc(wp->n_jobs, sizeof *wp->jobs);
     wp->workers = calloc(workers, sizeof *wp->workers);
     if (wp->jobs == NULL || wp->workers == NULL)

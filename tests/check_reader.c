@@ -24,7 +24,23 @@ struct counter {
     int measure_rss;
     long wait_for_growth;       /* KiB: at the first heap_begin, wait up to 2 s for it */
     int grew;                   /* and whether it came */
+    uint64_t wait_at_array_byte; /* at the first chunk from this byte of an array on, */
+    int mapped_ahead;           /* wait up to 2 s for the page 3 MiB on to be mapped */
 };
+
+/* Whether the page at `addr` is mapped in this process (/proc/self/pagemap
+ * bit 63: present), or -1. */
+static int page_mapped(const void *addr)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    uint64_t entry = 0;
+    off_t at = (off_t)((uintptr_t)addr / (uintptr_t)page * sizeof entry);
+    ssize_t n = fd >= 0 ? pread(fd, &entry, sizeof entry, at) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n == (ssize_t)sizeof entry ? (int)(entry >> 63) : -1;
+}
 
 /* This process's resident file-backed pages (RssFile), in KiB. */
 static long rss_file_kib(void)
@@ -51,16 +67,22 @@ static int n_record(struct hprof_visitor *v, const struct hprof_record *r)
     c->last_record_tag = r->tag;
     return HPROF_OK;
 }
+/* Wait up to 2 s for the file's resident pages to grow by wait_for_growth
+ * KiB from rss_file_first. */
+static void wait_for_growth(struct counter *c)
+{
+    for (int waited_ms = 0; waited_ms < 2000 && !c->grew; waited_ms++) {
+        c->grew = rss_file_kib() - c->rss_file_first >= c->wait_for_growth;
+        usleep(1000);
+    }
+}
+
 static int n_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     (void)s;
     struct counter *c = (struct counter *)v;
-    if (c->segments == 0 && c->wait_for_growth > 0) {
-        for (int waited_ms = 0; waited_ms < 2000 && !c->grew; waited_ms++) {
-            c->grew = rss_file_kib() - c->rss_file_first >= c->wait_for_growth;
-            usleep(1000);
-        }
-    }
+    if (c->segments == 0 && c->wait_for_growth > 0 && c->wait_at_array_byte == 0)
+        wait_for_growth(c);
     if (c->measure_rss) {
         long kib = rss_file_kib();
         if (c->segments == 0 && c->wait_for_growth == 0)
@@ -88,6 +110,13 @@ static int n_oarray(struct hprof_visitor *v, const struct hprof_object_array *a)
 static int n_parray(struct hprof_visitor *v, const struct hprof_primitive_array *a)
 {
     struct counter *c = (struct counter *)v;
+    if (c->wait_at_array_byte > 0 && a->first >= c->wait_at_array_byte && !c->grew) {
+        c->grew = -1; /* looked */
+        for (int waited_ms = 0; waited_ms < 2000 && c->mapped_ahead != 1; waited_ms++) {
+            c->mapped_ahead = page_mapped(a->data + (3u << 20));
+            usleep(1000);
+        }
+    }
     c->primitive_arrays += a->first == 0;
     c->chunks++;
     c->array_bytes += a->length;
@@ -525,6 +554,41 @@ START_TEST(readahead_thread_maps_the_pages_ahead_of_the_reader_within_a_bound)
 }
 END_TEST
 
+/* Inside one 32 MiB array too, the thread keeps ahead of the reader: at
+ * the chunk from 16 MiB on, the page 3 MiB further is (soon) mapped. */
+START_TEST(readahead_thread_keeps_ahead_inside_a_large_array)
+{
+    struct tbuf b;
+    const uint32_t count = 32u << 20;
+    uint8_t *data = calloc(count, 1);
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(&b, 0x10, HPROF_TYPE_BYTE, count, data);
+    tb_segment_end(&b);
+    char *path = tl_temp_file(b.data, b.len, ".hprof");
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    hprof_reader_set_readahead_thread(r, 1);
+    struct counter c = { .base = { &counter_ops, NULL }, .wait_at_array_byte = 16u << 20 };
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    ck_assert_int_eq(c.primitive_arrays, 1);
+    ck_assert_int_eq(c.grew, -1);
+    ck_assert_msg(c.mapped_ahead == 1, "the page 3 MiB ahead is not mapped (%d) within 2 s",
+                  c.mapped_ahead);
+    hprof_reader_free(r);
+    close(fd);
+    unlink(path);
+    free(path);
+    free(data);
+    tb_free(&b);
+}
+END_TEST
+
 START_TEST(reader_without_a_readahead_thread_maps_only_what_it_reads)
 {
     struct counter c;
@@ -664,6 +728,7 @@ static Suite *reader_suite(void)
                         TL_N_FIXTURES);
     tcase_add_test(t, readahead_thread_maps_the_pages_ahead_of_the_reader_within_a_bound);
     tcase_add_test(t, reader_without_a_readahead_thread_maps_only_what_it_reads);
+    tcase_add_test(t, readahead_thread_keeps_ahead_inside_a_large_array);
     tcase_add_test(t, reader_of_memory_cannot_be_mapped);
     tcase_add_test(t, reader_skips_a_segment_when_heap_begin_says_skip);
     tcase_add_test(t, reader_runs_again_from_the_start);
