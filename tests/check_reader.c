@@ -386,29 +386,89 @@ START_TEST(reader_rejects_invalid_array_element_type)
 }
 END_TEST
 
+/* ---- Through a file ------------------------------------------------------- */
+
+/* The dump in `b`, in a temporary file (so in the page cache); frees `b`. */
+static char *dump_file(struct tbuf *b)
+{
+    char *path = tl_temp_file(b->data, b->len, ".hprof");
+    tb_free(b);
+    return path;
+}
+
+/* A dump of one segment holding one array of `count` elements of `type`
+ * (zeros); with `misalign`, a root first, so the array does not start
+ * aligned. */
+static char *array_file(uint8_t type, uint32_t count, int misalign)
+{
+    struct tbuf b;
+    uint8_t *data = calloc(count, hprof_type_size(type, 4));
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    if (misalign) {
+        tb_u1(&b, HPROF_ROOT_UNKNOWN);
+        tb_u4(&b, 0x10);
+    }
+    tb_prim_array(&b, 0x10, type, count, data);
+    tb_segment_end(&b);
+    free(data);
+    return dump_file(&b);
+}
+
+/* A dump of `n` segments, each a byte[] of 64 KiB, then HEAP_DUMP_END. */
+static char *segments_file(unsigned n)
+{
+    struct tbuf b;
+    const uint32_t count = 64u << 10;
+    uint8_t *data = calloc(count, 1);
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    for (uint32_t i = 0; i < n; i++) {
+        tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+        tb_prim_array(&b, 0x10 + i, HPROF_TYPE_BYTE, count, data);
+        tb_segment_end(&b);
+    }
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    free(data);
+    return dump_file(&b);
+}
+
+static struct hprof_error file_err;
+
+/* A reader of `path`: mapped if `mapped`, with a read-ahead thread if
+ * `read_ahead`. */
+static struct hprof_reader *open_file(const char *path, int *fd, int mapped, int read_ahead)
+{
+    struct hprof_reader *r;
+    *fd = open(path, O_RDONLY);
+    ck_assert_int_ge(*fd, 0);
+    memset(&file_err, 0, sizeof file_err);
+    ck_assert_int_eq(hprof_reader_open_fd(&r, *fd, &file_err), HPROF_OK);
+    if (mapped)
+        ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    hprof_reader_set_readahead_thread(r, read_ahead);
+    return r;
+}
+
+static void close_file(struct hprof_reader *r, int fd, char *path)
+{
+    hprof_reader_free(r);
+    close(fd);
+    unlink(path);
+    free(path);
+}
+
 /* Through a file, a 9 MiB array arrives in several chunks of whole
  * elements that add up to the array: of the read buffer's size when read,
  * of 1 MiB through a mapping (a file sink writes those without a copy). */
 START_TEST(reader_delivers_large_arrays_in_whole_element_chunks)
 {
-    struct tbuf b;
     const uint32_t count = (9u << 20) / 2 + 1; /* chars: 9 MiB + 2 bytes, > the read buffer */
-    uint8_t *data = calloc(count, 2);
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_u1(&b, HPROF_ROOT_UNKNOWN); /* so the array does not start aligned */
-    tb_u4(&b, 0x10);
-    tb_prim_array(&b, 0x10, HPROF_TYPE_CHAR, count, data);
-    tb_segment_end(&b);
-    char *path = tl_temp_file(b.data, b.len, ".hprof");
-    int fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r;
-    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
-    if (_i) /* through a mapping, chunks also bound the pages held */
-        ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    char *path = array_file(HPROF_TYPE_CHAR, count, 1);
+    int fd;
+    /* through a mapping, chunks also bound the pages held */
+    struct hprof_reader *r = open_file(path, &fd, _i, 0);
     struct counter c = { .base = { &counter_ops, NULL } };
     ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
     ck_assert_int_eq(c.primitive_arrays, 1);
@@ -416,12 +476,7 @@ START_TEST(reader_delivers_large_arrays_in_whole_element_chunks)
     ck_assert_uint_eq(c.largest_chunk, _i ? 1u << 20 : HPROF_READ_BUFFER);
     ck_assert_int_eq(c.misaligned, 0);
     ck_assert_uint_eq(c.array_bytes, (uint64_t)count * 2);
-    hprof_reader_free(r);
-    close(fd);
-    unlink(path);
-    free(path);
-    free(data);
-    tb_free(&b);
+    close_file(r, fd, path);
 }
 END_TEST
 
@@ -445,24 +500,9 @@ END_TEST
  * of 64 KiB holds none of the file's 16 MiB. */
 START_TEST(reader_through_a_mapping_skips_segments_without_mapping_them)
 {
-    struct tbuf b;
-    const uint32_t count = 64u << 10;
-    uint8_t *data = calloc(count, 1);
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    for (uint32_t i = 0; i < 256; i++) {
-        tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-        tb_prim_array(&b, 0x10 + i, HPROF_TYPE_BYTE, count, data);
-        tb_segment_end(&b);
-    }
-    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char *path = tl_temp_file(b.data, b.len, ".hprof"); /* in the page cache now */
-    int fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r;
-    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    char *path = segments_file(256);
+    int fd;
+    struct hprof_reader *r = open_file(path, &fd, 1, 0);
     struct counter c = { .base = { &counter_ops, NULL }, .skip_segments = 1, .measure_rss = 1 };
     ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
     ck_assert_int_eq(c.segments, 256);
@@ -471,35 +511,9 @@ START_TEST(reader_through_a_mapping_skips_segments_without_mapping_them)
     ck_assert_int_ge(c.rss_file_first, 0);
     /* before, up to the 8 MiB the reader holds before giving pages back */
     ck_assert_int_lt(c.rss_file_max - c.rss_file_first, 1024);
-    hprof_reader_free(r);
-    close(fd);
-    unlink(path);
-    free(path);
-    free(data);
-    tb_free(&b);
+    close_file(r, fd, path);
 }
 END_TEST
-
-/* A dump of `n` segments, each a byte[] of 64 KiB, in a temporary file
- * (and so in the page cache). */
-static char *segments_file(unsigned n)
-{
-    struct tbuf b;
-    const uint32_t count = 64u << 10;
-    uint8_t *data = calloc(count, 1);
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    for (uint32_t i = 0; i < n; i++) {
-        tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-        tb_prim_array(&b, 0x10 + i, HPROF_TYPE_BYTE, count, data);
-        tb_segment_end(&b);
-    }
-    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char *path = tl_temp_file(b.data, b.len, ".hprof");
-    free(data);
-    tb_free(&b);
-    return path;
-}
 
 START_TEST(reader_with_a_readahead_thread_sees_what_it_sees_without)
 {
@@ -523,13 +537,8 @@ END_TEST
 static void run_ahead(int with_thread, struct counter *c)
 {
     char *path = segments_file(512);
-    int fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r;
-    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
-    hprof_reader_set_readahead_thread(r, with_thread);
+    int fd;
+    struct hprof_reader *r = open_file(path, &fd, 1, with_thread);
     memset(c, 0, sizeof *c);
     c->base.ops = &counter_ops;
     c->measure_rss = 1;
@@ -539,10 +548,7 @@ static void run_ahead(int with_thread, struct counter *c)
     ck_assert_int_eq(hprof_reader_run(r, &c->base), HPROF_OK);
     ck_assert_int_eq(c->segments, 512);
     ck_assert_int_eq(c->primitive_arrays, 512);
-    hprof_reader_free(r);
-    close(fd);
-    unlink(path);
-    free(path);
+    close_file(r, fd, path);
 }
 
 START_TEST(readahead_thread_maps_the_pages_ahead_of_the_reader_within_a_bound)
@@ -558,34 +564,16 @@ END_TEST
  * the chunk from 16 MiB on, the page 3 MiB further is (soon) mapped. */
 START_TEST(readahead_thread_keeps_ahead_inside_a_large_array)
 {
-    struct tbuf b;
-    const uint32_t count = 32u << 20;
-    uint8_t *data = calloc(count, 1);
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_prim_array(&b, 0x10, HPROF_TYPE_BYTE, count, data);
-    tb_segment_end(&b);
-    char *path = tl_temp_file(b.data, b.len, ".hprof");
-    int fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r;
-    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
-    hprof_reader_set_readahead_thread(r, 1);
+    char *path = array_file(HPROF_TYPE_BYTE, 32u << 20, 0);
+    int fd;
+    struct hprof_reader *r = open_file(path, &fd, 1, 1);
     struct counter c = { .base = { &counter_ops, NULL }, .wait_at_array_byte = 16u << 20 };
     ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
     ck_assert_int_eq(c.primitive_arrays, 1);
     ck_assert_int_eq(c.grew, -1);
     ck_assert_msg(c.mapped_ahead == 1, "the page 3 MiB ahead is not mapped (%d) within 2 s",
                   c.mapped_ahead);
-    hprof_reader_free(r);
-    close(fd);
-    unlink(path);
-    free(path);
-    free(data);
-    tb_free(&b);
+    close_file(r, fd, path);
 }
 END_TEST
 
