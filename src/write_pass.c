@@ -73,6 +73,7 @@ struct write_pass {
     struct job *jobs;           /* a ring indexed by seq % n_jobs */
     unsigned n_jobs;
     uint64_t next_fill;         /* the job being filled, or the next one */
+    int filling;                /* whether it is being filled (this thread's alone) */
     uint64_t next_write;
     uint64_t next_take;
 
@@ -281,20 +282,23 @@ static int write_all(struct write_pass *wp)
 static void submit(struct write_pass *wp)
 {
     struct job *j = &wp->jobs[wp->next_fill % wp->n_jobs];
-    if (j->state != JOB_FILLING)
+    if (!wp->filling)
         return;
     pthread_mutex_lock(&wp->lock);
     j->state = JOB_QUEUED;
     pthread_cond_broadcast(&wp->work);
     pthread_mutex_unlock(&wp->lock);
+    wp->filling = 0;
     wp->next_fill++;
 }
 
 /* The job to add a segment to: the one being filled, or a new one. */
 static int filling_job(struct write_pass *wp, struct job **out)
 {
+    /* Not j->state: the slot may still hold an older job that a worker is
+     * finishing, and that state is read only under the lock. */
     struct job *j = &wp->jobs[wp->next_fill % wp->n_jobs];
-    if (j->state == JOB_FILLING) {
+    if (wp->filling) {
         *out = j;
         return HPROF_OK;
     }
@@ -309,6 +313,7 @@ static int filling_job(struct write_pass *wp, struct job **out)
     j->seq = wp->next_fill;
     j->state = JOB_FILLING;
     pthread_mutex_unlock(&wp->lock);
+    wp->filling = 1;
     *out = j;
     return HPROF_OK;
 }

@@ -668,6 +668,31 @@ START_TEST(write_pass_writes_and_counts_the_same_for_every_thread_count)
 }
 END_TEST
 
+/* A dump of about 13 MB makes a dozen jobs of about 1 MiB: with two workers
+ * (four slots) the ring of jobs wraps three times, so every slot, its
+ * offsets and its output buffer are used again (the fixtures make fewer
+ * jobs than slots). */
+START_TEST(write_pass_reuses_its_job_slots_and_writes_the_same)
+{
+    char *path = tl_temp_path(".hprof");
+    char *tool = tl_tool("hprof-synth");
+    ck_assert_int_eq(tl_system("%s --scale 120 -f %s", tool, path), 0);
+    struct hprof_shrink_options one = { .threads = 1 }, two = { .threads = 2 };
+    struct hprof_shrink_stats s1, s2;
+    size_t len1, len2;
+    uint8_t *a = tl_shrink_file(path, &one, &len1, &s1);
+    uint8_t *b = tl_shrink_file_via(path, &two, &len2, &s2, 1);
+    ck_assert_uint_gt(s1.bytes_in, 10u << 20);
+    ck_assert_uint_eq(len1, len2);
+    ck_assert_mem_eq(a, b, len1);
+    free(a);
+    free(b);
+    unlink(path);
+    free(path);
+    free(tool);
+}
+END_TEST
+
 /* Segments too big for a worker, and jobs whose output grows too big, are
  * written by the calling thread between the workers' jobs. */
 START_TEST(write_pass_writes_big_segments_itself_in_their_place)
@@ -785,6 +810,7 @@ static Suite *shrink_suite(void)
                         N_FIXTURES * N_MODES);
     tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0,
                         N_FIXTURES * N_MODES);
+    tcase_add_test(t, write_pass_reuses_its_job_slots_and_writes_the_same);
     tcase_add_test(t, write_pass_reports_the_first_error_in_file_order);
     suite_add_tcase(s, t);
     return s;
