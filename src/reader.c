@@ -887,20 +887,6 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
     return rc;
 }
 
-static void start_read_ahead(struct hprof_reader *r, struct read_ahead *a);
-static void stop_read_ahead(struct hprof_reader *r);
-
-int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v)
-{
-    struct read_ahead ahead;
-    seek_to(r, offset);
-    r->next_check = 0;
-    start_read_ahead(r, &ahead);
-    int rc = read_record(r, v);
-    stop_read_ahead(r);
-    return rc;
-}
-
 /* ---- The read-ahead thread ------------------------------------------------ */
 
 /* Touches one byte of every page from the reading position to READ_AHEAD
@@ -959,6 +945,17 @@ static void stop_read_ahead(struct hprof_reader *r)
     atomic_store_explicit(&r->ahead->stop, 1, memory_order_relaxed);
     pthread_join(r->ahead->thread, NULL);
     r->ahead = NULL;
+}
+
+int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v)
+{
+    struct read_ahead ahead;
+    seek_to(r, offset);
+    r->next_check = 0;
+    start_read_ahead(r, &ahead);
+    int rc = read_record(r, v);
+    stop_read_ahead(r);
+    return rc;
 }
 
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)

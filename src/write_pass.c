@@ -230,11 +230,15 @@ static void set_state(struct write_pass *wp, struct job *j, enum job_state state
     pthread_mutex_unlock(&wp->lock);
 }
 
-/* Filter and write segments here, streaming, as one thread would. */
-static int write_inline(struct write_pass *wp, const uint64_t *offsets, size_t n)
+/* Filter and write segments here, streaming, as one thread would.  With
+ * `big` (a segment too big for a worker), a read-ahead thread runs with
+ * it; the segments of a job whose output grew too big are small, and a
+ * thread each would cost more than it saves. */
+static int write_inline(struct write_pass *wp, const uint64_t *offsets, size_t n, int big)
 {
     struct hprof_visitor *chain = wp->base.next;
     int rc = HPROF_OK;
+    hprof_reader_set_readahead_thread(wp->inline_reader, big);
     for (size_t i = 0; rc == HPROF_OK && i < n; i++)
         rc = reader_run_segment(wp->inline_reader, offsets[i], chain);
     wp->failed |= rc != HPROF_OK;
@@ -251,7 +255,7 @@ static int write_oldest(struct write_pass *wp)
         pthread_cond_wait(&wp->done, &wp->lock);
     pthread_mutex_unlock(&wp->lock);
     if (j->too_big) {
-        rc = write_inline(wp, j->offsets, j->n);
+        rc = write_inline(wp, j->offsets, j->n, 0);
     } else if (j->rc != HPROF_OK) {
         rc = hprof_error_set(wp->sh->err, j->rc, "%s", j->err.message);
         wp->failed = 1;
@@ -353,7 +357,7 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     if (s->length > write_pass_segment_max) {
         /* too big for a worker: everything before it first, then it, here */
         if ((rc = settle(wp)) == HPROF_OK)
-            rc = write_inline(wp, &s->offset, 1);
+            rc = write_inline(wp, &s->offset, 1, 1);
         return rc == HPROF_OK ? HPROF_SKIP : rc;
     }
     if ((rc = filling_job(wp, &j)) != HPROF_OK)
@@ -446,8 +450,6 @@ static int write_pass_init(struct write_pass *wp, struct shrink *sh, struct hpro
     int rc = reader_clone(sh->reader, &wp->inline_reader, sh->err);
     if (rc != HPROF_OK)
         return rc;
-    /* segments too big for a worker are read whole, here */
-    hprof_reader_set_readahead_thread(wp->inline_reader, 1);
     wp->jobs = calloc(wp->n_jobs, sizeof *wp->jobs);
     wp->workers = calloc(workers, sizeof *wp->workers);
     if (wp->jobs == NULL || wp->workers == NULL)
