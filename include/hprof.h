@@ -316,9 +316,10 @@ struct hprof_shrink_options {
     size_t n_redact_keep;
     uint32_t segment_limit; /* 0: HPROF_SEGMENT_LIMIT */
     /* Threads for the write pass: 0 one per core (the caller's only for
-     * inputs under 32 MiB), 1 the caller's only.  Unless 1 (or on one
-     * core), the first pass also hands the references it records to a
-     * thread of their own.  The output is the same for every count. */
+     * inputs under 32 MiB), 1 the caller's only.  Unless that comes to 1
+     * (or on one core), the first pass also hands the references it
+     * records to a thread of their own, and passes over a mapped input
+     * have a thread read ahead.  The output is the same for every count. */
     unsigned threads;
     /* Progress: pass number (1-based), passes in all, bytes done, total. */
     void (*progress)(void *ctx, int pass, int passes, uint64_t done, uint64_t total);

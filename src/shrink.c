@@ -303,11 +303,22 @@ static int collect_load_class(struct hprof_visitor *v, const struct hprof_load_c
                                                                            : nomem(sh);
 }
 
-/* Work that can leave the passes' thread for another core: unless one
- * thread was asked for, or there is one core. */
+#define AUTO_MIN_INPUT (32u << 20)
+
+unsigned shrink_threads(const struct shrink *sh)
+{
+    if (sh->opt.threads != 0)
+        return sh->opt.threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 1 && hprof_reader_size(sh->reader) >= AUTO_MIN_INPUT ? (unsigned)cores : 1;
+}
+
+/* Work that can leave the passes' thread for another core (references
+ * to a filter thread, page faults to a read-ahead thread): not with one
+ * thread, nor on one core. */
 static int may_use_threads(const struct shrink *sh)
 {
-    return sh->opt.threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    return shrink_threads(sh) > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1;
 }
 
 static int track_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)

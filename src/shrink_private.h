@@ -186,8 +186,13 @@ void shrink_filter_free(struct shrink_filter *f);
 /* One pass over the input through `chain`, timed and counted. */
 int shrink_run_pass(struct shrink *sh, struct hprof_visitor *chain);
 
+/* Threads the shrink may use: sh->opt.threads, or for 0 one per core, but
+ * one only for inputs under 32 MiB, whose passes take a few milliseconds:
+ * starting helpers costs about what they save there. */
+unsigned shrink_threads(const struct shrink *sh);
+
 /* write_pass.c: the write pass through `f` (in front of `w`), on
- * sh->opt.threads threads.  The two limits are variables so that tests can
+ * shrink_threads() threads.  The two limits are variables so that tests can
  * send segments and jobs down the calling thread's way. */
 int shrink_write_pass(struct shrink *sh, struct hprof_writer *w, struct shrink_filter *f);
 extern size_t write_pass_segment_max;

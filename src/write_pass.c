@@ -470,18 +470,9 @@ static int write_pass_init(struct write_pass *wp, struct shrink *sh, struct hpro
     return HPROF_OK;
 }
 
-/* Threads asked for; 0 is one per core, but on one for inputs under
- * AUTO_MIN_INPUT, whose write pass takes a few milliseconds: starting
- * workers costs about what they save there. */
-#define AUTO_MIN_INPUT (32u << 20)
-
 static unsigned write_threads(const struct shrink *sh)
 {
-    unsigned n = sh->opt.threads;
-    if (n == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        n = cores > 0 && hprof_reader_size(sh->reader) >= AUTO_MIN_INPUT ? (unsigned)cores : 1;
-    }
+    unsigned n = shrink_threads(sh);
     return n < MAX_WORKERS ? n : MAX_WORKERS;
 }
 

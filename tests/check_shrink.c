@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -693,6 +694,47 @@ START_TEST(write_pass_reuses_its_job_slots_and_writes_the_same)
 }
 END_TEST
 
+static void count_threads(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
+{
+    unsigned *most = ctx, n = 0;
+    (void)pass, (void)passes, (void)done, (void)total;
+    DIR *tasks = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(tasks);
+    for (struct dirent *e; (e = readdir(tasks)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(tasks);
+    if (n > *most)
+        *most = n;
+}
+
+/* The most threads seen by the progress callback while a mapped dump of
+ * about 3 MB is shrunk with `threads`. */
+static unsigned threads_seen_shrinking_a_small_dump(unsigned threads)
+{
+    char *path = tl_temp_path(".hprof");
+    char *tool = tl_tool("hprof-synth");
+    ck_assert_int_eq(tl_system("%s --scale 30 -f %s", tool, path), 0);
+    unsigned most = 0;
+    struct hprof_shrink_options o = { .threads = threads, .progress = count_threads,
+                                      .progress_ctx = &most };
+    size_t len;
+    free(tl_shrink_file_via(path, &o, &len, NULL, 1));
+    unlink(path);
+    free(path);
+    free(tool);
+    return most;
+}
+
+/* With the default of one thread per core, a small input gets no helper
+ * thread: starting one costs more than it saves there. */
+START_TEST(default_threads_start_no_helper_for_a_small_input)
+{
+    ck_assert_uint_eq(threads_seen_shrinking_a_small_dump(0), 1);
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1) /* and the count does see helpers */
+        ck_assert_uint_gt(threads_seen_shrinking_a_small_dump(2), 1);
+}
+END_TEST
+
 /* Segments too big for a worker, and jobs whose output grows too big, are
  * written by the calling thread between the workers' jobs. */
 START_TEST(write_pass_writes_big_segments_itself_in_their_place)
@@ -811,6 +853,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0,
                         N_FIXTURES * N_MODES);
     tcase_add_test(t, write_pass_reuses_its_job_slots_and_writes_the_same);
+    tcase_add_test(t, default_threads_start_no_helper_for_a_small_input);
     tcase_add_test(t, write_pass_reports_the_first_error_in_file_order);
     suite_add_tcase(s, t);
     return s;
