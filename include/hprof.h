@@ -169,7 +169,9 @@ void hprof_reader_free(struct hprof_reader *r);
 
 struct hprof_sink;
 
-/* Buffered writes to `fd` (not closed by the sink). */
+/* Buffered writes to `fd` (not closed by the sink).  Where `fd` can seek
+ * and is not in append mode, a writer may also pwrite() into what it wrote
+ * (a segment's length, filled in last), so no other writer may share it. */
 struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
 
 /* gzip to `fd` as the JDK's `jcmd GC.heap_dump -gz` writes it: independent
@@ -226,7 +228,9 @@ struct hprof_writer;
  * an empty one; closes each run of segments with one HEAP_DUMP_END; and in a
  * new segment repeats the current HEAP_DUMP_INFO before the first object, as
  * ART does.  HEAP_DUMP_INFO sub-records not followed by any object in their
- * segment are not written.
+ * segment are not written.  It holds each segment in memory, up to the
+ * limit, until it knows its length; on a file sink that can seek it writes
+ * the segment as it goes instead and fills in the length at its end.
  * @return the writer, or NULL (error in `err`). */
 struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_error *err);
 

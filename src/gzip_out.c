@@ -383,7 +383,7 @@ static void gzip_free(struct hprof_sink *sink)
     free(g);
 }
 
-static const struct sink_ops gzip_ops = { gzip_write, gzip_finish, gzip_free };
+static const struct sink_ops gzip_ops = { gzip_write, gzip_finish, gzip_free, NULL };
 
 static unsigned online_cores(void)
 {

@@ -30,6 +30,26 @@ int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err)
     return HPROF_OK;
 }
 
+/* pwrite(2) all of `buf` at `offset` of `fd`, as sink_write_fd() does. */
+static int pwrite_fd(int fd, const void *buf, size_t len, uint64_t offset,
+                     struct hprof_error *err)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "write: %s", strerror(errno));
+        if (n == 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "write: no progress");
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return HPROF_OK;
+}
+
 /* No more writes through the room: they must see the sink's state. */
 static void close_room(struct hprof_sink *s)
 {
@@ -66,6 +86,20 @@ int hprof_sink_finish(struct hprof_sink *s)
     close_room(s);
     if (rc != HPROF_OK)
         s->failed = 1;
+    return rc;
+}
+
+int sink_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
+{
+    if (s->failed || s->finished || !sink_can_patch(s))
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "patch of a failed or finished sink");
+    if (at > s->bytes || len > s->bytes - at)
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "patch past the bytes written");
+    int rc = s->ops->patch(s, at, buf, len);
+    if (rc != HPROF_OK) {
+        s->failed = 1;
+        close_room(s);
+    }
     return rc;
 }
 
@@ -110,6 +144,7 @@ void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step)
 struct fd_sink {
     struct hprof_sink base;
     int fd;
+    uint64_t start;         /* the file offset of the first byte (seekable files) */
 };
 
 static int fd_flush(struct fd_sink *f)
@@ -144,7 +179,28 @@ static void fd_free(struct hprof_sink *s)
     free(s);
 }
 
-static const struct sink_ops fd_ops = { fd_write, fd_finish, fd_free };
+/* Bytes still in the room are patched there, the others in the file. */
+static int fd_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
+{
+    struct fd_sink *f = (struct fd_sink *)s;
+    uint64_t room_at = s->bytes - s->room_len; /* output offset of room[0] */
+    const uint8_t *p = buf;
+    if (at < room_at) {
+        size_t n = at + len <= room_at ? len : (size_t)(room_at - at);
+        int rc = pwrite_fd(f->fd, p, n, f->start + at, s->err);
+        if (rc != HPROF_OK)
+            return rc;
+        p += n;
+        at += n;
+        len -= n;
+    }
+    if (len > 0)
+        memcpy(s->room + (at - room_at), p, len);
+    return HPROF_OK;
+}
+
+static const struct sink_ops fd_ops = { fd_write, fd_finish, fd_free, NULL };
+static const struct sink_ops fd_seekable_ops = { fd_write, fd_finish, fd_free, fd_patch };
 
 struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
 {
@@ -156,11 +212,17 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
         hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    f->base.ops = &fd_ops;
+    /* Bytes written can be patched with pwrite() where the file can seek,
+     * unless every write goes to its end (O_APPEND: Linux's pwrite too). */
+    off_t start = lseek(fd, 0, SEEK_CUR);
+    int flags = fcntl(fd, F_GETFL);
+    int seekable = start >= 0 && flags >= 0 && !(flags & O_APPEND);
+    f->base.ops = seekable ? &fd_seekable_ops : &fd_ops;
     f->base.err = err;
     f->base.room = buf;
     f->base.room_cap = FD_BUFFER;
     f->fd = fd;
+    f->start = seekable ? (uint64_t)start : 0;
     return &f->base;
 }
 
@@ -211,7 +273,7 @@ static void mem_free(struct hprof_sink *s)
     free(m);
 }
 
-static const struct sink_ops mem_ops = { mem_write, mem_finish, mem_free };
+static const struct sink_ops mem_ops = { mem_write, mem_finish, mem_free, NULL };
 
 struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err)
 {
@@ -280,7 +342,7 @@ static void null_free(struct hprof_sink *s)
     free(s);
 }
 
-static const struct sink_ops null_ops = { null_write, mem_finish, null_free };
+static const struct sink_ops null_ops = { null_write, mem_finish, null_free, NULL };
 
 struct hprof_sink *hprof_sink_new_null(struct hprof_error *err)
 {

@@ -13,6 +13,9 @@ struct sink_ops {
     int (*write)(struct hprof_sink *s, const void *buf, size_t len);
     int (*finish)(struct hprof_sink *s);
     void (*free)(struct hprof_sink *s);
+    /* Overwrite bytes already written (sink_patch()); NULL where they are
+     * gone for good: a pipe, a gzip member. */
+    int (*patch)(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
 };
 
 struct hprof_sink {
@@ -45,6 +48,17 @@ static inline int sink_put(struct hprof_sink *s, const void *buf, size_t len)
     }
     return hprof_sink_write(s, buf, len);
 }
+
+/* Whether sink_patch() works on `s`. */
+static inline int sink_can_patch(const struct hprof_sink *s)
+{
+    return s->ops->patch != NULL;
+}
+
+/* Overwrite `len` bytes of what `s` has accepted, from byte `at` of its
+ * output on (at + len <= bytes accepted), before it is finished.  The
+ * writer fills in a segment's length once the segment is complete. */
+int sink_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
 
 /* write(2) all of `buf` to `fd`, retrying on EINTR and short writes. */
 int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err);

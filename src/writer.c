@@ -8,7 +8,12 @@
  * (and a round trip is byte-identical) while memory stays bounded.  A
  * sub-record larger than the limit (a big array) gets a segment of its own
  * whose length is known from its header; its data then streams straight
- * through to the sink.
+ * through to the sink.  On a sink that can overwrite what it has taken (a
+ * file that can seek), there is no segment buffer at all: each segment goes
+ * straight to the sink behind a blank header, filled in when it closes, so
+ * that nothing is copied twice, nor any memory touched for it (a segment
+ * holding a 2.6 MB bitmap took 640 page faults, 1.6-2.3 ms on this VM).
+ * The bytes are the same either way.
  *
  * HEAP_DUMP_INFO is held back and written just before the next sub-record of
  * its segment, and again at the start of every new output segment: readers
@@ -32,6 +37,9 @@ struct hprof_writer {
     uint8_t *seg;               /* the open segment's body, up to `limit` */
     size_t seg_len;
     uint32_t seg_time;
+    int streaming;              /* ... or, on a sink that can patch, already
+                                   written there after a blank header */
+    uint64_t seg_at;            /* where that header is in the output */
     int in_run;                 /* segments written, HEAP_DUMP_END not yet */
     int closed_by_us;           /* we wrote the END the input has yet to send */
 
@@ -93,9 +101,15 @@ static int flush_segment(struct hprof_writer *w)
 {
     if (w->seg_len == 0)
         return HPROF_OK;
-    int rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time, w->seg_len);
-    if (rc == HPROF_OK)
+    int rc;
+    if (w->streaming) { /* within `limit`, so the length fits */
+        uint8_t h[9];
+        put_record_header(w, h, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time, w->seg_len);
+        rc = sink_patch(w->sink, w->seg_at, h, sizeof h);
+    } else if ((rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time,
+                                         w->seg_len)) == HPROF_OK) {
         rc = io(w, w->seg, w->seg_len);
+    }
     w->seg_len = 0;
     w->info_written = 0;
     w->in_run = 1;
@@ -122,6 +136,28 @@ static int check_no_array_pending(struct hprof_writer *w)
                            w->array_id, w->array_left);
 }
 
+/* emit() into the open segment of a streaming writer: straight to the
+ * sink, the segment's header left blank until flush_segment().  No copy
+ * through `seg`, nor its memory, which a 2 MB array had to go through. */
+static int stream(struct hprof_writer *w, size_t info, const uint8_t *head, size_t head_len)
+{
+    int rc = HPROF_OK;
+    if (w->seg_len == 0) {
+        static const uint8_t blank[9];
+        w->seg_at = hprof_sink_bytes(w->sink);
+        rc = io(w, blank, sizeof blank);
+    }
+    if (rc == HPROF_OK && info) {
+        uint8_t info_bytes[16];
+        rc = io(w, info_bytes, (size_t)(put_info(w, info_bytes) - info_bytes));
+    }
+    if (rc == HPROF_OK)
+        rc = io(w, head, head_len);
+    w->seg_len += info + head_len + w->array_left;
+    w->info_written |= info != 0;
+    return rc;
+}
+
 /* Place a sub-record of `head` bytes (already serialised) followed by `tail`
  * bytes that will come later as array chunks.  It goes into the segment
  * buffer, or, when it cannot fit in any segment of the limit, into a segment
@@ -140,6 +176,8 @@ static int emit(struct hprof_writer *w, const uint8_t *head, size_t head_len, ui
     }
     w->array_left = tail;
     w->array_direct = info + n > w->limit;
+    if (!w->array_direct && w->streaming)
+        return stream(w, info, head, head_len);
     if (!w->array_direct) {
         if (info)
             put_info(w, w->seg + w->seg_len);
@@ -167,7 +205,7 @@ static int array_data(struct hprof_writer *w, const uint8_t *data, size_t len)
                                "writer: array 0x%" PRIx64 " got more data than its count",
                                w->array_id);
     w->array_left -= len;
-    if (w->array_direct)
+    if (w->array_direct || w->streaming) /* counted in seg_len by stream() */
         return io(w, data, len);
     if (len > 0) /* data may be NULL for an empty array */
         memcpy(w->seg + w->seg_len, data, len);
@@ -491,6 +529,7 @@ void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_
 {
     w->id_size = id_size;
     w->sink = sink;
+    w->streaming = sink_can_patch(sink);
 }
 
 /* What another writer made of one input segment: the same bytes this one
@@ -515,6 +554,7 @@ struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_erro
     }
     w->base.ops = &writer_ops;
     w->sink = sink;
+    w->streaming = sink_can_patch(sink);
     w->err = err;
     w->id_size = 4;
     if (hprof_writer_set_segment_limit(w, HPROF_SEGMENT_LIMIT) != HPROF_OK) {

@@ -605,6 +605,135 @@ START_TEST(fd_sink_writeback_on_a_pipe_loses_nothing)
 }
 END_TEST
 
+/* A round trip of `in` through a writer into `fd` (through an fd sink:
+ * streaming where the file can seek); `patched` says whether it could. */
+static void round_trip_to_fd(const uint8_t *in, size_t len, uint32_t limit, int fd, int *patched)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
+    struct hprof_writer *w = hprof_writer_new(sink, &err);
+    ck_assert_ptr_nonnull(w);
+    *patched = sink_can_patch(sink);
+    if (limit)
+        ck_assert_int_eq(hprof_writer_set_segment_limit(w, limit), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, in, len, &err), HPROF_OK);
+    ck_assert_msg(hprof_reader_run(r, hprof_writer_visitor(w)) == HPROF_OK, "%s", err.message);
+    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
+    hprof_reader_free(r);
+    hprof_writer_free(w);
+    hprof_sink_free(sink);
+}
+
+/* Into a file, the writer writes each segment as it goes and fills in its
+ * length at the end (by pwrite once the header has left the sink's buffer,
+ * as for the 2.6 MB bitmap's segment): the bytes are those it buffers. */
+START_TEST(streaming_writer_writes_the_bytes_of_a_buffering_one)
+{
+    static const uint32_t limits[] = { 0, 64, 4096, 100000 };
+    char *path = synth(synth_modes[_i / 4]);
+    uint32_t limit = limits[_i % 4];
+    size_t len, want_len, got_len;
+    uint8_t *in = tl_read_file(path, &len), *want, *got;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_roundtrip_memory(in, len, limit, &want, &want_len, &err), HPROF_OK);
+    char *out = tl_temp_path(".hprof");
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), patched;
+    round_trip_to_fd(in, len, limit, fd, &patched);
+    close(fd);
+    ck_assert_int_eq(patched, 1);
+    got = tl_read_file(out, &got_len);
+    ck_assert_uint_eq(got_len, want_len);
+    ck_assert_mem_eq(got, want, want_len);
+    free(in);
+    free(want);
+    free(got);
+    unlink(out);
+    free(out);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+/* Where writes can only go to the end, the writer buffers each segment as
+ * before: after what the file held, the same bytes. */
+START_TEST(writer_buffers_segments_for_a_file_opened_to_append)
+{
+    char *path = synth("--android --scale 3");
+    size_t len, want_len, got_len;
+    uint8_t *in = tl_read_file(path, &len), *want, *got;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_roundtrip_memory(in, len, 0, &want, &want_len, &err), HPROF_OK);
+    char *out = tl_temp_path(".hprof");
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), patched;
+    ck_assert_int_eq(write(fd, "before", 6), 6);
+    close(fd);
+    fd = open(out, O_WRONLY | O_APPEND);
+    round_trip_to_fd(in, len, 0, fd, &patched);
+    close(fd);
+    ck_assert_int_eq(patched, 0);
+    got = tl_read_file(out, &got_len);
+    ck_assert_uint_eq(got_len, 6 + want_len);
+    ck_assert_mem_eq(got, "before", 6);
+    ck_assert_mem_eq(got + 6, want, want_len);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0); /* nor on a pipe */
+    struct hprof_sink *s = hprof_sink_new_fd(p[1], &err);
+    ck_assert_int_eq(sink_can_patch(s), 0);
+    hprof_sink_free(s);
+    close(p[0]);
+    close(p[1]);
+    free(in);
+    free(want);
+    free(got);
+    unlink(out);
+    free(out);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+/* A patch lands where its bytes are: in the file, in the buffer, or both
+ * for one that straddles them; in a file that did not start at offset 0. */
+START_TEST(fd_sink_patches_bytes_in_the_file_and_in_its_buffer)
+{
+    size_t len = (3u << 20) + 1000;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i * 7 + (i >> 9));
+    char *path = tl_temp_path(".bin");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_eq(write(fd, "xyz", 3), 3);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    ck_assert_int_eq(sink_can_patch(s), 1);
+    for (size_t at = 0; at < len; at += 4096)
+        ck_assert_int_eq(hprof_sink_write(s, data + at, len - at < 4096 ? len - at : 4096),
+                         HPROF_OK);
+    uint64_t in_file = len - s->room_len; /* the buffer's first byte */
+    ck_assert_uint_gt(s->room_len, 16);
+    static const uint8_t patch[9] = "PATCHED!";
+    const uint64_t ats[] = { 0, 1u << 20, in_file - 4, len - 9 };
+    for (size_t i = 0; i < sizeof ats / sizeof ats[0]; i++) {
+        ck_assert_int_eq(sink_patch(s, ats[i], patch, sizeof patch), HPROF_OK);
+        memcpy(data + ats[i], patch, sizeof patch);
+    }
+    ck_assert_int_eq(sink_patch(s, len - 4, patch, sizeof patch), HPROF_ERR_USAGE);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(fd);
+    size_t got_len;
+    uint8_t *got = tl_read_file(path, &got_len);
+    ck_assert_uint_eq(got_len, 3 + len);
+    ck_assert_mem_eq(got, "xyz", 3);
+    ck_assert_mem_eq(got + 3, data, len);
+    free(got);
+    unlink(path);
+    free(path);
+    free(data);
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
@@ -622,6 +751,9 @@ static Suite *writer_suite(void)
     tcase_add_loop_test(t, gzip_members_of_incompressible_data_fit_and_gunzip, 0, N_BACKENDS);
     tcase_add_loop_test(t, gzip_sink_deflates_each_level_with_the_backend_built_for_it, 0, 2);
     tcase_add_test(t, fd_sink_writes_every_byte_in_order_across_its_buffer);
+    tcase_add_loop_test(t, streaming_writer_writes_the_bytes_of_a_buffering_one, 0, 12);
+    tcase_add_test(t, writer_buffers_segments_for_a_file_opened_to_append);
+    tcase_add_test(t, fd_sink_patches_bytes_in_the_file_and_in_its_buffer);
     tcase_add_test(t, fd_sink_refuses_even_small_writes_once_failed_or_finished);
     tcase_add_test(t, fd_sink_starts_writeback_once_per_step_written);
     tcase_add_test(t, fd_sink_writeback_on_a_pipe_loses_nothing);

@@ -1,10 +1,10 @@
 /*
- * fault_write.so - an LD_PRELOAD shim that makes write(2) misbehave on file
- * descriptors >= 3 (the tools' output and spool files), as disks and pipes
- * do, or truncates an input as soon as it is mapped.  HPROF_FAULT selects
- * the fault:
+ * fault_write.so - an LD_PRELOAD shim that makes write(2) and pwrite(2)
+ * misbehave on file descriptors >= 3 (the tools' output and spool files),
+ * as disks and pipes do, or truncates an input as soon as it is mapped.
+ * HPROF_FAULT selects the fault:
  *
- *   short        every write moves at most 4093 bytes
+ *   short        every write moves at most 4093 bytes, every pwrite 4
  *   eintr        every other write fails with EINTR before writing
  *   enospc:N     writes fail with ENOSPC once N bytes have been written
  *   eio:N        the same with EIO
@@ -24,37 +24,67 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static ssize_t (*real_write)(int, const void *, size_t);
 static unsigned long long written;
 static unsigned calls;
 
-ssize_t write(int fd, const void *buf, size_t n)
+/* How many of `n` bytes a write may move now (0 and errno set: none);
+ * `most` is what a short one moves at most. */
+static size_t allowed(const char *mode, size_t n, size_t most)
 {
-    const char *mode = getenv("HPROF_FAULT");
-    if (real_write == NULL)
-        real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-    if (mode == NULL || fd < 3)
-        return real_write(fd, buf, n);
-    if (strcmp(mode, "short") == 0 && n > 4093)
-        n = 4093;
+    if (strcmp(mode, "short") == 0 && n > most)
+        n = most;
     if (strcmp(mode, "eintr") == 0 && calls++ % 2 == 0) {
         errno = EINTR;
-        return -1;
+        return 0;
     }
     int fail = strncmp(mode, "enospc:", 7) == 0 ? ENOSPC : strncmp(mode, "eio:", 4) == 0 ? EIO : 0;
     if (fail) {
         unsigned long long limit = strtoull(strchr(mode, ':') + 1, NULL, 10);
         if (written >= limit) {
             errno = fail;
-            return -1;
+            return 0;
         }
         if (n > limit - written)
             n = (size_t)(limit - written);
     }
+    return n;
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    static ssize_t (*real_write)(int, const void *, size_t);
+    const char *mode = getenv("HPROF_FAULT");
+    if (real_write == NULL)
+        real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    if (mode == NULL || fd < 3 || n == 0)
+        return real_write(fd, buf, n);
+    if ((n = allowed(mode, n, 4093)) == 0)
+        return -1;
     ssize_t got = real_write(fd, buf, n);
     if (got > 0)
         written += (unsigned long long)got;
     return got;
+}
+
+/* The writer fills in segment lengths with pwrite; _FILE_OFFSET_BITS=64
+ * makes that pwrite64. */
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t offset);
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t offset)
+{
+    static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+    const char *mode = getenv("HPROF_FAULT");
+    if (real_pwrite == NULL)
+        real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+    if (mode == NULL || fd < 3 || n == 0)
+        return real_pwrite(fd, buf, n, offset);
+    if ((n = allowed(mode, n, 4)) == 0)
+        return -1;
+    return real_pwrite(fd, buf, n, offset); /* overwrites: the file does not grow */
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t offset)
+{
+    return pwrite64(fd, buf, n, offset);
 }
 
 /* Programs built with _FILE_OFFSET_BITS=64 call mmap64. */
