@@ -13,11 +13,13 @@
 
 #define FD_BUFFER (1u << 20)
 
-int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err)
+/* write(2) all of `buf` to `fd`, or pwrite(2) it at `offset` unless that is
+ * -1, retrying on EINTR and short writes. */
+static int put_all(int fd, const void *buf, size_t len, int64_t offset, struct hprof_error *err)
 {
     const uint8_t *p = buf;
     while (len > 0) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = offset < 0 ? write(fd, p, len) : pwrite(fd, p, len, (off_t)offset);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -26,28 +28,15 @@ int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err)
             return hprof_error_set(err, HPROF_ERR_IO, "write: no progress");
         p += n;
         len -= (size_t)n;
+        if (offset >= 0)
+            offset += n;
     }
     return HPROF_OK;
 }
 
-/* pwrite(2) all of `buf` at `offset` of `fd`, as sink_write_fd() does. */
-static int pwrite_fd(int fd, const void *buf, size_t len, uint64_t offset,
-                     struct hprof_error *err)
+int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err)
 {
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, (off_t)offset);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return hprof_error_set(err, HPROF_ERR_IO, "write: %s", strerror(errno));
-        if (n == 0)
-            return hprof_error_set(err, HPROF_ERR_IO, "write: no progress");
-        p += n;
-        len -= (size_t)n;
-        offset += (uint64_t)n;
-    }
-    return HPROF_OK;
+    return put_all(fd, buf, len, -1, err);
 }
 
 /* No more writes through the room: they must see the sink's state. */
@@ -187,7 +176,7 @@ static int fd_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t l
     const uint8_t *p = buf;
     if (at < room_at) {
         size_t n = at + len <= room_at ? len : (size_t)(room_at - at);
-        int rc = pwrite_fd(f->fd, p, n, f->start + at, s->err);
+        int rc = put_all(f->fd, p, n, (int64_t)(f->start + at), s->err);
         if (rc != HPROF_OK)
             return rc;
         p += n;

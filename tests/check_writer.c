@@ -625,59 +625,77 @@ static void round_trip_to_fd(const uint8_t *in, size_t len, uint32_t limit, int 
     hprof_sink_free(sink);
 }
 
+/* A generated dump (`synth_args`) and its round trip in memory, which
+ * buffers every segment. */
+static uint8_t *dump_and_round_trip(const char *synth_args, uint32_t limit, size_t *len,
+                                    uint8_t **want, size_t *want_len)
+{
+    char *path = synth(synth_args);
+    uint8_t *in = tl_read_file(path, len);
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_roundtrip_memory(in, *len, limit, want, want_len, &err), HPROF_OK);
+    unlink(path);
+    free(path);
+    return in;
+}
+
+/* What a round trip of `in` writes into a file after `prefix`, the file
+ * opened to append if `append`; *patched: whether its sink could patch. */
+static uint8_t *round_trip_into_file(const uint8_t *in, size_t len, uint32_t limit,
+                                     const char *prefix, int append, int *patched,
+                                     size_t *out_len)
+{
+    char *out = tl_temp_path(".hprof");
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, prefix, strlen(prefix)), (ssize_t)strlen(prefix));
+    if (append) {
+        close(fd);
+        fd = open(out, O_WRONLY | O_APPEND);
+    }
+    round_trip_to_fd(in, len, limit, fd, patched);
+    close(fd);
+    uint8_t *got = tl_read_file(out, out_len);
+    unlink(out);
+    free(out);
+    return got;
+}
+
 /* Into a file, the writer writes each segment as it goes and fills in its
  * length at the end (by pwrite once the header has left the sink's buffer,
  * as for the 2.6 MB bitmap's segment): the bytes are those it buffers. */
 START_TEST(streaming_writer_writes_the_bytes_of_a_buffering_one)
 {
     static const uint32_t limits[] = { 0, 64, 4096, 100000 };
-    char *path = synth(synth_modes[_i / 4]);
     uint32_t limit = limits[_i % 4];
     size_t len, want_len, got_len;
-    uint8_t *in = tl_read_file(path, &len), *want, *got;
-    struct hprof_error err = { 0 };
-    ck_assert_int_eq(tl_roundtrip_memory(in, len, limit, &want, &want_len, &err), HPROF_OK);
-    char *out = tl_temp_path(".hprof");
-    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), patched;
-    round_trip_to_fd(in, len, limit, fd, &patched);
-    close(fd);
+    uint8_t *want, *in = dump_and_round_trip(synth_modes[_i / 4], limit, &len, &want, &want_len);
+    int patched;
+    uint8_t *got = round_trip_into_file(in, len, limit, "", 0, &patched, &got_len);
     ck_assert_int_eq(patched, 1);
-    got = tl_read_file(out, &got_len);
     ck_assert_uint_eq(got_len, want_len);
     ck_assert_mem_eq(got, want, want_len);
     free(in);
     free(want);
     free(got);
-    unlink(out);
-    free(out);
-    unlink(path);
-    free(path);
 }
 END_TEST
 
 /* Where writes can only go to the end, the writer buffers each segment as
- * before: after what the file held, the same bytes. */
+ * before: after what the file held, the same bytes.  Nor can a pipe patch. */
 START_TEST(writer_buffers_segments_for_a_file_opened_to_append)
 {
-    char *path = synth("--android --scale 3");
     size_t len, want_len, got_len;
-    uint8_t *in = tl_read_file(path, &len), *want, *got;
-    struct hprof_error err = { 0 };
-    ck_assert_int_eq(tl_roundtrip_memory(in, len, 0, &want, &want_len, &err), HPROF_OK);
-    char *out = tl_temp_path(".hprof");
-    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), patched;
-    ck_assert_int_eq(write(fd, "before", 6), 6);
-    close(fd);
-    fd = open(out, O_WRONLY | O_APPEND);
-    round_trip_to_fd(in, len, 0, fd, &patched);
-    close(fd);
+    uint8_t *want, *in = dump_and_round_trip("--android --scale 3", 0, &len, &want, &want_len);
+    int patched;
+    uint8_t *got = round_trip_into_file(in, len, 0, "before", 1, &patched, &got_len);
     ck_assert_int_eq(patched, 0);
-    got = tl_read_file(out, &got_len);
     ck_assert_uint_eq(got_len, 6 + want_len);
     ck_assert_mem_eq(got, "before", 6);
     ck_assert_mem_eq(got + 6, want, want_len);
     int p[2];
-    ck_assert_int_eq(pipe(p), 0); /* nor on a pipe */
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(pipe(p), 0);
     struct hprof_sink *s = hprof_sink_new_fd(p[1], &err);
     ck_assert_int_eq(sink_can_patch(s), 0);
     hprof_sink_free(s);
@@ -686,10 +704,6 @@ START_TEST(writer_buffers_segments_for_a_file_opened_to_append)
     free(in);
     free(want);
     free(got);
-    unlink(out);
-    free(out);
-    unlink(path);
-    free(path);
 }
 END_TEST
 
