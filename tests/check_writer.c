@@ -313,6 +313,16 @@ START_TEST(gzip_sink_writes_jdk_style_members_that_gunzip_exactly)
 }
 END_TEST
 
+/* The bytes of the temporary file `path`, which is then removed (and `path`
+ * freed). */
+static uint8_t *read_back(char *path, size_t *len)
+{
+    uint8_t *data = tl_read_file(path, len);
+    unlink(path);
+    free(path);
+    return data;
+}
+
 static uint8_t *gzip_memory(const uint8_t *data, size_t len, int level, unsigned threads,
                             enum gzip_backend backend, size_t *zlen)
 {
@@ -327,10 +337,7 @@ static uint8_t *gzip_memory(const uint8_t *data, size_t len, int level, unsigned
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
     close(fd);
-    uint8_t *z = tl_read_file(path, zlen);
-    unlink(path);
-    free(path);
-    return z;
+    return read_back(path, zlen);
 }
 
 START_TEST(gzip_output_is_the_same_for_every_thread_count)
@@ -655,10 +662,7 @@ static uint8_t *round_trip_into_file(const uint8_t *in, size_t len, uint32_t lim
     }
     round_trip_to_fd(in, len, limit, fd, patched);
     close(fd);
-    uint8_t *got = tl_read_file(out, out_len);
-    unlink(out);
-    free(out);
-    return got;
+    return read_back(out, out_len);
 }
 
 /* Into a file, the writer writes each segment as it goes and fills in its
