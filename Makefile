@@ -26,6 +26,10 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -Iinclude -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64
+# The library's own headers, by concern (see docs/design.md); tools see
+# only include/.
+SRC_INC := -Isrc/common -Isrc/core -Isrc/rewrite -Isrc/analyze
+SRC_HDR = src/*/*.h
 CFLAGS ?=
 CFLAGS += -std=c11 -pthread $(WARN) $(OPT)
 # gzip members are deflated by ISA-L at level 1 (2-7x faster than libdeflate
@@ -53,7 +57,7 @@ B := $(B)-zlib
 endif
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
-LIB_SRC := $(wildcard src/*.c)
+LIB_SRC := $(wildcard src/*/*.c)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/src/%.o)
 TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps hprof-synth
 TOOL_BIN := $(TOOLS:%=$(B)/%)
@@ -79,9 +83,9 @@ $(B)/.check-deps: tools/ensure-deps.sh
 	@DEFLATE=$(DEFLATE) ISAL=$(ISAL) tools/ensure-deps.sh check
 	@touch $@
 
-$(B)/src/%.o: src/%.c src/*.h include/*.h | $(B)/.deps
+$(B)/src/%.o: src/%.c $(SRC_HDR) include/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -c -o $@ $<
 
 $(B)/libhprof.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -95,7 +99,7 @@ $(B)/%: tools/%.c $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
 
 $(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof.a | $(B)/.check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Isrc $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
 
 $(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
 	@mkdir -p $(dir $@)
@@ -111,9 +115,9 @@ $(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/regression_driver.c $(B)/libh
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tests/fuzz/regression_driver.c $(B)/libhprof.a $(LDLIBS_LIB)
 
 # The fuzz targets with libFuzzer (clang), always with ASan and UBSan.
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) src/*.h include/*.h | $(B)/.fuzz-deps
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.fuzz-deps
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	$(FUZZ_CC) $(CPPFLAGS) $(SRC_INC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $< $(LIB_SRC) $(LDLIBS_LIB)
 
 $(B)/.fuzz-deps: tools/ensure-deps.sh
@@ -136,9 +140,9 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-ti
 # AddressSanitizer.
 TSAN_TESTS := check_writer check_shrink check_verify
 
-build-tsan/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(LIB_SRC) src/*.h include/*.h | $(B)/.check-deps
+build-tsan/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Isrc -std=c11 -pthread $(WARN) -O1 -g -fsanitize=thread -o $@ $< \
+	$(CC) $(CPPFLAGS) $(SRC_INC) -std=c11 -pthread $(WARN) -O1 -g -fsanitize=thread -o $@ $< \
 		tests/testlib.c tests/facts.c $(LIB_SRC) $(LDLIBS_LIB) $(CHECK_LIBS)
 
 check-tsan: all $(TSAN_TESTS:%=build-tsan/tests/%)
