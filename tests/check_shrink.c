@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "facts.h"
-#include "shrink_private.h"
+#include "write_pass.h"
 #include "testlib.h"
 
 #define N_FIXTURES TL_N_FIXTURES

@@ -17,6 +17,7 @@ B=$1
 OUT=$2
 shift 2
 D=${DIGEST_DIR:-$B/digests}
+[ -x "$B/hprof-shrink" ] || { echo "output-digests: no $B/hprof-shrink (run make first)" >&2; exit 1; }
 mkdir -p "$D"
 
 if [ $# -eq 0 ]; then

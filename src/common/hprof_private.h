@@ -202,6 +202,9 @@ int idlist_add(struct idlist *l, uint64_t id);
 int idlist_seal(struct idlist *l);
 /* @return 1 when `id` is in the (sealed) list.  Moves the cursor. */
 int idlist_has(struct idlist *l, uint64_t id);
+/* The same with a cursor of the caller's, so that a sealed list can be
+ * shared read-only by threads that each search from their own place. */
+int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id);
 
 /* ---- Class layouts -------------------------------------------------------
  * What is needed to find a field in an instance: each class's superclass and

@@ -193,11 +193,16 @@ int idlist_seal(struct idlist *l)
 
 int idlist_has(struct idlist *l, uint64_t id)
 {
+    return idlist_find(l, &l->cursor, id);
+}
+
+int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id)
+{
     const uint64_t *ids = l->ids;
     size_t n = l->n, lo, hi; /* the first position holding >= id is in [lo, hi] */
     if (n == 0)
         return 0;
-    size_t at = l->cursor;
+    size_t at = *cursor < n ? *cursor : n - 1;
     if (ids[at] < id) { /* gallop forward */
         size_t step = 1;
         lo = at + 1;
@@ -222,7 +227,7 @@ int idlist_has(struct idlist *l, uint64_t id)
         else
             hi = mid;
     }
-    l->cursor = lo < n ? lo : n - 1;
+    *cursor = lo < n ? lo : n - 1;
     return lo < n && ids[lo] == id;
 }
 

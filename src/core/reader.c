@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hprof_private.h"
+#include "layout.h"
 
 #define CHUNK_MAX HPROF_READ_BUFFER     /* a multiple of every element size */
 #define MEM_CHUNK_MAX (1u << 20)        /* the same, for input in memory */
@@ -584,14 +584,11 @@ static int read_instance(struct hprof_reader *r, struct hprof_visitor *v, uint64
 {
     unsigned ids = r->header.id_size;
     const uint8_t *p;
-    int rc = take(r, 2 * ids + 8, limit, &p);
+    int rc = take(r, instance_head_size(ids), limit, &p);
     if (rc != HPROF_OK)
         return rc;
     struct hprof_instance o = { .offset = r->sub_offset };
-    o.id = get_id(p, ids);
-    o.stack_serial = get_u4(p + ids);
-    o.class_id = get_id(p + ids + 4, ids);
-    o.length = get_u4(p + 2 * ids + 4);
+    instance_head_get(p, ids, &o);
     if (o.length > HPROF_MAX_RECORD)
         FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
               "%" PRIu32 " bytes of fields exceed the reader's limit of %u", o.length,

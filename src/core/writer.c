@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "sink_private.h"
 
 struct hprof_writer {
@@ -425,10 +426,7 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
     unsigned ids = w->id_size;
     uint8_t head[32], *p = head;
     p = put_u1(p, HPROF_INSTANCE_DUMP);
-    p = put_id(p, o->id, ids);
-    p = put_u4(p, o->stack_serial);
-    p = put_id(p, o->class_id, ids);
-    p = put_u4(p, o->length);
+    p = instance_head_put(p, o, ids);
     int rc = emit(w, head, (size_t)(p - head), o->length);
     w->array_id = o->id;
     return rc == HPROF_OK ? array_data(w, o->values, o->length) : rc;

@@ -10,10 +10,11 @@
  * records between them.  The bytes are those one thread writes, and so are
  * the counts and the error reported (the first in file order).
  *
- * A worker has its own reader of the input, its own filter over a shallow
- * copy of the shrink state (the decisions are only read; a lookup cursor is
- * the one thing a filter moves, and the copy has its own) and its own writer
- * into memory.  Jobs in flight are capped at twice the workers, and so is
+ * A worker has its own reader of the input, its own chain of filters over
+ * the plan (which every worker only reads; what a chain moves is in its own
+ * cursor) and its own writer into memory.  The walk over the top-level
+ * records has a reader of its own too, so the reader the caller set up is
+ * only read with one thread.  Jobs in flight are capped at twice the workers, and so is
  * their memory: a segment of more than SEGMENT_MAX bytes, or a job whose
  * output would pass OUTPUT_MAX (zeroing PRIMITIVE_ARRAY_NODATA can do that),
  * is written by the calling thread itself when its turn comes, streaming as
@@ -24,7 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shrink_private.h"
+#include "chain.h"
+#include "write_pass.h"
 
 /* Segments of up to SEGMENT_MAX bytes go to workers, gathered into jobs of
  * about JOB_BYTES (ART writes segments of a few KiB: one job each would
@@ -55,19 +57,18 @@ struct job {
 struct worker {
     struct write_pass *wp;
     pthread_t thread;
-    struct shrink local;        /* shallow copy: own cursors, stats, errors */
     struct hprof_shrink_stats stats;
     struct hprof_error err;
     struct hprof_reader *reader;
     struct hprof_sink *sink;
     struct hprof_writer *writer;
-    struct shrink_filter *filter;
+    struct shrink_chain *chain;
 };
 
 struct write_pass {
-    struct hprof_visitor base;  /* in front of the filter */
-    struct shrink *sh;
-    struct hprof_writer *writer;
+    struct hprof_visitor base;  /* in front of the chain */
+    const struct write_pass_config *cfg;
+    struct hprof_reader *walk_reader;   /* the top-level records */
     struct hprof_reader *inline_reader; /* segments the caller writes itself */
 
     struct job *jobs;           /* a ring indexed by seq % n_jobs */
@@ -84,7 +85,6 @@ struct write_pass {
     int sync_ready;
     int stop;
     int failed;                 /* a job or a segment written here failed */
-    int pass;                   /* this pass's number, for progress */
 };
 
 /* ---- Counts --------------------------------------------------------------- */
@@ -121,43 +121,40 @@ static void add_filter_counts(struct hprof_shrink_stats *to, const struct hprof_
 
 /* ---- Workers ---------------------------------------------------------------- */
 
-static uint32_t segment_limit(const struct shrink *sh)
+static uint32_t segment_limit(const struct write_pass_config *cfg)
 {
-    return sh->opt.segment_limit ? sh->opt.segment_limit : HPROF_SEGMENT_LIMIT;
+    return cfg->segment_limit ? cfg->segment_limit : HPROF_SEGMENT_LIMIT;
 }
 
-/* A writer into the worker's memory sink, behind its filter. */
+/* A writer into the worker's memory sink, behind its chain. */
 static int new_writer(struct worker *w)
 {
+    const struct write_pass_config *cfg = w->wp->cfg;
     hprof_writer_free(w->writer);
     w->writer = hprof_writer_new(w->sink, &w->err);
     if (w->writer == NULL)
         return HPROF_ERR_NOMEM;
-    writer_for_segments(w->writer, w->local.ids, w->sink);
-    int rc = hprof_writer_set_segment_limit(w->writer, segment_limit(&w->local));
-    shrink_filter_visitor(w->filter)->next = hprof_writer_visitor(w->writer);
+    writer_for_segments(w->writer, cfg->plan->ids, w->sink);
+    int rc = hprof_writer_set_segment_limit(w->writer, segment_limit(cfg));
+    shrink_chain_set_next(w->chain, hprof_writer_visitor(w->writer));
     return rc;
 }
 
 static int worker_init(struct worker *w, struct write_pass *wp)
 {
     w->wp = wp;
-    w->local = *wp->sh;
-    w->local.stats = &w->stats;
-    w->local.err = &w->err;
-    if (reader_clone(wp->sh->reader, &w->reader, &w->err) != HPROF_OK)
+    if (reader_clone(wp->cfg->reader, &w->reader, &w->err) != HPROF_OK)
         return HPROF_ERR_NOMEM;
-    w->local.reader = w->reader;
     w->sink = mem_sink_new_capped(write_pass_output_max, &w->err);
-    w->filter = w->sink ? shrink_filter_new(&w->local, NULL) : NULL;
-    if (w->filter == NULL)
+    w->chain = w->sink ? shrink_chain_new(wp->cfg->plan, &w->stats, &w->err) : NULL;
+    if (w->chain == NULL)
         return HPROF_ERR_NOMEM;
     return new_writer(w);
 }
 
 static void worker_free(struct worker *w)
 {
-    shrink_filter_free(w->filter);
+    shrink_chain_free(w->chain);
     hprof_writer_free(w->writer);
     hprof_sink_free(w->sink);
     hprof_reader_free(w->reader);
@@ -170,7 +167,7 @@ static void run_job(struct worker *w, struct job *j)
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* write into the slot's buffer */
     int rc = HPROF_OK;
     for (size_t i = 0; rc == HPROF_OK && i < j->n; i++)
-        rc = reader_run_segment(w->reader, j->offsets[i], shrink_filter_visitor(w->filter));
+        rc = reader_run_segment(w->reader, j->offsets[i], shrink_chain_head(w->chain));
     int over = mem_sink_over(w->sink);
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* and back */
     j->too_big = rc != HPROF_OK && over;
@@ -214,10 +211,9 @@ static void *worker_main(void *arg)
 
 static void report_progress(struct write_pass *wp, uint64_t done)
 {
-    struct shrink *sh = wp->sh;
-    if (sh->opt.progress != NULL)
-        sh->opt.progress(sh->opt.progress_ctx, wp->pass, sh->passes, done,
-                         hprof_reader_size(sh->reader));
+    const struct write_pass_config *cfg = wp->cfg;
+    if (cfg->progress != NULL)
+        cfg->progress(cfg->progress_ctx, done, hprof_reader_size(cfg->reader));
 }
 
 /* Workers look at every job's state and number while they wait: they
@@ -257,11 +253,11 @@ static int write_oldest(struct write_pass *wp)
     if (j->too_big) {
         rc = write_inline(wp, j->offsets, j->n, 0);
     } else if (j->rc != HPROF_OK) {
-        rc = hprof_error_set(wp->sh->err, j->rc, "%s", j->err.message);
+        rc = hprof_error_set(wp->cfg->err, j->rc, "%s", j->err.message);
         wp->failed = 1;
     } else {
-        add_filter_counts(wp->sh->stats, &j->stats);
-        rc = writer_put_segments(wp->writer, j->out, j->out_len);
+        add_filter_counts(wp->cfg->stats, &j->stats);
+        rc = writer_put_segments(wp->cfg->writer, j->out, j->out_len);
         wp->failed |= rc != HPROF_OK;
     }
     j->out_len = 0;
@@ -363,7 +359,7 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     if ((rc = filling_job(wp, &j)) != HPROF_OK)
         return rc;
     if (add_offset(j, s->offset) != HPROF_OK)
-        return hprof_error_set(wp->sh->err, HPROF_ERR_NOMEM, "out of memory");
+        return hprof_error_set(wp->cfg->err, HPROF_ERR_NOMEM, "out of memory");
     j->bytes += s->length;
     j->end = s->offset + 9 + s->length;
     if (j->bytes >= JOB_BYTES)
@@ -433,30 +429,33 @@ static void write_pass_free(struct write_pass *wp)
         pthread_cond_destroy(&wp->done);
     }
     hprof_reader_free(wp->inline_reader);
+    hprof_reader_free(wp->walk_reader);
     free(wp->workers);
     free(wp->jobs);
 }
 
-static int write_pass_init(struct write_pass *wp, struct shrink *sh, struct hprof_writer *w,
+static int write_pass_init(struct write_pass *wp, const struct write_pass_config *cfg,
                            struct hprof_visitor *chain, unsigned workers)
 {
     memset(wp, 0, sizeof *wp);
     wp->base.ops = &dispatch_ops;
     wp->base.next = chain;
-    wp->sh = sh;
-    wp->writer = w;
+    wp->cfg = cfg;
     wp->n_workers = workers;
     wp->n_jobs = 2 * workers;
-    int rc = reader_clone(sh->reader, &wp->inline_reader, sh->err);
+    /* the walk skips every segment: no progress, nothing to read ahead */
+    int rc = reader_clone(cfg->reader, &wp->walk_reader, cfg->err);
+    if (rc == HPROF_OK)
+        rc = reader_clone(cfg->reader, &wp->inline_reader, cfg->err);
     if (rc != HPROF_OK)
         return rc;
     wp->jobs = calloc(wp->n_jobs, sizeof *wp->jobs);
     wp->workers = calloc(workers, sizeof *wp->workers);
     if (wp->jobs == NULL || wp->workers == NULL)
-        return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "out of memory");
+        return hprof_error_set(cfg->err, HPROF_ERR_NOMEM, "out of memory");
     for (unsigned i = 0; i < workers; i++)
         if (worker_init(&wp->workers[i], wp) != HPROF_OK)
-            return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "write pass: %s",
+            return hprof_error_set(cfg->err, HPROF_ERR_NOMEM, "write pass: %s",
                                    wp->workers[i].err.code ? wp->workers[i].err.message
                                                            : "out of memory");
     pthread_mutex_init(&wp->lock, NULL);
@@ -466,43 +465,47 @@ static int write_pass_init(struct write_pass *wp, struct shrink *sh, struct hpro
     for (; wp->started < workers; wp->started++)
         if (pthread_create(&wp->workers[wp->started].thread, NULL, worker_main,
                            &wp->workers[wp->started]) != 0)
-            return hprof_error_set(sh->err, HPROF_ERR_NOMEM, "write pass: cannot start a thread");
+            return hprof_error_set(cfg->err, HPROF_ERR_NOMEM, "write pass: cannot start a thread");
     return HPROF_OK;
 }
 
-static unsigned write_threads(const struct shrink *sh)
+/* The whole pass on the calling thread, through the caller's reader. */
+static int write_on_one_thread(const struct write_pass_config *cfg, struct hprof_visitor *chain)
 {
-    unsigned n = shrink_threads(sh);
-    return n < MAX_WORKERS ? n : MAX_WORKERS;
+    return hprof_reader_run(cfg->reader, chain);
 }
 
-int shrink_write_pass(struct shrink *sh, struct hprof_writer *w, struct shrink_filter *f)
+static int write_on_threads(const struct write_pass_config *cfg, struct hprof_visitor *chain,
+                            unsigned threads)
 {
-    unsigned threads = write_threads(sh);
-    if (threads < 2)
-        return shrink_run_pass(sh, shrink_filter_visitor(f));
     struct write_pass wp;
-    int rc = write_pass_init(&wp, sh, w, shrink_filter_visitor(f), threads);
+    int rc = write_pass_init(&wp, cfg, chain, threads);
     if (rc == HPROF_OK) {
-        /* progress comes as jobs are written, not as segments are skipped */
-        hprof_reader_set_progress(sh->reader, NULL, NULL);
-        wp.pass = sh->pass + 1; /* shrink_run_pass() counts it */
         report_progress(&wp, 0);
-        /* this walk skips every segment: nothing to read ahead */
-        int read_ahead = reader_readahead_thread(sh->reader);
-        hprof_reader_set_readahead_thread(sh->reader, 0);
-        rc = shrink_run_pass(sh, &wp.base);
-        hprof_reader_set_readahead_thread(sh->reader, read_ahead);
+        rc = hprof_reader_run(wp.walk_reader, &wp.base);
         if (rc != HPROF_OK && !wp.failed) {
             /* the reader stopped on a later record: an error in a segment
              * before it comes first, as with one thread */
-            struct hprof_error reader_error = *sh->err;
-            memset(sh->err, 0, sizeof *sh->err);
+            struct hprof_error reader_error = *cfg->err;
+            memset(cfg->err, 0, sizeof *cfg->err);
             if (settle(&wp) == HPROF_OK)
-                *sh->err = reader_error;
-            rc = sh->err->code;
+                *cfg->err = reader_error;
+            rc = cfg->err->code;
         }
     }
     write_pass_free(&wp);
+    return rc;
+}
+
+int write_pass_run(const struct write_pass_config *cfg)
+{
+    unsigned threads = cfg->threads < MAX_WORKERS ? cfg->threads : MAX_WORKERS;
+    struct shrink_chain *chain = shrink_chain_new(cfg->plan, cfg->stats, cfg->err);
+    if (chain == NULL)
+        return cfg->err->code;
+    shrink_chain_set_next(chain, hprof_writer_visitor(cfg->writer));
+    int rc = threads < 2 ? write_on_one_thread(cfg, shrink_chain_head(chain))
+                         : write_on_threads(cfg, shrink_chain_head(chain), threads);
+    shrink_chain_free(chain);
     return rc;
 }

@@ -1,0 +1,44 @@
+/*
+ * names.c - the table behind known_name().
+ */
+#include <string.h>
+
+#include "names.h"
+
+/* One list, two tables (X-macro). */
+#define KNOWN_NAMES(X)                                           \
+    X("java.lang.String", NAME_CLASS_STRING)                     \
+    X("java/lang/String", NAME_CLASS_STRING)                     \
+    X("android.graphics.Bitmap", NAME_CLASS_BITMAP)              \
+    X("android/graphics/Bitmap", NAME_CLASS_BITMAP)              \
+    X("android.graphics.Bitmap$DumpData", NAME_CLASS_DUMP_DATA)  \
+    X("android/graphics/Bitmap$DumpData", NAME_CLASS_DUMP_DATA)  \
+    X("byte[][]", NAME_CLASS_BYTE_ARRAYS)                        \
+    X("[[B", NAME_CLASS_BYTE_ARRAYS)                             \
+    X("value", NAME_FIELD_VALUE)                                 \
+    X("mBuffer", NAME_FIELD_BUFFER)                              \
+    X("buffers", NAME_FIELD_BUFFERS)                             \
+    X("natives", NAME_FIELD_NATIVES)                             \
+    X("coder", NAME_FIELD_CODER)                                 \
+    X("mWidth", NAME_FIELD_WIDTH)                                \
+    X("mHeight", NAME_FIELD_HEIGHT)                              \
+    X("mRecycled", NAME_FIELD_RECYCLED)
+#define NAME_ENTRY(text, code) { text, sizeof text - 1, code },
+#define NAME_LENGTH_BIT(text, code) 1ull << (sizeof text - 1) |
+
+enum known_name known_name(const uint8_t *text, size_t length)
+{
+    static const struct {
+        const char *text;
+        size_t length;
+        enum known_name code;
+    } names[] = { KNOWN_NAMES(NAME_ENTRY) };
+    /* first a bit per length that some name has (all are under 64) */
+    static const uint64_t lengths = KNOWN_NAMES(NAME_LENGTH_BIT) 0;
+    if (length >= 64 || !(lengths >> length & 1))
+        return NAME_NONE;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].length == length && memcmp(names[i].text, text, length) == 0)
+            return names[i].code;
+    return NAME_NONE;
+}

@@ -1,0 +1,35 @@
+/*
+ * names.h - the class and field names the shrink and hprof-info look for,
+ * in one table.  A dump spells class names the Java way (ART:
+ * java.lang.String, byte[][]) or the JVM's (HotSpot: java/lang/String,
+ * [[B); both spellings map to one code.
+ */
+#ifndef HPROF_NAMES_H
+#define HPROF_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum known_name {
+    NAME_NONE,
+    NAME_CLASS_STRING,      /* java.lang.String */
+    NAME_CLASS_BITMAP,      /* android.graphics.Bitmap */
+    NAME_CLASS_DUMP_DATA,   /* android.graphics.Bitmap$DumpData */
+    NAME_CLASS_BYTE_ARRAYS, /* byte[][], the class of DumpData.buffers */
+    NAME_FIELD_VALUE,       /* String.value */
+    NAME_FIELD_BUFFER,      /* Bitmap.mBuffer */
+    NAME_FIELD_BUFFERS,     /* DumpData.buffers */
+    NAME_FIELD_NATIVES,     /* DumpData.natives */
+    NAME_FIELD_CODER,       /* String.coder (HotSpot: 1 = UTF-16) */
+    NAME_FIELD_WIDTH,       /* Bitmap.mWidth */
+    NAME_FIELD_HEIGHT,      /* Bitmap.mHeight */
+    NAME_FIELD_RECYCLED,    /* Bitmap.mRecycled */
+    NAME_COUNT
+};
+
+/* The code of the name `text` (`length` bytes, not NUL-terminated), or
+ * NAME_NONE.  Cheap for the names it does not know: every STRING record of
+ * a dump comes here. */
+enum known_name known_name(const uint8_t *text, size_t length);
+
+#endif

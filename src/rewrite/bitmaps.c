@@ -1,0 +1,833 @@
+/*
+ * bitmaps.c - the bitmap rewrite (see bitmaps.h): candidates, digests and
+ * merges in the collect passes, then the filter that drops the copies and
+ * rewrites what named them.
+ *
+ * Digests: a large buffer whose size no other candidate shares cannot have
+ * a duplicate and is not hashed.  When passes 1-2 saw where every other
+ * candidate's contents are (after its Bitmap, just before it or its
+ * byte[][], or a byte array of 4 KiB or more), they are hashed with
+ * pread(), and the digest pass runs only if two may be equal and what else
+ * refers to the copies is not known: passes 1-2 pin what refers to a known
+ * candidate and put every other reference into a Bloom filter, which
+ * mostly rules the rest out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bitmaps.h"
+#include "filter.h"
+#include "system_heaps.h"
+
+/* Byte arrays of at least this many elements (a bitmap of 32 x 32 pixels)
+ * have their size and place remembered in pass 1 when the dump names
+ * bitmaps that could merge (as for the recent arrays), at most MAX_LARGE
+ * of them (32 bytes each in two maps): a buffer that no other could equal
+ * need not be hashed, and one dumped before its Bitmap can be hashed with
+ * pread() instead of in pass 4. */
+#define LARGE_ARRAY (4u << 10)
+#define MAX_LARGE (1u << 18)
+
+/* The filter of references: a byte per 16 bytes of input (a dump holds at
+ * most one reference per 4 bytes, typically one per 20-400), between
+ * 256 KiB and 8 MiB - enough for a few million references before it says
+ * maybe too often to spare pass 4. */
+#define REFS_SEEN_MIN (256u << 10)
+#define REFS_SEEN_MAX (8u << 20)
+
+/* At most this many byte[][] elements are remembered in pass 2 (16 bytes
+ * each); past it, DumpData.buffers are expanded by a pass of their own. */
+#define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
+
+#define RECENT_ARRAYS_BITS 12 /* 4096 of them, direct-mapped by id */
+
+#define COMPARE_BUFFER (1u << 20)
+
+static size_t refs_seen_bytes(uint64_t input_bytes)
+{
+    uint64_t want = input_bytes / 16;
+    return want < REFS_SEEN_MIN ? REFS_SEEN_MIN : want > REFS_SEEN_MAX ? REFS_SEEN_MAX : (size_t)want;
+}
+
+static int nomem(const struct bitmaps *b)
+{
+    return rewrite_nomem(b->ctx);
+}
+
+static const struct hprof_visitor_ops expand_ops, digest_ops;
+
+int bitmaps_init(struct bitmaps *b, const struct rewrite_ctx *ctx, struct dump_model *model,
+                 const struct system_heaps *system)
+{
+    memset(b, 0, sizeof *b);
+    b->ctx = ctx;
+    b->model = model;
+    b->system = system;
+    b->expand = (struct module_visitor){ { &expand_ops, NULL }, b };
+    b->digest_pass = (struct module_visitor){ { &digest_ops, NULL }, b };
+    idlist_init(&b->natives);
+    if (idmap_init(&b->large, 1) || idmap_init(&b->large_at, 1) ||
+        idmap_init(&b->candidates, 1) || idmap_init(&b->dump_buffers, 0) ||
+        idmap_init(&b->pinned, 0) || idmap_init(&b->remap, 1) || idmap_init(&b->dropped, 0))
+        return HPROF_ERR_NOMEM;
+    return HPROF_OK; /* the digest is made when needed: OpenSSL's set-up is not free */
+}
+
+void bitmaps_free(struct bitmaps *b)
+{
+    idlist_free(&b->natives);
+    idmap_free(&b->large);
+    idmap_free(&b->large_at);
+    free(b->recent);
+    idfilter_free(&b->refs_seen);
+    idmap_free(&b->candidates);
+    free(b->cand);
+    idmap_free(&b->dump_buffers);
+    free(b->byte_arrays);
+    idmap_free(&b->pinned);
+    idmap_free(&b->remap);
+    idmap_free(&b->dropped);
+    digest_free(b->digest);
+}
+
+/* ---- Pass 1 ------------------------------------------------------------------- */
+
+/* Bitmaps whose buffers could merge: a Bitmap.mBuffer field (before
+ * Android 8) or the DumpData holder (Android 10 and later). */
+static int tracks_refs(const struct bitmaps *b)
+{
+    unsigned seen = b->model->names_seen, mbuffer = 1u << NAME_CLASS_BITMAP | 1u << NAME_FIELD_BUFFER;
+    return (seen & mbuffer) == mbuffer || (seen & 1u << NAME_CLASS_DUMP_DATA) != 0;
+}
+
+void bitmaps_note_name(struct bitmaps *b)
+{
+    if (b->heap_started && b->refs_seen.words == NULL && tracks_refs(b))
+        b->refs_incomplete = 1;
+}
+
+int bitmaps_heap_begin(struct bitmaps *b)
+{
+    if (!b->heap_started && tracks_refs(b)) {
+        if (idfilter_init(&b->refs_seen, refs_seen_bytes(hprof_reader_size(b->ctx->reader))) !=
+                HPROF_OK ||
+            (b->recent = calloc((size_t)1 << RECENT_ARRAYS_BITS, sizeof *b->recent)) == NULL)
+            return nomem(b);
+        /* Every reference goes in: a cache miss each, a quarter of the
+         * first pass on the Android-style bench dump.  Another core takes
+         * them; without one, they are applied here. */
+        if (b->ctx->helper_threads)
+            (void)idfilter_use_thread(&b->refs_seen);
+    }
+    b->heap_started = 1;
+    return HPROF_OK;
+}
+
+/* The digest pass would pin what a root names. */
+void bitmaps_note_root(struct bitmaps *b, uint64_t id)
+{
+    if (b->refs_seen.words != NULL && id != 0)
+        idfilter_add(&b->refs_seen, id);
+}
+
+void bitmaps_note_class_dump(struct bitmaps *b, const struct hprof_class_dump *c)
+{
+    for (unsigned i = 0; b->refs_seen.words != NULL && i < c->n_statics; i++)
+        if (c->statics[i].type == HPROF_TYPE_OBJECT && c->statics[i].value != 0)
+            idfilter_add(&b->refs_seen, c->statics[i].value); /* as the digest pass pins */
+}
+
+static struct recent_array *recent_slot(const struct bitmaps *b, uint64_t id)
+{
+    return &b->recent[(id * 0x9E3779B97F4A7C15ull) >> (64 - RECENT_ARRAYS_BITS)];
+}
+
+void bitmaps_note_recent(struct bitmaps *b, const struct hprof_primitive_array *a)
+{
+    if (b->recent == NULL || a->type != HPROF_TYPE_BYTE ||
+        a->tag != HPROF_PRIMITIVE_ARRAY_DUMP || a->first != 0)
+        return;
+    struct recent_array *r = recent_slot(b, a->id);
+    if (r->id != a->id)
+        *r = (struct recent_array){ a->id, a->data_offset, a->count };
+}
+
+/* Where byte array `id` is, if it was seen lately.  @return it or NULL. */
+static const struct recent_array *find_recent(const struct bitmaps *b, uint64_t id)
+{
+    const struct recent_array *r = b->recent ? recent_slot(b, id) : NULL;
+    return r != NULL && r->id == id && id != 0 ? r : NULL;
+}
+
+static int remember_large(struct bitmaps *b, uint64_t id, uint64_t count, uint64_t data_offset)
+{
+    if (idmap_put(&b->large, id, count) != HPROF_OK ||
+        idmap_put(&b->large_at, id, data_offset) != HPROF_OK)
+        return nomem(b);
+    return HPROF_OK;
+}
+
+int bitmaps_note_primitive_array(struct bitmaps *b, const struct hprof_primitive_array *a)
+{
+    bitmaps_note_recent(b, a);
+    if (a->type == HPROF_TYPE_BYTE && a->count >= LARGE_ARRAY &&
+        a->tag == HPROF_PRIMITIVE_ARRAY_DUMP && b->recent != NULL && b->large.count < MAX_LARGE &&
+        !idmap_has(&b->large, a->id))
+        return remember_large(b, a->id, a->count, a->data_offset);
+    return HPROF_OK;
+}
+
+/* ---- Resolution ------------------------------------------------------------------ */
+
+static struct candidate *candidate_of(const struct bitmaps *b, uint64_t id)
+{
+    uint64_t at;
+    return idmap_get(&b->candidates, id, &at) ? &b->cand[at - 1] : NULL;
+}
+
+static int add_candidate(struct bitmaps *b, uint64_t id)
+{
+    if (id == 0 || idmap_has(&b->candidates, id))
+        return HPROF_OK;
+    if (b->n_cand == b->cap_cand) {
+        size_t cap = b->cap_cand ? b->cap_cand * 2 : 64;
+        struct candidate *grown = realloc(b->cand, cap * sizeof *grown);
+        if (grown == NULL)
+            return nomem(b);
+        b->cand = grown;
+        b->cap_cand = cap;
+    }
+    b->cand[b->n_cand] = (struct candidate){ .id = id };
+    if (idmap_put(&b->candidates, id, ++b->n_cand) != HPROF_OK)
+        return nomem(b);
+    return HPROF_OK;
+}
+
+/* Where candidate `c`'s contents are, learnt before the digest pass. */
+static void locate(struct candidate *c, uint8_t type, uint32_t count, uint64_t bytes,
+                   uint64_t data_offset)
+{
+    c->type = type;
+    c->count = count;
+    c->bytes = bytes;
+    c->data_offset = data_offset;
+    c->located = 1;
+}
+
+/* A Bitmap's buffer dumped just before it: located already. */
+static void locate_recent_candidate(struct bitmaps *b, uint64_t id)
+{
+    const struct recent_array *r = find_recent(b, id);
+    struct candidate *c = r ? candidate_of(b, id) : NULL;
+    if (c == NULL || c->located)
+        return;
+    locate(c, HPROF_TYPE_BYTE, r->count, r->count, r->data_offset);
+}
+
+/* A candidate's array after the Bitmap that named it: where its contents
+ * are, so that the digest pass may not be needed to hash them (the first
+ * dump of an id counts, as in the digest pass). */
+int bitmaps_locate(struct bitmaps *b, const struct hprof_primitive_array *a)
+{
+    struct candidate *c = b->n_cand > 0 ? candidate_of(b, a->id) : NULL;
+    if (c == NULL || c->located || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP)
+        return HPROF_OK;
+    locate(c, a->type, a->count, (uint64_t)a->count * type_size(a->type, b->ctx->ids),
+           a->data_offset);
+    return HPROF_OK;
+}
+
+int bitmaps_resolve_instance(struct bitmaps *b, int kind, const struct kind_layout *k,
+                             const struct hprof_instance *o, int64_t *bitmap_slot)
+{
+    const unsigned ids = b->ctx->ids;
+    int rc = HPROF_OK;
+    *bitmap_slot = -1;
+    if (kind == NAME_CLASS_BITMAP) {
+        uint64_t buffer = model_field_id(ids, o, k->field[0]);
+        rc = add_candidate(b, buffer);
+        if (rc == HPROF_OK)
+            locate_recent_candidate(b, buffer);
+        *bitmap_slot = k->field[0];
+    } else if (kind == NAME_CLASS_DUMP_DATA) {
+        uint64_t buffers = model_field_id(ids, o, k->field[0]);
+        if (buffers != 0 && idmap_put(&b->dump_buffers, buffers, 0) != HPROF_OK)
+            return nomem(b);
+        rc = idlist_add(&b->natives, model_field_id(ids, o, k->field[1])) == HPROF_OK ? HPROF_OK
+                                                                                     : nomem(b);
+    }
+    return rc;
+}
+
+/* A reference the digest pass would pin with: to a known candidate it is a
+ * pin now; to anything else it goes into the filter, since it may name a
+ * buffer whose Bitmap comes later. */
+int bitmaps_track_ref(struct bitmaps *b, uint64_t ref)
+{
+    if (b->refs_seen.words == NULL || ref == 0)
+        return HPROF_OK;
+    if (b->n_cand > 0 && idmap_has(&b->candidates, ref))
+        return idmap_put(&b->pinned, ref, 0) == HPROF_OK ? HPROF_OK : nomem(b);
+    idfilter_add(&b->refs_seen, ref);
+    return HPROF_OK;
+}
+
+/* Remember a byte[][]'s elements: it may be a DumpData.buffers whose holder
+ * comes later, and remembering spares the expand pass in the usual case. */
+int bitmaps_resolve_byte_arrays(struct bitmaps *b, const struct hprof_object_array *a)
+{
+    const unsigned ids = b->ctx->ids;
+    if (b->byte_arrays_overflow)
+        return HPROF_OK;
+    if (b->n_byte_arrays + 2 * (size_t)a->n > 2 * (size_t)MAX_BYTE_ARRAY_ELEMENTS) {
+        b->byte_arrays_overflow = 1;
+        return HPROF_OK;
+    }
+    if (b->n_byte_arrays + 2 * (size_t)a->n > b->cap_byte_arrays) {
+        size_t cap = b->cap_byte_arrays ? b->cap_byte_arrays : 256;
+        while (cap < b->n_byte_arrays + 2 * (size_t)a->n)
+            cap *= 2;
+        uint64_t *grown = realloc(b->byte_arrays, cap * sizeof *grown);
+        if (grown == NULL)
+            return nomem(b);
+        b->byte_arrays = grown;
+        b->cap_byte_arrays = cap;
+    }
+    for (uint32_t i = 0; i < a->n; i++) {
+        uint64_t element = get_id(a->elements + (size_t)i * ids, ids);
+        const struct recent_array *r = find_recent(b, element);
+        b->byte_arrays[b->n_byte_arrays++] = a->id;
+        b->byte_arrays[b->n_byte_arrays++] = element;
+        /* a DumpData buffer dumped just before: where it is, for its digest */
+        if (r != NULL && b->large.count < MAX_LARGE && !idmap_has(&b->large, element) &&
+            remember_large(b, element, r->count, r->data_offset) != HPROF_OK)
+            return HPROF_ERR_NOMEM;
+    }
+    return HPROF_OK;
+}
+
+static int reset_map(struct idmap *m, int with_values)
+{
+    idmap_free(m);
+    return idmap_init(m, with_values);
+}
+
+int bitmaps_forget(struct bitmaps *b)
+{
+    b->n_cand = 0;
+    b->n_byte_arrays = 0;
+    b->byte_arrays_overflow = 0;
+    idlist_clear(&b->natives);
+    if (reset_map(&b->candidates, 1) || reset_map(&b->dump_buffers, 0) ||
+        reset_map(&b->pinned, 0))
+        return nomem(b);
+    return HPROF_OK;
+}
+
+/* ---- Expand: DumpData.buffers ------------------------------------------------------ */
+
+void bitmaps_settle(struct bitmaps *b)
+{
+    idfilter_settle(&b->refs_seen); /* no more references; threads copy the state */
+}
+
+int bitmaps_expand_remembered(struct bitmaps *b, int *expand_pass)
+{
+    *expand_pass = 0;
+    if (b->dump_buffers.count == 0)
+        return HPROF_OK;
+    if (b->byte_arrays_overflow) {
+        *expand_pass = 1;
+        return HPROF_OK;
+    }
+    for (size_t i = 0; i < b->n_byte_arrays; i += 2)
+        if (idmap_has(&b->dump_buffers, b->byte_arrays[i])) {
+            int rc = add_candidate(b, b->byte_arrays[i + 1]);
+            if (rc != HPROF_OK)
+                return rc;
+        }
+    return HPROF_OK;
+}
+
+static struct bitmaps *self(struct hprof_visitor *v)
+{
+    return ((struct module_visitor *)v)->state;
+}
+
+static int skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+static int expand_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct bitmaps *b = self(v);
+    const unsigned ids = b->ctx->ids;
+    if (!idmap_has(&b->dump_buffers, a->id))
+        return HPROF_SKIP;
+    for (uint32_t i = 0; i < a->n; i++) {
+        int rc = add_candidate(b, get_id(a->elements + (size_t)i * ids, ids));
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
+}
+
+static const struct hprof_visitor_ops expand_ops = {
+    .object_array = expand_object_array,
+    .primitive_array = skip_primitive_array,
+};
+
+struct hprof_visitor *bitmaps_expand_visitor(struct bitmaps *b)
+{
+    return &b->expand.base;
+}
+
+/* ---- Digest ------------------------------------------------------------------------ */
+
+/* A candidate referred to from anywhere but a bitmap slot must survive as
+ * an array of its own even when its contents are merged. */
+static int pin(struct bitmaps *b, uint64_t ref)
+{
+    if (ref == 0 || candidate_of(b, ref) == NULL)
+        return HPROF_OK;
+    return idmap_put(&b->pinned, ref, 0) == HPROF_OK ? HPROF_OK : nomem(b);
+}
+
+struct pin_walk {
+    struct bitmaps *b;
+    int64_t bitmap_slot;    /* offset of mBuffer in this instance, or -1 */
+};
+
+static int pin_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
+{
+    struct pin_walk *w = ctx;
+    (void)name_id;
+    return (int64_t)at == w->bitmap_slot ? HPROF_OK : pin(w->b, ref);
+}
+
+static int digest_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    return pin(self(v), r->id);
+}
+
+static int digest_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct bitmaps *b = self(v);
+    int rc = HPROF_OK;
+    for (unsigned i = 0; rc == HPROF_OK && i < c->n_statics; i++)
+        if (c->statics[i].type == HPROF_TYPE_OBJECT)
+            rc = pin(b, c->statics[i].value);
+    return rc;
+}
+
+static int digest_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct bitmaps *b = self(v);
+    const struct kind_layout *k;
+    struct pin_walk walk = { b, -1 };
+    if (system_heaps_has(b->system, o->id))
+        return HPROF_OK;
+    if (model_kind(b->model, o->class_id, &k) == NAME_CLASS_BITMAP)
+        walk.bitmap_slot = k->field[0];
+    struct classes *classes = &b->model->classes;
+    struct class_info *ci = classes_find(classes, o->class_id);
+    return ci ? classes_each_ref(classes, ci, o->values, o->length, pin_field, &walk) : HPROF_OK;
+}
+
+static int digest_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct bitmaps *b = self(v);
+    const unsigned ids = b->ctx->ids;
+    if (idmap_has(&b->dump_buffers, a->id) || system_heaps_has(b->system, a->id))
+        return HPROF_SKIP;
+    for (uint32_t i = 0; i < a->n; i++) {
+        int rc = pin(b, get_id(a->elements + (size_t)i * ids, ids));
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
+}
+
+static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct bitmaps *b = self(v);
+    struct candidate *c = candidate_of(b, a->id);
+    if (c == NULL || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP || c->unique_size)
+        return HPROF_SKIP;
+    int rc = HPROF_OK;
+    if (a->first == 0) {
+        if (c->digested) /* a second dump of the same id: leave it alone */
+            return HPROF_SKIP;
+        c->type = a->type;
+        c->count = a->count;
+        c->bytes = (uint64_t)a->count * type_size(a->type, b->ctx->ids);
+        c->data_offset = a->data_offset;
+        rc = digest_begin(b->digest);
+    }
+    if (rc == HPROF_OK)
+        rc = digest_update(b->digest, a->data, a->length);
+    if (rc == HPROF_OK && a->first + a->length == c->bytes) {
+        rc = digest_final(b->digest, c->md5);
+        c->digested = 1;
+        b->ctx->stats->bitmap_digested++;
+    }
+    return rc;
+}
+
+static const struct hprof_visitor_ops digest_ops = {
+    .root = digest_root,
+    .class_dump = digest_class_dump,
+    .instance = digest_instance,
+    .object_array = digest_object_array,
+    .primitive_array = digest_primitive_array,
+};
+
+struct hprof_visitor *bitmaps_digest_visitor(struct bitmaps *b)
+{
+    return &b->digest_pass.base;
+}
+
+/* Candidates whose size is known (large byte arrays, pass 1) and shared by
+ * no other candidate need no digest.  @return how many still need one. */
+static size_t mark_unique_sizes(struct bitmaps *b)
+{
+    struct idmap sizes; /* count -> candidates of that count */
+    size_t need = 0;
+    if (idmap_init(&sizes, 1) != HPROF_OK)
+        return b->n_cand;
+    for (size_t i = 0; i < b->n_cand; i++) {
+        uint64_t count, seen = 0;
+        if (idmap_get(&b->large, b->cand[i].id, &count)) {
+            idmap_get(&sizes, count, &seen);
+            if (idmap_put(&sizes, count, seen + 1) != HPROF_OK) {
+                idmap_free(&sizes);
+                return b->n_cand;
+            }
+        }
+    }
+    for (size_t i = 0; i < b->n_cand; i++) {
+        uint64_t count, seen = 0;
+        b->cand[i].unique_size = idmap_get(&b->large, b->cand[i].id, &count) &&
+                                 idmap_get(&sizes, count, &seen) && seen == 1;
+        need += !b->cand[i].unique_size;
+    }
+    idmap_free(&sizes);
+    return need;
+}
+
+/* Order candidates so that equal contents are adjacent, earliest first. */
+static int compare_candidates(const void *pa, const void *pb)
+{
+    const struct candidate *a = pa, *b = pb;
+    if (a->digested != b->digested)
+        return a->digested ? -1 : 1;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    if (a->count != b->count)
+        return a->count < b->count ? -1 : 1;
+    int c = memcmp(a->md5, b->md5, 16);
+    if (c != 0)
+        return c;
+    return a->data_offset < b->data_offset ? -1 : a->data_offset > b->data_offset;
+}
+
+static int same_key(const struct candidate *a, const struct candidate *b)
+{
+    return a->digested && b->digested && a->type == b->type && a->count == b->count &&
+           memcmp(a->md5, b->md5, 16) == 0;
+}
+
+/* Candidates whose arrays came before their Bitmap in pass 2 are located
+ * from pass 1 when large; then, when every candidate that needs a digest
+ * is located, their MD5s come from pread(), once each.  *all_located says
+ * whether that was the case (nothing is hashed otherwise: the digest pass
+ * will). */
+static int digest_located(struct bitmaps *b, int *all_located)
+{
+    *all_located = 0;
+    for (size_t i = 0; i < b->n_cand; i++) {
+        struct candidate *c = &b->cand[i];
+        uint64_t count, at;
+        if (!c->located && idmap_get(&b->large, c->id, &count) &&
+            idmap_get(&b->large_at, c->id, &at))
+            locate(c, HPROF_TYPE_BYTE, (uint32_t)count, count, at);
+        if (!c->unique_size && !c->located)
+            return HPROF_OK;
+    }
+    uint8_t *buf = malloc(COMPARE_BUFFER);
+    int rc = buf ? HPROF_OK : nomem(b);
+    for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++) {
+        struct candidate *c = &b->cand[i];
+        if (c->unique_size)
+            continue;
+        rc = digest_begin(b->digest);
+        for (uint64_t done = 0; rc == HPROF_OK && done < c->bytes; done += COMPARE_BUFFER) {
+            size_t n = c->bytes - done < COMPARE_BUFFER ? (size_t)(c->bytes - done) : COMPARE_BUFFER;
+            rc = hprof_reader_pread(b->ctx->reader, c->data_offset + done, buf, n);
+            if (rc == HPROF_OK)
+                rc = digest_update(b->digest, buf, n);
+        }
+        if (rc == HPROF_OK)
+            rc = digest_final(b->digest, c->md5);
+        c->digested = 1;
+        b->ctx->stats->bitmap_digested++;
+    }
+    free(buf);
+    *all_located = rc == HPROF_OK;
+    return rc;
+}
+
+/* The candidates in merge order (equal contents adjacent), as a copy the
+ * caller frees; NULL when memory is short. */
+static struct candidate *sorted_candidates(const struct bitmaps *b)
+{
+    struct candidate *sorted = malloc(b->n_cand * sizeof *sorted);
+    if (sorted != NULL) {
+        memcpy(sorted, b->cand, b->n_cand * sizeof *sorted);
+        qsort(sorted, b->n_cand, sizeof *sorted, compare_candidates);
+    }
+    return sorted;
+}
+
+/* Do two digested candidates share type, length and MD5? */
+static int may_share_contents(const struct bitmaps *b)
+{
+    struct candidate *sorted = sorted_candidates(b);
+    if (sorted == NULL)
+        return 1; /* the digest pass and the merge decide, as they would anyway */
+    int shared = 0;
+    for (size_t i = 1; i < b->n_cand && !shared; i++)
+        shared = same_key(&sorted[i - 1], &sorted[i]);
+    free(sorted);
+    return shared;
+}
+
+/* Can passes 1-2 vouch that nothing but a bitmap slot refers to any buffer
+ * that may merge into another (every member of a group of equal type,
+ * length and MD5 but its earliest)?  Then the digest pass has no pin to
+ * find. */
+static int pins_ruled_out(struct bitmaps *b)
+{
+    if (b->refs_seen.words == NULL || b->refs_incomplete || b->byte_arrays_overflow)
+        return 0;
+    struct candidate *sorted = sorted_candidates(b);
+    struct idmap copies;
+    if (sorted == NULL || idmap_init(&copies, 0) != HPROF_OK) {
+        free(sorted);
+        return 0;
+    }
+    int ruled_out = 1;
+    for (size_t i = 1; ruled_out && i < b->n_cand; i++)
+        if (same_key(&sorted[i - 1], &sorted[i]))
+            ruled_out = !idfilter_maybe(&b->refs_seen, sorted[i].id) &&
+                        idmap_put(&copies, sorted[i].id, 0) == HPROF_OK;
+    /* an element of a byte[][] other than DumpData.buffers is a pin */
+    for (size_t i = 0; ruled_out && i < b->n_byte_arrays; i += 2)
+        if (idmap_has(&copies, b->byte_arrays[i + 1]) &&
+            !idmap_has(&b->dump_buffers, b->byte_arrays[i]))
+            ruled_out = idmap_put(&b->pinned, b->byte_arrays[i + 1], 0) == HPROF_OK;
+    idmap_free(&copies);
+    free(sorted);
+    return ruled_out;
+}
+
+int bitmaps_digest_located(struct bitmaps *b, int *digest_pass, int *merge)
+{
+    *digest_pass = *merge = 0;
+    b->ctx->stats->bitmap_candidates = b->n_cand;
+    if (mark_unique_sizes(b) == 0)
+        return HPROF_OK;
+    int all_located = 0;
+    b->digest = digest_new(b->ctx->err);
+    int rc = b->digest ? digest_located(b, &all_located) : b->ctx->err->code;
+    /* the digest pass hashes what could not be located, and finds the pins
+     * when some contents may be shared (unless passes 1-2 rule them out);
+     * otherwise there is nothing to merge */
+    if (rc == HPROF_OK && (!all_located || may_share_contents(b))) {
+        *merge = 1;
+        *digest_pass = !all_located || !pins_ruled_out(b);
+    }
+    return rc;
+}
+
+/* Byte-for-byte comparison of two candidates' contents in the input. */
+static int same_contents(struct bitmaps *b, const struct candidate *x, const struct candidate *y,
+                         uint8_t *buf_x, uint8_t *buf_y, int *same)
+{
+    *same = 1;
+    for (uint64_t at = 0; at < x->bytes; at += COMPARE_BUFFER) {
+        size_t n = x->bytes - at < COMPARE_BUFFER ? (size_t)(x->bytes - at) : COMPARE_BUFFER;
+        int rc = hprof_reader_pread(b->ctx->reader, x->data_offset + at, buf_x, n);
+        if (rc == HPROF_OK)
+            rc = hprof_reader_pread(b->ctx->reader, y->data_offset + at, buf_y, n);
+        if (rc != HPROF_OK)
+            return rc;
+        if (memcmp(buf_x, buf_y, n) != 0) {
+            *same = 0;
+            return HPROF_OK;
+        }
+    }
+    return HPROF_OK;
+}
+
+/* Group digested candidates; within a group (same type, length, MD5) each
+ * member is compared with the group's distinct contents so far and merged
+ * into the first equal one, which is the earliest in the file.  An MD5
+ * match alone never merges. */
+int bitmaps_merge(struct bitmaps *b)
+{
+    struct hprof_shrink_stats *st = b->ctx->stats;
+    uint8_t *buf_x = malloc(COMPARE_BUFFER), *buf_y = malloc(COMPARE_BUFFER);
+    int rc = buf_x && buf_y ? HPROF_OK : nomem(b);
+    qsort(b->cand, b->n_cand, sizeof *b->cand, compare_candidates);
+    for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++)
+        if (idmap_put(&b->candidates, b->cand[i].id, i + 1) != HPROF_OK)
+            rc = nomem(b);
+    for (size_t start = 0, end; rc == HPROF_OK && start < b->n_cand; start = end) {
+        for (end = start + 1; end < b->n_cand && same_key(&b->cand[start], &b->cand[end]);)
+            end++;
+        for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
+            struct candidate *copy = &b->cand[m], *original = NULL;
+            for (size_t k = start; k < m && rc == HPROF_OK && original == NULL; k++) {
+                int same = 0;
+                if (idmap_has(&b->remap, b->cand[k].id))
+                    continue; /* merged itself: not a distinct content */
+                rc = same_contents(b, &b->cand[k], copy, buf_x, buf_y, &same);
+                if (same)
+                    original = &b->cand[k];
+            }
+            if (rc != HPROF_OK || original == NULL)
+                continue;
+            if (idmap_put(&b->remap, copy->id, original->id) != HPROF_OK ||
+                (!idmap_has(&b->pinned, copy->id) &&
+                 idmap_put(&b->dropped, copy->id, 0) != HPROF_OK)) {
+                rc = nomem(b);
+                break;
+            }
+            if (!original->has_copies)
+                st->bitmap_groups++;
+            original->has_copies = 1;
+            st->bitmap_duplicates.count++;
+            st->bitmap_duplicates.bytes += copy->bytes;
+        }
+    }
+    free(buf_x);
+    free(buf_y);
+    return rc;
+}
+
+int bitmaps_publish(struct bitmaps *b, struct bitmaps_plan *plan)
+{
+    if (idlist_seal(&b->natives) != HPROF_OK)
+        return nomem(b);
+    plan->natives = b->natives;
+    plan->candidates = b->candidates;
+    plan->remap = b->remap;
+    plan->dropped = b->dropped;
+    plan->dump_buffers = b->dump_buffers;
+    /* the plan owns them now */
+    idlist_init(&b->natives);
+    memset(&b->candidates, 0, sizeof b->candidates);
+    memset(&b->remap, 0, sizeof b->remap);
+    memset(&b->dropped, 0, sizeof b->dropped);
+    memset(&b->dump_buffers, 0, sizeof b->dump_buffers);
+    return HPROF_OK;
+}
+
+/* ---- The write-pass filter --------------------------------------------------------- */
+
+#define ELEMENT_CHUNK 8192u
+
+struct bitmaps_filter {
+    struct rewrite_filter f;
+    uint8_t *scratch;       /* a modified copy of instance values or elements */
+    size_t scratch_cap;
+};
+
+/* A Bitmap whose buffer merged names the kept one. */
+static int filter_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct bitmaps_filter *bf = (struct bitmaps_filter *)v;
+    const struct shrink_plan *p = bf->f.plan;
+    const struct kind_layout *k;
+    uint64_t kept = 0;
+    if (model_kind(p->model, o->class_id, &k) != NAME_CLASS_BITMAP ||
+        !idmap_get(&p->bitmaps.remap, model_field_id(p->ids, o, k->field[0]), &kept))
+        return hprof_visit_instance(filter_next(&bf->f), o);
+    struct hprof_instance changed = *o;
+    uint8_t *values = filter_scratch(&bf->scratch, &bf->scratch_cap, o->length, bf->f.err);
+    if (values == NULL)
+        return HPROF_ERR_NOMEM;
+    memcpy(values, o->values, o->length);
+    put_id(values + k->field[0], kept, p->ids);
+    changed.values = values;
+    return hprof_visit_instance(filter_next(&bf->f), &changed);
+}
+
+/* DumpData.buffers: elements that name a merged buffer now name the kept one. */
+static int rewrite_elements(struct bitmaps_filter *bf, const struct hprof_object_array *a)
+{
+    const struct shrink_plan *p = bf->f.plan;
+    const unsigned ids = p->ids;
+    struct hprof_object_array part = *a;
+    for (uint32_t done = 0; done < a->n;) {
+        uint32_t n = a->n - done < ELEMENT_CHUNK ? a->n - done : ELEMENT_CHUNK;
+        uint8_t *el = filter_scratch(&bf->scratch, &bf->scratch_cap, (size_t)n * ids, bf->f.err);
+        if (el == NULL)
+            return HPROF_ERR_NOMEM;
+        memcpy(el, a->elements + (size_t)done * ids, (size_t)n * ids);
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t kept;
+            if (idmap_get(&p->bitmaps.remap, get_id(el + (size_t)i * ids, ids), &kept))
+                put_id(el + (size_t)i * ids, kept, ids);
+        }
+        part.first = a->first + done;
+        part.n = n;
+        part.elements = el;
+        int rc = hprof_visit_object_array(filter_next(&bf->f), &part);
+        if (rc != HPROF_OK)
+            return rc;
+        done += n;
+    }
+    return HPROF_OK;
+}
+
+static int filter_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct bitmaps_filter *bf = (struct bitmaps_filter *)v;
+    if (a->n > 0 && idmap_has(&bf->f.plan->bitmaps.dump_buffers, a->id))
+        return rewrite_elements(bf, a);
+    return hprof_visit_object_array(filter_next(&bf->f), a);
+}
+
+/* A merged copy goes (counted as bitmap_duplicates when decided). */
+static int filter_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct rewrite_filter *f = (struct rewrite_filter *)v;
+    if (a->first == 0 && plan_array_keep(f->plan, f->cursor, a) == ARRAY_DUPLICATE)
+        return HPROF_SKIP;
+    return hprof_visit_primitive_array(filter_next(f), a);
+}
+
+static const struct hprof_visitor_ops bitmaps_filter_ops = {
+    .instance = filter_instance,
+    .object_array = filter_object_array,
+    .primitive_array = filter_primitive_array,
+};
+
+static void bitmaps_filter_free(struct rewrite_filter *f)
+{
+    free(((struct bitmaps_filter *)f)->scratch);
+    free(f);
+}
+
+struct rewrite_filter *bitmaps_filter_new(const struct filter_args *a)
+{
+    struct bitmaps_filter *bf = calloc(1, sizeof *bf);
+    if (bf != NULL)
+        filter_init(&bf->f, &bitmaps_filter_ops, a, bitmaps_filter_free);
+    return bf ? &bf->f : NULL;
+}

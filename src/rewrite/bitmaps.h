@@ -1,0 +1,127 @@
+/*
+ * bitmaps.h - the bitmap rewrite: pixel buffers of android.graphics.Bitmap
+ * (Bitmap.mBuffer before Android 8, Bitmap$DumpData.buffers from Android
+ * 10) keep their contents, and byte-identical buffers are merged into the
+ * earliest one: the copies' records go and the Bitmap fields and
+ * DumpData.buffers elements that named them name the kept one instead.
+ * DumpData.natives is kept as it is.  Identity is decided by type, length
+ * and MD5, then confirmed byte for byte; an MD5 match alone never merges.
+ *
+ * What it learns in the collect passes:
+ *   pass 1     where large byte arrays are, and which arrays came just
+ *              before (a Bitmap or byte[][] usually follows its buffers),
+ *              and - when the dump names bitmaps that could merge - every
+ *              reference, into a Bloom filter (which says when nothing but
+ *              a Bitmap slot can refer to a buffer that merges);
+ *   resolve    the candidates (Bitmap.mBuffer, DumpData.buffers elements)
+ *              and what refers to them;
+ *   expand     (only when pass 2 could not remember every byte[][])
+ *              the elements of each DumpData.buffers array;
+ *   digest     (only when candidates may have a twin and were not all
+ *              located) MD5 of each candidate and what refers to them.
+ */
+#ifndef HPROF_REWRITE_BITMAPS_H
+#define HPROF_REWRITE_BITMAPS_H
+
+#include "rewrite.h"
+
+/* A bitmap buffer to deduplicate. */
+struct candidate {
+    uint64_t id;
+    uint64_t data_offset;   /* input offset of the contents */
+    uint64_t bytes;
+    uint32_t count;
+    uint8_t type;
+    uint8_t digested;
+    uint8_t unique_size;    /* no other candidate has its size: no digest */
+    uint8_t has_copies;     /* other candidates were merged into this one */
+    uint8_t located;        /* type, count, bytes, data_offset known before pass 4 */
+    uint8_t md5[16];
+};
+
+/* A byte array seen lately: a Bitmap or a byte[][] usually comes right
+ * after the buffers it names, which are then located without pass 4. */
+struct recent_array {
+    uint64_t id;
+    uint64_t data_offset;
+    uint32_t count;
+};
+
+struct system_heaps;
+
+struct bitmaps {
+    const struct rewrite_ctx *ctx;
+    struct dump_model *model;
+    const struct system_heaps *system; /* what the digest pass skips */
+    struct idlist natives;      /* DumpData.natives arrays */
+    struct idmap large;         /* byte[] of LARGE_ARRAY+ elements, or one a
+                                   byte[][] names just after it -> count */
+    struct idmap large_at;      /* the same -> input offset of the contents */
+    struct recent_array *recent;/* byte arrays seen last, by id (or NULL) */
+    struct idfilter refs_seen;  /* words NULL: not tracked (no bitmap names) */
+    int heap_started;           /* pass 1 reached the first heap segment */
+    int refs_incomplete;        /* tracking began after some references */
+    struct idmap candidates;    /* buffer id -> index into `cand` + 1 */
+    struct candidate *cand;
+    size_t n_cand, cap_cand;
+    struct idmap dump_buffers;  /* DumpData.buffers object-array ids */
+    uint64_t *byte_arrays;      /* (byte[][] id, element) pairs seen in pass 2 */
+    size_t n_byte_arrays, cap_byte_arrays;
+    int byte_arrays_overflow;   /* too many to remember: run the expand pass */
+    struct idmap pinned;        /* candidates referenced from other slots */
+    struct idmap remap;         /* duplicate buffer id -> kept buffer id */
+    struct idmap dropped;       /* duplicates whose record goes */
+    struct digest *digest;
+    struct module_visitor expand, digest_pass;
+};
+
+int bitmaps_init(struct bitmaps *b, const struct rewrite_ctx *ctx, struct dump_model *model,
+                 const struct system_heaps *system);
+void bitmaps_free(struct bitmaps *b);
+
+/* ---- Pass 1 ---- */
+/* After a STRING record: a name may make references worth tracking. */
+void bitmaps_note_name(struct bitmaps *b);
+int bitmaps_heap_begin(struct bitmaps *b);
+void bitmaps_note_root(struct bitmaps *b, uint64_t id);
+void bitmaps_note_class_dump(struct bitmaps *b, const struct hprof_class_dump *c);
+int bitmaps_note_primitive_array(struct bitmaps *b, const struct hprof_primitive_array *a);
+
+/* ---- Resolution (eager in pass 1, or pass 2) ---- */
+/* Whether references are tracked (a dump naming bitmaps that can merge). */
+static inline int bitmaps_tracking(const struct bitmaps *b)
+{
+    return b->refs_seen.words != NULL;
+}
+/* A Bitmap or DumpData instance.  *bitmap_slot: the offset of its own
+ * buffer field (not a pin), or -1. */
+int bitmaps_resolve_instance(struct bitmaps *b, int kind, const struct kind_layout *k,
+                             const struct hprof_instance *o, int64_t *bitmap_slot);
+/* A reference from a kept object (not a Bitmap's own buffer slot). */
+int bitmaps_track_ref(struct bitmaps *b, uint64_t ref);
+/* A byte[][]: its elements are remembered. */
+int bitmaps_resolve_byte_arrays(struct bitmaps *b, const struct hprof_object_array *a);
+/* A primitive array met while resolving: where a candidate is. */
+int bitmaps_locate(struct bitmaps *b, const struct hprof_primitive_array *a);
+void bitmaps_note_recent(struct bitmaps *b, const struct hprof_primitive_array *a);
+/* Forget what was resolved, to resolve again. */
+int bitmaps_forget(struct bitmaps *b);
+
+/* ---- After the resolution ---- */
+/* No more references: the filter's thread stops. */
+void bitmaps_settle(struct bitmaps *b);
+/* The remembered elements of DumpData.buffers become candidates;
+ * *expand_pass says the expand pass is needed for the rest. */
+int bitmaps_expand_remembered(struct bitmaps *b, int *expand_pass);
+struct hprof_visitor *bitmaps_expand_visitor(struct bitmaps *b);
+/* Hash what can be hashed without a pass; *digest_pass says whether the
+ * digest pass must run before bitmaps_merge(), *merge whether a merge is
+ * possible at all. */
+int bitmaps_digest_located(struct bitmaps *b, int *digest_pass, int *merge);
+struct hprof_visitor *bitmaps_digest_visitor(struct bitmaps *b);
+/* Group the digested candidates and merge the identical ones. */
+int bitmaps_merge(struct bitmaps *b);
+/* Hand the decisions to the plan.  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int bitmaps_publish(struct bitmaps *b, struct bitmaps_plan *plan);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * driver.c - hprof_shrink(): the passes over the input, in order.  Each
+ * rewrite (strings.c, bitmaps.c, system_heaps.c, redact.c, arrays.c) learns
+ * what it needs in the collect passes, publishes its decisions into the
+ * plan, and applies them with its filter in the write pass.
+ *
+ *   1. collect  names, classes, system-heap objects, large arrays and
+ *               references (collect.c); when the dump allows, the
+ *               resolution runs as it goes and pass 2 is not needed.
+ *   2. resolve  every kept object against complete class layouts.
+ *   3. expand   (bitmaps, rarely) the elements of DumpData.buffers.
+ *   -  exempt   (redaction, with keep rules) the value arrays of the
+ *               Strings a rule names.
+ *   4. digest   (bitmaps, only when candidates may have a twin and their
+ *               contents were not all located) MD5s and pins; then the
+ *               merges, confirmed byte for byte.
+ *   5. write    the plan applied (write_pass.c, chain.c).
+ *
+ * The collect passes skip array contents (the reader seeks over them), so
+ * they cost about one read of the metadata.  Memory grows with what must be
+ * remembered - class layouts, system-heap ids, kept array ids, candidates -
+ * never with the size of the input.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "write_pass.h"
+
+/* Inputs under this are shrunk on the calling thread alone by default:
+ * their passes take a few milliseconds, about what starting helpers costs. */
+#define THREADED_MIN_INPUT (32u << 20)
+
+struct shrink_run {
+    struct rewrite_ctx ctx;
+    struct hprof_shrink_options opt;
+    struct rewrites rw;
+    struct collect collect;
+    struct shrink_plan plan;
+    unsigned threads;
+    int pass, passes;
+};
+
+static unsigned online_cores(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 1 ? (unsigned)cores : 1;
+}
+
+/* The one rule for threads: the caller's count, or one per core for inputs
+ * large enough to gain from them. */
+static unsigned shrink_threads(const struct hprof_shrink_options *opt, uint64_t input_bytes)
+{
+    if (opt->threads != 0)
+        return opt->threads;
+    return input_bytes >= THREADED_MIN_INPUT ? online_cores() : 1;
+}
+
+static void report(void *ctx, uint64_t done, uint64_t total)
+{
+    struct shrink_run *run = ctx;
+    run->opt.progress(run->opt.progress_ctx, run->pass, run->passes, done, total);
+}
+
+/* Pass `pass + 1`, timed and counted. */
+static int run_pass(struct shrink_run *run, struct hprof_visitor *v)
+{
+    double start = hprof_now();
+    struct hprof_shrink_stats *st = run->ctx.stats;
+    run->pass++;
+    int rc = hprof_reader_run(run->ctx.reader, v);
+    if (run->pass <= HPROF_SHRINK_MAX_PASSES)
+        st->pass_seconds[run->pass - 1] = hprof_now() - start;
+    st->passes = run->pass;
+    return rc;
+}
+
+static int write_pass(struct shrink_run *run, struct hprof_sink *sink)
+{
+    struct hprof_error *err = run->ctx.err;
+    struct hprof_writer *w = hprof_writer_new(sink, err);
+    int rc = w ? HPROF_OK : err->code;
+    if (rc == HPROF_OK && run->opt.segment_limit)
+        rc = hprof_writer_set_segment_limit(w, run->opt.segment_limit);
+    if (rc == HPROF_OK) {
+        struct write_pass_config cfg = {
+            .plan = &run->plan,
+            .reader = run->ctx.reader,
+            .writer = w,
+            .threads = run->threads,
+            .segment_limit = run->opt.segment_limit,
+            .stats = run->ctx.stats,
+            .err = err,
+            .progress = run->opt.progress ? report : NULL,
+            .progress_ctx = run,
+        };
+        double start = hprof_now();
+        run->pass++;
+        rc = write_pass_run(&cfg);
+        if (run->pass <= HPROF_SHRINK_MAX_PASSES)
+            run->ctx.stats->pass_seconds[run->pass - 1] = hprof_now() - start;
+        run->ctx.stats->passes = run->pass;
+    }
+    hprof_writer_free(w);
+    return rc;
+}
+
+/* The collect passes, then every rewrite's decisions into the plan. */
+static int collect_and_plan(struct shrink_run *run)
+{
+    struct rewrites *rw = &run->rw;
+    struct hprof_shrink_stats *st = run->ctx.stats;
+    int resolved = 0, expand = 0, digest = 0, merge = 0;
+    run->passes = 5;
+    int rc = run_pass(run, collect_pass_1(&run->collect));
+    if (rc == HPROF_OK)
+        rc = collect_finish_pass_1(&run->collect, &resolved);
+    st->resolved_in_pass_1 = resolved;
+    if (rc == HPROF_OK && !resolved && (rc = collect_prepare_resolve(&run->collect)) == HPROF_OK)
+        rc = run_pass(run, collect_resolve(&run->collect));
+    bitmaps_settle(&rw->bitmaps);
+    if (rc == HPROF_OK)
+        rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);
+    run->passes = run->pass + 2 + expand; /* for progress; may overstate by the digest */
+    if (rc == HPROF_OK && expand)
+        rc = run_pass(run, bitmaps_expand_visitor(&rw->bitmaps));
+    st->strings_kept_by_rule = rw->redact.exempt_strings.count;
+    if (rc == HPROF_OK && redact_needs_exempt_pass(&rw->redact))
+        rc = run_pass(run, redact_exempt_visitor(&rw->redact));
+    if (rc == HPROF_OK)
+        rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
+    if (rc == HPROF_OK && digest)
+        rc = run_pass(run, bitmaps_digest_visitor(&rw->bitmaps));
+    if (rc == HPROF_OK && merge)
+        rc = bitmaps_merge(&rw->bitmaps);
+    run->passes = run->pass + 1;
+    if (rc != HPROF_OK)
+        return rc;
+    run->plan.ids = run->ctx.ids;
+    run->plan.arrays = run->opt.arrays;
+    run->plan.model = &rw->model;
+    system_heaps_publish(&rw->system, &run->plan.system);
+    redact_publish(&rw->redact, &run->plan.redact);
+    if (strings_publish(&rw->strings, &run->plan.strings) != HPROF_OK ||
+        bitmaps_publish(&rw->bitmaps, &run->plan.bitmaps) != HPROF_OK)
+        return rewrite_nomem(&run->ctx);
+    return HPROF_OK;
+}
+
+static int init(struct shrink_run *run)
+{
+    struct rewrites *rw = &run->rw;
+    const struct rewrite_ctx *ctx = &run->ctx;
+    plan_init(&run->plan);
+    strings_init(&rw->strings);
+    collect_init(&run->collect, ctx, rw);
+    if (model_init(&rw->model, ctx->ids) != HPROF_OK ||
+        system_heaps_init(&rw->system, !run->opt.keep_system_heaps) != HPROF_OK ||
+        bitmaps_init(&rw->bitmaps, ctx, &rw->model, &rw->system) != HPROF_OK)
+        return rewrite_nomem(ctx);
+    return redact_init(&rw->redact, ctx, &rw->model);
+}
+
+static void release(struct shrink_run *run)
+{
+    struct rewrites *rw = &run->rw;
+    plan_free(&run->plan);
+    collect_free(&run->collect);
+    redact_free(&rw->redact);
+    bitmaps_free(&rw->bitmaps);
+    system_heaps_free(&rw->system);
+    strings_free(&rw->strings);
+    model_free(&rw->model);
+}
+
+int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
+                 const struct hprof_shrink_options *options, struct hprof_shrink_stats *stats,
+                 struct hprof_error *err)
+{
+    struct hprof_shrink_stats scratch_stats;
+    struct shrink_run run;
+    memset(&run, 0, sizeof run);
+    run.opt = *options;
+    run.ctx = (struct rewrite_ctx){ .err = err, .stats = stats ? stats : &scratch_stats,
+                                    .opt = &run.opt, .ids = hprof_reader_header(r)->id_size };
+    memset(run.ctx.stats, 0, sizeof *run.ctx.stats);
+    if (run.opt.arrays < HPROF_ARRAYS_EMPTY || run.opt.arrays > HPROF_ARRAYS_REMOVE)
+        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d", run.opt.arrays);
+    /* A reader of our own, so that the caller's is left as it was set up. */
+    int rc = reader_clone(r, &run.ctx.reader, err);
+    if (rc != HPROF_OK)
+        return rc;
+    run.threads = shrink_threads(&run.opt, hprof_reader_size(r));
+    run.ctx.helper_threads = run.threads > 1 && online_cores() > 1;
+    hprof_reader_set_strict(run.ctx.reader, 1);
+    /* every pass but a parallel write pass reads every record */
+    hprof_reader_set_readahead_thread(run.ctx.reader, run.ctx.helper_threads);
+    if (run.opt.progress)
+        hprof_reader_set_progress(run.ctx.reader, report, &run);
+
+    rc = init(&run);
+    if (rc == HPROF_OK)
+        rc = collect_and_plan(&run);
+    if (rc == HPROF_OK)
+        rc = write_pass(&run, sink);
+    if (rc == HPROF_OK) {
+        run.ctx.stats->bytes_in = hprof_reader_size(r);
+        run.ctx.stats->bytes_out = hprof_sink_bytes(sink);
+    }
+    release(&run);
+    hprof_reader_free(run.ctx.reader);
+    return rc;
+}

@@ -1,0 +1,64 @@
+/*
+ * filter.h - the write pass's side of a rewrite: a visitor in front of the
+ * writer that reads the plan and changes or drops what it sees.  A chain
+ * (chain.c) puts the filters a run needs in a fixed order; every filter of
+ * one chain shares one plan_cursor and one report.
+ */
+#ifndef HPROF_REWRITE_FILTER_H
+#define HPROF_REWRITE_FILTER_H
+
+#include "plan.h"
+
+struct rewrite_filter {
+    struct hprof_visitor base;
+    const struct shrink_plan *plan;
+    struct plan_cursor *cursor;
+    struct hprof_shrink_stats *st;
+    struct hprof_error *err;
+    void (*free)(struct rewrite_filter *f);
+};
+
+/* Arguments every filter is made with. */
+struct filter_args {
+    const struct shrink_plan *plan;
+    struct plan_cursor *cursor;
+    struct hprof_shrink_stats *st;
+    struct hprof_error *err;
+};
+
+static inline void filter_init(struct rewrite_filter *f, const struct hprof_visitor_ops *ops,
+                               const struct filter_args *a, void (*free_fn)(struct rewrite_filter *))
+{
+    f->base.ops = ops;
+    f->base.next = NULL;
+    f->plan = a->plan;
+    f->cursor = a->cursor;
+    f->st = a->st;
+    f->err = a->err;
+    f->free = free_fn;
+}
+
+static inline struct hprof_visitor *filter_next(const struct rewrite_filter *f)
+{
+    return f->base.next;
+}
+
+static inline void count_add(struct hprof_count *c, uint64_t bytes)
+{
+    c->count++;
+    c->bytes += bytes;
+}
+
+/* A buffer grown to at least `n` bytes (*buf of *cap, realloc()ed).
+ * @return it, or NULL with `err` set. */
+uint8_t *filter_scratch(uint8_t **buf, size_t *cap, size_t n, struct hprof_error *err);
+
+/* Each rewrite's filter (NULL when out of memory).  Strings have none:
+ * what they keep is what the arrays filter does not touch. */
+struct rewrite_filter *census_filter_new(const struct filter_args *a);
+struct rewrite_filter *system_heaps_filter_new(const struct filter_args *a);
+struct rewrite_filter *bitmaps_filter_new(const struct filter_args *a);
+struct rewrite_filter *redact_filter_new(const struct filter_args *a);
+struct rewrite_filter *arrays_filter_new(const struct filter_args *a);
+
+#endif

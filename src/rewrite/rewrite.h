@@ -1,0 +1,34 @@
+/*
+ * rewrite.h - what the rewrite modules share while the shrink collects:
+ * the run (input, error, report, options) and the dump model.  Each module
+ * (strings.h, bitmaps.h, system_heaps.h, redact.h) keeps its own state,
+ * learns from the collect passes through the calls collect.c makes, and
+ * publishes its decisions into the plan (plan.h).
+ */
+#ifndef HPROF_REWRITE_H
+#define HPROF_REWRITE_H
+
+#include "plan.h"
+
+struct rewrite_ctx {
+    struct hprof_reader *reader;
+    struct hprof_error *err;
+    struct hprof_shrink_stats *stats;
+    const struct hprof_shrink_options *opt;
+    unsigned ids;
+    int helper_threads;     /* work may go to threads on other cores */
+};
+
+static inline int rewrite_nomem(const struct rewrite_ctx *ctx)
+{
+    return hprof_error_set(ctx->err, HPROF_ERR_NOMEM, "out of memory");
+}
+
+/* A visitor whose state is a module's: the collect passes a module runs
+ * itself (bitmaps: expand, digest; redact: exempt) use one. */
+struct module_visitor {
+    struct hprof_visitor base;
+    void *state;
+};
+
+#endif

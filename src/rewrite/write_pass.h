@@ -1,0 +1,33 @@
+/*
+ * write_pass.h - the last pass of the shrink: the input through the
+ * write-pass chain (chain.h) into the writer, on one thread or several.
+ * It reads the plan and calls nothing back but the progress callback.
+ */
+#ifndef HPROF_REWRITE_WRITE_PASS_H
+#define HPROF_REWRITE_WRITE_PASS_H
+
+#include "plan.h"
+
+struct write_pass_config {
+    const struct shrink_plan *plan;
+    struct hprof_reader *reader;    /* read as it is set up (progress included) */
+    struct hprof_writer *writer;
+    unsigned threads;               /* 1: the calling thread only */
+    uint32_t segment_limit;         /* 0: HPROF_SEGMENT_LIMIT */
+    struct hprof_shrink_stats *stats; /* the filters' counts are added */
+    struct hprof_error *err;
+    /* With several threads, progress comes as jobs are written, not
+     * through the reader (which only skips segments then). */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+};
+
+int write_pass_run(const struct write_pass_config *cfg);
+
+/* Segments of more than this go to the calling thread rather than a worker,
+ * and so does a job whose output passes the second.  Variables so that
+ * tests can send segments and jobs down the calling thread's way. */
+extern size_t write_pass_segment_max;
+extern size_t write_pass_output_max;
+
+#endif
