@@ -133,6 +133,7 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-ti
 	@rm -rf $(B)/hostile && mkdir -p $(B)/hostile
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
+	@tests/check-layering.sh $(B)
 	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) tests/cli-tests.sh
 
 # The suites that run threads (the write pass, gzip members, the reference

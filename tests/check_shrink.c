@@ -116,7 +116,7 @@ static void assert_same_bitmap_pixels(const char *path, const uint8_t *out, size
     facts_free(&after);
 }
 
-START_TEST(shrink_keeps_instances_per_class_outside_dropped_heaps)
+START_TEST(system_heaps_keep_instances_per_class_outside_dropped_heaps)
 {
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
@@ -128,7 +128,7 @@ START_TEST(shrink_keeps_instances_per_class_outside_dropped_heaps)
 }
 END_TEST
 
-START_TEST(shrink_keeps_every_string_text)
+START_TEST(strings_keep_every_string_text)
 {
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
@@ -142,7 +142,7 @@ START_TEST(shrink_keeps_every_string_text)
 }
 END_TEST
 
-START_TEST(shrink_keeps_every_bitmap_and_dump_data_buffer)
+START_TEST(bitmaps_keep_every_bitmap_and_dump_data_buffer)
 {
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
@@ -155,7 +155,7 @@ START_TEST(shrink_keeps_every_bitmap_and_dump_data_buffer)
 }
 END_TEST
 
-START_TEST(shrink_leaves_no_other_array_contents)
+START_TEST(arrays_leave_no_other_array_contents)
 {
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
@@ -189,7 +189,7 @@ START_TEST(shrink_adds_no_dangling_reference)
 END_TEST
 
 /* zero keeps every surviving array's length and type; empty its type. */
-START_TEST(shrink_keeps_array_types_and_zero_mode_keeps_lengths)
+START_TEST(arrays_keep_types_and_zero_mode_keeps_lengths)
 {
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
@@ -245,7 +245,7 @@ START_TEST(shrink_matches_the_generators_bookkeeping)
 END_TEST
 
 /* Stand-ins keep their id and class and refer to nothing. */
-START_TEST(shrink_keeps_referenced_system_objects_as_hollow_stand_ins)
+START_TEST(system_heaps_keep_referenced_objects_as_hollow_stand_ins)
 {
     struct run x;
     run(&x, 0, HPROF_ARRAYS_EMPTY, 0);
@@ -265,7 +265,7 @@ START_TEST(shrink_keeps_referenced_system_objects_as_hollow_stand_ins)
 }
 END_TEST
 
-START_TEST(keep_system_heaps_keeps_every_object)
+START_TEST(system_heaps_keep_every_object_when_asked)
 {
     struct run x;
     run(&x, 0, HPROF_ARRAYS_EMPTY, 1);
@@ -293,7 +293,7 @@ END_TEST
 
 /* PRIMITIVE_ARRAY_NODATA never reaches the output; in zero mode it becomes
  * an array of zeros of its length. */
-START_TEST(shrink_never_writes_primitive_array_nodata)
+START_TEST(arrays_never_write_primitive_array_nodata)
 {
     char *path = tl_temp_path(".hprof");
     char *tool = tl_tool("hprof-synth");
@@ -360,7 +360,7 @@ static void unhex(const char *hex, uint8_t *out)
     }
 }
 
-START_TEST(shrink_never_merges_buffers_that_only_share_an_md5)
+START_TEST(bitmaps_never_merge_buffers_that_only_share_an_md5)
 {
     uint8_t a[128], b[128];
     unhex(COLLIDING_A, a);
@@ -401,7 +401,7 @@ END_TEST
 enum late { LATE_NOTHING, LATE_STRING_CLASS, LATE_RESOLVABLE_CLASS, LATE_SUPERCLASS,
             LATE_LOAD_CLASS, LATE_FIELD_NAME, LATE_ZYGOTE_OBJECT, EARLY_ZYGOTE_OBJECT, N_LATE };
 
-START_TEST(shrink_resolves_in_pass_1_only_when_nothing_comes_too_late)
+START_TEST(collect_resolves_in_pass_1_only_when_nothing_comes_too_late)
 {
     static const uint8_t string_fields[] = { HPROF_TYPE_OBJECT };
     static const char text[] = "a String text that must survive";
@@ -476,7 +476,7 @@ END_TEST
  * heap, the Android synth has them before the application's): two passes
  * suffice, the synth's merged bitmap buffers too, since what else names
  * them comes after their Bitmaps. */
-START_TEST(shrink_reads_dumps_twice_when_names_come_first)
+START_TEST(collect_reads_dumps_twice_when_names_come_first)
 {
     if (!tl_fixture_available(_i))
         return;
@@ -511,7 +511,7 @@ END_TEST
  * after the heap (same class, same name) makes the shrink give up the
  * shortcut and run the separate pass; the record itself passes through, so
  * the output must be the shortcut's output followed by that record. */
-START_TEST(resolving_in_pass_1_writes_what_the_separate_pass_writes)
+START_TEST(collect_resolving_in_pass_1_writes_what_pass_2_writes)
 {
     int fixture = _i;
     if (!tl_fixture_available(fixture))
@@ -574,7 +574,7 @@ enum digest_case {
     N_DIGEST_CASES
 };
 
-START_TEST(shrink_runs_the_digest_pass_only_when_it_must)
+START_TEST(bitmaps_run_the_digest_pass_only_when_they_must)
 {
     static const uint8_t holder_fields[] = { HPROF_TYPE_OBJECT };
     const uint32_t size = 2048; /* too small for pass 1 to note where every such array is */
@@ -833,37 +833,55 @@ START_TEST(write_pass_reports_the_first_error_in_file_order)
 }
 END_TEST
 
+/* One test case per rewrite (and for the collect passes, the write pass
+ * and the shrink as a whole), named after it. */
+static TCase *test_case(Suite *s, const char *name)
+{
+    TCase *t = tcase_create(name);
+    tcase_set_timeout(t, 300);
+    suite_add_tcase(s, t);
+    return t;
+}
+
 static Suite *shrink_suite(void)
 {
     Suite *s = suite_create("shrink");
-    TCase *t = tcase_create("shrink");
-    tcase_set_timeout(t, 300);
     int n = N_FIXTURES * N_MODES;
-    tcase_add_loop_test(t, shrink_keeps_instances_per_class_outside_dropped_heaps, 0, n);
-    tcase_add_loop_test(t, shrink_keeps_every_string_text, 0, n);
-    tcase_add_loop_test(t, shrink_keeps_every_bitmap_and_dump_data_buffer, 0, n);
-    tcase_add_loop_test(t, shrink_leaves_no_other_array_contents, 0, n);
-    tcase_add_loop_test(t, shrink_adds_no_dangling_reference, 0, n);
-    tcase_add_loop_test(t, shrink_keeps_array_types_and_zero_mode_keeps_lengths, 0, n);
-    tcase_add_loop_test(t, shrink_matches_the_generators_bookkeeping, 0, N_MODES);
-    tcase_add_test(t, shrink_keeps_referenced_system_objects_as_hollow_stand_ins);
-    tcase_add_test(t, keep_system_heaps_keeps_every_object);
-    tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);
-    tcase_add_loop_test(t, shrink_never_writes_primitive_array_nodata, 0, N_MODES);
-    tcase_add_test(t, shrink_never_merges_buffers_that_only_share_an_md5);
-    tcase_add_loop_test(t, shrink_through_a_mapping_writes_the_same_bytes, 0, N_FIXTURES * N_MODES);
-    tcase_add_loop_test(t, shrink_runs_the_digest_pass_only_when_it_must, 0, N_DIGEST_CASES);
-    tcase_add_loop_test(t, resolving_in_pass_1_writes_what_the_separate_pass_writes, 0, N_FIXTURES);
-    tcase_add_loop_test(t, shrink_resolves_in_pass_1_only_when_nothing_comes_too_late, 0, N_LATE);
-    tcase_add_loop_test(t, shrink_reads_dumps_twice_when_names_come_first, 0, N_FIXTURES);
-    tcase_add_loop_test(t, write_pass_writes_and_counts_the_same_for_every_thread_count, 0,
-                        N_FIXTURES * N_MODES);
-    tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0,
-                        N_FIXTURES * N_MODES);
+    TCase *t = test_case(s, "strings");
+    tcase_add_loop_test(t, strings_keep_every_string_text, 0, n);
+
+    t = test_case(s, "bitmaps");
+    tcase_add_loop_test(t, bitmaps_keep_every_bitmap_and_dump_data_buffer, 0, n);
+    tcase_add_test(t, bitmaps_never_merge_buffers_that_only_share_an_md5);
+    tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
+
+    t = test_case(s, "system_heaps");
+    tcase_add_loop_test(t, system_heaps_keep_instances_per_class_outside_dropped_heaps, 0, n);
+    tcase_add_test(t, system_heaps_keep_referenced_objects_as_hollow_stand_ins);
+    tcase_add_test(t, system_heaps_keep_every_object_when_asked);
+
+    t = test_case(s, "arrays");
+    tcase_add_loop_test(t, arrays_leave_no_other_array_contents, 0, n);
+    tcase_add_loop_test(t, arrays_keep_types_and_zero_mode_keeps_lengths, 0, n);
+    tcase_add_loop_test(t, arrays_never_write_primitive_array_nodata, 0, N_MODES);
+
+    t = test_case(s, "collect");
+    tcase_add_loop_test(t, collect_resolving_in_pass_1_writes_what_pass_2_writes, 0, N_FIXTURES);
+    tcase_add_loop_test(t, collect_resolves_in_pass_1_only_when_nothing_comes_too_late, 0, N_LATE);
+    tcase_add_loop_test(t, collect_reads_dumps_twice_when_names_come_first, 0, N_FIXTURES);
+
+    t = test_case(s, "write_pass");
+    tcase_add_loop_test(t, write_pass_writes_and_counts_the_same_for_every_thread_count, 0, n);
+    tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0, n);
     tcase_add_test(t, write_pass_reuses_its_job_slots_and_writes_the_same);
     tcase_add_test(t, default_threads_start_no_helper_for_a_small_input);
     tcase_add_test(t, write_pass_reports_the_first_error_in_file_order);
-    suite_add_tcase(s, t);
+
+    t = test_case(s, "shrink");
+    tcase_add_loop_test(t, shrink_adds_no_dangling_reference, 0, n);
+    tcase_add_loop_test(t, shrink_matches_the_generators_bookkeeping, 0, N_MODES);
+    tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);
+    tcase_add_loop_test(t, shrink_through_a_mapping_writes_the_same_bytes, 0, n);
     return s;
 }
 
