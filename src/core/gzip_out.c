@@ -25,7 +25,6 @@
  * All three compress whole buffers, which is what a member is; they give
  * different bytes, each deterministic.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,6 +36,7 @@
 #include <isa-l/igzip_lib.h>
 #endif
 
+#include "pool.h"
 #include "sink_private.h"
 
 /* The first member's comment, as the JDK writes it. */
@@ -199,122 +199,63 @@ static size_t coder_member(struct member_coder *c, const uint8_t *in, size_t len
 
 /* ---- The sink ------------------------------------------------------------------ */
 
-enum slot_state { SLOT_FREE, SLOT_FILLED, SLOT_BUSY, SLOT_DONE };
-
-struct slot {
-    enum slot_state state;
-    uint64_t seq;
+/* A block and the member made of it: a job of the pool. */
+struct member_job {
     uint8_t *in;
     size_t in_len;
+    int first;                  /* the first member: its header has the comment */
     uint8_t *out;
     size_t out_len;
+    size_t out_cap;
     int failed;
 };
 
 struct gzip_sink {
     struct hprof_sink base;
     int fd;
-    int level;
-    enum gzip_backend backend;
-    size_t out_cap;
     unsigned threads;           /* worker threads; 0: compress inline */
-
-    struct slot *slots;         /* a ring of n_slots, indexed by seq % n_slots */
-    unsigned n_slots;
-    uint64_t next_fill;         /* seq of the block being filled */
-    uint64_t next_write;        /* seq of the next member to write */
-    uint64_t next_take;         /* seq of the next block a worker takes */
-
-    struct member_coder inline_coder;   /* threads == 0 */
-
-    pthread_t *workers;
-    unsigned started;
-    pthread_mutex_t lock;
-    pthread_cond_t work;        /* a block was filled, or stop */
-    pthread_cond_t done;        /* a block was compressed */
-    int sync_ready;             /* lock and conditions initialised */
-    int stop;
+    struct member_job *jobs;
+    unsigned n_jobs;
+    struct member_coder *coders; /* one per worker, or one for the caller */
+    unsigned n_coders;
+    uint64_t members;           /* blocks submitted */
+    struct ordered_pool *pool;
 };
 
 /* Compress one block into one member.  Runs in a worker or inline. */
-static void compress_slot(struct member_coder *c, struct slot *s, size_t out_cap)
+static void compress_job(void *coder, void *job)
 {
-    s->out_len = coder_member(c, s->in, s->in_len, s->seq == 0, s->out, out_cap);
-    s->failed = s->out_len == 0;
+    struct member_job *j = job;
+    j->out_len = coder_member(coder, j->in, j->in_len, j->first, j->out, j->out_cap);
+    j->failed = j->out_len == 0;
 }
 
-static void *worker_main(void *arg)
-{
-    struct gzip_sink *g = arg;
-    struct member_coder c;
-    int ok = coder_init(&c, g->backend, g->level);
-    pthread_mutex_lock(&g->lock);
-    for (;;) {
-        struct slot *s = &g->slots[g->next_take % g->n_slots];
-        while (!g->stop && !(s->state == SLOT_FILLED && s->seq == g->next_take)) {
-            pthread_cond_wait(&g->work, &g->lock);
-            s = &g->slots[g->next_take % g->n_slots];
-        }
-        if (g->stop && !(s->state == SLOT_FILLED && s->seq == g->next_take))
-            break;
-        s->state = SLOT_BUSY;
-        g->next_take++;
-        pthread_cond_broadcast(&g->work); /* the next block may be ready too */
-        pthread_mutex_unlock(&g->lock);
-        if (ok)
-            compress_slot(&c, s, g->out_cap);
-        else
-            s->failed = 1;
-        pthread_mutex_lock(&g->lock);
-        s->state = SLOT_DONE;
-        pthread_cond_broadcast(&g->done);
-    }
-    pthread_mutex_unlock(&g->lock);
-    coder_free(&c);
-    return NULL;
-}
-
-/* Write the oldest member once compressed.  Caller holds no lock. */
+/* Write the oldest member once compressed. */
 static int write_oldest(struct gzip_sink *g)
 {
-    struct slot *s = &g->slots[g->next_write % g->n_slots];
-    if (g->threads > 0) {
-        pthread_mutex_lock(&g->lock);
-        while (s->state != SLOT_DONE)
-            pthread_cond_wait(&g->done, &g->lock);
-        pthread_mutex_unlock(&g->lock);
-    }
-    int rc = s->failed ? hprof_error_set(g->base.err, HPROF_ERR_IO, "gzip: deflate failed")
-                       : sink_write_file(&g->base, g->fd, s->out, s->out_len);
-    s->in_len = 0;
-    g->next_write++;
-    if (g->threads > 0) /* workers read every slot's state while they wait */
-        pthread_mutex_lock(&g->lock);
-    s->state = SLOT_FREE;
-    if (g->threads > 0)
-        pthread_mutex_unlock(&g->lock);
+    struct member_job *j = pool_oldest(g->pool);
+    int rc = j->failed ? hprof_error_set(g->base.err, HPROF_ERR_IO, "gzip: deflate failed")
+                       : sink_write_file(&g->base, g->fd, j->out, j->out_len);
+    j->in_len = 0;
+    pool_release_oldest(g->pool);
+    return rc;
+}
+
+/* The block being filled, after writing the oldest member if every slot
+ * is in flight. */
+static int filling(struct gzip_sink *g, struct member_job **out)
+{
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && (*out = pool_filling(g->pool)) == NULL)
+        rc = write_oldest(g);
     return rc;
 }
 
 /* Hand the block being filled to the workers (or compress it now). */
-static int submit(struct gzip_sink *g)
+static void submit(struct gzip_sink *g, struct member_job *j)
 {
-    struct slot *s = &g->slots[g->next_fill % g->n_slots];
-    if (g->threads == 0) {
-        s->seq = g->next_fill++;
-        compress_slot(&g->inline_coder, s, g->out_cap);
-        s->state = SLOT_DONE;
-        return write_oldest(g);
-    }
-    pthread_mutex_lock(&g->lock); /* workers read seq and state while they wait */
-    s->seq = g->next_fill++;
-    s->state = SLOT_FILLED;
-    pthread_cond_broadcast(&g->work);
-    pthread_mutex_unlock(&g->lock);
-    /* Keep the ring from overflowing: the next slot must be free. */
-    if (g->next_fill - g->next_write >= g->n_slots)
-        return write_oldest(g);
-    return HPROF_OK;
+    j->first = g->members++ == 0;
+    pool_submit(g->pool);
 }
 
 static int gzip_write(struct hprof_sink *sink, const void *buf, size_t len)
@@ -322,19 +263,19 @@ static int gzip_write(struct hprof_sink *sink, const void *buf, size_t len)
     struct gzip_sink *g = (struct gzip_sink *)sink;
     const uint8_t *p = buf;
     while (len > 0) {
-        struct slot *s = &g->slots[g->next_fill % g->n_slots];
-        size_t n = HPROF_GZIP_BLOCK - s->in_len;
+        struct member_job *j;
+        int rc = filling(g, &j);
+        if (rc != HPROF_OK)
+            return rc;
+        size_t n = HPROF_GZIP_BLOCK - j->in_len;
         if (n > len)
             n = len;
-        memcpy(s->in + s->in_len, p, n);
-        s->in_len += n;
+        memcpy(j->in + j->in_len, p, n);
+        j->in_len += n;
         p += n;
         len -= n;
-        if (s->in_len == HPROF_GZIP_BLOCK) {
-            int rc = submit(g);
-            if (rc != HPROF_OK)
-                return rc;
-        }
+        if (j->in_len == HPROF_GZIP_BLOCK)
+            submit(g, j);
     }
     return HPROF_OK;
 }
@@ -342,44 +283,31 @@ static int gzip_write(struct hprof_sink *sink, const void *buf, size_t len)
 static int gzip_finish(struct hprof_sink *sink)
 {
     struct gzip_sink *g = (struct gzip_sink *)sink;
+    struct member_job *j;
     int rc = HPROF_OK;
     /* An empty input still makes one (empty) member: a valid gzip file. */
-    if (g->slots[g->next_fill % g->n_slots].in_len > 0 || g->next_fill == 0)
-        rc = submit(g);
-    while (rc == HPROF_OK && g->next_write < g->next_fill)
+    if (pool_is_filling(g->pool) || g->members == 0) {
+        rc = filling(g, &j);
+        if (rc == HPROF_OK)
+            submit(g, j);
+    }
+    while (rc == HPROF_OK && pool_pending(g->pool) > 0)
         rc = write_oldest(g);
     return rc;
-}
-
-static void stop_workers(struct gzip_sink *g)
-{
-    if (g->started == 0)
-        return;
-    pthread_mutex_lock(&g->lock);
-    g->stop = 1;
-    pthread_cond_broadcast(&g->work);
-    pthread_mutex_unlock(&g->lock);
-    for (unsigned i = 0; i < g->started; i++)
-        pthread_join(g->workers[i], NULL);
-    g->started = 0;
 }
 
 static void gzip_free(struct hprof_sink *sink)
 {
     struct gzip_sink *g = (struct gzip_sink *)sink;
-    stop_workers(g);
-    if (g->sync_ready) {
-        pthread_mutex_destroy(&g->lock);
-        pthread_cond_destroy(&g->work);
-        pthread_cond_destroy(&g->done);
+    pool_free(g->pool);
+    for (unsigned i = 0; g->coders != NULL && i < g->n_coders; i++)
+        coder_free(&g->coders[i]);
+    for (unsigned i = 0; g->jobs != NULL && i < g->n_jobs; i++) {
+        free(g->jobs[i].in);
+        free(g->jobs[i].out);
     }
-    coder_free(&g->inline_coder);
-    for (unsigned i = 0; g->slots != NULL && i < g->n_slots; i++) {
-        free(g->slots[i].in);
-        free(g->slots[i].out);
-    }
-    free(g->slots);
-    free(g->workers);
+    free(g->coders);
+    free(g->jobs);
     free(g);
 }
 
@@ -389,6 +317,40 @@ static unsigned online_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (unsigned)n : 1;
+}
+
+/* The jobs, coders and pool of a sink of `g->threads` workers. */
+static int gzip_start(struct gzip_sink *g, int level, enum gzip_backend backend)
+{
+    size_t out_cap = member_bound(backend);
+    g->n_jobs = g->threads ? 2 * g->threads : 1;
+    g->n_coders = g->threads ? g->threads : 1;
+    g->jobs = calloc(g->n_jobs, sizeof *g->jobs);
+    g->coders = calloc(g->n_coders, sizeof *g->coders);
+    void **jobs = calloc(g->n_jobs, sizeof *jobs), **coders = calloc(g->n_coders, sizeof *coders);
+    int rc = g->jobs && g->coders && jobs && coders ? HPROF_OK : HPROF_ERR_NOMEM;
+    for (unsigned i = 0; rc == HPROF_OK && i < g->n_jobs; i++) {
+        g->jobs[i].in = malloc(HPROF_GZIP_BLOCK);
+        g->jobs[i].out = malloc(out_cap);
+        g->jobs[i].out_cap = out_cap;
+        jobs[i] = &g->jobs[i];
+        if (g->jobs[i].in == NULL || g->jobs[i].out == NULL)
+            rc = HPROF_ERR_NOMEM;
+    }
+    for (unsigned i = 0; rc == HPROF_OK && i < g->n_coders; i++) {
+        coders[i] = &g->coders[i];
+        if (!coder_init(&g->coders[i], backend, level))
+            rc = HPROF_ERR_NOMEM;
+    }
+    if (rc == HPROF_OK) {
+        g->pool = pool_new(g->n_jobs, jobs, g->threads, coders, compress_job, g->base.err);
+        rc = g->pool ? HPROF_OK : g->base.err->code;
+    } else {
+        hprof_error_set(g->base.err, HPROF_ERR_NOMEM, "gzip: out of memory");
+    }
+    free(jobs);
+    free(coders);
+    return rc;
 }
 
 struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
@@ -421,47 +383,18 @@ struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_
     if (threads > 256)
         threads = 256;
     struct gzip_sink *g = calloc(1, sizeof *g);
-    if (g == NULL)
-        goto nomem;
+    if (g == NULL) {
+        hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: out of memory");
+        return NULL;
+    }
     g->base.ops = &gzip_ops;
     g->base.err = err;
     g->fd = fd;
-    g->level = level;
-    g->backend = backend;
     /* One thread: compress inline, no worker to hand blocks to. */
     g->threads = threads > 1 ? threads : 0;
-    g->n_slots = g->threads ? 2 * g->threads : 1;
-    if (!coder_init(&g->inline_coder, backend, level))
-        goto nomem;
-    g->out_cap = member_bound(backend);
-    g->slots = calloc(g->n_slots, sizeof *g->slots);
-    if (g->slots == NULL)
-        goto nomem;
-    for (unsigned i = 0; i < g->n_slots; i++) {
-        g->slots[i].in = malloc(HPROF_GZIP_BLOCK);
-        g->slots[i].out = malloc(g->out_cap);
-        if (g->slots[i].in == NULL || g->slots[i].out == NULL)
-            goto nomem;
-    }
-    if (g->threads > 0) {
-        pthread_mutex_init(&g->lock, NULL);
-        pthread_cond_init(&g->work, NULL);
-        pthread_cond_init(&g->done, NULL);
-        g->sync_ready = 1;
-        g->workers = calloc(g->threads, sizeof *g->workers);
-        if (g->workers == NULL)
-            goto nomem;
-        for (; g->started < g->threads; g->started++)
-            if (pthread_create(&g->workers[g->started], NULL, worker_main, g) != 0) {
-                gzip_free(&g->base);
-                hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: cannot start a thread");
-                return NULL;
-            }
+    if (gzip_start(g, level, backend) != HPROF_OK) {
+        gzip_free(&g->base);
+        return NULL;
     }
     return &g->base;
-nomem:
-    if (g != NULL)
-        gzip_free(&g->base);
-    hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: out of memory");
-    return NULL;
 }

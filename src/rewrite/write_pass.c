@@ -20,12 +20,12 @@
  * is written by the calling thread itself when its turn comes, streaming as
  * with one thread.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "chain.h"
+#include "pool.h"
 #include "write_pass.h"
 
 /* Segments of up to SEGMENT_MAX bytes go to workers, gathered into jobs of
@@ -36,12 +36,8 @@ size_t write_pass_output_max = 8u << 20;
 #define JOB_BYTES (1u << 20)
 #define MAX_WORKERS 64
 
-enum job_state { JOB_FREE, JOB_FILLING, JOB_QUEUED, JOB_BUSY, JOB_DONE };
-
 /* A run of consecutive heap segments: their record offsets in the input. */
 struct job {
-    enum job_state state;
-    uint64_t seq;
     uint64_t *offsets;
     size_t n, cap;
     uint64_t bytes, end;        /* input bytes; where the last one ends */
@@ -56,7 +52,6 @@ struct job {
 
 struct worker {
     struct write_pass *wp;
-    pthread_t thread;
     struct hprof_shrink_stats stats;
     struct hprof_error err;
     struct hprof_reader *reader;
@@ -71,19 +66,11 @@ struct write_pass {
     struct hprof_reader *walk_reader;   /* the top-level records */
     struct hprof_reader *inline_reader; /* segments the caller writes itself */
 
-    struct job *jobs;           /* a ring indexed by seq % n_jobs */
+    struct job *jobs;           /* the pool's slots */
     unsigned n_jobs;
-    uint64_t next_fill;         /* the job being filled, or the next one */
-    int filling;                /* whether it is being filled (this thread's alone) */
-    uint64_t next_write;
-    uint64_t next_take;
-
-    struct worker *workers;
-    unsigned n_workers, started;
-    pthread_mutex_t lock;
-    pthread_cond_t work, done;
-    int sync_ready;
-    int stop;
+    struct worker *workers;     /* the pool's workers' contexts */
+    unsigned n_workers;
+    struct ordered_pool *pool;
     int failed;                 /* a job or a segment written here failed */
 };
 
@@ -160,8 +147,10 @@ static void worker_free(struct worker *w)
     hprof_reader_free(w->reader);
 }
 
-static void run_job(struct worker *w, struct job *j)
+static void run_job(void *worker, void *job)
 {
+    struct worker *w = worker;
+    struct job *j = job;
     memset(&w->stats, 0, sizeof w->stats);
     memset(&w->err, 0, sizeof w->err);
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* write into the slot's buffer */
@@ -181,32 +170,6 @@ static void run_job(struct worker *w, struct job *j)
     }
 }
 
-static void *worker_main(void *arg)
-{
-    struct worker *w = arg;
-    struct write_pass *wp = w->wp;
-    pthread_mutex_lock(&wp->lock);
-    for (;;) {
-        struct job *j = &wp->jobs[wp->next_take % wp->n_jobs];
-        while (!wp->stop && !(j->state == JOB_QUEUED && j->seq == wp->next_take)) {
-            pthread_cond_wait(&wp->work, &wp->lock);
-            j = &wp->jobs[wp->next_take % wp->n_jobs];
-        }
-        if (wp->stop)
-            break;
-        j->state = JOB_BUSY;
-        wp->next_take++;
-        pthread_cond_broadcast(&wp->work); /* the next job may be queued too */
-        pthread_mutex_unlock(&wp->lock);
-        run_job(w, j);
-        pthread_mutex_lock(&wp->lock);
-        j->state = JOB_DONE;
-        pthread_cond_broadcast(&wp->done);
-    }
-    pthread_mutex_unlock(&wp->lock);
-    return NULL;
-}
-
 /* ---- The calling thread ----------------------------------------------------- */
 
 static void report_progress(struct write_pass *wp, uint64_t done)
@@ -214,16 +177,6 @@ static void report_progress(struct write_pass *wp, uint64_t done)
     const struct write_pass_config *cfg = wp->cfg;
     if (cfg->progress != NULL)
         cfg->progress(cfg->progress_ctx, done, hprof_reader_size(cfg->reader));
-}
-
-/* Workers look at every job's state and number while they wait: they
- * change under the lock (the rest of a job is the filling thread's until it
- * is queued, the worker's until it is done). */
-static void set_state(struct write_pass *wp, struct job *j, enum job_state state)
-{
-    pthread_mutex_lock(&wp->lock);
-    j->state = state;
-    pthread_mutex_unlock(&wp->lock);
 }
 
 /* Filter and write segments here, streaming, as one thread would.  With
@@ -244,12 +197,8 @@ static int write_inline(struct write_pass *wp, const uint64_t *offsets, size_t n
 /* Write the oldest job once it is done. */
 static int write_oldest(struct write_pass *wp)
 {
-    struct job *j = &wp->jobs[wp->next_write % wp->n_jobs];
+    struct job *j = pool_oldest(wp->pool);
     int rc;
-    pthread_mutex_lock(&wp->lock);
-    while (j->state != JOB_DONE)
-        pthread_cond_wait(&wp->done, &wp->lock);
-    pthread_mutex_unlock(&wp->lock);
     if (j->too_big) {
         rc = write_inline(wp, j->offsets, j->n, 0);
     } else if (j->rc != HPROF_OK) {
@@ -260,20 +209,20 @@ static int write_oldest(struct write_pass *wp)
         rc = writer_put_segments(wp->cfg->writer, j->out, j->out_len);
         wp->failed |= rc != HPROF_OK;
     }
+    uint64_t end = j->end;
     j->out_len = 0;
     j->n = 0;
     j->bytes = 0;
-    set_state(wp, j, JOB_FREE);
-    wp->next_write++;
+    pool_release_oldest(wp->pool);
     if (rc == HPROF_OK)
-        report_progress(wp, j->end);
+        report_progress(wp, end);
     return rc;
 }
 
 static int write_all(struct write_pass *wp)
 {
     int rc = HPROF_OK;
-    while (rc == HPROF_OK && wp->next_write < wp->next_fill)
+    while (rc == HPROF_OK && pool_pending(wp->pool) > 0)
         rc = write_oldest(wp);
     return rc;
 }
@@ -281,41 +230,17 @@ static int write_all(struct write_pass *wp)
 /* Hand the job being filled to the workers. */
 static void submit(struct write_pass *wp)
 {
-    struct job *j = &wp->jobs[wp->next_fill % wp->n_jobs];
-    if (!wp->filling)
-        return;
-    pthread_mutex_lock(&wp->lock);
-    j->state = JOB_QUEUED;
-    pthread_cond_broadcast(&wp->work);
-    pthread_mutex_unlock(&wp->lock);
-    wp->filling = 0;
-    wp->next_fill++;
+    pool_submit(wp->pool);
 }
 
-/* The job to add a segment to: the one being filled, or a new one. */
+/* The job to add a segment to: the one being filled, or a new one once
+ * the oldest is written if every slot is in flight. */
 static int filling_job(struct write_pass *wp, struct job **out)
 {
-    /* Not j->state: the slot may still hold an older job that a worker is
-     * finishing, and that state is read only under the lock. */
-    struct job *j = &wp->jobs[wp->next_fill % wp->n_jobs];
-    if (wp->filling) {
-        *out = j;
-        return HPROF_OK;
-    }
-    if (wp->next_fill - wp->next_write >= wp->n_jobs) { /* the ring is full */
-        int rc = write_oldest(wp);
-        if (rc != HPROF_OK)
-            return rc;
-    }
-    j->n = 0;
-    j->bytes = 0;
-    pthread_mutex_lock(&wp->lock);
-    j->seq = wp->next_fill;
-    j->state = JOB_FILLING;
-    pthread_mutex_unlock(&wp->lock);
-    wp->filling = 1;
-    *out = j;
-    return HPROF_OK;
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && (*out = pool_filling(wp->pool)) == NULL)
+        rc = write_oldest(wp);
+    return rc;
 }
 
 static int add_offset(struct job *j, uint64_t offset)
@@ -401,37 +326,41 @@ static const struct hprof_visitor_ops dispatch_ops = {
 
 /* ---- Set-up ------------------------------------------------------------------ */
 
-static void stop_workers(struct write_pass *wp)
-{
-    if (wp->started > 0) {
-        pthread_mutex_lock(&wp->lock);
-        wp->stop = 1;
-        pthread_cond_broadcast(&wp->work);
-        pthread_mutex_unlock(&wp->lock);
-        for (unsigned i = 0; i < wp->started; i++)
-            pthread_join(wp->workers[i].thread, NULL);
-        wp->started = 0;
-    }
-}
-
 static void write_pass_free(struct write_pass *wp)
 {
-    stop_workers(wp);
+    pool_free(wp->pool); /* the workers stop first */
     for (unsigned i = 0; wp->workers != NULL && i < wp->n_workers; i++)
         worker_free(&wp->workers[i]);
     for (unsigned i = 0; wp->jobs != NULL && i < wp->n_jobs; i++) {
         free(wp->jobs[i].offsets);
         free(wp->jobs[i].out);
     }
-    if (wp->sync_ready) {
-        pthread_mutex_destroy(&wp->lock);
-        pthread_cond_destroy(&wp->work);
-        pthread_cond_destroy(&wp->done);
-    }
     hprof_reader_free(wp->inline_reader);
     hprof_reader_free(wp->walk_reader);
     free(wp->workers);
     free(wp->jobs);
+}
+
+static int start_pool(struct write_pass *wp)
+{
+    const struct write_pass_config *cfg = wp->cfg;
+    void **jobs = calloc(wp->n_jobs, sizeof *jobs);
+    void **workers = calloc(wp->n_workers, sizeof *workers);
+    int rc = HPROF_OK;
+    if (jobs == NULL || workers == NULL) {
+        rc = hprof_error_set(cfg->err, HPROF_ERR_NOMEM, "out of memory");
+    } else {
+        for (unsigned i = 0; i < wp->n_jobs; i++)
+            jobs[i] = &wp->jobs[i];
+        for (unsigned i = 0; i < wp->n_workers; i++)
+            workers[i] = &wp->workers[i];
+        wp->pool = pool_new(wp->n_jobs, jobs, wp->n_workers, workers, run_job, cfg->err);
+        if (wp->pool == NULL)
+            rc = cfg->err->code;
+    }
+    free(jobs);
+    free(workers);
+    return rc;
 }
 
 static int write_pass_init(struct write_pass *wp, const struct write_pass_config *cfg,
@@ -458,15 +387,7 @@ static int write_pass_init(struct write_pass *wp, const struct write_pass_config
             return hprof_error_set(cfg->err, HPROF_ERR_NOMEM, "write pass: %s",
                                    wp->workers[i].err.code ? wp->workers[i].err.message
                                                            : "out of memory");
-    pthread_mutex_init(&wp->lock, NULL);
-    pthread_cond_init(&wp->work, NULL);
-    pthread_cond_init(&wp->done, NULL);
-    wp->sync_ready = 1;
-    for (; wp->started < workers; wp->started++)
-        if (pthread_create(&wp->workers[wp->started].thread, NULL, worker_main,
-                           &wp->workers[wp->started]) != 0)
-            return hprof_error_set(cfg->err, HPROF_ERR_NOMEM, "write pass: cannot start a thread");
-    return HPROF_OK;
+    return start_pool(wp);
 }
 
 /* The whole pass on the calling thread, through the caller's reader. */

@@ -1,0 +1,46 @@
+/*
+ * pool.h - an ordered worker pool, the way pigz compresses blocks: the
+ * caller fills numbered jobs, workers run them in any order, and the caller
+ * takes the results back strictly in number order.  At most `slots` jobs
+ * are in flight, so memory is bounded by what a slot holds.  Serves the
+ * gzip sink's members and the shrink's parallel write pass.
+ *
+ * A job belongs to the caller while it is being filled and once it is taken
+ * back, to a worker in between; the pool's lock orders the hand-overs.
+ * With no worker threads, a job runs on the caller's thread when submitted.
+ */
+#ifndef HPROF_POOL_H
+#define HPROF_POOL_H
+
+#include "hprof_private.h"
+
+struct ordered_pool;
+
+/* Runs `job` with the context of the worker (or, with no threads, of the
+ * caller) that took it. */
+typedef void (*pool_run_fn)(void *worker, void *job);
+
+/* `slots` jobs (jobs[i], the caller's memory), `threads` workers with
+ * contexts worker[0..threads-1], or with threads == 0 the caller alone
+ * with context worker[0].  @return NULL when out of memory or threads
+ * (with `err` set). */
+struct ordered_pool *pool_new(unsigned slots, void *const *jobs, unsigned threads,
+                              void *const *worker, pool_run_fn run, struct hprof_error *err);
+/* Stops the workers (a job being run is finished first) and frees. */
+void pool_free(struct ordered_pool *p);
+
+/* The job being filled, the next number; a new one when none is.  NULL
+ * when every slot is in flight: take the oldest back first. */
+void *pool_filling(struct ordered_pool *p);
+/* Is a job being filled? */
+int pool_is_filling(const struct ordered_pool *p);
+/* Hand the job being filled to the workers (or run it, without threads). */
+void pool_submit(struct ordered_pool *p);
+/* Submitted and not yet taken back. */
+unsigned pool_pending(const struct ordered_pool *p);
+/* The oldest job submitted, once run (waiting for it), or NULL if none. */
+void *pool_oldest(struct ordered_pool *p);
+/* The oldest job is done with: its slot can be filled again. */
+void pool_release_oldest(struct ordered_pool *p);
+
+#endif
