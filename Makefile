@@ -57,6 +57,15 @@ B := $(B)-zlib
 endif
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
+# The shared library, named after HPROF_VERSION_* in include/hprof.h:
+# libhprof.so.MAJOR (the soname) -> libhprof.so.MAJOR.MINOR, and
+# libhprof.so -> libhprof.so.MAJOR for the linker.
+hprof_version = $(shell sed -n 's/^\#define HPROF_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/hprof.h)
+SO_MAJOR := $(call hprof_version,MAJOR)
+SO_MINOR := $(call hprof_version,MINOR)
+SONAME := libhprof.so.$(SO_MAJOR)
+SOFILE := $(SONAME).$(SO_MINOR)
+
 LIB_SRC := $(wildcard src/*/*.c)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/src/%.o)
 TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps hprof-synth
@@ -71,7 +80,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 REPLAY_BIN := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)
 
-all: $(B)/.deps $(B)/libhprof.a $(TOOL_BIN)
+all: $(B)/.deps $(B)/libhprof.a $(B)/$(SOFILE) $(TOOL_BIN)
 
 $(B)/.deps: tools/ensure-deps.sh
 	@mkdir -p $(B)
@@ -83,12 +92,37 @@ $(B)/.check-deps: tools/ensure-deps.sh
 	@DEFLATE=$(DEFLATE) ISAL=$(ISAL) tools/ensure-deps.sh check
 	@touch $@
 
+# The library's objects serve libhprof.so and libhprof.a alike: position
+# independent, and every symbol hidden but the API (HPROF_API in include/).
+# -fno-semantic-interposition lets calls between exported functions be
+# inlined and bound directly, as in a non-PIC build.
+LIB_CFLAGS := -fPIC -fvisibility=hidden -fno-semantic-interposition
+
 $(B)/src/%.o: src/%.c $(SRC_HDR) include/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
+
+# libhprof.a is one object, linked from all of them (ld -r) with the hidden
+# symbols then made local, so that it defines only hprof_ names as the
+# shared library does; the tools and every program outside the tree link
+# against that.  The unit tests call internal functions (id sets, class
+# layouts, the write pass's hooks) and link libhprof-internal.a, the plain
+# archive of the same objects.
+$(B)/libhprof-internal.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
 
 $(B)/libhprof.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	$(LD) -r -o $(B)/libhprof-all.o $^
+	objcopy --localize-hidden $(B)/libhprof-all.o $(B)/libhprof.o
+	rm -f $@ $(B)/libhprof-all.o
+	ar rcs $@ $(B)/libhprof.o
+
+$(B)/$(SOFILE): $(LIB_OBJ)
+	$(CC) -shared $(CFLAGS) -Wl,-soname,$(SONAME) -Wl,--no-undefined -Wl,-z,defs \
+		-o $@ $^ $(LDLIBS_LIB)
+	ln -sf $(SOFILE) $(B)/$(SONAME)
+	ln -sf $(SONAME) $(B)/libhprof.so
 
 $(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
@@ -97,9 +131,9 @@ $(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
 $(B)/%: tools/%.c $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
 
-$(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof.a | $(B)/.check-deps
+$(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof-internal.a | $(B)/.check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof-internal.a $(LDLIBS_LIB) $(CHECK_LIBS)
 
 $(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
 	@mkdir -p $(dir $@)
