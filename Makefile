@@ -1,13 +1,13 @@
 # hprof-shrink - build, test and install.
 #
-#   make                 libhprof.a, hprof-shrink and the tools (in build/)
+#   make                 libhprof.a, libhprof.so, hprof-shrink and the tools (in build/)
 #   make check           unit tests (Check) and CLI tests
 #   make check SANITIZE=1  the same under AddressSanitizer + UBSan (build-san/)
 #   make check-tsan      the threaded suites under ThreadSanitizer (build-tsan/)
 #   make demo            shrink a bundled fixture
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make bench           the benchmark (tools/bench.sh; SIZES="20 300 2000" MB)
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (make uninstall, the same way)
 #
 # Missing Debian packages are installed first (tools/ensure-deps.sh).
 
@@ -167,7 +167,7 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-ti
 	@rm -rf $(B)/hostile && mkdir -p $(B)/hostile
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
-	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) tests/cli-tests.sh
+	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) ISAL=$(ISAL) tests/cli-tests.sh
 
 # The suites that run threads (the write pass, gzip members, the reference
 # filter's thread) under ThreadSanitizer, which cannot share a build with
@@ -197,26 +197,40 @@ clean:
 	rm -rf build build-*
 
 INSTALLED_TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps
+LIBDIR := $(PREFIX)/lib
+HPROF_VERSION_STRING = $(shell sed -n 's/^\#define HPROF_VERSION_STRING "\(.*\)"/\1/p' include/hprof.h)
 
-$(B)/libhprof.pc: Makefile
-	@mkdir -p $(B)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: libhprof\nDescription: streaming reader, visitor chain and writer for Java and Android heap dumps\nVersion: %s\nLibs: -L$${libdir} -lhprof\nLibs.private: $(LDLIBS_LIB)\nRequires.private: $(PC_PRIVATE)\nCflags: -I$${includedir}\n' \
-		'$(PREFIX)' '$(shell sed -n 's/^#define HPROF_VERSION_STRING "\(.*\)"/\1/p' include/hprof.h)' > $@
-
-install: all $(B)/libhprof.pc
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+# The pkg-config file is written at install time, for the PREFIX given
+# then.  `pkg-config --libs libhprof` links the shared library; --static
+# adds Libs.private, the libraries this build chose.  No Requires.private:
+# pkg-config fails outright when one of the modules it names has no .pc
+# file, and the headers need none of them.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 755 $(INSTALLED_TOOLS:%=$(B)/%) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(B)/libhprof.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(B)/libhprof.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(B)/libhprof.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(B)/$(SOFILE) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libhprof.so
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+		'Name: libhprof' \
+		'Description: streaming reader, visitor chain and writer for Java and Android heap dumps' \
+		'Version: $(HPROF_VERSION_STRING)' \
+		'Libs: -L$${libdir} -lhprof' \
+		'Libs.private: $(LDLIBS_LIB)' \
+		'Cflags: -I$${includedir}' > $(DESTDIR)$(LIBDIR)/pkgconfig/libhprof.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/libhprof.pc
 	install -m 644 include/hprof.h include/hprof_visitor.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 
 uninstall:
-	rm -f $(INSTALLED_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libhprof.a \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig/libhprof.pc \
+	rm -f $(INSTALLED_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) \
+		$(DESTDIR)$(LIBDIR)/libhprof.a $(DESTDIR)$(LIBDIR)/$(SOFILE) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libhprof.so \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/libhprof.pc \
 		$(DESTDIR)$(PREFIX)/include/hprof.h $(DESTDIR)$(PREFIX)/include/hprof_visitor.h \
 		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1)) \
 		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man3/%,$(wildcard man/*.3))

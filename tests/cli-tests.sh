@@ -578,6 +578,73 @@ expect 3 "$B/bench-time" -- sh -c 'exit 3'
 expect 127 "$B/bench-time" -- /nonexistent/command
 expect 2 "$B/bench-time"
 
+banner "make install: a program outside the tree builds with pkg-config, dynamically and statically"
+# Installed into a staging directory, as a packager does (DESTDIR); the
+# pkg-config file names PREFIX and PKG_CONFIG_SYSROOT_DIR maps it there.
+# The build installed is this run's own: under SANITIZE=1 the libraries
+# are instrumented, so the program is built with the same sanitizers.
+root="$T/root"
+lib="$root/opt/hprof/lib"
+san=""
+[ "${SANITIZE:-}" = 1 ] && san="-fsanitize=address,undefined"
+env -u MAKEFLAGS -u MAKELEVEL ${MAKE:-make} -s install PREFIX=/opt/hprof DESTDIR="$root" \
+    SANITIZE="${SANITIZE:-}" DEFLATE="${DEFLATE:-libdeflate}" ISAL="${ISAL:-1}" > "$T/install.log" 2>&1 ||
+    die "make install failed: $(cat "$T/install.log")"
+for f in bin/hprof-shrink bin/hprof-verify bin/hprof-info bin/hprof-bitmaps include/hprof.h \
+    include/hprof_visitor.h lib/libhprof.a lib/libhprof.so lib/libhprof.so.0 \
+    lib/pkgconfig/libhprof.pc share/man/man1/hprof-shrink.1 share/man/man3/libhprof.3; do
+    [ -e "$root/opt/hprof/$f" ] || die "make install did not install $f"
+done
+[ "$(readlink "$lib/libhprof.so")" = libhprof.so.0 ] || die "libhprof.so does not point to libhprof.so.0"
+case $(readlink "$lib/libhprof.so.0") in
+libhprof.so.0.[0-9]*) ;;
+*) die "libhprof.so.0 points to '$(readlink "$lib/libhprof.so.0")'" ;;
+esac
+readelf -d "$lib/libhprof.so.0" | grep -q 'SONAME.*\[libhprof\.so\.0\]' || die "libhprof.so has no soname libhprof.so.0"
+# Exported: exactly the functions the installed headers declare.
+sed -n 's/^HPROF_API[^(]*[ *]\(hprof_[a-z0-9_]*\)(.*/\1/p' "$root/opt/hprof/include/"*.h | sort > "$T/api"
+[ "$(wc -l < "$T/api")" -ge 40 ] || die "found only $(wc -l < "$T/api") HPROF_API declarations"
+for l in libhprof.a libhprof.so; do
+    nm -g --defined-only "$lib/$l" | awk 'NF == 3 { print $3 }' | sort > "$T/exported"
+    grep -v '^hprof_' "$T/exported" > "$T/foreign" && die "$l defines non-hprof_ names: $(tr '\n' ' ' < "$T/foreign")"
+    cmp -s "$T/api" "$T/exported" || die "$l defines other names than the API: $(diff "$T/api" "$T/exported" | tr '\n' ' ')"
+done
+export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+pkg-config --static --libs libhprof > "$T/static-libs" || die "pkg-config --static --libs libhprof failed"
+case ${DEFLATE:-libdeflate}/${ISAL:-1} in
+libdeflate/1) private="-lisal -ldeflate -lcrypto -lz -pthread" ;;
+libdeflate/0) private="-ldeflate -lcrypto -lz -pthread" ;;
+*) private="-lcrypto -lz -pthread" ;;
+esac
+grep -q -- "-lhprof $private" "$T/static-libs" ||
+    die "pkg-config --static gives '$(cat "$T/static-libs")', wanted -lhprof $private"
+gzip -dc fixtures/hotspot-synth.hprof.gz > "$T/count.hprof"
+"$B/hprof-verify" "$T/count.hprof" > "$T/verify.out"
+want=$(sed -n 's/.* \([0-9][0-9]*\) records .* \([0-9][0-9]*\) instances,.*/\1 records, \2 instances/p' "$T/verify.out")
+[ -n "$want" ] || die "cannot read the counts of: $(cat "$T/verify.out")"
+# shellcheck disable=SC2046 # pkg-config's output is a list of words
+cc $san -Wall -Wextra -Werror -o "$T/count-dyn" tests/install/count-records.c \
+    $(pkg-config --cflags --libs libhprof) || die "cannot build against libhprof.so with pkg-config"
+readelf -d "$T/count-dyn" | grep -q 'NEEDED.*libhprof\.so\.0' || die "the program does not need libhprof.so.0"
+[ "$(LD_LIBRARY_PATH="$lib" "$T/count-dyn" "$T/count.hprof")" = "$want" ] ||
+    die "dynamically linked: '$(LD_LIBRARY_PATH="$lib" "$T/count-dyn" "$T/count.hprof" 2>&1)', hprof-verify: '$want'"
+# Static: libhprof.a plus what Libs.private names.  ld prefers the .so
+# beside it, hence -l:libhprof.a; -static is not an option, Debian ships
+# no static ISA-L.
+# shellcheck disable=SC2046
+cc $san -Wall -Wextra -Werror -o "$T/count-static" tests/install/count-records.c \
+    $(pkg-config --cflags --static --libs libhprof | sed 's/-lhprof /-l:libhprof.a /') ||
+    die "cannot build against libhprof.a with pkg-config --static"
+readelf -d "$T/count-static" | grep -q 'libhprof' && die "the static program still needs libhprof.so"
+[ "$("$T/count-static" "$T/count.hprof")" = "$want" ] ||
+    die "statically linked: '$("$T/count-static" "$T/count.hprof" 2>&1)', hprof-verify: '$want'"
+unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+env -u MAKEFLAGS -u MAKELEVEL ${MAKE:-make} -s uninstall PREFIX=/opt/hprof DESTDIR="$root" \
+    SANITIZE="${SANITIZE:-}" DEFLATE="${DEFLATE:-libdeflate}" ISAL="${ISAL:-1}" > "$T/install.log" 2>&1 ||
+    die "make uninstall failed: $(cat "$T/install.log")"
+left=$(find "$root" ! -type d)
+[ -z "$left" ] || die "make uninstall left: $left"
+
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2
     exit 1
