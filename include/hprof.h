@@ -111,10 +111,9 @@ HPROF_API int hprof_reader_open_memory(struct hprof_reader **out, const void *da
 /* hprof_reader_map() :
  * Reads the file of a reader made by hprof_reader_open_fd() through a
  * read-only memory mapping instead of pread(): nothing is copied, and array
- * contents a pass skips are never touched (a shrink of the 2 GB bench dumps:
- * 0.82 -> 0.60 s HotSpot, 1.15 -> 0.87 s Android-style).  Pages behind the
- * reading position are released as a run goes, so resident memory stays
- * bounded (about 8 MiB of the file).
+ * contents a pass skips are never touched.  Pages behind the reading
+ * position are released as a run goes, so resident memory stays bounded
+ * (about 8 MiB of the file).
  * The price of any mapping: if the file shrinks while mapped (another
  * process truncates it) or the disk fails under it, the process gets
  * SIGBUS instead of an error code; the hprof-* tools (which map regular
@@ -124,16 +123,18 @@ HPROF_API int hprof_reader_open_memory(struct hprof_reader **out, const void *da
  * pread(), so the error can be ignored). */
 HPROF_API int hprof_reader_map(struct hprof_reader *r);
 
-/* hprof_reader_set_readahead_thread() :
- * With `on`, each hprof_reader_run() of a mapped reader starts a thread
- * that touches the pages up to 4 MiB ahead of the reading position, so that
- * their page faults (and the reading of any page not yet cached) happen on
- * another core while this one parses; it is joined before the run returns.
- * Worth it for a pass that reads every record on a machine with a core to
- * spare (the first pass of a shrink: 11-17% faster); not for one that
- * skips most of the file.  The pages ahead add at most 4 MiB to resident
- * memory.  Off by default; no effect without a mapping. */
-HPROF_API void hprof_reader_set_readahead_thread(struct hprof_reader *r, int on);
+/* hprof_reader_set_threads() :
+ * How many threads a run of `r` may use, the caller's included: 0 or 1
+ * (the default) means the caller's only.  With 2 or more, each
+ * hprof_reader_run() of a mapped reader (hprof_reader_map()) starts one
+ * helper that touches the pages a little ahead of the reading position, so
+ * that their page faults, and the reading of pages not yet cached, happen
+ * on another core; the helper is joined before the run returns and keeps
+ * at most 4 MiB more of the file resident.  It helps a pass that reads
+ * every record, not one that skips most of the file.  The records a run
+ * delivers are the same whatever the count; without a mapping it has no
+ * effect. */
+HPROF_API void hprof_reader_set_threads(struct hprof_reader *r, unsigned threads);
 
 /* The header read at open; valid while the reader lives. */
 HPROF_API const struct hprof_header *hprof_reader_header(const struct hprof_reader *r);
@@ -264,7 +265,7 @@ enum hprof_ref_kind {
     HPROF_REF_CLASS,        /* a class dump's superclass, loader, ... */
     HPROF_REF_KINDS
 };
-HPROF_API const char *hprof_ref_kind_name(int kind);
+HPROF_API const char *hprof_ref_kind_name(enum hprof_ref_kind kind);
 
 struct hprof_verify_report {
     uint64_t records;           /* top-level records */
@@ -305,13 +306,13 @@ enum hprof_redact {
     HPROF_REDACT_STRINGS    /* String texts only */
 };
 
-/* Most --redact-keep rules (besides LeakCanary's built-in ones). */
+/* Most entries in redact_keep (LeakCanary's built-in ones come on top). */
 #define HPROF_REDACT_MAX_RULES 28
 
 struct hprof_shrink_options {
-    int arrays;             /* enum hprof_arrays_mode */
+    enum hprof_arrays_mode arrays;
     int keep_system_heaps;  /* 0: drop zygote and image heap objects */
-    int redact;             /* enum hprof_redact */
+    enum hprof_redact redact;
     int redact_fields;      /* zero primitive fields of application classes */
     /* "CLASS.FIELD": the Strings that field refers to keep their text.  The
      * field may be declared in CLASS and the instance of a subclass.
@@ -319,11 +320,11 @@ struct hprof_shrink_options {
     const char *const *redact_keep;
     size_t n_redact_keep;
     uint32_t segment_limit; /* 0: HPROF_SEGMENT_LIMIT */
-    /* Threads for the write pass: 0 one per core (the caller's only for
-     * inputs under 32 MiB), 1 the caller's only.  Unless that comes to 1
-     * (or on one core), the first pass also hands the references it
-     * records to a thread of their own, and passes over a mapped input
-     * have a thread read ahead.  The output is the same for every count. */
+    /* Threads the shrink may use: 0 one per core, except that an input
+     * under 32 MiB is shrunk on the caller's thread alone; 1 the caller's
+     * only.  More than one serve the write pass's workers and, in the
+     * other passes, helpers (reading ahead of a mapped input, recording
+     * references).  The output is the same for every count. */
     unsigned threads;
     /* Progress: pass number (1-based), passes in all, bytes done, total. */
     void (*progress)(void *ctx, int pass, int passes, uint64_t done, uint64_t total);

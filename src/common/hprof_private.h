@@ -297,8 +297,17 @@ double hprof_now(void);
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
 /* Read the one top-level record at `offset` (a HEAP_DUMP or segment). */
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v);
-/* What hprof_reader_set_readahead_thread() last set. */
+/* Whether each run of a mapped reader has a thread read ahead of it (what
+ * hprof_reader_set_threads() decides from its count), and what was last
+ * set, so that a pass can turn it off for a while and put it back. */
+void reader_set_readahead_thread(struct hprof_reader *r, int on);
 int reader_readahead_thread(const struct hprof_reader *r);
+/* The former public name, until src/rewrite/ calls
+ * reader_set_readahead_thread() itself. */
+static inline void hprof_reader_set_readahead_thread(struct hprof_reader *r, int on)
+{
+    reader_set_readahead_thread(r, on);
+}
 
 /* A writer that will only see heap segments, into `sink`, with `id_size`. */
 void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink);
