@@ -1,13 +1,13 @@
 # hprof-shrink - build, test and install.
 #
-#   make                 libhprof.a, hprof-shrink and the tools (in build/)
+#   make                 libhprof.a, libhprof.so, hprof-shrink and the tools (in build/)
 #   make check           unit tests (Check) and CLI tests
 #   make check SANITIZE=1  the same under AddressSanitizer + UBSan (build-san/)
 #   make check-tsan      the threaded suites under ThreadSanitizer (build-tsan/)
 #   make demo            shrink a bundled fixture
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make bench           the benchmark (tools/bench.sh; SIZES="20 300 2000" MB)
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (make uninstall, the same way)
 #
 # Missing Debian packages are installed first (tools/ensure-deps.sh).
 
@@ -57,6 +57,15 @@ B := $(B)-zlib
 endif
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
+# The shared library, named after HPROF_VERSION_* in include/hprof.h:
+# libhprof.so.MAJOR (the soname) -> libhprof.so.MAJOR.MINOR, and
+# libhprof.so -> libhprof.so.MAJOR for the linker.
+hprof_version = $(shell sed -n 's/^\#define HPROF_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/hprof.h)
+SO_MAJOR := $(call hprof_version,MAJOR)
+SO_MINOR := $(call hprof_version,MINOR)
+SONAME := libhprof.so.$(SO_MAJOR)
+SOFILE := $(SONAME).$(SO_MINOR)
+
 LIB_SRC := $(wildcard src/*/*.c)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/src/%.o)
 TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps hprof-synth
@@ -71,7 +80,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 REPLAY_BIN := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)
 
-all: $(B)/.deps $(B)/libhprof.a $(TOOL_BIN)
+all: $(B)/.deps $(B)/libhprof.a $(B)/$(SOFILE) $(TOOL_BIN)
 
 $(B)/.deps: tools/ensure-deps.sh
 	@mkdir -p $(B)
@@ -83,12 +92,37 @@ $(B)/.check-deps: tools/ensure-deps.sh
 	@DEFLATE=$(DEFLATE) ISAL=$(ISAL) tools/ensure-deps.sh check
 	@touch $@
 
+# The library's objects serve libhprof.so and libhprof.a alike: position
+# independent, and every symbol hidden but the API (HPROF_API in include/).
+# -fno-semantic-interposition lets calls between exported functions be
+# inlined and bound directly, as in a non-PIC build.
+LIB_CFLAGS := -fPIC -fvisibility=hidden -fno-semantic-interposition
+
 $(B)/src/%.o: src/%.c $(SRC_HDR) include/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
+
+# libhprof.a is one object, linked from all of them (ld -r) with the hidden
+# symbols then made local, so that it defines only hprof_ names as the
+# shared library does; the tools and every program outside the tree link
+# against that.  The unit tests call internal functions (id sets, class
+# layouts, the write pass's hooks) and link libhprof-internal.a, the plain
+# archive of the same objects.
+$(B)/libhprof-internal.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
 
 $(B)/libhprof.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	$(LD) -r -o $(B)/libhprof-all.o $^
+	objcopy --localize-hidden $(B)/libhprof-all.o $(B)/libhprof.o
+	rm -f $@ $(B)/libhprof-all.o
+	ar rcs $@ $(B)/libhprof.o
+
+$(B)/$(SOFILE): $(LIB_OBJ)
+	$(CC) -shared $(CFLAGS) -Wl,-soname,$(SONAME) -Wl,--no-undefined -Wl,-z,defs \
+		-o $@ $^ $(LDLIBS_LIB)
+	ln -sf $(SOFILE) $(B)/$(SONAME)
+	ln -sf $(SONAME) $(B)/libhprof.so
 
 $(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
@@ -97,9 +131,9 @@ $(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
 $(B)/%: tools/%.c $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
 
-$(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof.a | $(B)/.check-deps
+$(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof-internal.a | $(B)/.check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof-internal.a $(LDLIBS_LIB) $(CHECK_LIBS)
 
 $(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
 	@mkdir -p $(dir $@)
@@ -134,7 +168,7 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-ti
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
 	@tests/check-layering.sh $(B)
-	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) tests/cli-tests.sh
+	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) ISAL=$(ISAL) tests/cli-tests.sh
 
 # The suites that run threads (the worker pool, the write pass, gzip members, the reference
 # filter's thread) under ThreadSanitizer, which cannot share a build with
@@ -164,26 +198,40 @@ clean:
 	rm -rf build build-*
 
 INSTALLED_TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps
+LIBDIR := $(PREFIX)/lib
+HPROF_VERSION_STRING = $(shell sed -n 's/^\#define HPROF_VERSION_STRING "\(.*\)"/\1/p' include/hprof.h)
 
-$(B)/libhprof.pc: Makefile
-	@mkdir -p $(B)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: libhprof\nDescription: streaming reader, visitor chain and writer for Java and Android heap dumps\nVersion: %s\nLibs: -L$${libdir} -lhprof\nLibs.private: $(LDLIBS_LIB)\nRequires.private: $(PC_PRIVATE)\nCflags: -I$${includedir}\n' \
-		'$(PREFIX)' '$(shell sed -n 's/^#define HPROF_VERSION_STRING "\(.*\)"/\1/p' include/hprof.h)' > $@
-
-install: all $(B)/libhprof.pc
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+# The pkg-config file is written at install time, for the PREFIX given
+# then.  `pkg-config --libs libhprof` links the shared library; --static
+# adds Libs.private, the libraries this build chose.  No Requires.private:
+# pkg-config fails outright when one of the modules it names has no .pc
+# file, and the headers need none of them.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 755 $(INSTALLED_TOOLS:%=$(B)/%) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(B)/libhprof.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(B)/libhprof.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(B)/libhprof.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(B)/$(SOFILE) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libhprof.so
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+		'Name: libhprof' \
+		'Description: streaming reader, visitor chain and writer for Java and Android heap dumps' \
+		'Version: $(HPROF_VERSION_STRING)' \
+		'Libs: -L$${libdir} -lhprof' \
+		'Libs.private: $(LDLIBS_LIB)' \
+		'Cflags: -I$${includedir}' > $(DESTDIR)$(LIBDIR)/pkgconfig/libhprof.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/libhprof.pc
 	install -m 644 include/hprof.h include/hprof_visitor.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 
 uninstall:
-	rm -f $(INSTALLED_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libhprof.a \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig/libhprof.pc \
+	rm -f $(INSTALLED_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) \
+		$(DESTDIR)$(LIBDIR)/libhprof.a $(DESTDIR)$(LIBDIR)/$(SOFILE) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libhprof.so \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/libhprof.pc \
 		$(DESTDIR)$(PREFIX)/include/hprof.h $(DESTDIR)$(PREFIX)/include/hprof_visitor.h \
 		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1)) \
 		$(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man3/%,$(wildcard man/*.3))

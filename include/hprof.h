@@ -57,7 +57,7 @@ extern "C" {
 
 /* The version of the library actually linked; tools compare it with
  * HPROF_VERSION_NUMBER at startup. */
-unsigned hprof_version_number(void);
+HPROF_API unsigned hprof_version_number(void);
 
 /* ---- Status codes and errors ------------------------------------------ */
 
@@ -74,7 +74,7 @@ struct hprof_error {
 };
 
 /* Record an error unless one is already recorded.  @return `code`. */
-int hprof_error_set(struct hprof_error *err, int code, const char *fmt, ...)
+HPROF_API int hprof_error_set(struct hprof_error *err, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -82,13 +82,13 @@ int hprof_error_set(struct hprof_error *err, int code, const char *fmt, ...)
 
 /* Names for messages: "HEAP_DUMP_SEGMENT", "INSTANCE_DUMP", "char", ...
  * Unknown values give "unknown".  The strings are static. */
-const char *hprof_tag_name(uint8_t tag);
-const char *hprof_subtag_name(uint8_t subtag);
-const char *hprof_type_name(uint8_t type);
+HPROF_API const char *hprof_tag_name(uint8_t tag);
+HPROF_API const char *hprof_subtag_name(uint8_t subtag);
+HPROF_API const char *hprof_type_name(uint8_t type);
 
 /* Size in bytes of a value of basic type `type` (ids take `id_size`);
  * 0 for a type that does not exist. */
-unsigned hprof_type_size(uint8_t type, unsigned id_size);
+HPROF_API unsigned hprof_type_size(uint8_t type, unsigned id_size);
 
 /* ---- Reader ------------------------------------------------------------ */
 
@@ -101,20 +101,19 @@ struct hprof_reader;
  * Opens a reader on `fd`, which must support pread() (a regular file); the
  * reader does not close it.  Reads and checks the header.
  * @return HPROF_OK and *out, or an error (*out is then NULL). */
-int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hprof_error *err);
+HPROF_API int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hprof_error *err);
 
 /* Same over `len` bytes at `data`, which must outlive the reader.  Records
  * handed to visitors then point straight into `data`. */
-int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t len,
-                             struct hprof_error *err);
+HPROF_API int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t len,
+                                       struct hprof_error *err);
 
 /* hprof_reader_map() :
  * Reads the file of a reader made by hprof_reader_open_fd() through a
  * read-only memory mapping instead of pread(): nothing is copied, and array
- * contents a pass skips are never touched (a shrink of the 2 GB bench dumps:
- * 0.82 -> 0.60 s HotSpot, 1.15 -> 0.87 s Android-style).  Pages behind the
- * reading position are released as a run goes, so resident memory stays
- * bounded (about 8 MiB of the file).
+ * contents a pass skips are never touched.  Pages behind the reading
+ * position are released as a run goes, so resident memory stays bounded
+ * (about 8 MiB of the file).
  * The price of any mapping: if the file shrinks while mapped (another
  * process truncates it) or the disk fails under it, the process gets
  * SIGBUS instead of an error code; the hprof-* tools (which map regular
@@ -122,48 +121,50 @@ int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t
  * only where that is acceptable.
  * @return HPROF_OK, or an error (no mapping: the reader goes on with
  * pread(), so the error can be ignored). */
-int hprof_reader_map(struct hprof_reader *r);
+HPROF_API int hprof_reader_map(struct hprof_reader *r);
 
-/* hprof_reader_set_readahead_thread() :
- * With `on`, each hprof_reader_run() of a mapped reader starts a thread
- * that touches the pages up to 4 MiB ahead of the reading position, so that
- * their page faults (and the reading of any page not yet cached) happen on
- * another core while this one parses; it is joined before the run returns.
- * Worth it for a pass that reads every record on a machine with a core to
- * spare (the first pass of a shrink: 11-17% faster); not for one that
- * skips most of the file.  The pages ahead add at most 4 MiB to resident
- * memory.  Off by default; no effect without a mapping. */
-void hprof_reader_set_readahead_thread(struct hprof_reader *r, int on);
+/* hprof_reader_set_threads() :
+ * How many threads a run of `r` may use, the caller's included: 0 or 1
+ * (the default) means the caller's only.  With 2 or more, each
+ * hprof_reader_run() of a mapped reader (hprof_reader_map()) starts one
+ * helper that touches the pages a little ahead of the reading position, so
+ * that their page faults, and the reading of pages not yet cached, happen
+ * on another core; the helper is joined before the run returns and keeps
+ * at most 4 MiB more of the file resident.  It helps a pass that reads
+ * every record, not one that skips most of the file.  The records a run
+ * delivers are the same whatever the count; without a mapping it has no
+ * effect. */
+HPROF_API void hprof_reader_set_threads(struct hprof_reader *r, unsigned threads);
 
 /* The header read at open; valid while the reader lives. */
-const struct hprof_header *hprof_reader_header(const struct hprof_reader *r);
+HPROF_API const struct hprof_header *hprof_reader_header(const struct hprof_reader *r);
 
 /* Size of the input in bytes. */
-uint64_t hprof_reader_size(const struct hprof_reader *r);
+HPROF_API uint64_t hprof_reader_size(const struct hprof_reader *r);
 
 /* hprof_reader_run() :
  * One pass over the input: header, every record, then end.  Each call starts
  * again from the first record.  Stops at the first error of the input or of
  * a visitor.  @return HPROF_OK or the error code (message in `err`). */
-int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v);
+HPROF_API int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v);
 
 /* Strict mode (off by default): a run also fails when the file holds no
  * record after its header, or ends with a run of HEAP_DUMP_SEGMENTs that no
  * HEAP_DUMP_END closes - the marks of a dump cut short on a record boundary
  * (a device that ran out of space).  hprof_verify() and hprof_shrink() turn
  * it on. */
-void hprof_reader_set_strict(struct hprof_reader *r, int strict);
+HPROF_API void hprof_reader_set_strict(struct hprof_reader *r, int strict);
 
 /* Called during a run with the input offset reached, at most every few MB. */
-void hprof_reader_set_progress(struct hprof_reader *r,
-                               void (*fn)(void *ctx, uint64_t done, uint64_t total),
-                               void *ctx);
+HPROF_API void hprof_reader_set_progress(struct hprof_reader *r,
+                                         void (*fn)(void *ctx, uint64_t done, uint64_t total),
+                                         void *ctx);
 
 /* Copy `len` bytes at input offset `offset` into `buf` (random access, for
  * example to compare two arrays byte for byte).  @return HPROF_OK or error. */
-int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_t len);
+HPROF_API int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_t len);
 
-void hprof_reader_free(struct hprof_reader *r);
+HPROF_API void hprof_reader_free(struct hprof_reader *r);
 
 /* ---- Sinks: where written bytes go -------------------------------------- */
 
@@ -172,7 +173,7 @@ struct hprof_sink;
 /* Buffered writes to `fd` (not closed by the sink).  Where `fd` can seek
  * and is not in append mode, a writer may also pwrite() into what it wrote
  * (a segment's length, filled in last), so no other writer may share it. */
-struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
+HPROF_API struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
 
 /* gzip to `fd` as the JDK's `jcmd GC.heap_dump -gz` writes it: independent
  * members of HPROF_GZIP_BLOCK input bytes each, the first carrying the
@@ -183,23 +184,23 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
  * built with them (the default), else by zlib: different bytes, each
  * deterministic, all plain gzip. */
 #define HPROF_GZIP_BLOCK (1u << 20)
-struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
-                                       struct hprof_error *err);
+HPROF_API struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
+                                                 struct hprof_error *err);
 
 /* Counts what it is given and keeps none of it (estimates). */
-struct hprof_sink *hprof_sink_new_null(struct hprof_error *err);
+HPROF_API struct hprof_sink *hprof_sink_new_null(struct hprof_error *err);
 
 /* Collects everything in memory (tests, fuzzing). */
-struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err);
+HPROF_API struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err);
 /* The bytes collected so far; valid until the next write or free. */
-const uint8_t *hprof_sink_memory_data(const struct hprof_sink *s, size_t *len);
+HPROF_API const uint8_t *hprof_sink_memory_data(const struct hprof_sink *s, size_t *len);
 
 /* @return HPROF_OK or HPROF_ERR_IO / HPROF_ERR_NOMEM. */
-int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len);
+HPROF_API int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len);
 /* Flush everything (and end the gzip stream).  No write may follow. */
-int hprof_sink_finish(struct hprof_sink *s);
+HPROF_API int hprof_sink_finish(struct hprof_sink *s);
 /* Uncompressed bytes accepted so far. */
-uint64_t hprof_sink_bytes(const struct hprof_sink *s);
+HPROF_API uint64_t hprof_sink_bytes(const struct hprof_sink *s);
 
 /* hprof_sink_set_writeback() :
  * For a file sink (fd or gzip) whose caller will fsync() the file when it
@@ -208,8 +209,8 @@ uint64_t hprof_sink_bytes(const struct hprof_sink *s);
  * other sinks, nothing happens).  The disk then works while the rest of the
  * dump is read, and the final fsync() waits only for the tail.  0 (the
  * default) leaves writeback to the kernel. */
-void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step);
-void hprof_sink_free(struct hprof_sink *s);
+HPROF_API void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step);
+HPROF_API void hprof_sink_free(struct hprof_sink *s);
 
 /* ---- Writer: the last visitor ------------------------------------------ */
 
@@ -232,15 +233,15 @@ struct hprof_writer;
  * limit, until it knows its length; on a file sink that can seek it writes
  * the segment as it goes instead and fills in the length at its end.
  * @return the writer, or NULL (error in `err`). */
-struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_error *err);
+HPROF_API struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_error *err);
 
 /* Limit on output segment bodies; `bytes` >= HPROF_SEGMENT_LIMIT_MIN. */
-int hprof_writer_set_segment_limit(struct hprof_writer *w, uint32_t bytes);
+HPROF_API int hprof_writer_set_segment_limit(struct hprof_writer *w, uint32_t bytes);
 
 /* The writer as a visitor, to end a chain.  Lives as long as `w`. */
-struct hprof_visitor *hprof_writer_visitor(struct hprof_writer *w);
+HPROF_API struct hprof_visitor *hprof_writer_visitor(struct hprof_writer *w);
 
-void hprof_writer_free(struct hprof_writer *w);
+HPROF_API void hprof_writer_free(struct hprof_writer *w);
 
 /* ---- Opening inputs the way the tools do -------------------------------- */
 
@@ -251,7 +252,7 @@ void hprof_writer_free(struct hprof_writer *w);
  * the passes need to re-read it.  Sets *fd (close it yourself) and, when
  * `spooled` is not NULL, *spooled to 1 if a copy was made.
  * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip). */
-int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
+HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
 
 /* ---- Verification ------------------------------------------------------- */
 
@@ -264,7 +265,7 @@ enum hprof_ref_kind {
     HPROF_REF_CLASS,        /* a class dump's superclass, loader, ... */
     HPROF_REF_KINDS
 };
-const char *hprof_ref_kind_name(int kind);
+HPROF_API const char *hprof_ref_kind_name(enum hprof_ref_kind kind);
 
 struct hprof_verify_report {
     uint64_t records;           /* top-level records */
@@ -288,8 +289,8 @@ struct hprof_verify_report {
  * field bytes against its class layout (own fields and all superclasses'),
  * and every reference against the set of dumped objects.
  * @return HPROF_OK (report filled), or the first problem found. */
-int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
-                 struct hprof_error *err);
+HPROF_API int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
+                           struct hprof_error *err);
 
 /* ---- Shrinking ---------------------------------------------------------- */
 
@@ -305,13 +306,13 @@ enum hprof_redact {
     HPROF_REDACT_STRINGS    /* String texts only */
 };
 
-/* Most --redact-keep rules (besides LeakCanary's built-in ones). */
+/* Most entries in redact_keep (LeakCanary's built-in ones come on top). */
 #define HPROF_REDACT_MAX_RULES 28
 
 struct hprof_shrink_options {
-    int arrays;             /* enum hprof_arrays_mode */
+    enum hprof_arrays_mode arrays;
     int keep_system_heaps;  /* 0: drop zygote and image heap objects */
-    int redact;             /* enum hprof_redact */
+    enum hprof_redact redact;
     int redact_fields;      /* zero primitive fields of application classes */
     /* "CLASS.FIELD": the Strings that field refers to keep their text.  The
      * field may be declared in CLASS and the instance of a subclass.
@@ -319,11 +320,11 @@ struct hprof_shrink_options {
     const char *const *redact_keep;
     size_t n_redact_keep;
     uint32_t segment_limit; /* 0: HPROF_SEGMENT_LIMIT */
-    /* Threads for the write pass: 0 one per core (the caller's only for
-     * inputs under 32 MiB), 1 the caller's only.  Unless that comes to 1
-     * (or on one core), the first pass also hands the references it
-     * records to a thread of their own, and passes over a mapped input
-     * have a thread read ahead.  The output is the same for every count. */
+    /* Threads the shrink may use: 0 one per core, except that an input
+     * under 32 MiB is shrunk on the caller's thread alone; 1 the caller's
+     * only.  More than one serve the write pass's workers and, in the
+     * other passes, helpers (reading ahead of a mapped input, recording
+     * references).  The output is the same for every count. */
     unsigned threads;
     /* Progress: pass number (1-based), passes in all, bytes done, total. */
     void (*progress)(void *ctx, int pass, int passes, uint64_t done, uint64_t total);
@@ -373,9 +374,9 @@ struct hprof_shrink_stats {
  * hprof-shrink(1) for what is kept, dropped and merged).  Deterministic:
  * the same input and options give the same bytes.  `stats` may be NULL.
  * @return HPROF_OK, or an error (the sink then holds a partial dump). */
-int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
-                 const struct hprof_shrink_options *options,
-                 struct hprof_shrink_stats *stats, struct hprof_error *err);
+HPROF_API int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
+                           const struct hprof_shrink_options *options,
+                           struct hprof_shrink_stats *stats, struct hprof_error *err);
 
 /* ---- What a dump holds (hprof-info) ------------------------------------------ */
 
@@ -414,15 +415,15 @@ struct hprof_info {
 };
 
 /* Name of heap index i of hprof_info.heaps: "default", "app", "image", "zygote". */
-const char *hprof_info_heap_name(int i);
+HPROF_API const char *hprof_info_heap_name(int i);
 
 /* hprof_info_analyze() :
  * Two passes over `r` (names and layouts, then everything else) filling
  * `info`, which hprof_info_free() releases.  Counts agree with
  * hprof_verify() and hprof_shrink() on the same input.
  * @return HPROF_OK or an error. */
-int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct hprof_error *err);
-void hprof_info_free(struct hprof_info *info);
+HPROF_API int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct hprof_error *err);
+HPROF_API void hprof_info_free(struct hprof_info *info);
 
 #ifdef __cplusplus
 }

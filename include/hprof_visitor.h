@@ -35,6 +35,17 @@
 extern "C" {
 #endif
 
+/* Marks the functions libhprof exports.  The library is built with every
+ * other symbol hidden, so libhprof.so and libhprof.a define only hprof_
+ * names; for a program this changes nothing. */
+#ifndef HPROF_API
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define HPROF_API __attribute__((visibility("default")))
+#else
+#define HPROF_API
+#endif
+#endif
+
 /* Top-level record tags. */
 enum hprof_tag {
     HPROF_TAG_STRING = 0x01,
@@ -269,19 +280,19 @@ struct hprof_visitor {
  * Deliver a record to the first visitor in the chain starting at `v` whose
  * slot is set.  A NULL `v`, or a chain with no such slot, accepts it.
  * @return what that callback returned, or HPROF_OK. */
-int hprof_visit_header(struct hprof_visitor *v, const struct hprof_header *h);
-int hprof_visit_string(struct hprof_visitor *v, const struct hprof_string *s);
-int hprof_visit_load_class(struct hprof_visitor *v, const struct hprof_load_class *c);
-int hprof_visit_record(struct hprof_visitor *v, const struct hprof_record *r);
-int hprof_visit_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s);
-int hprof_visit_root(struct hprof_visitor *v, const struct hprof_root *r);
-int hprof_visit_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i);
-int hprof_visit_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c);
-int hprof_visit_instance(struct hprof_visitor *v, const struct hprof_instance *o);
-int hprof_visit_object_array(struct hprof_visitor *v, const struct hprof_object_array *a);
-int hprof_visit_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
-int hprof_visit_heap_end(struct hprof_visitor *v, const struct hprof_segment *s);
-int hprof_visit_end(struct hprof_visitor *v);
+HPROF_API int hprof_visit_header(struct hprof_visitor *v, const struct hprof_header *h);
+HPROF_API int hprof_visit_string(struct hprof_visitor *v, const struct hprof_string *s);
+HPROF_API int hprof_visit_load_class(struct hprof_visitor *v, const struct hprof_load_class *c);
+HPROF_API int hprof_visit_record(struct hprof_visitor *v, const struct hprof_record *r);
+HPROF_API int hprof_visit_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s);
+HPROF_API int hprof_visit_root(struct hprof_visitor *v, const struct hprof_root *r);
+HPROF_API int hprof_visit_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i);
+HPROF_API int hprof_visit_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c);
+HPROF_API int hprof_visit_instance(struct hprof_visitor *v, const struct hprof_instance *o);
+HPROF_API int hprof_visit_object_array(struct hprof_visitor *v, const struct hprof_object_array *a);
+HPROF_API int hprof_visit_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
+HPROF_API int hprof_visit_heap_end(struct hprof_visitor *v, const struct hprof_segment *s);
+HPROF_API int hprof_visit_end(struct hprof_visitor *v);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hprof_private.h"
 #include "testlib.h"
 
 /* A visitor that counts what it sees. */
@@ -479,7 +480,7 @@ static struct hprof_reader *open_file(const char *path, int *fd, int mapped, int
     ck_assert_int_eq(hprof_reader_open_fd(&r, *fd, &file_err), HPROF_OK);
     if (mapped)
         ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
-    hprof_reader_set_readahead_thread(r, read_ahead);
+    hprof_reader_set_threads(r, read_ahead ? 2 : 1);
     return r;
 }
 
@@ -636,6 +637,25 @@ START_TEST(reader_without_a_readahead_thread_maps_only_what_it_reads)
 }
 END_TEST
 
+START_TEST(reader_reads_ahead_only_when_given_two_threads_or_more)
+{
+    struct tbuf b;
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    tb_small_dump(&b, 8);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, b.len, &err), HPROF_OK);
+    ck_assert_int_eq(reader_readahead_thread(r), 0);
+    static const unsigned threads[] = { 2, 0, 8, 1, 3 };
+    static const int ahead[] = { 1, 0, 1, 0, 1 };
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        hprof_reader_set_threads(r, threads[i]);
+        ck_assert_int_eq(reader_readahead_thread(r), ahead[i]);
+    }
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
 START_TEST(reader_runs_again_from_the_start)
 {
     struct tbuf b;
@@ -767,6 +787,7 @@ static Suite *reader_suite(void)
                         TL_N_FIXTURES);
     tcase_add_test(t, readahead_thread_maps_the_pages_ahead_of_the_reader_within_a_bound);
     tcase_add_test(t, reader_without_a_readahead_thread_maps_only_what_it_reads);
+    tcase_add_test(t, reader_reads_ahead_only_when_given_two_threads_or_more);
     tcase_add_test(t, readahead_thread_keeps_ahead_inside_a_large_array);
     tcase_add_test(t, readahead_thread_gives_back_what_it_maps_behind_the_reader);
     tcase_add_test(t, reader_of_memory_cannot_be_mapped);

@@ -467,44 +467,79 @@ exec 7>&-
 [ -s "$T/out3/hotspot-synth.hprof" ] || die "batch SIGINT removed a finished output"
 ls "$T/out3" | grep -q 'tmp$' && die "batch SIGINT left $(ls "$T/out3")"
 
-banner "install: binaries, library, pkg-config, headers (C99, pedantic), man pages; uninstall"
-make -s install PREFIX=/usr/local DESTDIR="$T/root" B="$B" SANITIZE="${SANITIZE:-}" DEFLATE="${DEFLATE:-libdeflate}" > /dev/null
-for f in bin/hprof-shrink bin/hprof-verify bin/hprof-info lib/libhprof.a lib/pkgconfig/libhprof.pc \
-         include/hprof.h include/hprof_visitor.h share/man/man1/hprof-shrink.1 \
-         share/man/man1/hprof-info.1 share/man/man1/hprof-verify.1 share/man/man1/hprof-bitmaps.1 bin/hprof-bitmaps share/man/man3/libhprof.3; do
-    [ -e "$T/root/usr/local/$f" ] || die "make install did not install $f"
+banner "install: binaries, both libraries exporting only the API, pkg-config (dynamic and static, C99 pedantic), man pages; uninstall"
+# Into a staging directory, as a packager does (DESTDIR); the pkg-config
+# file names PREFIX, and PKG_CONFIG_SYSROOT_DIR maps it there.  What is
+# installed is this run's build: under SANITIZE=1 the libraries are
+# instrumented, so the program gets the same sanitizers.
+root="$T/root"
+lib="$root/usr/local/lib"
+make_install() {
+    env -u MAKEFLAGS -u MAKELEVEL ${MAKE:-make} -s "$1" PREFIX=/usr/local DESTDIR="$root" B="$B" \
+        SANITIZE="${SANITIZE:-}" DEFLATE="${DEFLATE:-libdeflate}" ISAL="${ISAL:-1}" > "$T/install.log" 2>&1 ||
+        die "make $1 failed: $(cat "$T/install.log")"
+}
+make_install install
+for f in bin/hprof-shrink bin/hprof-verify bin/hprof-info bin/hprof-bitmaps lib/libhprof.a \
+         lib/libhprof.so lib/libhprof.so.0 lib/pkgconfig/libhprof.pc include/hprof.h include/hprof_visitor.h \
+         share/man/man1/hprof-shrink.1 share/man/man1/hprof-info.1 share/man/man1/hprof-verify.1 \
+         share/man/man1/hprof-bitmaps.1 share/man/man3/libhprof.3; do
+    [ -e "$root/usr/local/$f" ] || die "make install did not install $f"
 done
 for page in man/*.1 man/*.3; do
     LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" > /dev/null 2> "$T/man.err" || die "man $page"
     [ ! -s "$T/man.err" ] || die "man $page warns: $(cat "$T/man.err")"
 done
-cat > "$T/user.c" <<'C'
-#include <hprof.h>
-#include <stdio.h>
-int main(int argc, char **argv)
-{
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r = NULL;
-    (void)argc;
-    if (hprof_version_number() != HPROF_VERSION_NUMBER)
-        return 2;
-    struct hprof_verify_report rep;
-    FILE *f = fopen(argv[1], "rb");
-    int rc = f ? hprof_reader_open_fd(&r, fileno(f), &err) : HPROF_ERR_IO;
-    if (rc == HPROF_OK)
-        rc = hprof_verify(r, &rep, &err);
-    hprof_reader_free(r);
-    return rc == HPROF_OK && rep.instances > 0 ? 0 : 1;
-}
-C
-san=""   # the sanitizer build's library needs its runtime
-[ "${SANITIZE:-}" = 1 ] && san="-fsanitize=address,undefined"
-PKG_CONFIG_PATH="$T/root/usr/local/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$T/root" \
-    sh -c 'cc -std=c99 -pedantic -Wall -Wextra -Werror $2 $(pkg-config --cflags libhprof) -o "$1/user" "$1/user.c" \
-           $(pkg-config --libs --static libhprof)' sh "$T" "$san" || die "a C99 -pedantic program does not build against the installed library"
-"$T/user" "$T/in.hprof" || die "the program built with pkg-config does not work"
-make -s uninstall PREFIX=/usr/local DESTDIR="$T/root" B="$B" > /dev/null
-[ -z "$(find "$T/root" -type f)" ] || die "make uninstall left $(find "$T/root" -type f)"
+[ "$(readlink "$lib/libhprof.so")" = libhprof.so.0 ] || die "libhprof.so does not point to libhprof.so.0"
+case $(readlink "$lib/libhprof.so.0") in
+libhprof.so.0.[0-9]*) ;;
+*) die "libhprof.so.0 points to '$(readlink "$lib/libhprof.so.0")'" ;;
+esac
+readelf -d "$lib/libhprof.so.0" | grep -q 'SONAME.*\[libhprof\.so\.0\]' || die "libhprof.so has no soname libhprof.so.0"
+# Both libraries define exactly the functions the installed headers declare.
+sed -n 's/^HPROF_API[^(]*[ *]\(hprof_[a-z0-9_]*\)(.*/\1/p' "$root/usr/local/include/"*.h | sort > "$T/api"
+[ "$(wc -l < "$T/api")" -ge 40 ] || die "found only $(wc -l < "$T/api") HPROF_API declarations"
+for l in libhprof.a libhprof.so; do
+    nm -g --defined-only "$lib/$l" | awk 'NF == 3 { print $3 }' | sort > "$T/exported"
+    grep -v '^hprof_' "$T/exported" > "$T/foreign" && die "$l defines non-hprof_ names: $(tr '\n' ' ' < "$T/foreign")"
+    cmp -s "$T/api" "$T/exported" || die "$l defines other names than the API: $(diff "$T/api" "$T/exported" | tr '\n' ' ')"
+done
+export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+pkg-config --static --libs libhprof > "$T/static-libs" || die "pkg-config --static --libs libhprof failed"
+case ${DEFLATE:-libdeflate}/${ISAL:-1} in
+libdeflate/1) private="-lisal -ldeflate -lcrypto -lz -pthread" ;;
+libdeflate/0) private="-ldeflate -lcrypto -lz -pthread" ;;
+*) private="-lcrypto -lz -pthread" ;;
+esac
+grep -q -- "-lhprof $private" "$T/static-libs" ||
+    die "pkg-config --static gives '$(cat "$T/static-libs")', wanted -lhprof $private"
+"$B/hprof-verify" "$T/in.hprof" > "$T/verify.out"
+want=$(sed -n 's/.* \([0-9][0-9]*\) records .* \([0-9][0-9]*\) instances,.*/\1 records, \2 instances/p' "$T/verify.out")
+[ -n "$want" ] || die "cannot read the counts of: $(cat "$T/verify.out")"
+san_flags=""
+[ "${SANITIZE:-}" = 1 ] && san_flags="-fsanitize=address,undefined"
+cflags="$san_flags -std=c99 -pedantic -Wall -Wextra -Werror"
+# tests/install/count-records.c counts records and instances as
+# hprof-verify does.  Dynamically: the shared library, found at run time.
+# shellcheck disable=SC2046,SC2086 # lists of words
+cc $cflags -o "$T/count-dyn" tests/install/count-records.c $(pkg-config --cflags --libs libhprof) ||
+    die "a C99 -pedantic program does not build against libhprof.so with pkg-config"
+readelf -d "$T/count-dyn" | grep -q 'NEEDED.*libhprof\.so\.0' || die "the program does not need libhprof.so.0"
+[ "$(LD_LIBRARY_PATH="$lib" "$T/count-dyn" "$T/in.hprof")" = "$want" ] ||
+    die "dynamically linked: '$(LD_LIBRARY_PATH="$lib" "$T/count-dyn" "$T/in.hprof" 2>&1)', hprof-verify: '$want'"
+# Statically: libhprof.a and what Libs.private adds.  ld prefers the .so
+# beside it, hence -l:libhprof.a; -static is no option (Debian ships no
+# static ISA-L).
+# shellcheck disable=SC2046,SC2086
+cc $cflags -o "$T/count-static" tests/install/count-records.c \
+    $(pkg-config --cflags --static --libs libhprof | sed 's/-lhprof /-l:libhprof.a /') ||
+    die "a C99 -pedantic program does not build against libhprof.a with pkg-config --static"
+readelf -d "$T/count-static" | grep -q 'libhprof' && die "the static program still needs libhprof.so"
+[ "$("$T/count-static" "$T/in.hprof")" = "$want" ] ||
+    die "statically linked: '$("$T/count-static" "$T/in.hprof" 2>&1)', hprof-verify: '$want'"
+unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+make_install uninstall
+[ -z "$(find "$root" ! -type d)" ] || die "make uninstall left $(find "$root" ! -type d)"
 
 banner "hprof-bitmaps: one file per distinct content, pixels equal to the dump's, on shrunk files too"
 expect 2 "$B/hprof-bitmaps" fixtures/android-synth.hprof.gz

@@ -524,7 +524,7 @@ int tl_canon_file_via(const char *path, struct tl_canon *out, int how, struct hp
     if (rc == HPROF_OK && (how & TL_MAPPED))
         rc = hprof_reader_map(r);
     if (rc == HPROF_OK)
-        hprof_reader_set_readahead_thread(r, (how & TL_READ_AHEAD) != 0);
+        hprof_reader_set_threads(r, (how & TL_READ_AHEAD) ? 2 : 1);
     if (rc == HPROF_OK)
         rc = canon_run(r, out);
     tl_close_reader(fd, r);

@@ -98,7 +98,7 @@ struct tl_canon {
 int tl_canon_file(const char *path, struct tl_canon *out, struct hprof_error *err);
 /* The same, reading through a mapping when `how` has TL_MAPPED
  * (hprof_reader_map), with a read-ahead thread too when it has
- * TL_READ_AHEAD (hprof_reader_set_readahead_thread). */
+ * TL_READ_AHEAD (hprof_reader_set_threads() with 2). */
 #define TL_MAPPED 1
 #define TL_READ_AHEAD 2
 int tl_canon_file_via(const char *path, struct tl_canon *out, int how, struct hprof_error *err);

@@ -279,7 +279,8 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
             install_sigbus_handler();
             /* the tools' passes read every record; hprof-shrink decides
              * for itself, from -j */
-            hprof_reader_set_readahead_thread(*r, sysconf(_SC_NPROCESSORS_ONLN) > 1);
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            hprof_reader_set_threads(*r, cores > 1 ? (unsigned)cores : 1);
         } else {
             memset(err, 0, sizeof *err);
         }

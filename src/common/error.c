@@ -97,12 +97,12 @@ unsigned hprof_type_size(uint8_t type, unsigned id_size)
     return type_size(type, id_size);
 }
 
-const char *hprof_ref_kind_name(int kind)
+const char *hprof_ref_kind_name(enum hprof_ref_kind kind)
 {
     static const char *const names[HPROF_REF_KINDS] = {
         "root", "static field", "instance field", "array element", "class"
     };
-    return kind >= 0 && kind < HPROF_REF_KINDS ? names[kind] : "unknown";
+    return (unsigned)kind < HPROF_REF_KINDS ? names[kind] : "unknown";
 }
 
 double hprof_now(void)

@@ -294,13 +294,16 @@ void digest_free(struct digest *d);
 /* Monotonic seconds, for the passes' timings. */
 double hprof_now(void);
 
-/* ---- For the parallel write pass (write_pass.c) ---------------------------- */
+/* ---- For the shrink's own readers and the parallel write pass --------------- */
 
 /* A second reader of the same input (file or memory), as strict as `r`. */
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
 /* Read the one top-level record at `offset` (a HEAP_DUMP or segment). */
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v);
-/* What hprof_reader_set_readahead_thread() last set. */
+/* Whether each run of a mapped reader has a thread read ahead of it (what
+ * hprof_reader_set_threads() decides from its count); the shrink sets it
+ * on the readers it clones for itself. */
+void reader_set_readahead_thread(struct hprof_reader *r, int on);
 int reader_readahead_thread(const struct hprof_reader *r);
 
 /* A writer that will only see heap segments, into `sink`, with `id_size`. */

@@ -13,7 +13,7 @@
  * RELEASE_STEP bytes, between records and between chunks of an array, so
  * that resident memory stays bounded by that step, not by the file.  A run
  * can also have another thread touch the pages a little ahead of the
- * reading position (hprof_reader_set_readahead_thread()): the page faults,
+ * reading position (hprof_reader_set_threads()): the page faults,
  * and reading any page not yet cached, then happen on another core.
  *
  * Invariants:
@@ -931,7 +931,12 @@ static void *read_ahead_main(void *arg)
     return NULL;
 }
 
-void hprof_reader_set_readahead_thread(struct hprof_reader *r, int on)
+void hprof_reader_set_threads(struct hprof_reader *r, unsigned threads)
+{
+    r->want_read_ahead = threads > 1;
+}
+
+void reader_set_readahead_thread(struct hprof_reader *r, int on)
 {
     r->want_read_ahead = on;
 }

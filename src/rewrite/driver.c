@@ -184,8 +184,8 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     run.ctx = (struct rewrite_ctx){ .err = err, .stats = stats ? stats : &scratch_stats,
                                     .opt = &run.opt, .ids = hprof_reader_header(r)->id_size };
     memset(run.ctx.stats, 0, sizeof *run.ctx.stats);
-    if (run.opt.arrays < HPROF_ARRAYS_EMPTY || run.opt.arrays > HPROF_ARRAYS_REMOVE)
-        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d", run.opt.arrays);
+    if ((unsigned)run.opt.arrays > HPROF_ARRAYS_REMOVE)
+        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d", (int)run.opt.arrays);
     /* A reader of our own, so that the caller's is left as it was set up. */
     int rc = reader_clone(r, &run.ctx.reader, err);
     if (rc != HPROF_OK)
@@ -194,7 +194,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     run.ctx.helper_threads = run.threads > 1 && online_cores() > 1;
     hprof_reader_set_strict(run.ctx.reader, 1);
     /* every pass but a parallel write pass reads every record */
-    hprof_reader_set_readahead_thread(run.ctx.reader, run.ctx.helper_threads);
+    reader_set_readahead_thread(run.ctx.reader, run.ctx.helper_threads);
     if (run.opt.progress)
         hprof_reader_set_progress(run.ctx.reader, report, &run);
 

@@ -187,7 +187,7 @@ static int write_inline(struct write_pass *wp, const uint64_t *offsets, size_t n
 {
     struct hprof_visitor *chain = wp->base.next;
     int rc = HPROF_OK;
-    hprof_reader_set_readahead_thread(wp->inline_reader, big);
+    reader_set_readahead_thread(wp->inline_reader, big);
     for (size_t i = 0; rc == HPROF_OK && i < n; i++)
         rc = reader_run_segment(wp->inline_reader, offsets[i], chain);
     wp->failed |= rc != HPROF_OK;
