@@ -46,19 +46,19 @@ static uint64_t array_bytes(const struct rewrite_filter *f, const struct hprof_p
 static int census_string(struct hprof_visitor *v, const struct hprof_string *s)
 {
     count_add(&self(v)->st->strings, s->length);
-    return hprof_visit_string(v->next, s);
+    return forward_string((struct rewrite_filter *)v, s);
 }
 
 static int census_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
 {
     self(v)->st->class_dumps.count++;
-    return hprof_visit_class_dump(v->next, c);
+    return forward_class_dump((struct rewrite_filter *)v, c);
 }
 
 static int census_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
     count_add(&self(v)->st->instances_in, o->length);
-    return hprof_visit_instance(v->next, o);
+    return forward_instance((struct rewrite_filter *)v, o);
 }
 
 static int census_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
@@ -66,7 +66,7 @@ static int census_object_array(struct hprof_visitor *v, const struct hprof_objec
     struct rewrite_filter *f = self(v);
     if (a->first == 0)
         count_add(&f->st->object_arrays_in, (uint64_t)a->count * f->plan->ids);
-    return hprof_visit_object_array(v->next, a);
+    return forward_object_array((struct rewrite_filter *)v, a);
 }
 
 static int census_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
@@ -75,7 +75,7 @@ static int census_primitive_array(struct hprof_visitor *v, const struct hprof_pr
     if (a->first == 0)
         count_add(&f->st->primitive_arrays_in,
                   a->tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : array_bytes(f, a));
-    return hprof_visit_primitive_array(v->next, a);
+    return forward_primitive_array((struct rewrite_filter *)v, a);
 }
 
 static const struct hprof_visitor_ops census_ops = {
@@ -109,7 +109,7 @@ struct arrays_filter {
 static int out_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
     count_add(&self(v)->st->instances_out, o->length);
-    return hprof_visit_instance(v->next, o);
+    return forward_instance((struct rewrite_filter *)v, o);
 }
 
 static int out_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
@@ -117,7 +117,7 @@ static int out_object_array(struct hprof_visitor *v, const struct hprof_object_a
     struct rewrite_filter *f = self(v);
     if (a->first == 0)
         count_add(&f->st->object_arrays_out, (uint64_t)a->count * f->plan->ids);
-    return hprof_visit_object_array(v->next, a);
+    return forward_object_array((struct rewrite_filter *)v, a);
 }
 
 /* The whole array as zeros, in chunks of whole elements. */
@@ -131,7 +131,7 @@ static int forward_zeros(struct arrays_filter *z, const struct hprof_primitive_a
         zeroed.length = bytes - zeroed.first < ZERO_CHUNK ? (size_t)(bytes - zeroed.first)
                                                           : ZERO_CHUNK;
         zeroed.data = z->zeros;
-        int rc = hprof_visit_primitive_array(z->f.base.next, &zeroed);
+        int rc = forward_primitive_array(&z->f, &zeroed);
         if (rc != HPROF_OK)
             return rc;
         zeroed.first += zeroed.length;
@@ -146,7 +146,7 @@ static int forward_empty(struct rewrite_filter *f, const struct hprof_primitive_
     empty.count = 0;
     empty.length = 0;
     empty.data = NULL;
-    return hprof_visit_primitive_array(f->base.next, &empty);
+    return forward_primitive_array(f, &empty);
 }
 
 /* An array nothing keeps, as --arrays says. */
@@ -176,7 +176,7 @@ static int out_primitive_array(struct hprof_visitor *v, const struct hprof_primi
     struct arrays_filter *z = (struct arrays_filter *)v;
     struct rewrite_filter *f = &z->f;
     if (a->first > 0)
-        return hprof_visit_primitive_array(v->next, a);
+        return forward_primitive_array((struct rewrite_filter *)v, a);
     uint64_t bytes = array_bytes(f, a);
     switch (plan_array_keep(f->plan, f->cursor, a)) {
     case ARRAY_DUPLICATE: /* the bitmaps filter drops these */
@@ -196,7 +196,7 @@ static int out_primitive_array(struct hprof_visitor *v, const struct hprof_primi
             break; /* a stand-in, emptied by the system-heap filter */
         return apply_mode(z, a, bytes);
     }
-    return hprof_visit_primitive_array(v->next, a);
+    return forward_primitive_array((struct rewrite_filter *)v, a);
 }
 
 static const struct hprof_visitor_ops arrays_ops = {

@@ -756,7 +756,7 @@ static int filter_instance(struct hprof_visitor *v, const struct hprof_instance 
     uint64_t kept = 0;
     if (model_kind(p->model, o->class_id, &k) != NAME_CLASS_BITMAP ||
         !idmap_get(&p->bitmaps.remap, model_field_id(p->ids, o, k->field[0]), &kept))
-        return hprof_visit_instance(filter_next(&bf->f), o);
+        return forward_instance(&bf->f, o);
     struct hprof_instance changed = *o;
     uint8_t *values = filter_scratch(&bf->scratch, &bf->scratch_cap, o->length, bf->f.err);
     if (values == NULL)
@@ -764,7 +764,7 @@ static int filter_instance(struct hprof_visitor *v, const struct hprof_instance 
     memcpy(values, o->values, o->length);
     put_id(values + k->field[0], kept, p->ids);
     changed.values = values;
-    return hprof_visit_instance(filter_next(&bf->f), &changed);
+    return forward_instance(&bf->f, &changed);
 }
 
 /* DumpData.buffers: elements that name a merged buffer now name the kept one. */
@@ -787,7 +787,7 @@ static int rewrite_elements(struct bitmaps_filter *bf, const struct hprof_object
         part.first = a->first + done;
         part.n = n;
         part.elements = el;
-        int rc = hprof_visit_object_array(filter_next(&bf->f), &part);
+        int rc = forward_object_array(&bf->f, &part);
         if (rc != HPROF_OK)
             return rc;
         done += n;
@@ -800,7 +800,7 @@ static int filter_object_array(struct hprof_visitor *v, const struct hprof_objec
     struct bitmaps_filter *bf = (struct bitmaps_filter *)v;
     if (a->n > 0 && idmap_has(&bf->f.plan->bitmaps.dump_buffers, a->id))
         return rewrite_elements(bf, a);
-    return hprof_visit_object_array(filter_next(&bf->f), a);
+    return forward_object_array(&bf->f, a);
 }
 
 /* A merged copy goes (counted as bitmap_duplicates when decided). */
@@ -809,7 +809,7 @@ static int filter_primitive_array(struct hprof_visitor *v, const struct hprof_pr
     struct rewrite_filter *f = (struct rewrite_filter *)v;
     if (a->first == 0 && plan_array_keep(f->plan, f->cursor, a) == ARRAY_DUPLICATE)
         return HPROF_SKIP;
-    return hprof_visit_primitive_array(filter_next(f), a);
+    return forward_primitive_array(f, a);
 }
 
 static const struct hprof_visitor_ops bitmaps_filter_ops = {

@@ -43,6 +43,25 @@ static inline struct hprof_visitor *filter_next(const struct rewrite_filter *f)
     return f->base.next;
 }
 
+/* The next visitor's handler, called directly: the records of a dump go
+ * through every filter of a chain, and the loop of hprof_visit_*() costs a
+ * call each time (5% of the instructions of a shrink).  Equivalent to
+ * hprof_visit_NAME(next, arg). */
+#define FILTER_FORWARD(name, type)                                                     \
+    static inline int forward_##name(const struct rewrite_filter *f, type arg)         \
+    {                                                                                  \
+        struct hprof_visitor *next = f->base.next;                                     \
+        if (next != NULL && next->ops->name != NULL)                                   \
+            return next->ops->name(next, arg);                                         \
+        return hprof_visit_##name(next, arg);                                          \
+    }
+FILTER_FORWARD(string, const struct hprof_string *)
+FILTER_FORWARD(root, const struct hprof_root *)
+FILTER_FORWARD(class_dump, const struct hprof_class_dump *)
+FILTER_FORWARD(instance, const struct hprof_instance *)
+FILTER_FORWARD(object_array, const struct hprof_object_array *)
+FILTER_FORWARD(primitive_array, const struct hprof_primitive_array *)
+
 static inline void count_add(struct hprof_count *c, uint64_t bytes)
 {
     c->count++;

@@ -288,7 +288,7 @@ static int filter_class_dump(struct hprof_visitor *v, const struct hprof_class_d
     struct redact_filter *rf = (struct redact_filter *)v;
     const struct redact_plan *p = &rf->f.plan->redact;
     if (!p->fields || !idmap_has(&p->app_classes, c->id) || c->n_statics == 0)
-        return hprof_visit_class_dump(filter_next(&rf->f), c);
+        return forward_class_dump(&rf->f, c);
     if (c->n_statics > rf->cap_statics) {
         struct hprof_static_field *grown = realloc(rf->statics, c->n_statics * sizeof *grown);
         if (grown == NULL)
@@ -305,7 +305,7 @@ static int filter_class_dump(struct hprof_visitor *v, const struct hprof_class_d
         }
     }
     zeroed.statics = rf->statics;
-    return hprof_visit_class_dump(filter_next(&rf->f), &zeroed);
+    return forward_class_dump(&rf->f, &zeroed);
 }
 
 /* Zero the application classes' primitive fields in `values` (a copy). */
@@ -338,7 +338,7 @@ static int filter_instance(struct hprof_visitor *v, const struct hprof_instance 
     const struct shrink_plan *p = rf->f.plan;
     /* a stand-in is hollow already */
     if (!p->redact.fields || p->redact.app_classes.count == 0 || plan_in_system(p, o->id))
-        return hprof_visit_instance(filter_next(&rf->f), o);
+        return forward_instance(&rf->f, o);
     struct hprof_instance changed = *o;
     uint8_t *values = filter_scratch(&rf->scratch, &rf->scratch_cap, o->length, rf->f.err);
     if (values == NULL)
@@ -346,7 +346,7 @@ static int filter_instance(struct hprof_visitor *v, const struct hprof_instance 
     memcpy(values, o->values, o->length);
     zero_fields(rf, o, values);
     changed.values = values;
-    return hprof_visit_instance(filter_next(&rf->f), &changed);
+    return forward_instance(&rf->f, &changed);
 }
 
 /* This chunk with the filler's bytes instead of its own, in pieces.  Chunk
@@ -361,7 +361,7 @@ static int forward_filled(struct redact_filter *rf, const struct hprof_primitive
         piece.first = a->first + done;
         piece.length = n;
         piece.data = rf->fill + (piece.first % 4);
-        int rc = hprof_visit_primitive_array(filter_next(&rf->f), &piece);
+        int rc = forward_primitive_array(&rf->f, &piece);
         if (rc != HPROF_OK)
             return rc;
         done += n;
@@ -376,7 +376,7 @@ static int filter_primitive_array(struct hprof_visitor *v, const struct hprof_pr
     const struct redact_plan *p = &f->plan->redact;
     if (a->first > 0)
         return a->id == rf->fill_id ? forward_filled(rf, a)
-                                    : hprof_visit_primitive_array(filter_next(f), a);
+                                    : forward_primitive_array(f, a);
     uint64_t bytes = (uint64_t)a->count * type_size(a->type, f->plan->ids);
     enum array_keep keep = plan_array_keep(f->plan, f->cursor, a);
     if ((keep == ARRAY_STRING_VALUE || keep == ARRAY_STRING_UTF16) &&
@@ -395,7 +395,7 @@ static int filter_primitive_array(struct hprof_visitor *v, const struct hprof_pr
         set_fill(rf, a->id, FILL_PIXELS, sizeof FILL_PIXELS, bytes);
         return forward_filled(rf, a);
     }
-    return hprof_visit_primitive_array(filter_next(f), a);
+    return forward_primitive_array(f, a);
 }
 
 static const struct hprof_visitor_ops redact_filter_ops = {

@@ -111,7 +111,7 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
         f->st->roots_dropped++;
         return HPROF_OK;
     }
-    return hprof_visit_root(filter_next(f), r);
+    return forward_root(f, r);
 }
 
 static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
@@ -119,7 +119,7 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
     struct system_filter *s = (struct system_filter *)v;
     struct rewrite_filter *f = &s->f;
     if (!plan_in_system(f->plan, o->id))
-        return hprof_visit_instance(filter_next(f), o);
+        return forward_instance(f, o);
     if (!plan_is_standin(f->plan, o->id)) {
         count_add(&f->st->system_dropped, o->length);
         return HPROF_OK;
@@ -131,14 +131,14 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
     memset(values, 0, o->length);
     hollow.values = values;
     count_add(&f->st->system_standins, o->length);
-    return hprof_visit_instance(filter_next(f), &hollow);
+    return forward_instance(f, &hollow);
 }
 
 static int on_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
 {
     struct rewrite_filter *f = (struct rewrite_filter *)v;
     if (a->first != 0 || !plan_in_system(f->plan, a->id))
-        return hprof_visit_object_array(filter_next(f), a);
+        return forward_object_array(f, a);
     uint64_t bytes = (uint64_t)a->count * f->plan->ids;
     if (!plan_is_standin(f->plan, a->id)) {
         count_add(&f->st->system_dropped, bytes);
@@ -147,7 +147,7 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
     struct hprof_object_array hollow = *a;
     hollow.count = hollow.n = 0;
     count_add(&f->st->system_standins, bytes);
-    int rc = hprof_visit_object_array(filter_next(f), &hollow);
+    int rc = forward_object_array(f, &hollow);
     return rc == HPROF_OK ? HPROF_SKIP : rc;
 }
 
@@ -156,7 +156,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     struct rewrite_filter *f = (struct rewrite_filter *)v;
     if (a->first != 0 || !plan_in_system(f->plan, a->id) ||
         plan_array_keep(f->plan, f->cursor, a) != ARRAY_NOT_KEPT)
-        return hprof_visit_primitive_array(filter_next(f), a);
+        return forward_primitive_array(f, a);
     uint64_t bytes = (uint64_t)a->count * type_size(a->type, f->plan->ids);
     if (!plan_is_standin(f->plan, a->id)) {
         count_add(&f->st->system_dropped, bytes);
@@ -168,7 +168,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     empty.length = 0;
     empty.data = NULL;
     count_add(&f->st->system_standins, bytes);
-    int rc = hprof_visit_primitive_array(filter_next(f), &empty);
+    int rc = forward_primitive_array(f, &empty);
     return rc == HPROF_OK ? HPROF_SKIP : rc;
 }
 
