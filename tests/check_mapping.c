@@ -210,6 +210,18 @@ START_TEST(mapping_rejects_members_before_a_class_and_a_class_named_twice)
 }
 END_TEST
 
+/* A NUL byte would cut a name short without a word: it is an error. */
+START_TEST(mapping_rejects_a_nul_byte)
+{
+    static const char text[] = "x.Y -> a:\n    int f\0g -> b\n";
+    struct mapping *m;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(mapping_parse(text, sizeof text - 1, "m.txt", &m, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strncmp(err.message, "m.txt:2: malformed mapping line (a NUL byte)", 44) == 0,
+                  "%s", err.message);
+}
+END_TEST
+
 START_TEST(mapping_load_reports_a_file_it_cannot_read)
 {
     struct mapping *m = (struct mapping *)1;
@@ -340,6 +352,7 @@ static Suite *mapping_suite(void)
     tcase_add_loop_test(t, mapping_rejects_a_malformed_line_naming_file_and_line, 0,
                         sizeof bad / sizeof bad[0]);
     tcase_add_test(t, mapping_rejects_members_before_a_class_and_a_class_named_twice);
+    tcase_add_test(t, mapping_rejects_a_nul_byte);
     tcase_add_test(t, mapping_load_reports_a_file_it_cannot_read);
     tcase_add_test(t, mapping_method_picks_among_overloads_by_its_rule);
     tcase_add_test(t, mapping_finds_every_class_and_member_of_a_large_file);

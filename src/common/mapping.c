@@ -366,7 +366,9 @@ static int parse_lines(struct parse *p, char *text, size_t len)
         const char *first = s;
         while (first < e && is_blank(*first))
             first++;
-        if (first == e || *first == '#')
+        if (memchr(s, '\0', (size_t)(e - s)) != NULL)
+            rc = malformed(p, "a NUL byte", s, e);
+        else if (first == e || *first == '#')
             ;                   /* blank, comment or R8 metadata */
         else if (first == s)
             rc = class_line(p, s, e);
