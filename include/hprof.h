@@ -34,7 +34,9 @@
  * single non-array record, up to HPROF_MAX_RECORD); arrays are delivered in
  * chunks.  Through a mapping (hprof_reader_map()) it holds no buffer and
  * releases the mapped pages behind it.  The writer keeps one segment buffer of at most the segment limit.
- * Neither grows with the size of the file.
+ * Neither grows with the size of the file, but for one case: a 1.0.1
+ * dump's single HEAP_DUMP record, written to a sink that cannot seek (a
+ * pipe, gzip, memory), is held whole until it ends (see hprof_writer_new()).
  */
 #ifndef HPROF_H
 #define HPROF_H
@@ -223,9 +225,14 @@ struct hprof_writer;
 /* hprof_writer_new() :
  * A writer that serialises every record it receives to `sink` (which it does
  * not own).  It keeps the header as given; recomputes every record length;
- * writes heap sub-records into HEAP_DUMP_SEGMENTs, starting a new one where
- * the input's segment ends or where the limit would be passed (a single
- * sub-record larger than the limit gets a segment of its own), never writing
+ * keeps the kind of each heap record: a HEAP_DUMP (JAVA PROFILE 1.0.1's one
+ * heap record) stays one HEAP_DUMP, whatever its size, never split and with
+ * no HEAP_DUMP_END (records of 1.0.2), written even if nothing in it is
+ * left; it streams to a sink that can seek and is held in memory whole for
+ * one that cannot.  The sub-records of segments go into HEAP_DUMP_SEGMENTs,
+ * starting a new one where the input's segment ends or where the limit
+ * would be passed (a single sub-record larger than the limit gets a
+ * segment of its own), never writing
  * an empty one; closes each run of segments with one HEAP_DUMP_END; and in a
  * new segment repeats the current HEAP_DUMP_INFO before the first object, as
  * ART does.  HEAP_DUMP_INFO sub-records not followed by any object in their

@@ -85,9 +85,9 @@ START_TEST(round_trip_of_generated_dumps_is_byte_identical)
 END_TEST
 
 /* Real runtimes' dumps: the same records and sub-records, the same bytes in
- * every body.  The HotSpot 1.0.2 one is byte-identical; the ART one loses
- * its zero-length segments (VisualVM rejects them) and the 1.0.1 one has its
- * HEAP_DUMP written as HEAP_DUMP_SEGMENT + HEAP_DUMP_END. */
+ * every body.  The HotSpot ones are byte-identical (the 1.0.1 one keeps its
+ * one HEAP_DUMP record, with no HEAP_DUMP_END); the ART one loses its
+ * zero-length segments (VisualVM rejects them). */
 static const char *const shared[] = {
     "../shared/fixtures/art-ahat-test-dump.hprof",
     "../shared/fixtures/hotspot-1.0.2-test1.hprof",
@@ -111,9 +111,15 @@ START_TEST(round_trip_keeps_every_record_of_real_dumps)
     struct walk w = walk(out, out_len);
     ck_assert(w.ok);
     ck_assert_int_eq(w.empty_segments, 0);
-    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP], 0);
-    ck_assert_uint_ge(w.by_tag[HPROF_TAG_HEAP_DUMP_END], 1);
-    if (_i == 1 || _i == 3) {
+    if (_i == 2) { /* JAVA PROFILE 1.0.1 */
+        ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP], 1);
+        ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP_SEGMENT], 0);
+        ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP_END], 0);
+    } else {
+        ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP], 0);
+        ck_assert_uint_ge(w.by_tag[HPROF_TAG_HEAP_DUMP_END], 1);
+    }
+    if (_i != 0) {
         ck_assert_uint_eq(out_len, len);
         ck_assert_mem_eq(out, in, len);
     }
@@ -182,8 +188,8 @@ START_TEST(writer_never_writes_an_empty_segment)
 }
 END_TEST
 
-/* A 1.0.1-style HEAP_DUMP followed by other records and no END becomes a
- * segment, then HEAP_DUMP_END, then the rest. */
+/* A run of segments followed by other records and no END gets its
+ * HEAP_DUMP_END before the rest. */
 START_TEST(writer_closes_each_run_of_segments_with_one_end)
 {
     struct tbuf b;
@@ -191,8 +197,8 @@ START_TEST(writer_closes_each_run_of_segments_with_one_end)
     uint8_t *out;
     struct hprof_error err = { 0 };
     tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.1");
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
     tb_u1(&b, HPROF_ROOT_UNKNOWN);
     tb_id(&b, 0x20);
     tb_segment_end(&b);
@@ -685,6 +691,158 @@ START_TEST(streaming_writer_writes_the_bytes_of_a_buffering_one)
 }
 END_TEST
 
+/* A JAVA PROFILE 1.0.1 dump as the JDK 6 heap dumper wrote it: names, then
+ * the whole heap in one HEAP_DUMP (roots, a class, instances, an array of
+ * `big` bytes), then more records and no HEAP_DUMP_END; `empty` leaves the
+ * HEAP_DUMP with nothing in it. */
+static void dump_1_0_1(struct tbuf *b, uint32_t big, int empty)
+{
+    static const uint8_t types[] = { HPROF_TYPE_INT, HPROF_TYPE_OBJECT };
+    uint8_t values[8] = { 0, 0, 0, 7, 0, 0, 0x01, 0x10 };
+    tb_init(b, 4);
+    tb_header(b, "JAVA PROFILE 1.0.1");
+    tb_string(b, 0x30, "Thing");
+    tb_load_class(b, 1, 0x100, 0x30);
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP);
+    if (!empty) {
+        tb_u1(b, HPROF_ROOT_STICKY_CLASS);
+        tb_id(b, 0x100);
+        tb_class(b, 0x100, 0, types, 2);
+        for (uint32_t i = 0; i < 20; i++)
+            tb_instance(b, 0x200 + 16 * i, 0x100, values, sizeof values);
+        uint8_t *data = calloc(1, big);
+        tb_prim_array(b, 0x110, HPROF_TYPE_BYTE, big, data);
+        free(data);
+    }
+    tb_segment_end(b);
+    tb_string(b, 0x40, "after the heap");
+}
+
+/* The record kinds of the output match its header: a 1.0.1 heap stays one
+ * HEAP_DUMP, never split (at any segment limit: a HEAP_DUMP split in two
+ * is two heap dumps to MAT), with no HEAP_DUMP_END (a 1.0.2 record); the
+ * bytes are the input's, whether the writer buffers (memory) or streams
+ * (a file).  Loop: limit 0 (default), 64, 4096, each into memory and into
+ * a file. */
+START_TEST(writer_keeps_a_1_0_1_heap_as_one_heap_dump_record)
+{
+    static const uint32_t limits[] = { 0, 64, 4096 };
+    uint32_t limit = limits[_i % 3];
+    struct tbuf b;
+    struct hprof_error err = { 0 };
+    size_t out_len;
+    uint8_t *out;
+    dump_1_0_1(&b, 10000, 0); /* the array alone passes every limit but 0 */
+    if (_i < 3) {
+        ck_assert_int_eq(tl_roundtrip_memory(b.data, b.len, limit, &out, &out_len, &err),
+                         HPROF_OK);
+    } else {
+        int patched;
+        out = round_trip_into_file(b.data, b.len, limit, "", 0, &patched, &out_len);
+        ck_assert_int_eq(patched, 1);
+    }
+    struct walk w = walk(out, out_len);
+    ck_assert(w.ok);
+    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP], 1);
+    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP_SEGMENT], 0);
+    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP_END], 0);
+    ck_assert_uint_eq(out_len, b.len);
+    ck_assert_mem_eq(out, b.data, b.len);
+    free(out);
+    tb_free(&b);
+}
+END_TEST
+
+/* A HEAP_DUMP with nothing in it (or nothing left by a filter) is still
+ * written, as the input had it: a dump with an empty heap is not a dump
+ * without one.  (Empty segments are dropped: a run may have any number.) */
+START_TEST(writer_keeps_an_empty_heap_dump)
+{
+    struct tbuf b;
+    struct hprof_error err = { 0 };
+    size_t out_len;
+    uint8_t *out;
+    dump_1_0_1(&b, 0, 1);
+    ck_assert_int_eq(tl_roundtrip_memory(b.data, b.len, 0, &out, &out_len, &err), HPROF_OK);
+    struct walk w = walk(out, out_len);
+    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP], 1);
+    ck_assert_uint_eq(w.by_tag[HPROF_TAG_HEAP_DUMP_END], 0);
+    ck_assert_uint_eq(out_len, b.len);
+    ck_assert_mem_eq(out, b.data, b.len);
+    free(out);
+    tb_free(&b);
+}
+END_TEST
+
+/* Segments and then a HEAP_DUMP (no runtime writes that, a tool might):
+ * the segments' run is closed by its END before the HEAP_DUMP. */
+START_TEST(writer_ends_a_run_of_segments_before_a_heap_dump)
+{
+    struct tbuf b;
+    struct hprof_error err = { 0 };
+    size_t out_len;
+    uint8_t *out;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x20);
+    tb_segment_end(&b);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x30);
+    tb_segment_end(&b);
+    ck_assert_int_eq(tl_roundtrip_memory(b.data, b.len, 0, &out, &out_len, &err), HPROF_OK);
+    const uint8_t *p = out + 31;
+    ck_assert_uint_eq(out_len, 31 + 14 + 9 + 14);
+    ck_assert_uint_eq(p[0], HPROF_TAG_HEAP_DUMP_SEGMENT);
+    ck_assert_uint_eq(p[14], HPROF_TAG_HEAP_DUMP_END);
+    ck_assert_uint_eq(p[23], HPROF_TAG_HEAP_DUMP);
+    free(out);
+    tb_free(&b);
+}
+END_TEST
+
+/* The parallel write pass: a worker's writer makes the records of an input
+ * heap record in memory, the main writer appends them.  After a HEAP_DUMP
+ * no run is open (no END is written); after segments one is. */
+START_TEST(writer_put_segments_opens_a_run_only_after_segments)
+{
+    uint8_t tag = _i ? HPROF_TAG_HEAP_DUMP_SEGMENT : HPROF_TAG_HEAP_DUMP;
+    struct hprof_error err = { 0 };
+    struct hprof_sink *part_sink = hprof_sink_new_memory(&err);
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    struct hprof_writer *part = hprof_writer_new(part_sink, &err);
+    struct hprof_writer *w = hprof_writer_new(sink, &err);
+    struct hprof_header h = { "JAVA PROFILE 1.0.1", 4, 0, 0 };
+    struct hprof_segment seg = { .tag = tag, .length = 5 };
+    struct hprof_root root = { .tag = HPROF_ROOT_UNKNOWN, .id = 0x20 };
+    struct hprof_string str = { .id = 0x40, .length = 1, .utf8 = (const uint8_t *)"x" };
+    writer_for_segments(part, 4, part_sink);
+    ck_assert_int_eq(hprof_visit_heap_begin(hprof_writer_visitor(part), &seg), HPROF_OK);
+    ck_assert_int_eq(hprof_visit_root(hprof_writer_visitor(part), &root), HPROF_OK);
+    ck_assert_int_eq(hprof_visit_heap_end(hprof_writer_visitor(part), &seg), HPROF_OK);
+    size_t part_len, out_len;
+    const uint8_t *bytes = hprof_sink_memory_data(part_sink, &part_len);
+    ck_assert_uint_eq(part_len, 14);
+    ck_assert_uint_eq(bytes[0], tag);
+    ck_assert_int_eq(hprof_visit_header(hprof_writer_visitor(w), &h), HPROF_OK);
+    ck_assert_int_eq(writer_put_segments(w, bytes, part_len), HPROF_OK);
+    ck_assert_int_eq(hprof_visit_string(hprof_writer_visitor(w), &str), HPROF_OK);
+    ck_assert_int_eq(hprof_visit_end(hprof_writer_visitor(w)), HPROF_OK);
+    const uint8_t *out = hprof_sink_memory_data(sink, &out_len);
+    struct walk wk = walk(out, out_len);
+    ck_assert(wk.ok);
+    ck_assert_uint_eq(wk.by_tag[tag], 1);
+    ck_assert_uint_eq(wk.by_tag[HPROF_TAG_HEAP_DUMP_END], _i ? 1 : 0);
+    ck_assert_uint_eq(out[31 + 14], _i ? HPROF_TAG_HEAP_DUMP_END : HPROF_TAG_STRING);
+    hprof_writer_free(part);
+    hprof_writer_free(w);
+    hprof_sink_free(part_sink);
+    hprof_sink_free(sink);
+}
+END_TEST
+
 /* Where writes can only go to the end, the writer buffers each segment as
  * before: after what the file held, the same bytes.  Nor can a pipe patch. */
 START_TEST(writer_buffers_segments_for_a_file_opened_to_append)
@@ -771,6 +929,10 @@ static Suite *writer_suite(void)
     tcase_add_test(t, fd_sink_writes_every_byte_in_order_across_its_buffer);
     tcase_add_loop_test(t, streaming_writer_writes_the_bytes_of_a_buffering_one, 0, 12);
     tcase_add_test(t, writer_buffers_segments_for_a_file_opened_to_append);
+    tcase_add_loop_test(t, writer_keeps_a_1_0_1_heap_as_one_heap_dump_record, 0, 6);
+    tcase_add_test(t, writer_keeps_an_empty_heap_dump);
+    tcase_add_test(t, writer_ends_a_run_of_segments_before_a_heap_dump);
+    tcase_add_loop_test(t, writer_put_segments_opens_a_run_only_after_segments, 0, 2);
     tcase_add_test(t, fd_sink_patches_bytes_in_the_file_and_in_its_buffer);
     tcase_add_test(t, fd_sink_refuses_even_small_writes_once_failed_or_finished);
     tcase_add_test(t, fd_sink_starts_writeback_once_per_step_written);

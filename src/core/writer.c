@@ -15,6 +15,17 @@
  * holding a 2.6 MB bitmap took 640 page faults, 1.6-2.3 ms on this VM).
  * The bytes are the same either way.
  *
+ * The output keeps the input's record kinds.  A HEAP_DUMP (0x0C), the one
+ * heap record of a `JAVA PROFILE 1.0.1` dump, is written as one HEAP_DUMP,
+ * never split and never followed by HEAP_DUMP_END: segments and their end
+ * record came with 1.0.2, and several HEAP_DUMP records are several dumps to
+ * MAT.  On a sink that can patch it streams like a segment (its length is
+ * filled in at its end, whatever its size up to 4 GiB); on one that cannot
+ * (a pipe, gzip, memory), its body is held in memory until it ends, so a
+ * 1.0.1 heap costs its own size there (HotSpot wrote 1.0.1 only for heaps
+ * under 2 GB, SegmentedHeapDumpThreshold).  The output of a heap of
+ * segments is bounded by the limit, as above.
+ *
  * HEAP_DUMP_INFO is held back and written just before the next sub-record of
  * its segment, and again at the start of every new output segment: readers
  * (perflib, ahat) take the heap of an object from the last HEAP_DUMP_INFO of
@@ -35,9 +46,13 @@ struct hprof_writer {
     unsigned id_size;
     uint32_t limit;
 
-    uint8_t *seg;               /* the open segment's body, up to `limit` */
-    size_t seg_len;
+    uint8_t *seg;               /* the open segment's body, up to `limit`
+                                   (a whole HEAP_DUMP's: up to seg_cap) */
+    size_t seg_len, seg_cap;
     uint32_t seg_time;
+    uint8_t seg_tag;            /* the input's: HEAP_DUMP_SEGMENT or HEAP_DUMP */
+    int whole_open;             /* a HEAP_DUMP begun, not yet written: it is
+                                   written even if nothing in it survives */
     int streaming;              /* ... or, on a sink that can patch, already
                                    written there after a blank header */
     uint64_t seg_at;            /* where that header is in the output */
@@ -98,23 +113,52 @@ static uint8_t *put_info(struct hprof_writer *w, uint8_t *p)
     return put_id(p, w->info_name, w->id_size);
 }
 
+/* Is the open output record a HEAP_DUMP, which must stay one record? */
+static int whole(const struct hprof_writer *w)
+{
+    return w->seg_tag == HPROF_TAG_HEAP_DUMP;
+}
+
+/* Write the open segment (or HEAP_DUMP).  A segment with nothing in it is
+ * not written; a HEAP_DUMP is, once, as the input had one. */
 static int flush_segment(struct hprof_writer *w)
 {
-    if (w->seg_len == 0)
+    int write_empty = whole(w) && w->whole_open;
+    w->whole_open = 0;
+    if (w->seg_len == 0 && !write_empty)
         return HPROF_OK;
     int rc;
-    if (w->streaming) { /* within `limit`, so the length fits */
+    if (w->streaming && w->seg_len > 0) { /* checked against 4 GiB by emit() */
         uint8_t h[9];
-        put_record_header(w, h, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time, w->seg_len);
+        put_record_header(w, h, w->seg_tag, w->seg_time, w->seg_len);
         rc = sink_patch(w->sink, w->seg_at, h, sizeof h);
-    } else if ((rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time,
-                                         w->seg_len)) == HPROF_OK) {
+    } else if ((rc = write_record_header(w, w->seg_tag, w->seg_time, w->seg_len)) == HPROF_OK &&
+               w->seg_len > 0) {
         rc = io(w, w->seg, w->seg_len);
     }
     w->seg_len = 0;
     w->info_written = 0;
-    w->in_run = 1;
+    w->in_run = !whole(w);
     return rc;
+}
+
+/* Room for `n` bytes of a whole HEAP_DUMP in the segment buffer (a writer
+ * that cannot patch holds it all).  @return HPROF_OK or an error. */
+static int grow_segment(struct hprof_writer *w, uint64_t n)
+{
+    if (n <= w->seg_cap)
+        return HPROF_OK;
+    uint64_t cap = w->seg_cap ? w->seg_cap : 4096;
+    while (cap < n)
+        cap *= 2;
+    if (cap > SIZE_MAX)
+        return hprof_error_set(w->err, HPROF_ERR_NOMEM, "writer: out of memory");
+    uint8_t *grown = realloc(w->seg, (size_t)cap);
+    if (grown == NULL)
+        return hprof_error_set(w->err, HPROF_ERR_NOMEM, "writer: out of memory");
+    w->seg = grown;
+    w->seg_cap = (size_t)cap;
+    return HPROF_OK;
 }
 
 /* Close a run of segments with HEAP_DUMP_END. */
@@ -170,13 +214,19 @@ static int emit(struct hprof_writer *w, const uint8_t *head, size_t head_len, ui
         return rc;
     uint64_t n = head_len + tail;
     size_t info = w->have_info && !w->info_written ? info_size(w) : 0;
-    if (w->seg_len + info + n > w->limit && w->seg_len > 0) {
+    if (whole(w)) { /* one record: no split, no segment of its own */
+        if (w->seg_len + info + n > UINT32_MAX)
+            return hprof_error_set(w->err, HPROF_ERR_USAGE,
+                                   "writer: HEAP_DUMP body passes 4 GiB (it cannot be split)");
+        if (!w->streaming && (rc = grow_segment(w, w->seg_len + info + n)) != HPROF_OK)
+            return rc;
+    } else if (w->seg_len + info + n > w->limit && w->seg_len > 0) {
         if ((rc = flush_segment(w)) != HPROF_OK)
             return rc;
         info = w->have_info ? info_size(w) : 0;
     }
     w->array_left = tail;
-    w->array_direct = info + n > w->limit;
+    w->array_direct = !whole(w) && info + n > w->limit;
     if (!w->array_direct && w->streaming)
         return stream(w, info, head, head_len);
     if (!w->array_direct) {
@@ -321,9 +371,17 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     int rc = check_no_array_pending(w);
     if (rc == HPROF_OK)
         rc = flush_segment(w);
+    if (rc == HPROF_OK && s->tag == HPROF_TAG_HEAP_DUMP && w->in_run) {
+        rc = end_run(w, 0); /* segments then a HEAP_DUMP: close their run */
+        w->closed_by_us = 1;
+    } else {
+        w->closed_by_us = 0;
+    }
     w->seg_time = s->time;
-    w->closed_by_us = 0;
-    w->in_run = 1;    /* even if nothing in it survives, the run gets its END */
+    w->seg_tag = s->tag == HPROF_TAG_HEAP_DUMP ? HPROF_TAG_HEAP_DUMP : HPROF_TAG_HEAP_DUMP_SEGMENT;
+    w->whole_open = whole(w);
+    /* even if nothing in a segment survives, the run gets its END */
+    w->in_run = !whole(w);
     w->have_info = 0; /* readers start each input segment in the default heap */
     return rc;
 }
@@ -530,15 +588,25 @@ void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_
     w->streaming = sink_can_patch(sink);
 }
 
-/* What another writer made of one input segment: the same bytes this one
- * would have written, leaving it in the same state (a run of segments open). */
+/* What another writer made of input segments: the same bytes this one
+ * would have written, leaving it in the same state (a run of segments open
+ * after HEAP_DUMP_SEGMENTs, none after a HEAP_DUMP).  `bytes` are whole
+ * records; only their headers are read, to know which kind ends them. */
 int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len)
 {
     int rc = check_no_array_pending(w);
     if (rc == HPROF_OK)
         rc = flush_segment(w);
-    w->closed_by_us = 0;
-    w->in_run = 1;
+    uint8_t first = len >= 9 ? bytes[0] : HPROF_TAG_HEAP_DUMP_SEGMENT, last = first;
+    for (size_t at = 0; at + 9 <= len; at += 9 + (size_t)get_u4(bytes + at + 5))
+        last = bytes[at];
+    if (rc == HPROF_OK && first == HPROF_TAG_HEAP_DUMP && w->in_run) {
+        rc = end_run(w, 0);
+        w->closed_by_us = 1;
+    } else {
+        w->closed_by_us = 0;
+    }
+    w->in_run = last != HPROF_TAG_HEAP_DUMP;
     w->have_info = 0;
     return rc == HPROF_OK ? io(w, bytes, len) : rc;
 }
@@ -555,6 +623,7 @@ struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_erro
     w->streaming = sink_can_patch(sink);
     w->err = err;
     w->id_size = 4;
+    w->seg_tag = HPROF_TAG_HEAP_DUMP_SEGMENT;
     if (hprof_writer_set_segment_limit(w, HPROF_SEGMENT_LIMIT) != HPROF_OK) {
         hprof_writer_free(w);
         return NULL;
@@ -571,6 +640,7 @@ int hprof_writer_set_segment_limit(struct hprof_writer *w, uint32_t bytes)
     if (seg == NULL)
         return hprof_error_set(w->err, HPROF_ERR_NOMEM, "writer: out of memory");
     w->seg = seg;
+    w->seg_cap = bytes;
     w->limit = bytes;
     return HPROF_OK;
 }

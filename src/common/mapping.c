@@ -1,0 +1,575 @@
+/*
+ * mapping.c - ProGuard/R8 mapping files: parsed once into tables that
+ * answer "what was this obfuscated class, field or method called?".
+ *
+ * The file's text is copied into one buffer and the names are cut out of
+ * it in place (a NUL written after each), so a mapping costs its text plus
+ * a small record per class and member line: R8 mappings of large apps run
+ * to 100+ MB, and a copy per name would double that.  Classes are found by
+ * a hash of their obfuscated name in which '/' counts as '.', so HotSpot's
+ * `a/b/C` and Android's `a.b.C` hit the same entry without building either
+ * form.  Members are found by (class, field or method, obfuscated name);
+ * the member lines that share a key (overloads renamed alike, R8's lines
+ * for inlined code) are chained in file order for mapping_method()'s rule.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hprof_private.h"
+#include "mapping.h"
+
+#define NONE UINT32_MAX
+
+struct map_class {
+    const char *orig;           /* dotted, NUL-terminated in m->text */
+    const char *obf;
+    uint32_t obf_len;
+    uint32_t line;              /* in the file, for messages */
+};
+
+struct map_member {
+    uint32_t cls;               /* index into classes */
+    uint8_t method;             /* 0 field, 1 method */
+    uint8_t foreign;            /* the original is qualified: another class's
+                                   code inlined here (R8) */
+    uint32_t obf_len;
+    const char *orig;           /* simple name */
+    const char *obf;
+    int64_t lo, hi;             /* obfuscated line range, -1 if none */
+    uint32_t next;              /* the next line with the same key, or NONE */
+};
+
+struct mapping {
+    char *text;
+    struct map_class *classes;
+    size_t n_classes, cap_classes;
+    struct map_member *members;
+    size_t n_members, cap_members;
+    uint32_t *class_slots;      /* index + 1; 0 = empty */
+    size_t class_mask;
+    uint32_t *member_slots;
+    size_t member_mask;
+};
+
+/* ---- Hashing: '/' and '.' are the same character in class names -------- */
+
+static inline unsigned char dot(unsigned char c)
+{
+    return c == '/' ? '.' : c;
+}
+
+static uint64_t hash_name(const char *s, size_t len, uint64_t h)
+{
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ dot((unsigned char)s[i])) * 0x100000001b3ull;
+    return h;
+}
+
+static int same_name(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (alen != blen)
+        return 0;
+    for (size_t i = 0; i < alen; i++)
+        if (dot((unsigned char)a[i]) != dot((unsigned char)b[i]))
+            return 0;
+    return 1;
+}
+
+static uint64_t member_hash(uint32_t cls, int method, const char *obf, size_t len)
+{
+    return hash_name(obf, len, (0xcbf29ce484222325ull ^ cls) * 0x100000001b3ull + (uint64_t)method);
+}
+
+static size_t slot_of(uint64_t h, size_t mask)
+{
+    return (size_t)(h ^ h >> 29) & mask;
+}
+
+static uint32_t find_class(const struct mapping *m, const char *obf, size_t len)
+{
+    if (m->class_slots == NULL)
+        return NONE;
+    for (size_t s = slot_of(hash_name(obf, len, 0xcbf29ce484222325ull), m->class_mask);
+         m->class_slots[s] != 0; s = (s + 1) & m->class_mask) {
+        const struct map_class *c = &m->classes[m->class_slots[s] - 1];
+        if (same_name(c->obf, c->obf_len, obf, len))
+            return m->class_slots[s] - 1;
+    }
+    return NONE;
+}
+
+/* The first member line of (cls, method, obf), or NONE. */
+static uint32_t find_member(const struct mapping *m, uint32_t cls, int method, const char *obf,
+                            size_t len)
+{
+    if (m->member_slots == NULL || cls == NONE)
+        return NONE;
+    for (size_t s = slot_of(member_hash(cls, method, obf, len), m->member_mask);
+         m->member_slots[s] != 0; s = (s + 1) & m->member_mask) {
+        const struct map_member *x = &m->members[m->member_slots[s] - 1];
+        if (x->cls == cls && x->method == method && x->obf_len == len &&
+            memcmp(x->obf, obf, len) == 0)
+            return m->member_slots[s] - 1;
+    }
+    return NONE;
+}
+
+static size_t table_size(size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    return cap;
+}
+
+/* Hash tables over the parsed lines; member chains in file order. */
+static int index_all(struct mapping *m, const char *name, struct hprof_error *err)
+{
+    size_t ccap = table_size(m->n_classes), mcap = table_size(m->n_members);
+    m->class_slots = calloc(ccap, sizeof *m->class_slots);
+    m->member_slots = calloc(mcap, sizeof *m->member_slots);
+    if (m->class_slots == NULL || m->member_slots == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
+    m->class_mask = ccap - 1;
+    m->member_mask = mcap - 1;
+    for (size_t i = 0; i < m->n_classes; i++) {
+        const struct map_class *c = &m->classes[i];
+        uint32_t dup = find_class(m, c->obf, c->obf_len);
+        if (dup != NONE)
+            return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                   "%s:%" PRIu32 ": class %s is also the obfuscated name of "
+                                   "line %" PRIu32,
+                                   name, c->line, c->obf, m->classes[dup].line);
+        size_t s = slot_of(hash_name(c->obf, c->obf_len, 0xcbf29ce484222325ull), m->class_mask);
+        while (m->class_slots[s] != 0)
+            s = (s + 1) & m->class_mask;
+        m->class_slots[s] = (uint32_t)i + 1;
+    }
+    /* Backwards, each line pushed in front of its chain: chains end up in
+     * file order, their head in the table. */
+    for (size_t i = m->n_members; i-- > 0;) {
+        struct map_member *x = &m->members[i];
+        size_t s = slot_of(member_hash(x->cls, x->method, x->obf, x->obf_len), m->member_mask);
+        for (; m->member_slots[s] != 0; s = (s + 1) & m->member_mask) {
+            const struct map_member *y = &m->members[m->member_slots[s] - 1];
+            if (y->cls == x->cls && y->method == x->method && y->obf_len == x->obf_len &&
+                memcmp(y->obf, x->obf, x->obf_len) == 0)
+                break;
+        }
+        x->next = m->member_slots[s] != 0 ? m->member_slots[s] - 1 : NONE;
+        m->member_slots[s] = (uint32_t)i + 1;
+    }
+    return HPROF_OK;
+}
+
+/* ---- Parsing -------------------------------------------------------------- */
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* A name token: not empty, no blank. */
+static int is_token(const char *s, size_t len)
+{
+    if (len == 0)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (is_blank(s[i]))
+            return 0;
+    return 1;
+}
+
+/* Digits at *p up to `end`, into *v; advances *p.  @return 0 if none. */
+static int take_number(const char **p, const char *end, int64_t *v)
+{
+    const char *s = *p;
+    int64_t n = 0;
+    if (s == end || !is_digit(*s))
+        return 0;
+    for (; s < end && is_digit(*s); s++) {
+        n = n * 10 + (*s - '0');
+        if (n > INT32_MAX)
+            return 0;
+    }
+    *v = n;
+    *p = s;
+    return 1;
+}
+
+/* The last " -> " of [s, end), or NULL. */
+static const char *find_arrow(const char *s, const char *end)
+{
+    const char *found = NULL;
+    for (const char *p = s; p + 4 <= end; p++)
+        if (memcmp(p, " -> ", 4) == 0)
+            found = p;
+    return found;
+}
+
+static void trim(const char **s, const char **end)
+{
+    while (*s < *end && is_blank(**s))
+        (*s)++;
+    while (*end > *s && is_blank((*end)[-1]))
+        (*end)--;
+}
+
+struct parse {
+    struct mapping *m;
+    const char *name;
+    size_t line;
+    struct hprof_error *err;
+    uint32_t cls;               /* the class member lines belong to */
+};
+
+static int malformed(struct parse *p, const char *why, const char *s, const char *end)
+{
+    int n = (int)(end - s > 120 ? 120 : end - s);
+    return hprof_error_set(p->err, HPROF_ERR_FORMAT, "%s:%zu: malformed mapping line (%s): %.*s",
+                           p->name, p->line, why, n, s);
+}
+
+static void *grow(void *array, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return array;
+    size_t c = *cap ? 2 * *cap : 256;
+    if (c > UINT32_MAX - 1)
+        return NULL;
+    void *grown = realloc(array, c * size);
+    if (grown != NULL)
+        *cap = c;
+    return grown;
+}
+
+/* `orig -> obf:` at [s, end), a line without leading blanks. */
+static int class_line(struct parse *p, char *s, char *end)
+{
+    struct mapping *m = p->m;
+    const char *line = s, *line_end = end;
+    const char *arrow = find_arrow(s, end);
+    if (arrow == NULL)
+        return malformed(p, "no ' -> '", line, line_end);
+    const char *o = s, *o_end = arrow, *b = arrow + 4, *b_end = end;
+    trim(&o, &o_end);
+    trim(&b, &b_end);
+    if (b_end == b || b_end[-1] != ':')
+        return malformed(p, "a class line ends with ':'", line, line_end);
+    b_end--;
+    if (!is_token(o, (size_t)(o_end - o)) || !is_token(b, (size_t)(b_end - b)))
+        return malformed(p, "class names", line, line_end);
+    struct map_class *grown = grow(m->classes, &m->cap_classes, m->n_classes, sizeof *grown);
+    if (grown == NULL)
+        return hprof_error_set(p->err, HPROF_ERR_NOMEM, "%s: out of memory", p->name);
+    m->classes = grown;
+    s[o_end - s] = '\0';
+    s[b_end - s] = '\0';
+    p->cls = (uint32_t)m->n_classes;
+    m->classes[m->n_classes++] = (struct map_class){
+        .orig = o, .obf = b, .obf_len = (uint32_t)(b_end - b), .line = (uint32_t)p->line };
+    return HPROF_OK;
+}
+
+/* `[a:b:]type name[(args)[:c[:d]]] -> obf` at [s, end), blanks before. */
+static int member_line(struct parse *p, char *s, char *end)
+{
+    struct mapping *m = p->m;
+    const char *line = s, *line_end = end;
+    if (p->cls == NONE)
+        return malformed(p, "a member before any class", line, line_end);
+    const char *arrow = find_arrow(s, end);
+    if (arrow == NULL)
+        return malformed(p, "no ' -> '", line, line_end);
+    const char *q = s, *q_end = arrow, *b = arrow + 4, *b_end = end;
+    trim(&q, &q_end);
+    trim(&b, &b_end);
+    if (!is_token(b, (size_t)(b_end - b)))
+        return malformed(p, "obfuscated name", line, line_end);
+    int64_t lo = -1, hi = -1, v;
+    if (q < q_end && is_digit(*q)) {
+        if (!take_number(&q, q_end, &lo) || q == q_end || *q++ != ':' ||
+            !take_number(&q, q_end, &hi) || q == q_end || *q++ != ':' || hi < lo)
+            return malformed(p, "line range", line, line_end);
+    }
+    const char *type_end = q;
+    while (type_end < q_end && !is_blank(*type_end))
+        type_end++;
+    if (type_end == q || type_end == q_end)
+        return malformed(p, "a member line is 'type name -> obf'", line, line_end);
+    const char *n = type_end, *n_end;
+    while (n < q_end && is_blank(*n))
+        n++;
+    const char *paren = memchr(n, '(', (size_t)(q_end - n));
+    int method = paren != NULL;
+    if (method) {
+        const char *close = memchr(paren, ')', (size_t)(q_end - paren));
+        if (close == NULL)
+            return malformed(p, "no ')'", line, line_end);
+        const char *t = close + 1;
+        if (t < q_end) { /* :c or :c:d, the original lines */
+            if (*t++ != ':' || !take_number(&t, q_end, &v) ||
+                (t < q_end && (*t++ != ':' || !take_number(&t, q_end, &v))) || t != q_end)
+                return malformed(p, "original line numbers", line, line_end);
+        }
+        n_end = paren;
+    } else {
+        if (lo >= 0)
+            return malformed(p, "a field with line numbers", line, line_end);
+        n_end = q_end;
+    }
+    if (!is_token(n, (size_t)(n_end - n)) || memchr(n, ':', (size_t)(n_end - n)) != NULL)
+        return malformed(p, "member name", line, line_end);
+    /* R8 names code inlined from another class by its qualified name. */
+    const char *simple = n;
+    for (const char *c = n; c < n_end; c++)
+        if (*c == '.')
+            simple = c + 1;
+    if (simple == n_end)
+        return malformed(p, "member name", line, line_end);
+    struct map_member *grown = grow(m->members, &m->cap_members, m->n_members, sizeof *grown);
+    if (grown == NULL)
+        return hprof_error_set(p->err, HPROF_ERR_NOMEM, "%s: out of memory", p->name);
+    m->members = grown;
+    s[n_end - s] = '\0';
+    s[b_end - s] = '\0';
+    m->members[m->n_members++] = (struct map_member){
+        .cls = p->cls, .method = (uint8_t)method, .foreign = simple != n,
+        .obf_len = (uint32_t)(b_end - b), .orig = simple, .obf = b, .lo = lo, .hi = hi,
+        .next = NONE };
+    return HPROF_OK;
+}
+
+static int parse_lines(struct parse *p, char *text, size_t len)
+{
+    char *s = text, *end_of_text = text + len;
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && s < end_of_text) {
+        char *e = memchr(s, '\n', (size_t)(end_of_text - s));
+        if (e == NULL)
+            e = end_of_text;
+        char *next = e + 1;
+        *e = '\0';
+        if (e > s && e[-1] == '\r')
+            *--e = '\0';
+        p->line++;
+        const char *first = s;
+        while (first < e && is_blank(*first))
+            first++;
+        if (memchr(s, '\0', (size_t)(e - s)) != NULL)
+            rc = malformed(p, "a NUL byte", s, e);
+        else if (first == e || *first == '#')
+            ;                   /* blank, comment or R8 metadata */
+        else if (first == s)
+            rc = class_line(p, s, e);
+        else
+            rc = member_line(p, s, e);
+        s = next;
+    }
+    return rc;
+}
+
+int mapping_parse(const char *text, size_t len, const char *name, struct mapping **out,
+                  struct hprof_error *err)
+{
+    *out = NULL;
+    struct mapping *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->text = malloc(len + 1)) == NULL) {
+        free(m);
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
+    }
+    if (len > 0)
+        memcpy(m->text, text, len);
+    m->text[len] = '\0';
+    struct parse p = { .m = m, .name = name, .err = err, .cls = NONE };
+    int rc = parse_lines(&p, m->text, len);
+    if (rc == HPROF_OK)
+        rc = index_all(m, name, err);
+    if (rc != HPROF_OK) {
+        mapping_free(m);
+        return rc;
+    }
+    *out = m;
+    return HPROF_OK;
+}
+
+int mapping_load(const char *path, struct mapping **out, struct hprof_error *err)
+{
+    *out = NULL;
+    int rc = HPROF_OK;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1;
+    for (;;) {
+        if (len == cap) {
+            size_t c = cap ? 2 * cap : 65536;
+            char *grown = realloc(buf, c);
+            if (grown == NULL) {
+                rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", path);
+                goto out;
+            }
+            buf = grown;
+            cap = c;
+        } else if (buf == NULL && (buf = malloc(cap)) == NULL) {
+            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    rc = mapping_parse(buf, len, path, out, err);
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+void mapping_free(struct mapping *m)
+{
+    if (m == NULL)
+        return;
+    free(m->text);
+    free(m->classes);
+    free(m->members);
+    free(m->class_slots);
+    free(m->member_slots);
+    free(m);
+}
+
+size_t mapping_n_classes(const struct mapping *m)
+{
+    return m->n_classes;
+}
+
+size_t mapping_n_members(const struct mapping *m)
+{
+    return m->n_members;
+}
+
+/* ---- Lookups ------------------------------------------------------------ */
+
+const char *mapping_class(const struct mapping *m, const char *obf, size_t len)
+{
+    uint32_t i = find_class(m, obf, len);
+    return i == NONE ? NULL : m->classes[i].orig;
+}
+
+/* Append `len` bytes of `s` to out[*at], within `cap`, '.' as `sep`. */
+static void put(char *out, size_t cap, size_t *at, const char *s, size_t len, char sep)
+{
+    for (size_t i = 0; i < len; i++, (*at)++)
+        if (*at < cap)
+            out[*at] = s[i] == '.' ? sep : s[i];
+}
+
+size_t mapping_class_name(const struct mapping *m, const char *name, size_t len, char *out,
+                          size_t cap)
+{
+    size_t dims = 0, at = 0;
+    const char *core = name;
+    size_t core_len = len;
+    int jvm_array = len > 0 && name[0] == '[';
+    if (jvm_array) { /* [[La/b/C; */
+        while (dims < len && name[dims] == '[')
+            dims++;
+        if (len - dims < 3 || name[dims] != 'L' || name[len - 1] != ';')
+            return 0;   /* a primitive array: [I */
+        core = name + dims + 1;
+        core_len = len - dims - 2;
+    } else {            /* a.b.C[][] */
+        while (core_len >= 2 && name[core_len - 2] == '[' && name[core_len - 1] == ']') {
+            core_len -= 2;
+            dims++;
+        }
+    }
+    const char *orig = mapping_class(m, core, core_len);
+    if (orig == NULL)
+        return 0;
+    char sep = memchr(core, '/', core_len) != NULL ? '/' : '.';
+    if (jvm_array) {
+        put(out, cap, &at, name, dims + 1, sep);
+        put(out, cap, &at, orig, strlen(orig), sep);
+        put(out, cap, &at, ";", 1, sep);
+    } else {
+        put(out, cap, &at, orig, strlen(orig), sep);
+        for (size_t i = 0; i < dims; i++)
+            put(out, cap, &at, "[]", 2, sep);
+    }
+    if (at < cap)
+        out[at] = '\0';
+    return at;
+}
+
+const char *mapping_field(const struct mapping *m, const char *obf_class, size_t class_len,
+                          const char *obf_field, size_t field_len)
+{
+    uint32_t i = find_member(m, find_class(m, obf_class, class_len), 0, obf_field, field_len);
+    uint32_t first = i;
+    for (; i != NONE; i = m->members[i].next)
+        if (!m->members[i].foreign)
+            return m->members[i].orig;
+    return first == NONE ? NULL : m->members[first].orig;
+}
+
+const char *mapping_method(const struct mapping *m, const char *obf_class, size_t class_len,
+                           const char *obf_method, size_t method_len, int32_t line,
+                           int *ambiguous)
+{
+    uint32_t head = find_member(m, find_class(m, obf_class, class_len), 1, obf_method, method_len);
+    int dummy;
+    if (ambiguous == NULL)
+        ambiguous = &dummy;
+    *ambiguous = 0;
+    if (head == NONE)
+        return NULL;
+    const struct map_member *x = m->members;
+    int one_name = 1;
+    for (uint32_t i = x[head].next; i != NONE; i = x[i].next)
+        one_name &= strcmp(x[i].orig, x[head].orig) == 0;
+    if (one_name)                                          /* rule 1 */
+        return x[head].orig;
+    uint32_t own = NONE, any = NONE;
+    int in_range_names_differ = 0;
+    if (line > 0) {                                        /* rule 2 */
+        for (uint32_t i = head; i != NONE; i = x[i].next) {
+            if (x[i].lo < 0 || line < x[i].lo || line > x[i].hi)
+                continue;
+            in_range_names_differ |= any != NONE && strcmp(x[i].orig, x[any].orig) != 0;
+            any = i;
+            if (!x[i].foreign)
+                own = i;
+        }
+        if (any != NONE) {
+            *ambiguous = in_range_names_differ;
+            return x[own != NONE ? own : any].orig;
+        }
+    }
+    *ambiguous = 1;                                        /* rule 3 */
+    for (uint32_t i = head; i != NONE; i = x[i].next)
+        if (!x[i].foreign)
+            return x[i].orig;
+    return x[head].orig;
+}
