@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "names.h"
+#include "used_names.h"
 #include "testlib.h"
 
 /* Collect over `len` bytes of dump into `plan` (initialised here). */

@@ -1,5 +1,5 @@
 /*
- * names.h - the "names in use" rewrite (issue 17, item 1): drop the STRING
+ * used_names.h - the "names in use" rewrite (issue 17, item 1): drop the STRING
  * records nothing in the dump refers to.
  *
  * HotSpot writes its whole symbol table as STRING records (the program's
@@ -35,8 +35,8 @@
  * pass only the thread that walks the top-level records sees it, so one
  * filter (and its counters) serves the pass; the workers' chains need none.
  */
-#ifndef HPROF_NAMES_H
-#define HPROF_NAMES_H
+#ifndef HPROF_USED_NAMES_H
+#define HPROF_USED_NAMES_H
 
 #include "hprof_private.h"
 
@@ -90,4 +90,4 @@ void names_collect_init(struct names_collect *c, struct names_plan *plan, struct
  * which must outlive it.  Nothing to free. */
 void names_filter_init(struct names_filter *f, const struct names_plan *plan);
 
-#endif /* HPROF_NAMES_H */
+#endif /* HPROF_USED_NAMES_H */

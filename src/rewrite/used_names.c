@@ -1,5 +1,5 @@
 /*
- * names.c - the "names in use" rewrite: a collect visitor that records
+ * used_names.c - the "names in use" rewrite: a collect visitor that records
  * which STRING ids the dump refers to, and a write-pass filter that drops
  * the other STRING records (see names.h for the rule and the call order).
  *
@@ -12,7 +12,7 @@
  */
 #include <inttypes.h>
 
-#include "names.h"
+#include "used_names.h"
 
 int names_plan_init(struct names_plan *p)
 {
