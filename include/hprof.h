@@ -299,6 +299,21 @@ struct hprof_verify_report {
 HPROF_API int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
                            struct hprof_error *err);
 
+/* ---- ProGuard/R8 mappings --------------------------------------------------- */
+
+/* A mapping.txt as ProGuard and R8 write it, read once; only read after,
+ * so threads may share it.  Memory: the file's text and about 100 bytes
+ * per class and member line. */
+struct hprof_mapping;
+
+/* hprof_mapping_load() :
+ * @return HPROF_OK and *out, or HPROF_ERR_IO (cannot read `path`),
+ * HPROF_ERR_FORMAT ("FILE:LINE: malformed mapping line ..." in err) or
+ * HPROF_ERR_NOMEM. */
+HPROF_API int hprof_mapping_load(const char *path, struct hprof_mapping **out,
+                                 struct hprof_error *err);
+HPROF_API void hprof_mapping_free(struct hprof_mapping *m);
+
 /* ---- Shrinking ---------------------------------------------------------- */
 
 enum hprof_arrays_mode {
@@ -336,6 +351,24 @@ struct hprof_shrink_options {
     /* Progress: pass number (1-based), passes in all, bytes done, total. */
     void (*progress)(void *ctx, int pass, int passes, uint64_t done, uint64_t total);
     void *progress_ctx;
+    /* Keep the STRING records nothing in the dump refers to (HotSpot writes
+     * its whole symbol table, string literals included: about half of a
+     * shrunk HotSpot dump).  0: they are dropped. */
+    int keep_names;
+    /* Write a standard JAVA PROFILE 1.0.2 dump from an Android 1.0.3 one,
+     * as AOSP's hprof-conv does (Android root kinds as ROOT_UNKNOWN, heaps
+     * merged, NODATA arrays as plain ones), for MAT and VisualVM.  A
+     * HotSpot dump is not changed by it. */
+    int jvm;
+    /* Deobfuscate with a ProGuard/R8 mapping (hprof_mapping_load()), or
+     * NULL: class, field and method names are written as the mapping
+     * restores them, and the shrink finds String, Bitmap and the keep
+     * rules' classes by their original names. */
+    const struct hprof_mapping *mapping;
+    /* Keep byte-identical bitmap buffers as they are instead of merging
+     * them (with --arrays=zero --keep-system-heaps --jvm: a plain
+     * converter that changes no object and no reference). */
+    int keep_duplicates;
 };
 
 struct hprof_count {
@@ -374,6 +407,16 @@ struct hprof_shrink_stats {
     int resolved_in_pass_1;     /* names came before every object, zygote and
                                    image heaps before the app's: a pass saved */
     double pass_seconds[HPROF_SHRINK_MAX_PASSES];
+    struct hprof_count names_dropped;   /* STRING records nothing refers to
+                                           (bytes: their text) */
+    uint64_t jvm_roots_converted;       /* --jvm: Android roots as ROOT_UNKNOWN */
+    uint64_t jvm_heap_infos_dropped;    /* --jvm: HEAP_DUMP_INFO records */
+    uint64_t jvm_nodata_arrays;         /* --jvm: NODATA arrays made plain */
+    uint64_t mapping_classes;           /* --mapping: class names restored */
+    uint64_t mapping_fields;            /* --mapping: field names restored */
+    uint64_t mapping_methods;           /* --mapping: method names restored */
+    uint64_t mapping_strings_added;     /* --mapping: STRING records added for a
+                                           name that maps two ways */
 };
 
 /* hprof_shrink() :

@@ -15,9 +15,9 @@
 
 #define ART_MAP "../shared/fixtures/art-ahat-test-dump.map"
 
-static struct mapping *parse(const char *text)
+static struct hprof_mapping *parse(const char *text)
 {
-    struct mapping *m;
+    struct hprof_mapping *m;
     struct hprof_error err = { 0 };
     int rc = mapping_parse(text, strlen(text), "test.map", &m, &err);
     ck_assert_msg(rc == HPROF_OK, "%s", err.message);
@@ -48,7 +48,7 @@ static const char hand_made[] =
 
 START_TEST(mapping_reads_classes_fields_and_methods_in_every_form)
 {
-    struct mapping *m = parse(hand_made);
+    struct hprof_mapping *m = parse(hand_made);
     ck_assert_uint_eq(mapping_n_classes(m), 3);
     ck_assert_uint_eq(mapping_n_members(m), 8);
     ck_assert_str_eq(mapping_class(m, S("a.b")), "com.example.Outer");
@@ -79,7 +79,7 @@ END_TEST
 /* Names come from a dump's STRING records: not NUL-terminated. */
 START_TEST(mapping_lookups_take_names_that_are_not_nul_terminated)
 {
-    struct mapping *m = parse(hand_made);
+    struct hprof_mapping *m = parse(hand_made);
     const char buf[] = "a.b$axyz";
     ck_assert_str_eq(mapping_class(m, buf, 3), "com.example.Outer");
     ck_assert_str_eq(mapping_class(m, buf, 5), "com.example.Outer$Inner");
@@ -111,7 +111,7 @@ START_TEST(mapping_finds_classes_in_both_spellings_and_as_arrays)
         { "[La/b", NULL },
         { "", NULL },
     };
-    struct mapping *m = parse(hand_made);
+    struct hprof_mapping *m = parse(hand_made);
     ck_assert_str_eq(mapping_class(m, S("a/b$a")), "com.example.Outer$Inner");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64];
@@ -137,7 +137,7 @@ END_TEST
  * last line without '\n' are read as any other. */
 START_TEST(mapping_skips_comments_metadata_blank_lines_and_carriage_returns)
 {
-    struct mapping *m = parse("# only a comment\r\n"
+    struct hprof_mapping *m = parse("# only a comment\r\n"
                               "   # {\"id\":\"com.android.tools.r8.synthesized\"}\r\n"
                               "\r\n"
                               "x.Y -> a:\r\n"
@@ -184,7 +184,7 @@ START_TEST(mapping_rejects_a_malformed_line_naming_file_and_line)
 {
     char text[256];
     snprintf(text, sizeof text, "x.Y -> b:\n    int f -> a\n%s\nx.W -> c:\n", bad[_i].line);
-    struct mapping *m = (struct mapping *)1;
+    struct hprof_mapping *m = (struct hprof_mapping *)1;
     struct hprof_error err = { 0 };
     ck_assert_int_eq(mapping_parse(text, strlen(text), "app/mapping.txt", &m, &err),
                      HPROF_ERR_FORMAT);
@@ -197,7 +197,7 @@ END_TEST
 
 START_TEST(mapping_rejects_members_before_a_class_and_a_class_named_twice)
 {
-    struct mapping *m;
+    struct hprof_mapping *m;
     struct hprof_error err = { 0 };
     const char *orphan = "# header\n    int f -> a\n";
     ck_assert_int_eq(mapping_parse(orphan, strlen(orphan), "m.txt", &m, &err), HPROF_ERR_FORMAT);
@@ -214,7 +214,7 @@ END_TEST
 START_TEST(mapping_rejects_a_nul_byte)
 {
     static const char text[] = "x.Y -> a:\n    int f\0g -> b\n";
-    struct mapping *m;
+    struct hprof_mapping *m;
     struct hprof_error err = { 0 };
     ck_assert_int_eq(mapping_parse(text, sizeof text - 1, "m.txt", &m, &err), HPROF_ERR_FORMAT);
     ck_assert_msg(strncmp(err.message, "m.txt:2: malformed mapping line (a NUL byte)", 44) == 0,
@@ -224,7 +224,7 @@ END_TEST
 
 START_TEST(mapping_load_reports_a_file_it_cannot_read)
 {
-    struct mapping *m = (struct mapping *)1;
+    struct hprof_mapping *m = (struct hprof_mapping *)1;
     struct hprof_error err = { 0 };
     ck_assert_int_eq(mapping_load("/nonexistent/mapping.txt", &m, &err), HPROF_ERR_IO);
     ck_assert_ptr_null(m);
@@ -257,7 +257,7 @@ static const char overloads[] =
 
 START_TEST(mapping_method_picks_among_overloads_by_its_rule)
 {
-    struct mapping *m = parse(overloads);
+    struct hprof_mapping *m = parse(overloads);
     int amb = -1;
     ck_assert_str_eq(mapping_method(m, S("a"), S("a"), 0, &amb), "same");
     ck_assert_int_eq(amb, 0);
@@ -292,7 +292,7 @@ START_TEST(mapping_finds_every_class_and_member_of_a_large_file)
         len += (size_t)snprintf(text + len, cap - len,
                                 "com.app.C%u -> o%u:\n    int f%u -> a\n    1:2:void m%u():5:6 -> a\n",
                                 i, i, i, i);
-    struct mapping *m;
+    struct hprof_mapping *m;
     struct hprof_error err = { 0 };
     ck_assert_int_eq(mapping_parse(text, len, "big.map", &m, &err), HPROF_OK);
     ck_assert_uint_eq(mapping_n_classes(m), N);
@@ -316,7 +316,7 @@ END_TEST
  * ../shared/fixtures exists): Bitmap and its DumpData are obfuscated. */
 START_TEST(mapping_reads_the_map_of_the_art_fixture)
 {
-    struct mapping *m;
+    struct hprof_mapping *m;
     struct hprof_error err = { 0 };
     ck_assert_msg(mapping_load(ART_MAP, &m, &err) == HPROF_OK, "%s", err.message);
     ck_assert_uint_eq(mapping_n_classes(m), 26);

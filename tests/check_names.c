@@ -330,6 +330,56 @@ START_TEST(names_filter_leaves_no_reference_to_a_dropped_name_in_fixtures)
 }
 END_TEST
 
+/* The id size a dump's header declares. */
+static unsigned header_id_size(const uint8_t *dump)
+{
+    return get_u4(dump + strlen((const char *)dump) + 1);
+}
+
+/* The rewrite in hprof_shrink(): by default the output holds exactly the
+ * names its records use; --keep-names keeps every one. */
+START_TEST(shrink_keeps_exactly_the_names_in_use_unless_asked)
+{
+    if (!tl_fixture_available(_i))
+        return;
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_shrink_stats st, kept_st;
+    size_t len, out_len, kept_len;
+    uint8_t *in = read_dump(tl_fixtures[_i], &len);
+    uint8_t *out = tl_shrink_file(tl_fixtures[_i], &o, &out_len, &st);
+    o.keep_names = 1;
+    uint8_t *kept = tl_shrink_file(tl_fixtures[_i], &o, &kept_len, &kept_st);
+    struct string_ids in_ids, out_ids, kept_ids;
+    string_ids(in, len, &in_ids);
+    string_ids(out, out_len, &out_ids);
+    string_ids(kept, kept_len, &kept_ids);
+    ck_assert_uint_eq(kept_ids.count, in_ids.count);
+    ck_assert_uint_eq(kept_st.names_dropped.count, 0);
+    ck_assert_uint_eq(out_ids.count, st.strings.count);
+    ck_assert_uint_eq(out_ids.count + st.names_dropped.count, in_ids.count);
+    ck_assert_uint_eq(out_ids.bytes + st.names_dropped.bytes, in_ids.bytes);
+    ck_assert_uint_eq(kept_len - out_len, st.names_dropped.count * (9 + header_id_size(in)) +
+                                              st.names_dropped.bytes);
+    /* every name the output uses is in it, and every name in it is used */
+    struct hprof_error err = { 0 };
+    struct names_plan used;
+    ck_assert_int_eq(collect(out, out_len, &used, &err), HPROF_OK);
+    for (size_t s = 0; s <= used.used.mask; s++)
+        if (used.used.keys[s] != 0 && idmap_has(&in_ids.ids, used.used.keys[s]))
+            ck_assert(idmap_has(&out_ids.ids, used.used.keys[s]));
+    for (size_t s = 0; s <= out_ids.ids.mask; s++)
+        if (out_ids.ids.keys[s] != 0)
+            ck_assert(names_plan_in_use(&used, out_ids.ids.keys[s]));
+    names_plan_free(&used);
+    idmap_free(&in_ids.ids);
+    idmap_free(&out_ids.ids);
+    idmap_free(&kept_ids.ids);
+    free(in);
+    free(out);
+    free(kept);
+}
+END_TEST
+
 static Suite *names_suite(void)
 {
     Suite *s = suite_create("names");
@@ -342,6 +392,7 @@ static Suite *names_suite(void)
                         0, 3);
     tcase_add_loop_test(t, names_filter_leaves_no_reference_to_a_dropped_name_in_fixtures, 0,
                         TL_N_FIXTURES);
+    tcase_add_loop_test(t, shrink_keeps_exactly_the_names_in_use_unless_asked, 0, TL_N_FIXTURES);
     suite_add_tcase(s, t);
     return s;
 }

@@ -19,7 +19,7 @@ command -v strace >/dev/null || { echo "FAIL: strace missing (apt-get install st
 
 mkdir -p "$T/java"
 javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java
-heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$1"; }
+heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$@"; }
 
 # expect CODE CMD... : run CMD, check its exit status
 expect() {
@@ -398,7 +398,9 @@ assert n("OBJECT_ARRAY_DUMP") == v("object arrays") == shrink["object_arrays_in"
 assert n("PRIMITIVE_ARRAY_DUMP") + n("PRIMITIVE_ARRAY_NODATA") == v("primitive arrays")
 assert sum(info["primitive_arrays"][t]["bytes"] for t in info["primitive_arrays"]) == shrink["primitive_arrays_in"]["bytes"]
 assert sum(info["roots"].values()) == v("roots")
-assert info["records"]["STRING"]["count"] == v("strings") == shrink["strings"]["count"]
+# the shrink writes the names in use and drops the rest
+assert info["records"]["STRING"]["count"] == v("strings") == shrink["strings"]["count"] + shrink["names_dropped"]["count"]
+assert kept["names_dropped"]["count"] == shrink["names_dropped"]["count"]
 assert info["estimate"]["empty"] == shrink["bytes_out"]
 assert info["strings"]["count"] == kept["string_values_kept"]["count"] or info["strings"]["count"] >= kept["string_values_kept"]["count"]
 assert info["strings"]["bytes"] == kept["string_values_kept"]["bytes"], (info["strings"], kept["string_values_kept"])
@@ -642,6 +644,111 @@ never_grows() {
     done
 }
 never_grows
+
+# HotSpot writes its whole symbol table as STRING records, the program's
+# string literals among them ("leaf-", "node-", "key-" are literals of
+# tools/java/FixtureApp.java, the program behind the HotSpot fixture; the
+# Strings built from them are live objects, which --redact fills).
+names_in_use_only() {
+    banner "names: only the names in use stay, so --redact leaves no literal behind"
+    gzip -dc fixtures/hotspot-fixture.hprof.gz > "$T/names-in.hprof"
+    for lit in "leaf-" "node-" "key-" "plain latin-1 text"; do
+        grep -qaF "$lit" "$T/names-in.hprof" || die "the fixture lacks the literal '$lit'"
+    done
+    "$B/hprof-shrink" -q --redact --json "$T/names-in.hprof" "$T/names-r.hprof" > "$T/names.json" ||
+        die "shrink --redact"
+    for lit in "leaf-" "node-" "key-" "plain latin-1 text"; do
+        grep -qaF "$lit" "$T/names-r.hprof" && die "--redact output holds the literal '$lit'"
+    done
+    "$B/hprof-verify" "$T/names-r.hprof" > /dev/null || die "verify of the output without unused names"
+    python3 - "$T/names.json" <<'PY' || die "names_dropped in --json"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["names_dropped"]["count"] > s["strings"]["count"], s  # about 9 in 10 on HotSpot
+PY
+    "$B/hprof-shrink" -q --redact --keep-names "$T/names-in.hprof" "$T/names-k.hprof" ||
+        die "shrink --redact --keep-names"
+    grep -qaF "key-" "$T/names-k.hprof" || die "--keep-names dropped a name"
+    [ "$(wc -c < "$T/names-r.hprof")" -lt "$(( $(wc -c < "$T/names-k.hprof") * 2 / 3 ))" ] ||
+        die "dropping the unused names did not shrink the HotSpot fixture by a third"
+    rm -f "$T"/names-*
+}
+names_in_use_only
+
+# --jvm converts as hprof-conv does, in the same run as the shrink; the
+# graphs are compared by VisualVM's heap library (HeapCount --detail:
+# classes, instances per class, roots per kind, every reference).
+# hprof-conv copies the zero-length segments modern ART writes, which
+# VisualVM refuses, so it is given the input as our writer rewrites it
+# (hprof-roundtrip: the same records, no empty segment).
+jvm_matches_hprof_conv() {
+    banner "--jvm: the graph hprof-conv makes, in one run, opening in VisualVM"
+    files="fixtures/android-synth.hprof.gz"
+    [ -d ../shared/fixtures ] && files="$files ../shared/fixtures/art-ahat-test-dump.hprof"
+    for f in $files; do
+        n=$(basename "$f" .gz)
+        gzip -dcf "$f" > "$T/jvm-in.hprof"
+        "$B/hprof-shrink" -q -f --jvm --arrays=zero --keep-system-heaps --keep-duplicates \
+            "$T/jvm-in.hprof" "$T/jvm-a.hprof" ||
+            { die "--jvm as a converter on $n"; continue; }
+        head -c 18 "$T/jvm-a.hprof" | grep -q "JAVA PROFILE 1.0.2" || die "--jvm header on $n"
+        "$B/hprof-verify" "$T/jvm-a.hprof" > "$T/jvm-a.verify" || die "--jvm output of $n invalid"
+        grep -q " 0 heap infos" "$T/jvm-a.verify" || die "--jvm left HEAP_DUMP_INFO in $n"
+        "$B/hprof-info" --json "$T/jvm-a.hprof" > "$T/jvm-a.info" || die "hprof-info on --jvm $n"
+        python3 - "$T/jvm-a.info" <<'PY' || die "--jvm left Android root kinds in $n"
+import json, sys
+roots = json.load(open(sys.argv[1]))["roots"]
+android = {"ROOT_INTERNED_STRING", "ROOT_FINALIZING", "ROOT_DEBUGGER", "ROOT_REFERENCE_CLEANUP",
+           "ROOT_VM_INTERNAL", "ROOT_JNI_MONITOR", "UNREACHABLE"}
+assert not android & {k for k, v in roots.items() if v}, roots
+PY
+        "$B/tests/hprof-roundtrip" "$T/jvm-in.hprof" "$T/jvm-rt.hprof" || die "round trip of $n"
+        "$HPROF_CONV" "$T/jvm-rt.hprof" "$T/jvm-b.hprof" || die "hprof-conv on $n"
+        heapcount --detail "$T/jvm-a.hprof" > "$T/jvm-a.count" || die "VisualVM cannot load --jvm $n"
+        heapcount --detail "$T/jvm-b.hprof" > "$T/jvm-b.count" || die "VisualVM cannot load hprof-conv's $n"
+        cmp -s "$T/jvm-a.count" "$T/jvm-b.count" ||
+            die "--jvm and hprof-conv disagree on $n: $(diff "$T/jvm-a.count" "$T/jvm-b.count" | head -5)"
+        # The default shrink with --jvm against hprof-conv -z of the default
+        # shrink: the same but for the system-heap objects an app object
+        # refers to, which we keep as hollow stand-ins (no field, no
+        # element) where hprof-conv -z drops them and leaves the
+        # references dangling.
+        "$B/hprof-shrink" -q -f --jvm --json "$T/jvm-in.hprof" "$T/jvm-c.hprof" > "$T/jvm-c.json" ||
+            die "--jvm shrink of $n"
+        "$B/hprof-shrink" -q -f "$T/jvm-in.hprof" "$T/jvm-d.hprof" || die "shrink of $n"
+        "$HPROF_CONV" -z "$T/jvm-d.hprof" "$T/jvm-e.hprof" || die "hprof-conv -z on the shrunk $n"
+        heapcount --detail "$T/jvm-c.hprof" > "$T/jvm-c.count" || die "VisualVM cannot load --jvm shrunk $n"
+        heapcount --detail "$T/jvm-e.hprof" > "$T/jvm-e.count" || die "VisualVM cannot load hprof-conv -z's $n"
+        python3 - "$T/jvm-c.count" "$T/jvm-e.count" "$T/jvm-c.json" <<'PY' ||
+import json, sys
+def load(path):
+    d = {}
+    for line in open(path):
+        k, _, v = line.rstrip("\n").rpartition(" ")
+        d[k] = v
+    return d
+ours, conv, stats = load(sys.argv[1]), load(sys.argv[2]), json.load(open(sys.argv[3]))
+roots = lambda d: {k: v for k, v in d.items() if k.startswith("root ")}
+assert roots(ours) == roots(conv), (roots(ours), roots(conv))
+assert ours["classes"] == conv["classes"]
+standins = stats["system_standins"]["count"]
+assert int(ours["instances"]) == int(conv["instances"]) + standins, (ours["instances"], conv["instances"], standins)
+for k in ours:
+    if k.startswith("class "):
+        assert 0 <= int(ours[k]) - int(conv.get(k, "0")) <= standins, k
+refs = lambda d: next(int(k.split()[1]) for k in d if k.startswith("references "))
+assert refs(conv) <= refs(ours) <= refs(conv) + standins, (refs(ours), refs(conv))
+PY
+            die "--jvm and hprof-conv -z disagree on shrunk $n beyond the stand-ins"
+        rm -rf "$T"/jvm-* # VisualVM's caches (*.hwcache) are by file name
+    done
+    # a HotSpot dump is standard already: --jvm changes nothing
+    "$B/hprof-shrink" -q -f fixtures/hotspot-fixture.hprof.gz "$T/jvm-h1.hprof" || die "shrink hotspot"
+    "$B/hprof-shrink" -q -f --jvm fixtures/hotspot-fixture.hprof.gz "$T/jvm-h2.hprof" || die "--jvm hotspot"
+    cmp -s "$T/jvm-h1.hprof" "$T/jvm-h2.hprof" || die "--jvm changed a HotSpot dump"
+    rm -rf "$T"/jvm-*
+}
+jvm_matches_hprof_conv
 
 if [ "$fails" -ne 0 ]; then
     echo "cli-tests: $fails failure(s)" >&2

@@ -32,6 +32,7 @@ struct options {
     char **inputs;
     int n_inputs;
     const char *keep_rules[HPROF_REDACT_MAX_RULES];
+    const char *mapping_path;   /* --mapping, loaded once for every input */
 };
 
 static void usage(FILE *out)
@@ -57,6 +58,13 @@ static void usage(FILE *out)
             "                       keep the text of Strings this field refers to\n"
             "                       (repeatable; LeakCanary's keys are always kept)\n"
             "  --redact-fields      zero number and char fields of application classes\n"
+            "  --keep-names         keep the STRING records nothing refers to (HotSpot's\n"
+            "                       symbol table, string literals included)\n"
+            "  --jvm                write a standard 1.0.2 dump from an Android one, as\n"
+            "                       hprof-conv does, for MAT and VisualVM\n"
+            "  --mapping=FILE       restore class, field and method names with a\n"
+            "                       ProGuard/R8 mapping.txt\n"
+            "  --keep-duplicates    do not merge byte-identical bitmap buffers\n"
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6]\n"
             "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: for one\n"
             "                       file, write-pass, gzip and read-ahead threads;\n"
@@ -82,13 +90,18 @@ static void usage(FILE *out)
 static int parse(int argc, char **argv, struct options *o)
 {
     enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
-           OPT_REDACT_KEEP, OPT_REDACT_FIELDS };
+           OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
+           OPT_KEEP_DUPLICATES };
     static const struct option long_options[] = {
         { "arrays", required_argument, NULL, OPT_ARRAYS },
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
         { "redact", optional_argument, NULL, OPT_REDACT },
         { "redact-keep", required_argument, NULL, OPT_REDACT_KEEP },
         { "redact-fields", no_argument, NULL, OPT_REDACT_FIELDS },
+        { "keep-names", no_argument, NULL, OPT_KEEP_NAMES },
+        { "jvm", no_argument, NULL, OPT_JVM },
+        { "mapping", required_argument, NULL, OPT_MAPPING },
+        { "keep-duplicates", no_argument, NULL, OPT_KEEP_DUPLICATES },
         { "gzip", optional_argument, NULL, 'z' },
         { "threads", required_argument, NULL, 'j' },
         { "output-dir", required_argument, NULL, 'o' },
@@ -144,6 +157,10 @@ static int parse(int argc, char **argv, struct options *o)
             break;
         }
         case OPT_REDACT_FIELDS: o->shrink.redact_fields = 1; break;
+        case OPT_KEEP_NAMES: o->shrink.keep_names = 1; break;
+        case OPT_JVM: o->shrink.jvm = 1; break;
+        case OPT_MAPPING: o->mapping_path = optarg; break;
+        case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; break;
         case 'z':
             o->gzip_level = 6;
             if (optarg != NULL) {
@@ -247,6 +264,17 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
 #define ROW2(label, c) \
     fprintf(f, "  %-28s %15" PRIu64 " %12" PRIu64 " bytes\n", label, (c).count, (c).bytes)
     fprintf(f, "  %-28s %15" PRIu64 "\n", "roots dropped", s->roots_dropped);
+    if (!o->shrink.keep_names)
+        ROW2("unused names dropped", s->names_dropped);
+    if (o->shrink.jvm)
+        fprintf(f, "  %-28s %15" PRIu64 " roots, %" PRIu64 " heap infos, %" PRIu64
+                " NODATA arrays\n", "converted for the JVM", s->jvm_roots_converted,
+                s->jvm_heap_infos_dropped, s->jvm_nodata_arrays);
+    if (o->shrink.mapping)
+        fprintf(f, "  %-28s %15" PRIu64 " classes, %" PRIu64 " fields, %" PRIu64
+                " methods, %" PRIu64 " names added\n", "names restored (mapping)",
+                s->mapping_classes, s->mapping_fields, s->mapping_methods,
+                s->mapping_strings_added);
     if (o->shrink.redact) {
         ROW2("strings redacted", s->strings_redacted);
         ROW2("bitmap buffers redacted", s->buffers_redacted);
@@ -316,6 +344,13 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     json_count(f, "buffers_redacted", &s->buffers_redacted, 0);
     fprintf(f, "\"strings_kept_by_rule\":%" PRIu64 ",\"fields_zeroed\":%" PRIu64 ",",
             s->strings_kept_by_rule, s->fields_zeroed);
+    json_count(f, "names_dropped", &s->names_dropped, 0);
+    fprintf(f, "\"jvm\":%s,\"jvm_roots_converted\":%" PRIu64 ",\"jvm_heap_infos_dropped\":%"
+            PRIu64 ",\"jvm_nodata_arrays\":%" PRIu64 ",", o->shrink.jvm ? "true" : "false",
+            s->jvm_roots_converted, s->jvm_heap_infos_dropped, s->jvm_nodata_arrays);
+    fprintf(f, "\"mapping_classes\":%" PRIu64 ",\"mapping_fields\":%" PRIu64
+            ",\"mapping_methods\":%" PRIu64 ",\"mapping_strings_added\":%" PRIu64 ",",
+            s->mapping_classes, s->mapping_fields, s->mapping_methods, s->mapping_strings_added);
     fprintf(f, "\"roots_dropped\":%" PRIu64 ",\"bitmap_candidates\":%" PRIu64
             ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64
             ",\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
@@ -658,6 +693,17 @@ int main(int argc, char **argv)
     int code = parse(argc, argv, &o);
     if (code != 0)
         return code;
+    struct hprof_mapping *mapping = NULL;
+    if (o.mapping_path != NULL) {
+        struct hprof_error err = { 0 };
+        if (hprof_mapping_load(o.mapping_path, &mapping, &err) != HPROF_OK) {
+            cli_error("%s", err.message);
+            return cli_exit_code(err.code);
+        }
+        o.shrink.mapping = mapping;
+    }
     cli_install_signal_handlers();
-    return o.out_dir ? run_batch(&o) : shrink_file(&o);
+    code = o.out_dir ? run_batch(&o) : shrink_file(&o);
+    hprof_mapping_free(mapping);
+    return code;
 }

@@ -44,7 +44,7 @@ struct map_member {
     uint32_t next;              /* the next line with the same key, or NONE */
 };
 
-struct mapping {
+struct hprof_mapping {
     char *text;
     struct map_class *classes;
     size_t n_classes, cap_classes;
@@ -90,7 +90,7 @@ static size_t slot_of(uint64_t h, size_t mask)
     return (size_t)(h ^ h >> 29) & mask;
 }
 
-static uint32_t find_class(const struct mapping *m, const char *obf, size_t len)
+static uint32_t find_class(const struct hprof_mapping *m, const char *obf, size_t len)
 {
     if (m->class_slots == NULL)
         return NONE;
@@ -104,7 +104,7 @@ static uint32_t find_class(const struct mapping *m, const char *obf, size_t len)
 }
 
 /* The first member line of (cls, method, obf), or NONE. */
-static uint32_t find_member(const struct mapping *m, uint32_t cls, int method, const char *obf,
+static uint32_t find_member(const struct hprof_mapping *m, uint32_t cls, int method, const char *obf,
                             size_t len)
 {
     if (m->member_slots == NULL || cls == NONE)
@@ -128,7 +128,7 @@ static size_t table_size(size_t n)
 }
 
 /* Hash tables over the parsed lines; member chains in file order. */
-static int index_all(struct mapping *m, const char *name, struct hprof_error *err)
+static int index_all(struct hprof_mapping *m, const char *name, struct hprof_error *err)
 {
     size_t ccap = table_size(m->n_classes), mcap = table_size(m->n_members);
     m->class_slots = calloc(ccap, sizeof *m->class_slots);
@@ -226,7 +226,7 @@ static void trim(const char **s, const char **end)
 }
 
 struct parse {
-    struct mapping *m;
+    struct hprof_mapping *m;
     const char *name;
     size_t line;
     struct hprof_error *err;
@@ -256,7 +256,7 @@ static void *grow(void *array, size_t *cap, size_t n, size_t size)
 /* `orig -> obf:` at [s, end), a line without leading blanks. */
 static int class_line(struct parse *p, char *s, char *end)
 {
-    struct mapping *m = p->m;
+    struct hprof_mapping *m = p->m;
     const char *line = s, *line_end = end;
     const char *arrow = find_arrow(s, end);
     if (arrow == NULL)
@@ -284,7 +284,7 @@ static int class_line(struct parse *p, char *s, char *end)
 /* `[a:b:]type name[(args)[:c[:d]]] -> obf` at [s, end), blanks before. */
 static int member_line(struct parse *p, char *s, char *end)
 {
-    struct mapping *m = p->m;
+    struct hprof_mapping *m = p->m;
     const char *line = s, *line_end = end;
     if (p->cls == NONE)
         return malformed(p, "a member before any class", line, line_end);
@@ -379,11 +379,11 @@ static int parse_lines(struct parse *p, char *text, size_t len)
     return rc;
 }
 
-int mapping_parse(const char *text, size_t len, const char *name, struct mapping **out,
+int mapping_parse(const char *text, size_t len, const char *name, struct hprof_mapping **out,
                   struct hprof_error *err)
 {
     *out = NULL;
-    struct mapping *m = calloc(1, sizeof *m);
+    struct hprof_mapping *m = calloc(1, sizeof *m);
     if (m == NULL || (m->text = malloc(len + 1)) == NULL) {
         free(m);
         return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
@@ -403,7 +403,7 @@ int mapping_parse(const char *text, size_t len, const char *name, struct mapping
     return HPROF_OK;
 }
 
-int mapping_load(const char *path, struct mapping **out, struct hprof_error *err)
+int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
 {
     *out = NULL;
     int rc = HPROF_OK;
@@ -447,7 +447,7 @@ out:
     return rc;
 }
 
-void mapping_free(struct mapping *m)
+void mapping_free(struct hprof_mapping *m)
 {
     if (m == NULL)
         return;
@@ -459,19 +459,19 @@ void mapping_free(struct mapping *m)
     free(m);
 }
 
-size_t mapping_n_classes(const struct mapping *m)
+size_t mapping_n_classes(const struct hprof_mapping *m)
 {
     return m->n_classes;
 }
 
-size_t mapping_n_members(const struct mapping *m)
+size_t mapping_n_members(const struct hprof_mapping *m)
 {
     return m->n_members;
 }
 
 /* ---- Lookups ------------------------------------------------------------ */
 
-const char *mapping_class(const struct mapping *m, const char *obf, size_t len)
+const char *mapping_class(const struct hprof_mapping *m, const char *obf, size_t len)
 {
     uint32_t i = find_class(m, obf, len);
     return i == NONE ? NULL : m->classes[i].orig;
@@ -485,7 +485,7 @@ static void put(char *out, size_t cap, size_t *at, const char *s, size_t len, ch
             out[*at] = s[i] == '.' ? sep : s[i];
 }
 
-size_t mapping_class_name(const struct mapping *m, const char *name, size_t len, char *out,
+size_t mapping_class_name(const struct hprof_mapping *m, const char *name, size_t len, char *out,
                           size_t cap)
 {
     size_t dims = 0, at = 0;
@@ -523,7 +523,7 @@ size_t mapping_class_name(const struct mapping *m, const char *name, size_t len,
     return at;
 }
 
-const char *mapping_field(const struct mapping *m, const char *obf_class, size_t class_len,
+const char *mapping_field(const struct hprof_mapping *m, const char *obf_class, size_t class_len,
                           const char *obf_field, size_t field_len)
 {
     uint32_t i = find_member(m, find_class(m, obf_class, class_len), 0, obf_field, field_len);
@@ -534,7 +534,7 @@ const char *mapping_field(const struct mapping *m, const char *obf_class, size_t
     return first == NONE ? NULL : m->members[first].orig;
 }
 
-const char *mapping_method(const struct mapping *m, const char *obf_class, size_t class_len,
+const char *mapping_method(const struct hprof_mapping *m, const char *obf_class, size_t class_len,
                            const char *obf_method, size_t method_len, int32_t line,
                            int *ambiguous)
 {
@@ -572,4 +572,14 @@ const char *mapping_method(const struct mapping *m, const char *obf_class, size_
         if (!x[i].foreign)
             return x[i].orig;
     return x[head].orig;
+}
+
+int hprof_mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
+{
+    return mapping_load(path, out, err);
+}
+
+void hprof_mapping_free(struct hprof_mapping *m)
+{
+    mapping_free(m);
 }

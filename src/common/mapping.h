@@ -38,34 +38,34 @@
 
 #include "hprof.h"
 
-struct mapping;
+struct hprof_mapping;
 
 /* mapping_load() :
  * Read and parse the mapping file at `path`.
  * @return HPROF_OK and *out, or HPROF_ERR_IO (cannot read it),
  * HPROF_ERR_FORMAT (a malformed line: "FILE:LINE: ..." in err) or
  * HPROF_ERR_NOMEM; *out is then NULL. */
-int mapping_load(const char *path, struct mapping **out, struct hprof_error *err);
+int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err);
 
 /* mapping_parse() :
  * The same from `len` bytes of text, copied (the caller keeps `text`);
  * `name` stands for the file in messages. */
-int mapping_parse(const char *text, size_t len, const char *name, struct mapping **out,
+int mapping_parse(const char *text, size_t len, const char *name, struct hprof_mapping **out,
                   struct hprof_error *err);
 
 /* Free the mapping and everything its lookups returned; NULL is a no-op. */
-void mapping_free(struct mapping *m);
+void mapping_free(struct hprof_mapping *m);
 
 /* Classes and member lines the mapping holds. */
-size_t mapping_n_classes(const struct mapping *m);
-size_t mapping_n_members(const struct mapping *m);
+size_t mapping_n_classes(const struct hprof_mapping *m);
+size_t mapping_n_members(const struct hprof_mapping *m);
 
 /* mapping_class() :
  * The original name, dotted (`android.graphics.Bitmap`), of the class
  * whose obfuscated name is `obf` (dotted or slashed; not an array).
  * @return a NUL-terminated name, or NULL when the mapping does not know
  * the class (it then keeps its name). */
-const char *mapping_class(const struct mapping *m, const char *obf, size_t len);
+const char *mapping_class(const struct hprof_mapping *m, const char *obf, size_t len);
 
 /* mapping_class_name() :
  * A class name as a dump spells it, translated: dotted or slashed, and
@@ -75,7 +75,7 @@ const char *mapping_class(const struct mapping *m, const char *obf, size_t len);
  * (`cap` bytes, NUL-terminated when it fits).
  * @return the length of the translated name (without NUL; if >= cap, call
  * again with a larger buffer), or 0 when the class is not mapped. */
-size_t mapping_class_name(const struct mapping *m, const char *name, size_t len, char *out,
+size_t mapping_class_name(const struct hprof_mapping *m, const char *name, size_t len, char *out,
                           size_t cap);
 
 /* mapping_field() :
@@ -85,7 +85,7 @@ size_t mapping_class_name(const struct mapping *m, const char *name, size_t len,
  * it.  Only fields declared under the class are found: a field of a
  * superclass is looked up under the superclass, as a CLASS_DUMP lists
  * only its own fields. */
-const char *mapping_field(const struct mapping *m, const char *obf_class, size_t class_len,
+const char *mapping_field(const struct hprof_mapping *m, const char *obf_class, size_t class_len,
                           const char *obf_field, size_t field_len);
 
 /* mapping_method() :
@@ -106,7 +106,7 @@ const char *mapping_field(const struct mapping *m, const char *obf_class, size_t
  * between different names, else 0.  Signatures are not compared: a dump's
  * are obfuscated too.
  * @return a NUL-terminated name, or NULL when the mapping has none. */
-const char *mapping_method(const struct mapping *m, const char *obf_class, size_t class_len,
+const char *mapping_method(const struct hprof_mapping *m, const char *obf_class, size_t class_len,
                            const char *obf_method, size_t method_len, int32_t line,
                            int *ambiguous);
 

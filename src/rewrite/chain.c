@@ -5,74 +5,114 @@
 
 #include "chain.h"
 #include "filter.h"
+#include "jvm.h"
 
-#define MAX_FILTERS 5
+#define MAX_LINKS 8
+
+/* A filter of the chain and how to free it: the rewrite filters share a
+ * shape (filter.h); the names and --jvm filters are plain visitors. */
+struct chain_link {
+    struct hprof_visitor *v;
+    void (*free)(struct hprof_visitor *v);
+};
 
 struct shrink_chain {
     struct plan_cursor cursor;
-    struct rewrite_filter *filters[MAX_FILTERS];
+    struct chain_link links[MAX_LINKS];
     unsigned n;
 };
 
-static int needs_system_heaps(const struct shrink_plan *p)
+static void free_rewrite_filter(struct hprof_visitor *v)
 {
-    return p->system.objects.count > 0;
+    struct rewrite_filter *f = (struct rewrite_filter *)v;
+    f->free(f);
 }
 
-static int needs_bitmaps(const struct shrink_plan *p)
+static void free_plain(struct hprof_visitor *v)
 {
-    return p->bitmaps.remap.count > 0;
+    free(v);
 }
 
-static int needs_redact(const struct shrink_plan *p)
+static int add_link(struct shrink_chain *c, struct hprof_visitor *v,
+                    void (*free_fn)(struct hprof_visitor *v))
 {
-    return p->redact.mode != HPROF_REDACT_NONE || p->redact.fields;
+    if (v == NULL)
+        return HPROF_ERR_NOMEM;
+    if (c->n > 0)
+        c->links[c->n - 1].v->next = v;
+    c->links[c->n++] = (struct chain_link){ v, free_fn };
+    return HPROF_OK;
+}
+
+static int add_filter(struct shrink_chain *c, struct rewrite_filter *f)
+{
+    return add_link(c, f ? &f->base : NULL, free_rewrite_filter);
+}
+
+static int add_names_filter(struct shrink_chain *c, const struct shrink_plan *p,
+                            struct hprof_shrink_stats *stats)
+{
+    struct names_filter *f = malloc(sizeof *f);
+    if (f != NULL) {
+        names_filter_init(f, &p->names);
+        f->id_size = p->ids;
+        f->report = stats;
+    }
+    return add_link(c, f ? &f->base : NULL, free_plain);
+}
+
+static int add_jvm_filter(struct shrink_chain *c, struct hprof_shrink_stats *stats)
+{
+    struct jvm_filter *f = malloc(sizeof *f);
+    if (f != NULL) {
+        jvm_filter_init(f);
+        f->report = stats;
+    }
+    return add_link(c, f ? &f->base : NULL, free_plain);
+}
+
+/* names -> census -> system heaps -> bitmaps -> redact -> arrays -> jvm */
+static int build(struct shrink_chain *c, const struct shrink_plan *p,
+                 struct hprof_shrink_stats *stats, struct hprof_error *err)
+{
+    struct filter_args args = { p, &c->cursor, stats, err };
+    int rc = p->drop_names ? add_names_filter(c, p, stats) : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = add_filter(c, census_filter_new(&args));
+    if (rc == HPROF_OK && p->system.objects.count > 0)
+        rc = add_filter(c, system_heaps_filter_new(&args));
+    if (rc == HPROF_OK && p->bitmaps.remap.count > 0)
+        rc = add_filter(c, bitmaps_filter_new(&args));
+    if (rc == HPROF_OK && (p->redact.mode != HPROF_REDACT_NONE || p->redact.fields))
+        rc = add_filter(c, redact_filter_new(&args));
+    if (rc == HPROF_OK)
+        rc = add_filter(c, arrays_filter_new(&args));
+    if (rc == HPROF_OK && p->jvm)
+        rc = add_jvm_filter(c, stats);
+    return rc;
 }
 
 struct shrink_chain *shrink_chain_new(const struct shrink_plan *plan,
                                       struct hprof_shrink_stats *stats, struct hprof_error *err)
 {
-    static const struct {
-        struct rewrite_filter *(*make)(const struct filter_args *a);
-        int (*needed)(const struct shrink_plan *p);
-    } order[MAX_FILTERS] = {
-        { census_filter_new, NULL },
-        { system_heaps_filter_new, needs_system_heaps },
-        { bitmaps_filter_new, needs_bitmaps },
-        { redact_filter_new, needs_redact },
-        { arrays_filter_new, NULL },
-    };
     struct shrink_chain *c = calloc(1, sizeof *c);
-    if (c == NULL) {
+    if (c == NULL || build(c, plan, stats, err) != HPROF_OK) {
+        shrink_chain_free(c);
         hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
         return NULL;
     }
     c->cursor.array_offset = UINT64_MAX; /* no verdict yet */
-    struct filter_args args = { plan, &c->cursor, stats, err };
-    for (unsigned i = 0; i < MAX_FILTERS; i++) {
-        if (order[i].needed != NULL && !order[i].needed(plan))
-            continue;
-        struct rewrite_filter *f = order[i].make(&args);
-        if (f == NULL) {
-            shrink_chain_free(c);
-            hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        if (c->n > 0)
-            c->filters[c->n - 1]->base.next = &f->base;
-        c->filters[c->n++] = f;
-    }
     return c;
 }
 
 struct hprof_visitor *shrink_chain_head(struct shrink_chain *c)
 {
-    return &c->filters[0]->base;
+    return c->links[0].v;
 }
 
 void shrink_chain_set_next(struct shrink_chain *c, struct hprof_visitor *next)
 {
-    c->filters[c->n - 1]->base.next = next;
+    c->links[c->n - 1].v->next = next;
 }
 
 void shrink_chain_free(struct shrink_chain *c)
@@ -80,6 +120,6 @@ void shrink_chain_free(struct shrink_chain *c)
     if (c == NULL)
         return;
     for (unsigned i = 0; i < c->n; i++)
-        c->filters[i]->free(c->filters[i]);
+        c->links[i].free(c->links[i].v);
     free(c);
 }

@@ -2,13 +2,16 @@
  * chain.h - the write pass's visitor chain: the filters of the rewrites a
  * plan needs, in their fixed order, in front of the writer:
  *
- *   census -> system heaps -> bitmaps -> redact -> arrays -> (writer)
+ *   names -> census -> system heaps -> bitmaps -> redact -> arrays -> jvm
+ *   -> (writer)
  *
- * The census counts what comes in; the system-heap filter drops or hollows
+ * The names filter drops the STRING records nothing refers to; the census
+ * counts what comes in; the system-heap filter drops or hollows
  * zygote and image objects; the bitmaps filter drops merged copies and
  * rewrites what named them; redaction fills kept texts and pixels; the
  * arrays filter empties, zeroes or removes every array nothing keeps, and
- * counts what goes out.  A filter whose rewrite has nothing to do in this
+ * counts what goes out; --jvm writes Android's own records the standard
+ * way.  A filter whose rewrite has nothing to do in this
  * run is left out.  Every worker of the write pass has a chain of its own.
  */
 #ifndef HPROF_REWRITE_CHAIN_H

@@ -5,8 +5,9 @@
  * plan, and applies them with its filter in the write pass.
  *
  *   1. collect  names, classes, system-heap objects, large arrays and
- *               references (collect.c); when the dump allows, the
- *               resolution runs as it goes and pass 2 is not needed.
+ *               references (collect.c), and the names in use
+ *               (used_names.c); when the dump allows, the resolution runs
+ *               as it goes and pass 2 is not needed.
  *   2. resolve  every kept object against complete class layouts.
  *   3. expand   (bitmaps, rarely) the elements of DumpData.buffers.
  *   -  exempt   (redaction, with keep rules) the value arrays of the
@@ -111,8 +112,15 @@ static int collect_and_plan(struct shrink_run *run)
     struct rewrites *rw = &run->rw;
     struct hprof_shrink_stats *st = run->ctx.stats;
     int resolved = 0, expand = 0, digest = 0, merge = 0;
+    struct names_collect names;
+    struct hprof_visitor *pass_1 = collect_pass_1(&run->collect);
+    if (run->plan.drop_names) { /* which STRING records are in use, as pass 1 goes */
+        names_collect_init(&names, &run->plan.names, run->ctx.err);
+        names.base.next = pass_1;
+        pass_1 = &names.base;
+    }
     run->passes = 5;
-    int rc = run_pass(run, collect_pass_1(&run->collect));
+    int rc = run_pass(run, pass_1);
     if (rc == HPROF_OK)
         rc = collect_finish_pass_1(&run->collect, &resolved);
     st->resolved_in_pass_1 = resolved;
@@ -127,7 +135,8 @@ static int collect_and_plan(struct shrink_run *run)
     st->strings_kept_by_rule = rw->redact.exempt_strings.count;
     if (rc == HPROF_OK && redact_needs_exempt_pass(&rw->redact))
         rc = run_pass(run, redact_exempt_visitor(&rw->redact));
-    if (rc == HPROF_OK)
+    st->bitmap_candidates = rw->bitmaps.n_cand;
+    if (rc == HPROF_OK && !run->opt.keep_duplicates)
         rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
     if (rc == HPROF_OK && digest)
         rc = run_pass(run, bitmaps_digest_visitor(&rw->bitmaps));
@@ -138,6 +147,7 @@ static int collect_and_plan(struct shrink_run *run)
         return rc;
     run->plan.ids = run->ctx.ids;
     run->plan.arrays = run->opt.arrays;
+    run->plan.jvm = run->opt.jvm;
     run->plan.model = &rw->model;
     system_heaps_publish(&rw->system, &run->plan.system);
     redact_publish(&rw->redact, &run->plan.redact);
@@ -151,10 +161,9 @@ static int init(struct shrink_run *run)
 {
     struct rewrites *rw = &run->rw;
     const struct rewrite_ctx *ctx = &run->ctx;
-    plan_init(&run->plan);
     strings_init(&rw->strings);
     collect_init(&run->collect, ctx, rw);
-    if (model_init(&rw->model, ctx->ids) != HPROF_OK ||
+    if (plan_init(&run->plan) != HPROF_OK || model_init(&rw->model, ctx->ids) != HPROF_OK ||
         system_heaps_init(&rw->system, !run->opt.keep_system_heaps) != HPROF_OK ||
         bitmaps_init(&rw->bitmaps, ctx, &rw->model, &rw->system) != HPROF_OK)
         return rewrite_nomem(ctx);
@@ -199,6 +208,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         hprof_reader_set_progress(run.ctx.reader, report, &run);
 
     rc = init(&run);
+    run.plan.drop_names = !run.opt.keep_names;
     if (rc == HPROF_OK)
         rc = collect_and_plan(&run);
     if (rc == HPROF_OK)

@@ -47,6 +47,8 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
         return hprof_visit_root(v->next, r);
     struct hprof_root standard = { .offset = r->offset, .tag = kind, .id = r->id };
     self(v)->counts.roots_converted++;
+    if (self(v)->report != NULL)
+        self(v)->report->jvm_roots_converted++;
     return hprof_visit_root(v->next, &standard);
 }
 
@@ -54,6 +56,8 @@ static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i
 {
     (void)i;
     self(v)->counts.heap_infos_dropped++;
+    if (self(v)->report != NULL)
+        self(v)->report->jvm_heap_infos_dropped++;
     return HPROF_OK;
 }
 
@@ -68,6 +72,8 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     empty.length = 0;
     empty.data = NULL;
     self(v)->counts.nodata_arrays++;
+    if (self(v)->report != NULL)
+        self(v)->report->jvm_nodata_arrays++;
     return hprof_visit_primitive_array(v->next, &empty);
 }
 

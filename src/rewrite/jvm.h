@@ -75,6 +75,7 @@ struct jvm_counts {
 struct jvm_filter {
     struct hprof_visitor base;      /* first: the visitor */
     struct jvm_counts counts;
+    struct hprof_shrink_stats *report; /* or NULL: also counted there */
 };
 
 /* A filter with zero counts; set base.next to the rest of the chain. */

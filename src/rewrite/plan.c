@@ -5,12 +5,13 @@
 
 #include "plan.h"
 
-void plan_init(struct shrink_plan *p)
+int plan_init(struct shrink_plan *p)
 {
     memset(p, 0, sizeof *p);
     idlist_init(&p->strings.values);
     idlist_init(&p->strings.utf16);
     idlist_init(&p->bitmaps.natives);
+    return names_plan_init(&p->names);
 }
 
 void plan_free(struct shrink_plan *p)
@@ -26,4 +27,5 @@ void plan_free(struct shrink_plan *p)
     idmap_free(&p->system.standins);
     idmap_free(&p->redact.exempt_values);
     idmap_free(&p->redact.app_classes);
+    names_plan_free(&p->names);
 }

@@ -11,6 +11,7 @@
 #define HPROF_REWRITE_PLAN_H
 
 #include "model.h"
+#include "used_names.h"
 
 /* strings.c: the value arrays of java.lang.String (sealed lists). */
 struct strings_plan {
@@ -44,6 +45,9 @@ struct redact_plan {
 struct shrink_plan {
     unsigned ids;
     enum hprof_arrays_mode arrays; /* arrays.c: the other primitive arrays */
+    int drop_names;             /* used_names.c: only the names in use stay */
+    struct names_plan names;
+    int jvm;                    /* jvm.c: the standard form, for MAT */
     const struct dump_model *model;
     struct strings_plan strings;
     struct bitmaps_plan bitmaps;
@@ -51,7 +55,8 @@ struct shrink_plan {
     struct redact_plan redact;
 };
 
-void plan_init(struct shrink_plan *p);
+/* @return HPROF_OK or HPROF_ERR_NOMEM. */
+int plan_init(struct shrink_plan *p);
 void plan_free(struct shrink_plan *p);
 
 /* Why a primitive array keeps its contents, as the write pass sees it. */

@@ -140,6 +140,10 @@ static int filter_string(struct hprof_visitor *v, const struct hprof_string *s)
         f->dropped.count++;
         f->dropped.bytes += s->length;
         f->dropped_record_bytes += 9 + (uint64_t)f->id_size + s->length;
+        if (f->report != NULL) {
+            f->report->names_dropped.count++;
+            f->report->names_dropped.bytes += s->length;
+        }
         return HPROF_OK;
     }
     f->kept.count++;
@@ -161,4 +165,5 @@ void names_filter_init(struct names_filter *f, const struct names_plan *plan)
     f->dropped = (struct hprof_count){ 0, 0 };
     f->dropped_record_bytes = 0;
     f->kept = (struct hprof_count){ 0, 0 };
+    f->report = NULL;
 }

@@ -63,6 +63,7 @@ struct names_filter {
     uint64_t dropped_record_bytes;  /* what they took in the file, headers
                                        and ids included */
     struct hprof_count kept;
+    struct hprof_shrink_stats *report; /* or NULL: also counted there */
 };
 
 /* An empty plan.  @return HPROF_OK or HPROF_ERR_NOMEM. */

@@ -104,6 +104,10 @@ static void add_filter_counts(struct hprof_shrink_stats *to, const struct hprof_
     add_count(&to->buffers_redacted, &s->buffers_redacted);
     to->roots_dropped += s->roots_dropped;
     to->fields_zeroed += s->fields_zeroed;
+    add_count(&to->names_dropped, &s->names_dropped);
+    to->jvm_roots_converted += s->jvm_roots_converted;
+    to->jvm_heap_infos_dropped += s->jvm_heap_infos_dropped;
+    to->jvm_nodata_arrays += s->jvm_nodata_arrays;
 }
 
 /* ---- Workers ---------------------------------------------------------------- */
