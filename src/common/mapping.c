@@ -54,6 +54,8 @@ struct hprof_mapping {
     size_t class_mask;
     uint32_t *member_slots;
     size_t member_mask;
+    uint64_t *member_names;     /* hash | 1 of every obfuscated member name */
+    size_t member_names_mask;
 };
 
 /* ---- Hashing: '/' and '.' are the same character in class names -------- */
@@ -137,6 +139,17 @@ static int index_all(struct hprof_mapping *m, const char *name, struct hprof_err
         return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
     m->class_mask = ccap - 1;
     m->member_mask = mcap - 1;
+    m->member_names = calloc(mcap, sizeof *m->member_names);
+    if (m->member_names == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
+    m->member_names_mask = mcap - 1;
+    for (size_t i = 0; i < m->n_members; i++) {
+        uint64_t h = hash_name(m->members[i].obf, m->members[i].obf_len, 0) | 1;
+        size_t s = slot_of(h, m->member_names_mask);
+        while (m->member_names[s] != 0 && m->member_names[s] != h)
+            s = (s + 1) & m->member_names_mask;
+        m->member_names[s] = h;
+    }
     for (size_t i = 0; i < m->n_classes; i++) {
         const struct map_class *c = &m->classes[i];
         uint32_t dup = find_class(m, c->obf, c->obf_len);
@@ -456,6 +469,7 @@ void mapping_free(struct hprof_mapping *m)
     free(m->members);
     free(m->class_slots);
     free(m->member_slots);
+    free(m->member_names);
     free(m);
 }
 
@@ -470,6 +484,18 @@ size_t mapping_n_members(const struct hprof_mapping *m)
 }
 
 /* ---- Lookups ------------------------------------------------------------ */
+
+int mapping_maybe_member(const struct hprof_mapping *m, const char *name, size_t len)
+{
+    if (m->member_names == NULL)
+        return 0;
+    uint64_t h = hash_name(name, len, 0) | 1;
+    for (size_t s = slot_of(h, m->member_names_mask); m->member_names[s] != 0;
+         s = (s + 1) & m->member_names_mask)
+        if (m->member_names[s] == h)
+            return 1;
+    return 0;
+}
 
 const char *mapping_class(const struct hprof_mapping *m, const char *obf, size_t len)
 {

@@ -67,6 +67,11 @@ size_t mapping_n_members(const struct hprof_mapping *m);
  * the class (it then keeps its name). */
 const char *mapping_class(const struct hprof_mapping *m, const char *obf, size_t len);
 
+/* Could `name` be the obfuscated name of a field or method of some class?
+ * A sure no (0), or a maybe (hash of every such name): a dump's reader
+ * keeps the text of the names that may be, and no other. */
+int mapping_maybe_member(const struct hprof_mapping *m, const char *name, size_t len);
+
 /* mapping_class_name() :
  * A class name as a dump spells it, translated: dotted or slashed, and
  * arrays in either form (`a.b[][]`, `[[La/b;`; primitive arrays such as

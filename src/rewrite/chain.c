@@ -71,12 +71,29 @@ static int add_jvm_filter(struct shrink_chain *c, struct hprof_shrink_stats *sta
     return add_link(c, f ? &f->base : NULL, free_plain);
 }
 
-/* names -> census -> system heaps -> bitmaps -> redact -> arrays -> jvm */
+static void free_deobf_filter(struct hprof_visitor *v)
+{
+    deobf_filter_release((struct deobf_filter *)v);
+    free(v);
+}
+
+static int add_deobf_filter(struct shrink_chain *c, const struct shrink_plan *p)
+{
+    struct deobf_filter *f = malloc(sizeof *f);
+    if (f != NULL)
+        deobf_filter_init(f, &p->deobf, p->ids);
+    return add_link(c, f ? &f->base : NULL, free_deobf_filter);
+}
+
+/* deobfuscate -> names -> census -> system heaps -> bitmaps -> redact ->
+ * arrays -> jvm */
 static int build(struct shrink_chain *c, const struct shrink_plan *p,
                  struct hprof_shrink_stats *stats, struct hprof_error *err)
 {
     struct filter_args args = { p, &c->cursor, stats, err };
-    int rc = p->drop_names ? add_names_filter(c, p, stats) : HPROF_OK;
+    int rc = p->deobfuscate ? add_deobf_filter(c, p) : HPROF_OK;
+    if (rc == HPROF_OK && p->drop_names)
+        rc = add_names_filter(c, p, stats);
     if (rc == HPROF_OK)
         rc = add_filter(c, census_filter_new(&args));
     if (rc == HPROF_OK && p->system.objects.count > 0)

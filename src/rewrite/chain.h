@@ -2,10 +2,11 @@
  * chain.h - the write pass's visitor chain: the filters of the rewrites a
  * plan needs, in their fixed order, in front of the writer:
  *
- *   names -> census -> system heaps -> bitmaps -> redact -> arrays -> jvm
- *   -> (writer)
+ *   deobfuscate -> names -> census -> system heaps -> bitmaps -> redact ->
+ *   arrays -> jvm -> (writer)
  *
- * The names filter drops the STRING records nothing refers to; the census
+ * With a mapping, names are restored first (as in every collect pass, so
+ * everything after sees the original names); the names filter drops the STRING records nothing refers to; the census
  * counts what comes in; the system-heap filter drops or hollows
  * zygote and image objects; the bitmaps filter drops merged copies and
  * rewrites what named them; redaction fills kept texts and pixels; the

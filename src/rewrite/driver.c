@@ -4,6 +4,9 @@
  * what it needs in the collect passes, publishes its decisions into the
  * plan, and applies them with its filter in the write pass.
  *
+ *   0. restore  (--mapping) what each obfuscated name restores to
+ *               (deobfuscate.c); every later pass reads the dump through
+ *               its filter, with the original names.
  *   1. collect  names, classes, system-heap objects, large arrays and
  *               references (collect.c), and the names in use
  *               (used_names.c); when the dump allows, the resolution runs
@@ -38,6 +41,7 @@ struct shrink_run {
     struct rewrites rw;
     struct collect collect;
     struct shrink_plan plan;
+    struct deobf_filter restore; /* --mapping: in front of the collect passes */
     unsigned threads;
     int pass, passes;
 };
@@ -106,6 +110,37 @@ static int write_pass(struct shrink_run *run, struct hprof_sink *sink)
     return rc;
 }
 
+/* Pass 0 (--mapping): what each obfuscated name restores to. */
+static int deobfuscate_pass(struct shrink_run *run)
+{
+    struct deobf_collect *c;
+    struct shrink_plan *p = &run->plan;
+    int rc = deobf_collect_new(&c, run->opt.mapping, &p->deobf, run->ctx.err);
+    if (rc == HPROF_OK)
+        rc = run_pass(run, deobf_collect_visitor(c));
+    if (rc == HPROF_OK)
+        rc = deobf_collect_finish(c);
+    deobf_collect_free(c);
+    struct hprof_shrink_stats *st = run->ctx.stats;
+    st->mapping_classes = p->deobf.classes;
+    st->mapping_fields = p->deobf.fields;
+    st->mapping_methods = p->deobf.methods;
+    st->mapping_strings_added = p->deobf.n_strings;
+    return rc;
+}
+
+/* `v` behind the filter that restores names, with a mapping: every
+ * collect pass sees the dump as it will be written. */
+static struct hprof_visitor *restored(struct shrink_run *run, struct hprof_visitor *v)
+{
+    if (!run->plan.deobfuscate)
+        return v;
+    deobf_filter_release(&run->restore);
+    deobf_filter_init(&run->restore, &run->plan.deobf, run->ctx.ids);
+    run->restore.base.next = v;
+    return &run->restore.base;
+}
+
 /* The collect passes, then every rewrite's decisions into the plan. */
 static int collect_and_plan(struct shrink_run *run)
 {
@@ -119,13 +154,15 @@ static int collect_and_plan(struct shrink_run *run)
         names.base.next = pass_1;
         pass_1 = &names.base;
     }
-    run->passes = 5;
-    int rc = run_pass(run, pass_1);
+    run->passes = 5 + run->plan.deobfuscate;
+    int rc = run->plan.deobfuscate ? deobfuscate_pass(run) : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = run_pass(run, restored(run, pass_1));
     if (rc == HPROF_OK)
         rc = collect_finish_pass_1(&run->collect, &resolved);
     st->resolved_in_pass_1 = resolved;
     if (rc == HPROF_OK && !resolved && (rc = collect_prepare_resolve(&run->collect)) == HPROF_OK)
-        rc = run_pass(run, collect_resolve(&run->collect));
+        rc = run_pass(run, restored(run, collect_resolve(&run->collect)));
     bitmaps_settle(&rw->bitmaps);
     if (rc == HPROF_OK)
         rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);
@@ -209,6 +246,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
 
     rc = init(&run);
     run.plan.drop_names = !run.opt.keep_names;
+    run.plan.deobfuscate = run.opt.mapping != NULL;
     if (rc == HPROF_OK)
         rc = collect_and_plan(&run);
     if (rc == HPROF_OK)
@@ -218,6 +256,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         run.ctx.stats->bytes_out = hprof_sink_bytes(sink);
     }
     release(&run);
+    deobf_filter_release(&run.restore);
     hprof_reader_free(run.ctx.reader);
     return rc;
 }

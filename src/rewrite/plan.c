@@ -11,6 +11,8 @@ int plan_init(struct shrink_plan *p)
     idlist_init(&p->strings.values);
     idlist_init(&p->strings.utf16);
     idlist_init(&p->bitmaps.natives);
+    if (deobf_plan_init(&p->deobf) != HPROF_OK)
+        return HPROF_ERR_NOMEM;
     return names_plan_init(&p->names);
 }
 
@@ -28,4 +30,5 @@ void plan_free(struct shrink_plan *p)
     idmap_free(&p->redact.exempt_values);
     idmap_free(&p->redact.app_classes);
     names_plan_free(&p->names);
+    deobf_plan_free(&p->deobf);
 }

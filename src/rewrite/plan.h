@@ -10,6 +10,7 @@
 #ifndef HPROF_REWRITE_PLAN_H
 #define HPROF_REWRITE_PLAN_H
 
+#include "deobfuscate.h"
 #include "model.h"
 #include "used_names.h"
 
@@ -48,6 +49,8 @@ struct shrink_plan {
     int drop_names;             /* used_names.c: only the names in use stay */
     struct names_plan names;
     int jvm;                    /* jvm.c: the standard form, for MAT */
+    int deobfuscate;            /* deobfuscate.c (--mapping): restored names */
+    struct deobf_plan deobf;
     const struct dump_model *model;
     struct strings_plan strings;
     struct bitmaps_plan bitmaps;
