@@ -9,6 +9,69 @@ trap 'rm -rf "$T"' EXIT
 fails=0
 die() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 banner() { echo "===> $*"; }
+finish() {
+    if [ "$fails" -ne 0 ]; then
+        echo "cli-tests: $fails failure(s)" >&2
+        exit 1
+    fi
+    echo "cli-tests: all passed"
+    exit 0
+}
+
+# expect CODE CMD... : run CMD, check its exit status
+expect() {
+    want=$1; shift
+    set +e
+    "$@" > "$T/out" 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = "$want" ] || die "'$*' exited $got, expected $want: $(cat "$T/err")"
+}
+
+# The command-line conventions (issue 19) are functions t_NAME, run after
+# the end-to-end suite below; `tests/cli-tests.sh NAME...` runs only those,
+# without Java or the analyzers, to iterate quickly.
+TESTS=""
+
+# mode FILE: its permission bits in octal
+mode() { stat -c %a "$1"; }
+
+TESTS="$TESTS permissions"
+t_permissions() {
+    d=$T/perm; rm -rf "$d"; mkdir -p "$d/batch"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in.hprof"
+    cp fixtures/hotspot-synth.hprof.gz "$d/in.hprof.gz"
+    chmod 600 "$d/in.hprof" "$d/in.hprof.gz"
+    # the output is never readable by more people than the input
+    (umask 022; "$B/hprof-shrink" -q "$d/in.hprof" "$d/out.hprof") || die "shrink"
+    [ "$(mode "$d/out.hprof")" = 600 ] || die "a 0600 input gave a $(mode "$d/out.hprof") output"
+    (umask 022; "$B/hprof-shrink" -q -z "$d/in.hprof.gz" "$d/out.hprof.gz") || die "shrink -z"
+    [ "$(mode "$d/out.hprof.gz")" = 600 ] || die "-z: a 0600 input gave $(mode "$d/out.hprof.gz")"
+    (umask 022; "$B/hprof-shrink" -q -o "$d/batch" "$d/in.hprof" > /dev/null) || die "batch"
+    [ "$(mode "$d/batch/in.hprof")" = 600 ] || die "batch: a 0600 input gave $(mode "$d/batch/in.hprof")"
+    # the input's bits, whatever the umask (as gzip does)
+    chmod 640 "$d/in.hprof"
+    (umask 077; "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof") || die "shrink 0640"
+    [ "$(mode "$d/out.hprof")" = 640 ] || die "a 0640 input gave $(mode "$d/out.hprof")"
+    # standard input: 0600, or stricter with the umask
+    (umask 022; "$B/hprof-shrink" -q - "$d/stdin.hprof" < "$d/in.hprof") || die "stdin"
+    [ "$(mode "$d/stdin.hprof")" = 600 ] || die "stdin input gave $(mode "$d/stdin.hprof")"
+    (umask 077; "$B/hprof-shrink" -q - "$d/stdin2.hprof" < "$d/in.hprof") || die "stdin 077"
+    [ "$(mode "$d/stdin2.hprof")" = 600 ] || die "stdin input, umask 077: $(mode "$d/stdin2.hprof")"
+    (umask 277; "$B/hprof-shrink" -q - "$d/stdin3.hprof" < "$d/in.hprof") || die "stdin 277"
+    [ "$(mode "$d/stdin3.hprof")" = 400 ] || die "stdin input, umask 277: $(mode "$d/stdin3.hprof")"
+    # as root, owner and group too
+    if [ "$(id -u)" = 0 ]; then
+        chown 65534:65534 "$d/in.hprof"
+        "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof" || die "shrink (chown)"
+        [ "$(stat -c %u:%g "$d/out.hprof")" = 65534:65534 ] || die "root: owner $(stat -c %u:%g "$d/out.hprof")"
+    fi
+}
+
+if [ $# -gt 0 ]; then
+    for t; do banner "$t"; "t_$t"; done
+    finish
+fi
 
 HPROF_CONV=/usr/lib/android-sdk/platform-tools/hprof-conv
 VISUALVM_JAR=/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar
@@ -21,15 +84,6 @@ mkdir -p "$T/java"
 javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java
 heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$1"; }
 
-# expect CODE CMD... : run CMD, check its exit status
-expect() {
-    want=$1; shift
-    set +e
-    "$@" > "$T/out" 2> "$T/err"
-    got=$?
-    set -e
-    [ "$got" = "$want" ] || die "'$*' exited $got, expected $want: $(cat "$T/err")"
-}
 
 banner "generator reproduces the committed fixtures"
 for mode in android hotspot; do
@@ -578,8 +632,5 @@ expect 3 "$B/bench-time" -- sh -c 'exit 3'
 expect 127 "$B/bench-time" -- /nonexistent/command
 expect 2 "$B/bench-time"
 
-if [ "$fails" -ne 0 ]; then
-    echo "cli-tests: $fails failure(s)" >&2
-    exit 1
-fi
-echo "cli-tests: all passed"
+for t in $TESTS; do banner "$t"; "t_$t"; done
+finish

@@ -161,6 +161,25 @@ void cli_install_signal_handlers(void)
     signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes EPIPE, reported */
 }
 
+/* A heap dump holds every String of the process: its copy must not be
+ * readable by more people than the original.  As gzip does, the output
+ * takes the input's permission bits (and, as root, its owner and group);
+ * from standard input it stays 0600 (mkstemp()'s mode), less if the umask
+ * says so. */
+static void set_output_mode(int fd, const struct stat *input)
+{
+    if (input == NULL || !(S_ISREG(input->st_mode) || S_ISFIFO(input->st_mode))) {
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0600 & ~mask);
+        return;
+    }
+    if (geteuid() == 0 && fchown(fd, input->st_uid, input->st_gid) != 0) {
+        /* not ours to give away: keep root's, with the bits below */
+    }
+    fchmod(fd, input->st_mode & 0777);
+}
+
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input)
 {
     struct stat st;
@@ -205,10 +224,7 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         cli_output_abort(o);
         return EXIT_IO;
     }
-    /* mkstemp() makes 0600; give the dump the mode a plain create would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(o->fd, 0666 & ~mask);
+    set_output_mode(o->fd, input);
     if (remember_temp(o->tmp) != 0) {
         cli_error("too many outputs open at once");
         cli_output_abort(o);
