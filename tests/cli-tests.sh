@@ -68,6 +68,112 @@ t_permissions() {
     fi
 }
 
+TESTS="$TESTS batch_trees"
+t_batch_trees() {
+    d=$T/bt; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # x.hprof beside x.hprof.gz: both would write out/x.hprof; neither is
+    # written, both are named, before any work (exit 1)
+    mkdir -p "$d/coll"
+    cp "$d/x.hprof" "$d/coll/a.hprof"; cp fixtures/hotspot-synth.hprof.gz "$d/coll/a.hprof.gz"
+    cp "$d/x.hprof" "$d/coll/b.hprof"
+    expect 1 "$B/hprof-shrink" -r -o "$d/outc" "$d/coll"
+    grep -q "coll/a.hprof: skipped: .*coll/a.hprof.gz would write .*outc/a.hprof too" "$T/err" &&
+        grep -q "coll/a.hprof.gz: skipped: .*coll/a.hprof would write" "$T/err" ||
+        die "collision not reported with both names: $(cat "$T/err")"
+    [ ! -e "$d/outc/a.hprof" ] || die "a colliding output was written"
+    [ -s "$d/outc/b.hprof" ] || die "the other input was not shrunk"
+    grep -qx "1 shrunk, 2 failed, 0 skipped" "$T/out" || die "collision tally: $(cat "$T/out")"
+    mkdir -p "$d/a" "$d/b"; cp "$d/x.hprof" "$d/a/"; cp "$d/x.hprof" "$d/b/"
+    expect 1 "$B/hprof-shrink" -j2 -o "$d/outab" "$d/a/x.hprof" "$d/b/x.hprof"
+    [ "$(grep -c 'would write' "$T/err")" = 2 ] || die "-o o a/x b/x: $(cat "$T/err")"
+    [ ! -e "$d/outab/x.hprof" ] || die "-o o a/x b/x wrote one of them"
+    # a FIFO named *.hprof is skipped, never opened (it would hang)
+    mkdir -p "$d/tree/sub"; cp "$d/x.hprof" "$d/tree/sub/"; mkfifo "$d/tree/fifo.hprof"
+    # a symbolic link to a dump is followed; a dump with a newline in its
+    # name stays on one line; ANDROID.HPROF matches; a 246-byte name works
+    ln -s ../x.hprof "$d/tree/link.hprof"
+    cp "$d/x.hprof" "$d/tree/new
+line.hprof"
+    cp "$d/x.hprof" "$d/tree/ANDROID.HPROF"
+    long=$(printf '%0240d' 0).hprof
+    cp "$d/x.hprof" "$d/tree/$long"
+    set +e
+    timeout 60 "$B/hprof-shrink" -r -j2 -o "$d/outt/" "$d/tree" > "$T/out" 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = 0 ] || die "tree batch exited $got: $(cat "$T/err")"
+    grep -q 'fifo.hprof: skipped, not a regular file (a FIFO)' "$T/out" || die "FIFO: $(cat "$T/out")"
+    for f in sub/x.hprof link.hprof ANDROID.HPROF "$long" "new
+line.hprof"; do
+        [ -s "$d/outt/$f" ] || die "tree batch did not write $f"
+    done
+    [ "$(wc -l < "$T/out")" = 7 ] || die "not one line per file: $(cat "$T/out")"
+    grep -qF 'new\nline.hprof" -> "' "$T/out" || die "newline name not quoted: $(cat "$T/out")"
+    grep -q '//' "$T/out" && die "doubled slash: $(cat "$T/out")"
+    grep -qx "5 shrunk, 0 failed, 1 skipped" "$T/out" || die "tree tally: $(cat "$T/out")"
+    # the output directory inside the input tree is not walked
+    "$B/hprof-shrink" -r -o "$d/tree/shrunk" "$d/tree" > /dev/null 2>&1 || die "out inside in"
+    "$B/hprof-shrink" -r -f -o "$d/tree/shrunk" "$d/tree" > "$T/out" 2>&1 || die "out inside in (2)"
+    [ ! -e "$d/tree/shrunk/shrunk" ] || die "the output directory was walked"
+    grep -q '^[^ ]*tree/shrunk/' "$T/out" && die "walked into the output: $(cat "$T/out")"
+    # unreadable directories are reported, exit non-zero (not as root)
+    chmod 711 "$T" "$d"
+    mkdir -p "$d/nb/ok" "$d/nb/closed"; cp "$d/x.hprof" "$d/nb/ok/"; chmod -R a+rX "$d/nb"
+    chmod 000 "$d/nb/closed"; mkdir -p "$d/nbout"; chmod 777 "$d/nbout"
+    asnobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+    expect 3 $asnobody "$B/hprof-shrink" -r -o "$d/nbout" "$d/nb"
+    grep -q 'nb/closed: cannot read this directory: Permission denied' "$T/err" || die "unreadable dir: $(cat "$T/err")"
+    [ -s "$d/nbout/ok/x.hprof" ] || die "unreadable dir stopped the rest"
+    expect 3 $asnobody "$B/hprof-shrink" -r -o "$d/nbout" "$d/nb/closed"
+    grep -q 'closed: cannot read this directory' "$T/err" || die "unreadable IN: $(cat "$T/err")"
+    # a run killed with SIGKILL leaves its temporary file; the next batch
+    # over that directory removes it, and not one a live process holds
+    mkdir -p "$d/stale"; mkfifo "$d/slow.hprof"
+    "$B/hprof-shrink" -q "$d/slow.hprof" "$d/stale/x.hprof" 2> /dev/null &
+    pid=$!
+    exec 7> "$d/slow.hprof"
+    i=0; until ls "$d/stale" | grep -q '\.tmp$'; do i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05; done
+    kill -KILL $pid; { wait $pid; } 2> /dev/null || true; exec 7>&-
+    stale=$(ls "$d/stale" | grep '\.tmp$') || die "no temporary file after SIGKILL"
+    : > "$d/stale/hprof-shrink.Zzzzzz.tmp"
+    flock "$d/stale/hprof-shrink.Zzzzzz.tmp" sleep 30 &
+    holder=$!
+    sleep 0.2
+    expect 0 "$B/hprof-shrink" -o "$d/stale" "$d/x.hprof"
+    grep -q "removed .*stale/$stale, a temporary file left by an interrupted run" "$T/err" || die "stale: $(cat "$T/err")"
+    [ ! -e "$d/stale/$stale" ] || die "the stale temporary file stayed"
+    [ -e "$d/stale/hprof-shrink.Zzzzzz.tmp" ] || die "a held temporary file was removed"
+    kill $holder; wait $holder 2>/dev/null || true
+}
+
+TESTS="$TESTS batch_json"
+t_batch_json() {
+    d=$T/bj; rm -rf "$d"; mkdir -p "$d/in"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/ok.hprof"
+    head -c 5000 "$d/in/ok.hprof" > "$d/in/cut.hprof"
+    cp "$d/in/ok.hprof" "$d/in/$(printf 'caf\351\377.hprof')"   # Latin-1, not UTF-8
+    mkfifo "$d/in/pipe.hprof"
+    expect 1 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    python3 - "$T/out" <<'PY' || die "batch --json: $(cat "$T/out")"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+raw.decode("utf-8")                     # strict: every line is valid UTF-8
+rows = [json.loads(l) for l in raw.decode().splitlines()]
+by = {r.get("status"): [] for r in rows}
+for r in rows:
+    by[r.get("status")].append(r)
+assert len(by["shrunk"]) == 2, rows
+f, = by["failed"]
+assert f["input"].endswith("cut.hprof") and f["exit"] == 1 and f["class"] == "invalid input", f
+assert isinstance(f["offset"], int) and f["offset"] > 0 and "offset 0x" in f["error"], f
+s, = by["skipped"]
+assert s["input"].endswith("pipe.hprof") and "not a regular file" in s["reason"], s
+assert any(r["input"].endswith("caf\u00e9\u00ff.hprof") for r in by["shrunk"]), rows
+assert rows[-1] == {"shrunk": 2, "failed": 1, "skipped": 1, "exit": 1}, rows[-1]
+PY
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish
@@ -285,15 +391,15 @@ for sig in INT TERM; do
     exec 7> "$T/fifo"               # the shrinker now waits for input
     gzip -dc fixtures/android-synth.hprof.gz | head -c 100000 >&7
     i=0
-    until ls "$T" | grep -q '^sig.hprof.*\.tmp$'; do
+    until ls "$T" | grep -q '^hprof-shrink\..*\.tmp$'; do
         i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
     done
-    ls "$T" | grep -q '^sig.hprof.*\.tmp$' || die "no temporary output while running"
+    ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' || die "no temporary output while running"
     kill -$sig $pid
     set +e; wait $pid; got=$?; set -e
     exec 7>&-
     [ "$got" -gt 128 ] || die "SIG$sig: exit status $got"
-    ls "$T" | grep -q '^sig.hprof' && die "SIG$sig left $(ls "$T" | grep '^sig.hprof')"
+    ls "$T" | grep -q '^sig.hprof\|^hprof-shrink\..*\.tmp$' && die "SIG$sig left $(ls "$T" | grep '^sig.hprof\|\.tmp$')"
 done
 
 banner "hostile inputs: one-line errors with offsets, exit 1, bounded memory"
@@ -344,7 +450,7 @@ for fault in enospc:100000 eio:5000 enospc:0; do
         eio*) grep -q 'Input/output error' "$T/err" || die "$fault: $(cat "$T/err")" ;;
         esac
         [ ! -e "$T/f.out" ] || die "$fault $z left an output"
-        ls "$T" | grep -q '^f\.out.*\.tmp$' && die "$fault $z left a temporary file"
+        ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$fault $z left a temporary file"
     done
 done
 cmp -s "$T/fin.hprof" "$T/fin.copy" || die "a failed run modified the input"
@@ -415,7 +521,7 @@ for tool in hprof-shrink hprof-verify; do
         "$T/err" || die "$tool cut: $(cat "$T/err")"
     [ "$(wc -l < "$T/err")" = 1 ] || die "$tool cut: not one line: $(cat "$T/err")"
     [ ! -e "$T/cut-out.hprof" ] || die "$tool cut: left an output"
-    ls "$T" | grep -q '^cut-out.*\.tmp$' && die "$tool cut: left a temporary file"
+    ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$tool cut: left a temporary file"
 done
 
 banner "hprof-info: counts agree with hprof-verify, hprof-shrink and the generator"
@@ -480,7 +586,8 @@ set +e
 got=$?
 set -e
 [ "$got" = 1 ] || die "batch with a corrupt file exited $got"
-[ "$(wc -l < "$T/batch.out")" = 3 ] || die "batch summary lines: $(cat "$T/batch.out")"
+[ "$(wc -l < "$T/batch.out")" = 4 ] || die "batch summary lines: $(cat "$T/batch.out")"
+grep -qx "3 shrunk, 1 failed, 0 skipped" "$T/batch.out" || die "batch tally: $(cat "$T/batch.out")"
 grep -q 'cut.hprof: offset 0x' "$T/batch.err" || die "batch error: $(cat "$T/batch.err")"
 for f in android-synth.hprof hotspot-synth.hprof a/b/jcmd.hprof; do
     "$B/hprof-verify" "$T/out1/$f" > /dev/null || die "batch output $f"
@@ -501,7 +608,9 @@ set -e
 python3 -c "
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert len(rows) == 3 and all(r['bytes_written'] > 0 for r in rows), rows
+done = [r for r in rows if r.get('status') == 'shrunk']
+assert len(done) == 3 and all(r['bytes_written'] > 0 for r in done), rows
+assert rows[-1] == {'shrunk': 3, 'failed': 1, 'skipped': 0, 'exit': 1}, rows
 " "$T/batch.json" || die "batch --json: $(cat "$T/batch.json")"
 # SIGINT: the finished output stays, the unfinished one leaves nothing
 rm -rf "$T/out3" "$T/fifo.hprof"; mkdir -p "$T/out3"
@@ -510,7 +619,7 @@ mkfifo "$T/fifo.hprof"
 pid=$!
 exec 7> "$T/fifo.hprof"
 i=0
-until ls "$T/out3" | grep -q '^fifo.hprof.*\.tmp$'; do
+until ls "$T/out3" | grep -q '^hprof-shrink\..*\.tmp$'; do
     i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
 done
 kill -INT $pid

@@ -9,11 +9,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -45,14 +47,18 @@ int cli_exit_code(int rc)
     }
 }
 
+char cli_first_error[1024];
+
 void cli_error(const char *fmt, ...)
 {
+    char msg[sizeof cli_first_error];
     va_list ap;
-    fprintf(stderr, "%s: ", cli_progname);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "%s: %s\n", cli_progname, msg);
+    if (cli_first_error[0] == '\0')
+        memcpy(cli_first_error, msg, sizeof msg);
 }
 
 void cli_version(void)
@@ -207,7 +213,12 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
             return EXIT_USAGE;
         }
     }
-    size_t len = strlen(path) + sizeof ".XXXXXX.tmp";
+    /* A short name of our own (not OUT plus a suffix, which a long OUT
+     * would push past NAME_MAX), locked while we live: a later batch run
+     * removes those that nobody holds (cli_remove_stale_temps()). */
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t len = dir_len + sizeof CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX;
     o->path = strdup(path);
     o->tmp = malloc(len);
     if (o->path == NULL || o->tmp == NULL) {
@@ -215,15 +226,17 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         cli_output_abort(o);
         return EXIT_IO;
     }
-    snprintf(o->tmp, len, "%s.XXXXXX.tmp", path);
-    o->fd = mkstemps(o->tmp, 4);
+    snprintf(o->tmp, len, "%.*s" CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX, (int)dir_len, path);
+    o->fd = mkstemps(o->tmp, (int)strlen(CLI_TEMP_SUFFIX));
     if (o->fd < 0) {
-        cli_error("%s: cannot create a temporary file: %s", path, strerror(errno));
+        cli_error("%s: cannot create a temporary file in its directory: %s", cli_quote(path),
+                  strerror(errno));
         free(o->tmp);
         o->tmp = NULL;
         cli_output_abort(o);
         return EXIT_IO;
     }
+    flock(o->fd, LOCK_EX | LOCK_NB);
     set_output_mode(o->fd, input);
     if (remember_temp(o->tmp) != 0) {
         cli_error("too many outputs open at once");
@@ -334,4 +347,129 @@ uint64_t cli_writeback_step(uint64_t input_size)
     if (input_size == 0 || step > CLI_WRITEBACK_STEP)
         return CLI_WRITEBACK_STEP;
     return step < (1u << 20) ? 1u << 20 : step;
+}
+
+int cli_remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    size_t plen = strlen(CLI_TEMP_PREFIX), slen = strlen(CLI_TEMP_SUFFIX);
+    int removed = 0;
+    if (d == NULL)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n != plen + 6 + slen || strncmp(e->d_name, CLI_TEMP_PREFIX, plen) != 0 ||
+            strcmp(e->d_name + n - slen, CLI_TEMP_SUFFIX) != 0)
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0)
+            continue;
+        /* a live run holds its lock; the lock of a killed one is gone */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            unlinkat(dirfd(d), e->d_name, 0) == 0) {
+            fprintf(stderr, "%s: removed %s%s%s, a temporary file left by an interrupted run\n",
+                    cli_progname, dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                    cli_quote(e->d_name));
+            removed++;
+        }
+        close(fd);
+    }
+    closedir(d);
+    return removed;
+}
+
+/* The name as it is when it is printable; otherwise in double quotes with
+ * C escapes, so that a name holding a newline stays on its line. */
+const char *cli_quote(const char *s)
+{
+    static char bufs[4][4 * 4096 + 3];
+    static int next;
+    const unsigned char *p = (const unsigned char *)s;
+    int plain = 1;
+    for (; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
+            plain = 0;
+    if (plain)
+        return s;
+    char *buf = bufs[next++ & 3], *w = buf;
+    char *end = buf + sizeof bufs[0] - 6;
+    *w++ = '"';
+    for (p = (const unsigned char *)s; *p && w < end; p++) {
+        switch (*p) {
+        case '\n': *w++ = '\\'; *w++ = 'n'; break;
+        case '\t': *w++ = '\\'; *w++ = 't'; break;
+        case '"': *w++ = '\\'; *w++ = '"'; break;
+        case '\\': *w++ = '\\'; *w++ = '\\'; break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                w += sprintf(w, "\\x%02x", *p);
+            else
+                *w++ = (char)*p;
+        }
+    }
+    *w++ = '"';
+    *w = '\0';
+    return buf;
+}
+
+/* Length of the UTF-8 sequence at p (n bytes left) that JSON may carry as it
+ * is, or 0.  Overlong forms, surrogates and code points past U+10FFFF are
+ * not UTF-8. */
+static size_t utf8_length(const unsigned char *p, size_t n)
+{
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
+            return 0;
+        if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0))
+            return 0;
+        return 3;
+    }
+    if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+            return 0;
+        if ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+            return 0;
+        return 4;
+    }
+    return 0;
+}
+
+void cli_json_string(FILE *f, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        size_t k;
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\u%04x", c);
+            i++;
+        } else if ((k = utf8_length(p + i, len - i)) != 0) {
+            fwrite(p + i, 1, k, f);
+            i += k;
+        } else if (c == 0xc0 && i + 1 < len && p[i + 1] == 0x80) {
+            fputs("\\u0000", f); /* modified UTF-8's NUL */
+            i += 2;
+        } else if (c == 0xed && i + 2 < len && p[i + 1] >= 0xa0 && p[i + 1] <= 0xbf &&
+                   (p[i + 2] & 0xc0) == 0x80) {
+            /* modified UTF-8 (CESU-8) writes a supplementary character as
+             * two surrogates of three bytes each: a pair in JSON */
+            unsigned u = 0xd000u | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
+            fprintf(f, "\\u%04x", u);
+            i += 3;
+        } else {
+            fprintf(f, "\\u%04x", c); /* a byte that is not text: U+0080-U+00FF */
+            i++;
+        }
+    }
+    fputc('"', f);
 }

@@ -6,7 +6,9 @@
 #ifndef HPROF_CLI_H
 #define HPROF_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "hprof.h"
@@ -28,7 +30,9 @@ int cli_init(const char *argv0);
 /* The exit code for a libhprof error code. */
 int cli_exit_code(int hprof_rc);
 
-/* "prog: what" on stderr. */
+/* "prog: what" on stderr.  The first message (without "prog: ") stays in
+ * cli_first_error. */
+extern char cli_first_error[1024];
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Print "prog (hprof-shrink) x.y.z" on stdout. */
@@ -74,6 +78,27 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
 int cli_output_commit(struct cli_output *o);
 /* Close and remove the temporary file. */
 void cli_output_abort(struct cli_output *o);
+
+/* Temporary outputs are DIR/hprof-shrink.XXXXXX.tmp, flock()ed while the
+ * process that writes them lives. */
+#define CLI_TEMP_PREFIX "hprof-shrink."
+#define CLI_TEMP_SUFFIX ".tmp"
+
+/* Removes the temporary files of our naming in `dir` that no live process
+ * holds (left by a run that was killed), saying so on stderr.  @return how
+ * many. */
+int cli_remove_stale_temps(const char *dir);
+
+/* `s` as it is when every byte is printable, else double-quoted with C
+ * escapes (a newline becomes \n).  The result lives until the fourth next
+ * call. */
+const char *cli_quote(const char *s);
+
+/* `len` bytes of `s` as a JSON string: valid UTF-8 as it is, Java's
+ * modified UTF-8 decoded (C0 80 is U+0000, surrogates of three bytes become
+ * \uD8xx escapes), control characters escaped, and any other byte that is
+ * not UTF-8 as the escape of U+0080-U+00FF of the same value. */
+void cli_json_string(FILE *f, const char *s, size_t len);
 
 /* SIGINT/SIGTERM/SIGHUP remove every open temporary file, then the process
  * dies of the signal as it would have. */
