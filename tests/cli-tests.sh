@@ -174,6 +174,48 @@ assert rows[-1] == {"shrunk": 2, "failed": 1, "skipped": 1, "exit": 1}, rows[-1]
 PY
 }
 
+TESTS="$TESTS special_outputs"
+t_special_outputs() {
+    d=$T/so; rm -rf "$d"; mkdir -p "$d/dir"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    "$B/hprof-shrink" -q "$d/x.hprof" "$d/ref.hprof"
+    # a character device: written in place, no temporary file, no -f
+    expect 0 "$B/hprof-shrink" --stats "$d/x.hprof" /dev/null
+    grep -q 'output  *11878 bytes' "$T/err" || die "--stats to /dev/null: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -f -z "$d/x.hprof" /dev/null
+    # a FIFO: its reader gets the same bytes as a file
+    mkfifo "$d/fifo"
+    cat "$d/fifo" > "$d/from-fifo.hprof" &
+    reader=$!
+    expect 0 "$B/hprof-shrink" -q "$d/x.hprof" "$d/fifo"
+    wait $reader
+    cmp -s "$d/ref.hprof" "$d/from-fifo.hprof" || die "FIFO output differs"
+    # a directory: into it under IN's name, as cp does (.gz with -z)
+    expect 0 "$B/hprof-shrink" -q "$d/x.hprof" "$d/dir"
+    cmp -s "$d/ref.hprof" "$d/dir/x.hprof" || die "OUT a directory: $(ls "$d/dir")"
+    expect 2 "$B/hprof-shrink" -q "$d/x.hprof" "$d/dir/"
+    grep -q 'already exists' "$T/err" || die "into a directory without -f: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -q -z fixtures/hotspot-synth.hprof.gz "$d/dir"
+    gzip -dc "$d/dir/hotspot-synth.hprof.gz" | cmp -s - "$d/ref.hprof" || die "-z into a directory"
+    expect 2 "$B/hprof-shrink" - "$d/dir" < "$d/x.hprof"
+    grep -q 'dir: is a directory (with standard input, name the output file)' "$T/err" ||
+        die "stdin into a directory: $(cat "$T/err")"
+}
+
+TESTS="$TESTS stdout_errors"
+t_stdout_errors() {
+    # a write error on standard output names it, not the input
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$T/se.hprof"
+    for z in "" -z; do
+        set +e; "$B/hprof-shrink" $z "$T/se.hprof" - > /dev/full 2> "$T/err"; got=$?; set -e
+        [ "$got" = 3 ] || die "/dev/full $z: exit $got"
+        grep -qx 'hprof-shrink: standard output: write: No space left on device' "$T/err" ||
+            die "/dev/full $z: $(cat "$T/err")"
+    done
+    expect 3 "$B/hprof-shrink" "$T/se.hprof" /dev/full
+    grep -qx 'hprof-shrink: /dev/full: write: No space left on device' "$T/err" || die "OUT /dev/full: $(cat "$T/err")"
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish

@@ -186,6 +186,27 @@ static void set_output_mode(int fd, const struct stat *input)
     fchmod(fd, input->st_mode & 0777);
 }
 
+/* A character device (/dev/null) or a FIFO is written as it is: nothing
+ * to rename over it, nothing to remove on failure. */
+static int open_direct(struct cli_output *o, const char *path, int force)
+{
+    o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (o->fd < 0) {
+        cli_error("%s: %s", cli_quote(path), strerror(errno));
+        return EXIT_IO;
+    }
+    if (isatty(o->fd) && !force) {
+        cli_error("%s: refusing to write a heap dump to a terminal (use -f to force)",
+                  cli_quote(path));
+        close(o->fd);
+        o->fd = -1;
+        return EXIT_USAGE;
+    }
+    o->path = strdup(path);
+    o->direct = 1;
+    return 0;
+}
+
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input)
 {
     struct stat st;
@@ -200,6 +221,12 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         return 0;
     }
     if (stat(path, &st) == 0) {
+        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+            return open_direct(o, path, force);
+        if (S_ISDIR(st.st_mode)) {
+            cli_error("%s: is a directory", cli_quote(path));
+            return EXIT_USAGE;
+        }
         if (input != NULL && st.st_dev == input->st_dev && st.st_ino == input->st_ino) {
             cli_error("%s: output is the input; refusing to overwrite it", path);
             return EXIT_USAGE;
@@ -249,6 +276,17 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
 int cli_output_commit(struct cli_output *o)
 {
     int rc = 0;
+    if (o->direct) {
+        if (close(o->fd) != 0) {
+            cli_error("%s: %s", cli_quote(o->path), strerror(errno));
+            rc = EXIT_IO;
+        }
+        o->fd = -1;
+        o->direct = 0;
+        free(o->path);
+        o->path = NULL;
+        return rc;
+    }
     if (o->tmp == NULL) { /* stdout */
         o->fd = -1;
         return 0;
@@ -279,8 +317,9 @@ int cli_output_commit(struct cli_output *o)
 
 void cli_output_abort(struct cli_output *o)
 {
-    if (o->fd >= 0 && o->tmp != NULL)
+    if (o->fd >= 0 && (o->tmp != NULL || o->direct))
         close(o->fd);
+    o->direct = 0;
     if (o->tmp != NULL) {
         unlink(o->tmp);
         forget_temp(o->tmp);

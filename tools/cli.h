@@ -54,6 +54,7 @@ struct cli_output {
     char *path;
     char *tmp;          /* temporary file next to path, or NULL */
     int fd;
+    int direct;         /* a device or FIFO, written in place */
 };
 
 /* cli_output_commit() fsyncs a file before renaming it; sinks writing one
@@ -70,8 +71,9 @@ struct cli_output {
 uint64_t cli_writeback_step(uint64_t input_size);
 
 /* Opens the temporary file for `path`.  Refuses when `path` is the input
- * (`input` is the input's stat, or NULL) or exists and !force.  Refuses a
- * terminal as stdout unless force.  @return 0, or an exit code (message
+ * (`input` is the input's stat, or NULL), a directory, or exists and
+ * !force.  A character device or FIFO is opened and written in place (no
+ * -f needed).  Refuses a terminal unless force.  @return 0, or an exit code (message
  * printed). */
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input);
 /* fsync, close and rename into place.  @return 0 or EXIT_IO. */

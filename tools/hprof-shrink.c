@@ -27,6 +27,7 @@ struct options {
     unsigned threads;       /* write-pass and gzip workers; 0: one per core */
     int force, quiet, stats, json;
     const char *in, *out;
+    char *out_alloc;            /* OUT a directory: the file in it */
     /* Batch mode: -o DIR with several inputs, -r to walk directories. */
     const char *out_dir;
     int recursive;
@@ -324,9 +325,11 @@ static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t
     cli_progress_update(ctx, pass, passes, done, total);
 }
 
+static char *output_name(const char *dir, const char *rel, int gzip);
+
 static int shrink_file(struct options *o)
 {
-    struct hprof_error err = { 0 };
+    struct hprof_error err = { 0 }, sink_err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_sink *sink = NULL;
     struct hprof_shrink_stats stats;
@@ -340,14 +343,32 @@ static int shrink_file(struct options *o)
         cli_error("%s: cannot open: %m", o->in);
         return EXIT_IO;
     }
+    /* OUT a directory: into it under IN's name, as cp does */
+    struct stat out_st;
+    char *into = NULL;
+    if (strcmp(o->out, "-") != 0 && stat(o->out, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
+        const char *base = strrchr(o->in, '/');
+        if (strcmp(o->in, "-") == 0) {
+            cli_error("%s: is a directory (with standard input, name the output file)",
+                      cli_quote(o->out));
+            return EXIT_USAGE;
+        }
+        into = output_name(o->out, base ? base + 1 : o->in, o->gzip_level);
+        if (into == NULL) {
+            cli_error("out of memory");
+            return EXIT_IO;
+        }
+        free(o->out_alloc);
+        o->out = o->out_alloc = into;
+    }
     code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
     if (code != 0)
         return code;
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
     if (rc == HPROF_OK) {
-        sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &err)
-                             : hprof_sink_new_fd(out.fd, &err);
-        rc = sink ? HPROF_OK : err.code;
+        sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &sink_err)
+                             : hprof_sink_new_fd(out.fd, &sink_err);
+        rc = sink ? HPROF_OK : sink_err.code;
         if (sink != NULL && out.tmp != NULL)
             hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
     }
@@ -369,7 +390,12 @@ static int shrink_file(struct options *o)
     hprof_sink_free(sink);
     cli_close_reader(in_fd, r);
     if (rc != HPROF_OK) {
-        cli_error("%s: %s", cli_quote(name), err.message[0] ? err.message : "failed");
+        /* the sink's own error is about OUT, anything else about IN */
+        if (sink_err.code != HPROF_OK)
+            cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
+                      sink_err.message[0] ? sink_err.message : "write failed");
+        else
+            cli_error("%s: %s", cli_quote(name), err.message[0] ? err.message : "failed");
         cli_output_abort(&out);
         return cli_exit_code(rc);
     }
@@ -939,5 +965,7 @@ int main(int argc, char **argv)
     if (code != 0)
         return code;
     cli_install_signal_handlers();
-    return o.out_dir ? run_batch(&o) : shrink_file(&o);
+    code = o.out_dir ? run_batch(&o) : shrink_file(&o);
+    free(o.out_alloc);
+    return code;
 }
