@@ -216,6 +216,32 @@ t_stdout_errors() {
     grep -qx 'hprof-shrink: /dev/full: write: No space left on device' "$T/err" || die "OUT /dev/full: $(cat "$T/err")"
 }
 
+TESTS="$TESTS usage"
+t_usage() {
+    d=$T/us; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # gzip's -1 ... -9: the level, and -z implied
+    expect 0 "$B/hprof-shrink" -q -9 "$d/x.hprof" "$d/a.gz"
+    expect 0 "$B/hprof-shrink" -q -z9 "$d/x.hprof" "$d/b.gz"
+    cmp -s "$d/a.gz" "$d/b.gz" || die "-9 differs from -z9"
+    expect 0 "$B/hprof-shrink" -q -1 "$d/x.hprof" "$d/c.gz"
+    gzip -t "$d/c.gz" || die "-1 is not gzip"
+    # "-z 9": the level is attached or nothing; the message says how
+    expect 2 "$B/hprof-shrink" -z 9 "$d/x.hprof" "$d/d.gz"
+    grep -q "'9' after -z is taken as a file name: attach the level (-z9, --gzip=9 or -9)" "$T/err" ||
+        die "-z 9: $(cat "$T/err")"
+    # a usage error is one line and a pointer to --help, never the help
+    for cmd in "hprof-shrink -z 9 $d/x.hprof $d/d.gz" "hprof-shrink --bogus" "hprof-shrink $d/x.hprof" \
+               "hprof-shrink --arrays=x $d/x.hprof $d/e" "hprof-verify" "hprof-verify --bogus" \
+               "hprof-info" "hprof-info --top x $d/x.hprof" "hprof-bitmaps" "hprof-bitmaps $d/x.hprof"; do
+        tool=${cmd%% *}
+        expect 2 "$B"/$cmd
+        [ "$(wc -l < "$T/err")" = 2 ] || die "$cmd: not two lines: $(cat "$T/err")"
+        head -n 1 "$T/err" | grep -q "^$tool: ." || die "$cmd: $(cat "$T/err")"
+        tail -n 1 "$T/err" | grep -qx "Try '$tool --help' for more information." || die "$cmd: $(cat "$T/err")"
+    done
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish

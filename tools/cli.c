@@ -61,6 +61,20 @@ void cli_error(const char *fmt, ...)
         memcpy(cli_first_error, msg, sizeof msg);
 }
 
+int cli_usage_error(const char *fmt, ...)
+{
+    if (fmt != NULL) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        cli_error("%s", msg);
+    }
+    fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+    return EXIT_USAGE;
+}
+
 void cli_version(void)
 {
     printf("%s (hprof-shrink) %s\n", cli_progname, HPROF_VERSION_STRING);

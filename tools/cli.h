@@ -35,6 +35,11 @@ int cli_exit_code(int hprof_rc);
 extern char cli_first_error[1024];
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A usage error: "prog: what" (unless fmt is NULL: getopt said it) and
+ * "Try 'prog --help' for more information.", never the whole help.
+ * @return EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Print "prog (hprof-shrink) x.y.z" on stdout. */
 void cli_version(void);
 

@@ -239,17 +239,18 @@ int main(int argc, char **argv)
     int c;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
         switch (c) {
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_usage_error(NULL);
         }
     }
-    if (argc - optind != 2) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind != 2)
+        return cli_usage_error(argc == optind ? "missing IN and OUTDIR"
+                               : argc - optind == 1 ? "missing OUTDIR"
+                               : "too many arguments");
     const char *path = argv[optind], *dir = argv[optind + 1];
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         cli_error("%s: %s", dir, strerror(errno));

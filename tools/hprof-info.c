@@ -24,7 +24,7 @@ static void usage(FILE *out)
     fprintf(out,
             "Show what a Java or Android heap dump (.hprof) holds.\n"
             "\n"
-            "Usage: %s [options] FILE\n"
+            "Usage: %s [options] FILE...\n"
             "\n"
             "Options:\n"
             "  --top N        classes to list by count and by bytes [Default: 10]\n"
@@ -367,6 +367,35 @@ static void print_json(FILE *f, const char *path, const struct hprof_info *info,
     fprintf(f, "}\n");
 }
 
+/* One file's report (or JSON object, one line); @return its exit code. */
+static int info_file(const char *path, const struct options *o)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_info info;
+    struct estimate e;
+    int fd = -1, analysed = 0;
+    memset(&e, 0, sizeof e);
+    int rc = cli_open_reader(path, &fd, &r, &err);
+    if (rc == HPROF_OK)
+        analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
+    if (rc == HPROF_OK && o->estimate)
+        rc = estimate(r, &e, &err);
+    if (rc == HPROF_OK) {
+        if (o->json)
+            print_json(stdout, path, &info, o, &e);
+        else
+            print_report(stdout, path, &info, o, &e);
+    } else {
+        fflush(stdout);
+        cli_error("%s: %s", path, err.message);
+    }
+    if (analysed)
+        hprof_info_free(&info);
+    cli_close_reader(fd, r);
+    return cli_exit_code(rc);
+}
+
 int main(int argc, char **argv)
 {
     enum { OPT_TOP = 256, OPT_ESTIMATE, OPT_JSON };
@@ -383,12 +412,12 @@ int main(int argc, char **argv)
     int c;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_TOP:
             if (cli_parse_uint(optarg, 1000000, &v) != 0) {
-                cli_error("--top: expected a number, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--top: expected a number, got '%s'", optarg);
             }
             o.top = (size_t)v;
             break;
@@ -396,40 +425,22 @@ int main(int argc, char **argv)
         case OPT_JSON: o.json = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_usage_error(NULL);
         }
     }
-    if (optind != argc - 1) {
-        cli_error(optind == argc ? "no input file" : "one file at a time");
-        usage(stderr);
-        return EXIT_USAGE;
+    if (optind == argc)
+        return cli_usage_error("no input file");
+    int worst = EXIT_OK;
+    for (int i = optind; i < argc; i++) {
+        if (i > optind && !o.json)
+            putchar('\n');
+        int code = info_file(argv[i], &o);
+        if (code > worst)
+            worst = code;
     }
-    const char *path = argv[optind];
-    struct hprof_error err = { 0 };
-    struct hprof_reader *r = NULL;
-    struct hprof_info info;
-    struct estimate e;
-    int fd = -1, analysed = 0;
-    memset(&e, 0, sizeof e);
-    int rc = cli_open_reader(path, &fd, &r, &err);
-    if (rc == HPROF_OK)
-        analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
-    if (rc == HPROF_OK && o.estimate)
-        rc = estimate(r, &e, &err);
-    if (rc == HPROF_OK) {
-        if (o.json)
-            print_json(stdout, path, &info, &o, &e);
-        else
-            print_report(stdout, path, &info, &o, &e);
-    } else {
-        cli_error("%s: %s", path, err.message);
-    }
-    if (analysed)
-        hprof_info_free(&info);
-    cli_close_reader(fd, r);
-    if (rc == HPROF_OK && fflush(stdout) != 0) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
         cli_error("standard output: write failed");
         return EXIT_IO;
     }
-    return cli_exit_code(rc);
+    return worst;
 }

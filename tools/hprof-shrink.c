@@ -106,8 +106,8 @@ static int parse(int argc, char **argv, struct options *o)
         { NULL, 0, NULL, 0 },
     };
     unsigned long long v;
-    int c;
-    while ((c = getopt_long(argc, argv, "z::j:o:rfqhV", long_options, NULL)) != -1) {
+    int c, z_bare = 0;
+    while ((c = getopt_long(argc, argv, "z::j:o:rfqhV123456789", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_ARRAYS:
             if (strcmp(optarg, "empty") == 0)
@@ -117,8 +117,7 @@ static int parse(int argc, char **argv, struct options *o)
             else if (strcmp(optarg, "remove") == 0)
                 o->shrink.arrays = HPROF_ARRAYS_REMOVE;
             else {
-                cli_error("--arrays: expected empty, zero or remove, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--arrays: expected empty, zero or remove, got '%s'", optarg);
             }
             break;
         case OPT_KEEP_SYSTEM: o->shrink.keep_system_heaps = 1; break;
@@ -128,19 +127,16 @@ static int parse(int argc, char **argv, struct options *o)
             else if (strcmp(optarg, "strings") == 0)
                 o->shrink.redact = HPROF_REDACT_STRINGS;
             else {
-                cli_error("--redact: expected nothing, all or strings, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--redact: expected nothing, all or strings, got '%s'", optarg);
             }
             break;
         case OPT_REDACT_KEEP: {
             const char *dot = strrchr(optarg, '.');
             if (dot == NULL || dot == optarg || dot[1] == '\0') {
-                cli_error("--redact-keep: expected CLASS.FIELD, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--redact-keep: expected CLASS.FIELD, got '%s'", optarg);
             }
             if (o->shrink.n_redact_keep == HPROF_REDACT_MAX_RULES) {
-                cli_error("--redact-keep: at most %d rules", HPROF_REDACT_MAX_RULES);
-                return EXIT_USAGE;
+                return cli_usage_error("--redact-keep: at most %d rules", HPROF_REDACT_MAX_RULES);
             }
             o->keep_rules[o->shrink.n_redact_keep++] = optarg;
             o->shrink.redact_keep = o->keep_rules;
@@ -149,26 +145,24 @@ static int parse(int argc, char **argv, struct options *o)
         case OPT_REDACT_FIELDS: o->shrink.redact_fields = 1; break;
         case 'z':
             o->gzip_level = 6;
+            z_bare = optarg == NULL;
             if (optarg != NULL) {
                 if (cli_parse_uint(optarg, 9, &v) != 0 || v < 1) {
-                    cli_error("--gzip: expected a level from 1 to 9, got '%s'", optarg);
-                    return EXIT_USAGE;
+                    return cli_usage_error("--gzip: expected a level from 1 to 9, got '%s'", optarg);
                 }
                 o->gzip_level = (int)v;
             }
             break;
         case 'j':
             if (cli_parse_uint(optarg, 256, &v) != 0) {
-                cli_error("--threads: expected 0 to 256, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--threads: expected 0 to 256, got '%s'", optarg);
             }
             o->threads = (unsigned)v;
             break;
         case OPT_SEGMENT:
             if (cli_parse_uint(optarg, UINT32_MAX, &v) != 0 || v < HPROF_SEGMENT_LIMIT_MIN) {
-                cli_error("--segment-size: expected %u to %u bytes, got '%s'",
+                return cli_usage_error("--segment-size: expected %u to %u bytes, got '%s'",
                           HPROF_SEGMENT_LIMIT_MIN, UINT32_MAX, optarg);
-                return EXIT_USAGE;
             }
             o->shrink.segment_limit = (uint32_t)v;
             break;
@@ -180,22 +174,25 @@ static int parse(int argc, char **argv, struct options *o)
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(EXIT_OK);
         case 'V': cli_version(); exit(EXIT_OK);
-        default: usage(stderr); return EXIT_USAGE;
+        case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
+        case '9':
+            o->gzip_level = c - '0'; /* gzip's -1 ... -9: a level, and gzip */
+            z_bare = 0;
+            break;
+        default: return cli_usage_error(NULL);
         }
     }
     int left = argc - optind;
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0) {
-            cli_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
-            return EXIT_USAGE;
+            return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
         }
         o->inputs = argv + optind;
         o->n_inputs = left;
         return 0;
     }
     if ((o->shrink.n_redact_keep > 0 || o->shrink.redact_fields) && !o->shrink.redact) {
-        cli_error("--redact-keep and --redact-fields need --redact");
-        return EXIT_USAGE;
+        return cli_usage_error("--redact-keep and --redact-fields need --redact");
     }
     if (left == 0) {
         o->in = o->out = "-";
@@ -203,9 +200,13 @@ static int parse(int argc, char **argv, struct options *o)
         o->in = argv[optind];
         o->out = argv[optind + 1];
     } else {
-        cli_error(left == 1 ? "missing OUT (use - for standard output)" : "too many arguments");
-        fprintf(stderr, "Usage: %s [options] IN OUT   (--help for more)\n", cli_progname);
-        return EXIT_USAGE;
+        /* -z's level is an optional argument: "-z 9" is -z and a file 9 */
+        const char *first = argv[optind];
+        if (z_bare && first[0] >= '1' && first[0] <= '9' && first[1] == '\0')
+            return cli_usage_error("'%s' after -z is taken as a file name: attach the level "
+                                   "(-z%s, --gzip=%s or -%s)", first, first, first, first);
+        return cli_usage_error(left == 1 ? "missing OUT (use - for standard output)"
+                                         : "too many arguments");
     }
     return 0;
 }
@@ -349,9 +350,8 @@ static int shrink_file(struct options *o)
     if (strcmp(o->out, "-") != 0 && stat(o->out, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
         const char *base = strrchr(o->in, '/');
         if (strcmp(o->in, "-") == 0) {
-            cli_error("%s: is a directory (with standard input, name the output file)",
+            return cli_usage_error("%s: is a directory (with standard input, name the output file)",
                       cli_quote(o->out));
-            return EXIT_USAGE;
         }
         into = output_name(o->out, base ? base + 1 : o->in, o->gzip_level);
         if (into == NULL) {
@@ -661,8 +661,7 @@ static int collect_inputs(const struct options *o, struct file_list *l)
         }
         if (S_ISDIR(st.st_mode)) {
             if (!o->recursive) {
-                cli_error("%s: is a directory (use -r)", cli_quote(in));
-                return EXIT_USAGE;
+                return cli_usage_error("%s: is a directory (use -r)", cli_quote(in));
             }
             size_t before = l->n;
             walk_list = l;
@@ -830,8 +829,7 @@ static int run_batch(struct options *o)
         return EXIT_IO;
     }
     if (!S_ISDIR(st.st_mode)) {
-        cli_error("%s: not a directory", cli_quote(o->out_dir));
-        return EXIT_USAGE;
+        return cli_usage_error("%s: not a directory", cli_quote(o->out_dir));
     }
     walk_out_dir = st;
     walk_out_dir_known = 1;
@@ -961,6 +959,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     int code = parse(argc, argv, &o);
     if (code != 0)
         return code;

@@ -80,18 +80,17 @@ int main(int argc, char **argv)
     int quiet = 0, c, worst = EXIT_OK;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     while ((c = getopt_long(argc, argv, "qhV", options, NULL)) != -1) {
         switch (c) {
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_usage_error(NULL);
         }
     }
     if (optind == argc) {
-        cli_error("no input file");
-        usage(stderr);
-        return EXIT_USAGE;
+        return cli_usage_error("no input file");
     }
     for (int i = optind; i < argc; i++) {
         int code = verify_file(argv[i], quiet);
