@@ -242,6 +242,25 @@ t_usage() {
     done
 }
 
+TESTS="$TESTS messages"
+t_messages() {
+    d=$T/msg; rm -rf "$d"; mkdir -p "$d/dir"
+    # the file is named once, whatever the library's message says
+    for tool in hprof-verify hprof-info "hprof-bitmaps" hprof-shrink; do
+        extra=""
+        case $tool in hprof-bitmaps) extra=$d/bm ;; hprof-shrink) extra=$d/out.hprof ;; esac
+        expect 3 "$B/$tool" "$d/nosuch" $extra
+        grep -qx "$tool: $d/nosuch: No such file or directory" "$T/err" || die "$tool nosuch: $(cat "$T/err")"
+        expect 3 "$B/$tool" "$d/dir" $extra
+        grep -qx "$tool: $d/dir: is a directory" "$T/err" || die "$tool dir: $(cat "$T/err")"
+    done
+    printf 'JAVA PROFILE 1.0.2\0\0\0\0\010' | gzip | head -c 20 > "$d/cut.gz"
+    expect 1 "$B/hprof-verify" "$d/cut.gz"
+    [ "$(grep -o 'cut.gz' "$T/err" | wc -l)" = 1 ] || die "gzip message repeats the name: $(cat "$T/err")"
+    expect 1 "$B/hprof-verify" - < "$d/cut.gz"
+    grep -q '^hprof-verify: standard input: gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish

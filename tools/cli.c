@@ -61,6 +61,19 @@ void cli_error(const char *fmt, ...)
         memcpy(cli_first_error, msg, sizeof msg);
 }
 
+void cli_file_error(const char *path, const char *msg)
+{
+    size_t n = strlen(path);
+    if (msg == NULL || *msg == '\0')
+        msg = "failed";
+    /* the library's input messages may already start with the name */
+    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        msg += n + 2;
+    else if (strcmp(path, "-") == 0 && strncmp(msg, "(stdin): ", 9) == 0)
+        msg += 9;
+    cli_error("%s: %s", strcmp(path, "-") == 0 ? "standard input" : cli_quote(path), msg);
+}
+
 int cli_usage_error(const char *fmt, ...)
 {
     if (fmt != NULL) {

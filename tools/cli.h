@@ -35,6 +35,10 @@ int cli_exit_code(int hprof_rc);
 extern char cli_first_error[1024];
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* "prog: FILE: message", FILE once even when `msg` starts with it; "-" is
+ * "standard input". */
+void cli_file_error(const char *path, const char *msg);
+
 /* A usage error: "prog: what" (unless fmt is NULL: getopt said it) and
  * "Try 'prog --help' for more information.", never the whole help.
  * @return EXIT_USAGE. */

@@ -266,7 +266,7 @@ int main(int argc, char **argv)
     if (rc == HPROF_OK)
         rc = export_all(r, &info, dir, &err);
     if (rc != HPROF_OK)
-        cli_error("%s: %s", path, err.message);
+        cli_file_error(path, err.message);
     if (analysed)
         hprof_info_free(&info);
     cli_close_reader(fd, r);

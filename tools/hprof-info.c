@@ -388,7 +388,7 @@ static int info_file(const char *path, const struct options *o)
             print_report(stdout, path, &info, o, &e);
     } else {
         fflush(stdout);
-        cli_error("%s: %s", path, err.message);
+        cli_file_error(path, err.message);
     }
     if (analysed)
         hprof_info_free(&info);

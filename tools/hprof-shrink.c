@@ -341,7 +341,7 @@ static int shrink_file(struct options *o)
     const char *name = strcmp(o->in, "-") == 0 ? "(stdin)" : o->in;
 
     if (strcmp(o->in, "-") != 0 && stat(o->in, &in_st) != 0) {
-        cli_error("%s: cannot open: %m", o->in);
+        cli_file_error(o->in, strerror(errno));
         return EXIT_IO;
     }
     /* OUT a directory: into it under IN's name, as cp does */
@@ -395,7 +395,7 @@ static int shrink_file(struct options *o)
             cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
                       sink_err.message[0] ? sink_err.message : "write failed");
         else
-            cli_error("%s: %s", cli_quote(name), err.message[0] ? err.message : "failed");
+            cli_file_error(o->in, err.message);
         cli_output_abort(&out);
         return cli_exit_code(rc);
     }

@@ -63,7 +63,7 @@ static int verify_file(const char *path, int quiet)
             print_report(path, hprof_reader_header(r), &report);
     } else {
         fflush(stdout);
-        fprintf(stderr, "%s: %s: %s\n", cli_progname, path, err.message);
+        cli_file_error(path, err.message);
     }
     cli_close_reader(fd, r);
     return cli_exit_code(rc);
