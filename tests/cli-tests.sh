@@ -261,6 +261,45 @@ t_messages() {
     grep -q '^hprof-verify: standard input: gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
 }
 
+TESTS="$TESTS formats"
+t_formats() {
+    d=$T/fmt; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # a suffix that contradicts the format: a warning, the file as asked
+    expect 0 "$B/hprof-shrink" -z "$d/x.hprof" "$d/a.hprof"
+    grep -q "warning: .*a.hprof: the output is gzip-compressed but its name does not end in .gz" "$T/err" ||
+        die "-z to .hprof: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" "$d/x.hprof" "$d/b.hprof.GZ"
+    grep -q "warning: .*b.hprof.GZ: the name ends in .gz but the output is not compressed" "$T/err" ||
+        die "plain to .gz: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -z "$d/x.hprof" "$d/c.hprof.gz"
+    [ ! -s "$T/err" ] || die "-z to .gz warns: $(cat "$T/err")"
+    # other compressors are named, from a file or standard input
+    for c in "zstd 28b52ffd" "xz fd377a585a00" "bzip2 425a6839" "lz4 04224d18"; do
+        name=${c%% *}
+        python3 -c "import sys; open(sys.argv[1], 'wb').write(bytes.fromhex(sys.argv[2]) + bytes(10))" \
+            "$d/y.$name" "${c#* }"
+        for tool in hprof-verify hprof-info; do
+            expect 1 "$B/$tool" "$d/y.$name"
+            grep -q "y.$name: $name-compressed: only gzip is read; decompress it first ($name -d)" "$T/err" ||
+                die "$tool $name: $(cat "$T/err")"
+        done
+        expect 1 "$B/hprof-shrink" - "$d/z.hprof" < "$d/y.$name"
+        grep -q "standard input: $name-compressed" "$T/err" || die "stdin $name: $(cat "$T/err")"
+    done
+    # a terminal on standard input is refused at once, as gzip -d does
+    for cmd in "hprof-verify -" "hprof-info -" "hprof-shrink - $d/t.hprof"; do
+        set +e
+        timeout 10 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/out" 2>&1
+        got=$?
+        set -e
+        [ "$got" = 2 ] || die "$cmd on a terminal: exit $got: $(cat "$T/out")"
+        grep -q "standard input: is a terminal; refusing to read a heap dump from it" "$T/out" ||
+            die "$cmd on a terminal: $(cat "$T/out")"
+    done
+    [ ! -e "$d/t.hprof" ] || die "terminal input left an output"
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish

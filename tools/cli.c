@@ -357,11 +357,38 @@ void cli_output_abort(struct cli_output *o)
     o->fd = -1;
 }
 
+/* A compressor the library does not read: its name, or NULL. */
+static const char *other_compression(int fd)
+{
+    unsigned char m[6];
+    if (pread(fd, m, sizeof m, 0) != (ssize_t)sizeof m)
+        return NULL;
+    if (m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
+        return "zstd";
+    if (memcmp(m, "\xfd" "7zXZ\0", 6) == 0)
+        return "xz";
+    if (m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9')
+        return "bzip2";
+    if (m[0] == 0x04 && m[1] == 0x22 && m[2] == 0x4d && m[3] == 0x18)
+        return "lz4";
+    return NULL;
+}
+
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
 {
     *fd = -1;
     *r = NULL;
-    int rc = hprof_input_open(path, fd, NULL, err);
+    int rc;
+    /* as gzip -d does: a person typing a heap dump is a mistake */
+    if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
+        return hprof_error_set(err, HPROF_ERR_USAGE,
+                               "is a terminal; refusing to read a heap dump from it");
+    rc = hprof_input_open(path, fd, NULL, err);
+    const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
+    if (other != NULL)
+        rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                             "%s-compressed: only gzip is read; decompress it first (%s -d)",
+                             other, other);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);
     /* Mapped unless HPROF_MMAP=0: no copy of what is parsed, and array

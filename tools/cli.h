@@ -116,6 +116,8 @@ void cli_json_string(FILE *f, const char *s, size_t len);
 void cli_install_signal_handlers(void);
 
 /* Open `path` ("-" for stdin; gzip and pipes spooled) and a reader on it.
+ * Refuses a terminal as stdin (HPROF_ERR_USAGE) and names zstd, xz, bzip2
+ * and lz4 input as unsupported (HPROF_ERR_FORMAT).
  * @return HPROF_OK with *fd and *r set, or an error (nothing left open).
  * cli_close_reader() releases both. */
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);

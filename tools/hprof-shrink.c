@@ -327,6 +327,7 @@ static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t
 }
 
 static char *output_name(const char *dir, const char *rel, int gzip);
+static int ends_with_nocase(const char *s, const char *suffix);
 
 static int shrink_file(struct options *o)
 {
@@ -362,6 +363,16 @@ static int shrink_file(struct options *o)
         o->out = o->out_alloc = into;
     }
     code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
+    /* A name that says the other format misleads whoever opens the file
+     * later; it is the caller's name, so warn rather than change it. */
+    if (code == 0 && out.tmp != NULL && !o->batch && !o->quiet) {
+        if (o->gzip_level && !ends_with_nocase(o->out, ".gz"))
+            cli_error("warning: %s: the output is gzip-compressed but its name does not end "
+                      "in .gz", cli_quote(o->out));
+        else if (!o->gzip_level && ends_with_nocase(o->out, ".gz"))
+            cli_error("warning: %s: the name ends in .gz but the output is not compressed "
+                      "(add -z)", cli_quote(o->out));
+    }
     if (code != 0)
         return code;
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
