@@ -273,7 +273,7 @@ t_formats() {
     grep -q "warning: .*b.hprof.GZ: the name ends in .gz but the output is not compressed" "$T/err" ||
         die "plain to .gz: $(cat "$T/err")"
     expect 0 "$B/hprof-shrink" -z "$d/x.hprof" "$d/c.hprof.gz"
-    [ ! -s "$T/err" ] || die "-z to .gz warns: $(cat "$T/err")"
+    grep -q warning "$T/err" && die "-z to .gz warns: $(cat "$T/err")"
     # other compressors are named, from a file or standard input
     for c in "zstd 28b52ffd" "xz fd377a585a00" "bzip2 425a6839" "lz4 04224d18"; do
         name=${c%% *}
@@ -298,6 +298,34 @@ t_formats() {
             die "$cmd on a terminal: $(cat "$T/out")"
     done
     [ ! -e "$d/t.hprof" ] || die "terminal input left an output"
+}
+
+TESTS="$TESTS progress"
+t_progress() {
+    d=$T/pg; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/x.hprof"
+    # not a terminal: no progress, one summary line on stderr (none with -q)
+    expect 0 "$B/hprof-shrink" "$d/x.hprof" "$d/a.hprof"
+    grep -Eqx "$d/x.hprof -> $d/a.hprof: [0-9.]+ [kM]B -> [0-9.]+ [kM]B \([0-9.]+%\), [0-9.]+ s" "$T/err" ||
+        die "summary line: $(cat "$T/err")"
+    [ "$(wc -l < "$T/err")" = 1 ] || die "more than a summary: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -q -f "$d/x.hprof" "$d/a.hprof"
+    [ ! -s "$T/err" ] || die "-q printed: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -z - - < "$d/x.hprof"
+    grep -q "^standard input -> standard output: .* before gzip " "$T/err" || die "stdin summary: $(cat "$T/err")"
+    # a terminal: one line redrawn in place, bytes and a rate, no pass
+    # counter, a percentage that never goes back; the summary stays
+    for cmd in "hprof-shrink -f $d/x.hprof $d/a.hprof" "hprof-shrink -f -z fixtures/android-synth.hprof.gz $d/b.gz" \
+               "hprof-verify $d/x.hprof" "hprof-info $d/x.hprof"; do
+        timeout 20 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/tty" 2>&1 || die "$cmd on a terminal failed"
+        tr '\r' '\n' < "$T/tty" | grep -a "^${cmd%% *}: [^ ]*: .* read, .*/s" > "$T/lines" ||
+            die "$cmd: no progress line: $(tr '\r' '\n' < "$T/tty" | head -5)"
+        grep -aq 'pass' "$T/lines" && die "$cmd: a pass counter: $(cat "$T/lines")"
+        grep -ao ' [0-9]*%' "$T/lines" | tr -d ' %' | sort -n -c 2> /dev/null || die "$cmd: percentage went back"
+    done
+    tr '\r' '\n' < "$T/tty" > /dev/null
+    timeout 20 script -qec "$B/hprof-shrink -f $d/x.hprof $d/a.hprof" /dev/null < /dev/null > "$T/tty" 2>&1
+    tr '\r' '\n' < "$T/tty" | tr -d '\033' | grep -aq "^\[K$d/x.hprof -> $d/a.hprof: " || die "no summary on a terminal: $(cat -v "$T/tty")"
 }
 
 if [ $# -gt 0 ]; then

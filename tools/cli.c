@@ -8,6 +8,8 @@
  * walk with only async-signal-safe calls.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <time.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <signal.h>
@@ -93,11 +95,61 @@ void cli_version(void)
     printf("%s (hprof-shrink) %s\n", cli_progname, HPROF_VERSION_STRING);
 }
 
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void cli_format_bytes(char *buf, size_t len, uint64_t n)
+{
+    static const char *const units[] = { "bytes", "kB", "MB", "GB", "TB" };
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1000 && u < 4) {
+        v /= 1000;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%" PRIu64 " bytes", n);
+    else
+        snprintf(buf, len, "%.*f %s", v < 10 ? 1 : 0, v, units[u]);
+}
+
 void cli_progress_init(struct cli_progress *p, const char *label, int quiet)
 {
+    memset(p, 0, sizeof *p);
     p->enabled = !quiet && isatty(STDERR_FILENO);
     p->label = label;
-    p->last_percent = -1;
+    p->start = now_seconds();
+}
+
+/* One line, redrawn at most ten times a second: how far the whole run is
+ * (monotone: a later pass never shows less), the input bytes read over
+ * all passes, and the rate. */
+static void progress_draw(struct cli_progress *p, double fraction, uint64_t total)
+{
+    double t = now_seconds();
+    if (fraction < p->fraction)
+        fraction = p->fraction;
+    p->fraction = fraction;
+    if (p->drawn && t - p->last_draw < 0.1)
+        return;
+    p->last_draw = t;
+    p->drawn = 1;
+    char read[32], size[32], rate[32];
+    double secs = t - p->start;
+    cli_format_bytes(read, sizeof read, p->read + p->done);
+    cli_format_bytes(size, sizeof size, total);
+    cli_format_bytes(rate, sizeof rate, secs > 0 ? (uint64_t)((double)(p->read + p->done) / secs) : 0);
+    if (fraction >= 0)
+        fprintf(stderr, "\r%s: %s: %3d%% of %s, %s read, %s/s\033[K", cli_progname,
+                cli_quote(p->label), (int)(fraction * 100), size, read, rate);
+    else
+        fprintf(stderr, "\r%s: %s: %s, %s read, %s/s\033[K", cli_progname, cli_quote(p->label),
+                size, read, rate);
+    fflush(stderr);
 }
 
 void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t done,
@@ -105,19 +157,50 @@ void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t 
 {
     if (!p->enabled)
         return;
-    int percent = total ? (int)(done * 100 / total) : 100;
-    if (percent == p->last_percent)
+    if (pass != p->pass) {      /* a new pass: the last one read its input */
+        if (p->pass != 0)
+            p->read += p->total;
+        p->pass = pass;
+    }
+    p->done = done;
+    p->total = total;
+    double f = passes > 0 && total > 0
+                   ? ((double)(pass - 1) + (double)done / (double)total) / (double)passes
+                   : 0;
+    progress_draw(p, f > 1 ? 1 : f, total);
+}
+
+void cli_progress_bytes(void *ctx, uint64_t done, uint64_t total)
+{
+    struct cli_progress *p = ctx;
+    if (!p->enabled)
         return;
-    p->last_percent = percent;
-    fprintf(stderr, "\r%s: %s: pass %d/%d %3d%%", cli_progname, p->label, pass, passes, percent);
+    if (done < p->done)         /* the reader started over: another pass */
+        p->read += p->total;
+    p->done = done;
+    p->total = total;
+    progress_draw(p, -1, total);
+}
+
+void cli_progress_note(struct cli_progress *p, const char *what)
+{
+    if (!p->enabled)
+        return;
+    fprintf(stderr, "\r%s: %s: %s\033[K", cli_progname, cli_quote(p->label), what);
     fflush(stderr);
+    p->drawn = 1;
 }
 
 void cli_progress_done(struct cli_progress *p)
 {
-    if (p->enabled && p->last_percent >= 0)
+    if (p->enabled && p->drawn)
         fprintf(stderr, "\r\033[K");
-    p->last_percent = -1;
+    p->drawn = 0;
+}
+
+double cli_progress_seconds(const struct cli_progress *p)
+{
+    return now_seconds() - p->start;
 }
 
 /* ---- Temporary files and signals ------------------------------------------ */

@@ -47,16 +47,33 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "prog (hprof-shrink) x.y.z" on stdout. */
 void cli_version(void);
 
-/* Progress on stderr when it is a terminal and `enabled`. */
+/* Progress on stderr when it is a terminal (and not quiet): one line over
+ * the whole run, however many passes the library makes, with the input
+ * bytes read and the rate. */
 struct cli_progress {
-    int enabled;
+    int enabled, drawn;
     const char *label;
-    int last_percent;
+    double start, last_draw;
+    double fraction;            /* of the whole run, never decreasing */
+    int pass;
+    uint64_t read;              /* bytes of the passes before this one */
+    uint64_t done, total;       /* in this pass */
 };
 void cli_progress_init(struct cli_progress *p, const char *label, int quiet);
+/* hprof_shrink_options.progress */
 void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t done,
                          uint64_t total);
+/* hprof_reader_set_progress(): no pass count, so bytes and rate only */
+void cli_progress_bytes(void *ctx, uint64_t done, uint64_t total);
+/* What happens before the passes ("reading standard input"). */
+void cli_progress_note(struct cli_progress *p, const char *what);
+/* Clear the line (the caller prints its summary). */
 void cli_progress_done(struct cli_progress *p);
+/* Seconds since cli_progress_init(). */
+double cli_progress_seconds(const struct cli_progress *p);
+
+/* "301 MB", "93.9 kB", "512 bytes" (powers of 1000, as the summary shows). */
+void cli_format_bytes(char *buf, size_t len, uint64_t n);
 
 /* An output file written safely.  path "-" is standard output. */
 struct cli_output {

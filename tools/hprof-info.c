@@ -136,10 +136,19 @@ struct estimate {
     struct hprof_shrink_stats stats;    /* of the default mode */
 };
 
-static int estimate(struct hprof_reader *r, struct estimate *e, struct hprof_error *err)
+static void on_shrink_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
+{
+    (void)pass;
+    (void)passes;
+    cli_progress_bytes(ctx, done, total);
+}
+
+static int estimate(struct hprof_reader *r, struct estimate *e, struct cli_progress *progress,
+                    struct hprof_error *err)
 {
     for (int mode = 0; mode < 3; mode++) {
-        struct hprof_shrink_options o = { .arrays = mode };
+        struct hprof_shrink_options o = { .arrays = mode, .progress = on_shrink_progress,
+                                          .progress_ctx = progress };
         struct hprof_shrink_stats st;
         struct hprof_sink *null = hprof_sink_new_null(err);
         int rc = null ? hprof_shrink(r, null, &o, &st, err) : HPROF_ERR_NOMEM;
@@ -374,13 +383,19 @@ static int info_file(const char *path, const struct options *o)
     struct hprof_reader *r = NULL;
     struct hprof_info info;
     struct estimate e;
+    struct cli_progress progress;
     int fd = -1, analysed = 0;
     memset(&e, 0, sizeof e);
+    cli_progress_init(&progress, path, 0);
+    cli_progress_note(&progress, "reading the input");
     int rc = cli_open_reader(path, &fd, &r, &err);
-    if (rc == HPROF_OK)
+    if (rc == HPROF_OK) {
+        hprof_reader_set_progress(r, cli_progress_bytes, &progress);
         analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
+    }
     if (rc == HPROF_OK && o->estimate)
-        rc = estimate(r, &e, &err);
+        rc = estimate(r, &e, &progress, &err);
+    cli_progress_done(&progress);
     if (rc == HPROF_OK) {
         if (o->json)
             print_json(stdout, path, &info, o, &e);

@@ -321,6 +321,23 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     fflush(f); /* batch children leave with _exit() */
 }
 
+/* On success, unless -q: "in -> out: 301 MB -> 49 MB (16.3%), 0.11 s" on
+ * stderr, the line batch mode prints for each file. */
+static void print_summary(const struct options *o, const struct hprof_shrink_stats *s,
+                          uint64_t written, int out_is_file, double secs)
+{
+    char in[32], out[32];
+    /* a gzip stream to a pipe or device: only its uncompressed size is known */
+    int gz_unknown = o->gzip_level && !out_is_file;
+    uint64_t n = out_is_file && written ? written : s->bytes_out;
+    cli_format_bytes(in, sizeof in, s->bytes_in);
+    cli_format_bytes(out, sizeof out, n);
+    fprintf(stderr, "%s -> %s: %s -> %s%s (%.1f%%), %.2f s\n",
+            strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in),
+            strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out), in, out,
+            gz_unknown ? " before gzip" : "", ratio(n, s->bytes_in), secs);
+}
+
 static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
 {
     cli_progress_update(ctx, pass, passes, done, total);
@@ -339,7 +356,7 @@ static int shrink_file(struct options *o)
     struct cli_progress progress;
     struct stat in_st;
     int in_fd = -1, code;
-    const char *name = strcmp(o->in, "-") == 0 ? "(stdin)" : o->in;
+    const char *name = strcmp(o->in, "-") == 0 ? "standard input" : o->in;
 
     if (strcmp(o->in, "-") != 0 && stat(o->in, &in_st) != 0) {
         cli_file_error(o->in, strerror(errno));
@@ -375,6 +392,10 @@ static int shrink_file(struct options *o)
     }
     if (code != 0)
         return code;
+    /* from here on one progress line: a pipe or a .gz input is spooled
+     * (decompressed) first, then the passes read it */
+    cli_progress_init(&progress, name, o->quiet);
+    cli_progress_note(&progress, "reading the input");
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
     if (rc == HPROF_OK) {
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &sink_err)
@@ -383,7 +404,6 @@ static int shrink_file(struct options *o)
         if (sink != NULL && out.tmp != NULL)
             hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
     }
-    cli_progress_init(&progress, name, o->quiet);
     o->shrink.progress = on_progress;
     o->shrink.progress_ctx = &progress;
     o->shrink.threads = o->threads;
@@ -393,6 +413,7 @@ static int shrink_file(struct options *o)
         rc = hprof_sink_finish(sink);
     cli_progress_done(&progress);
     uint64_t written = 0;
+    int out_is_file = out.tmp != NULL;
     if (rc == HPROF_OK && out.tmp != NULL) {
         struct stat st;
         if (fstat(out.fd, &st) == 0)
@@ -421,6 +442,8 @@ static int shrink_file(struct options *o)
                ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
         fflush(stdout);
     }
+    if (!o->batch && !o->quiet && !o->json && !o->stats)
+        print_summary(o, &stats, written, out_is_file, cli_progress_seconds(&progress));
     if (o->stats)
         print_stats(stderr, o, &stats, written);
     if (o->json)

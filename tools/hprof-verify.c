@@ -54,10 +54,16 @@ static int verify_file(const char *path, int quiet)
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_verify_report report;
+    struct cli_progress progress;
     int fd = -1;
+    cli_progress_init(&progress, path, quiet);
+    cli_progress_note(&progress, "reading the input");
     int rc = cli_open_reader(path, &fd, &r, &err);
-    if (rc == HPROF_OK)
+    if (rc == HPROF_OK) {
+        hprof_reader_set_progress(r, cli_progress_bytes, &progress);
         rc = hprof_verify(r, &report, &err);
+    }
+    cli_progress_done(&progress);
     if (rc == HPROF_OK) {
         if (!quiet)
             print_report(path, hprof_reader_header(r), &report);
