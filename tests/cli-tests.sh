@@ -328,6 +328,61 @@ t_progress() {
     tr '\r' '\n' < "$T/tty" | tr -d '\033' | grep -aq "^\[K$d/x.hprof -> $d/a.hprof: " || die "no summary on a terminal: $(cat -v "$T/tty")"
 }
 
+TESTS="$TESTS info_output"
+t_info_output() {
+    d=$T/io; rm -rf "$d"; mkdir -p "$d"
+    # names in modified UTF-8 and bytes that are not UTF-8, two unknown tags
+    expect 0 "$B/hprof-info" --json tests/fuzz/corpus/info/weird-names.hprof
+    python3 - "$T/out" <<'PY' || die "hprof-info --json of odd names: $(cat "$T/out")"
+import json, sys
+def no_twice(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), keys
+    return dict(pairs)
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), object_pairs_hook=no_twice)
+assert d["records"]["0x50"]["count"] == 1 and d["records"]["0x51"]["count"] == 1, d["records"]
+name = d["top_by_count"][0]["name"]
+assert name == "com.ex.Caf\u0000\U00010000\u00ff\u0001\"\\", repr(name)
+assert d["top_by_count"][0]["id"] == "0x100", d["top_by_count"][0]
+PY
+    # one class-name form (Java source form) for HotSpot and Android, ids
+    # in hexadecimal everywhere, aligned columns
+    for f in fixtures/hotspot-fixture.hprof.gz fixtures/android-synth.hprof.gz; do
+        "$B/hprof-info" --top 1000 "$f" > "$T/report" || die "info $f"
+        sed -n '/^Top .* by count/,/^$/p' "$T/report" > "$T/top"
+        grep -q 'java\.lang\.String  ' "$T/top" || die "$f: no java.lang.String: $(head "$T/top")"
+        grep -q 'java/\|\[L\|^  \[' "$T/top" && die "$f: descriptor names: $(grep 'java/\|\[L\|^  \[' "$T/top" | head -3)"
+        [ "$(grep -v '^$' "$T/top" | awk '{ print length($0) }' | sort -u | wc -l)" = 1 ] ||
+            die "$f: columns not aligned: $(head -20 "$T/top")"
+        "$B/hprof-info" --json "$f" > "$T/json"
+        python3 - "$T/json" <<'PY' || die "$f: ids: $(head -c 600 "$T/json")"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+for c in d["top_by_count"]:
+    assert "/" not in c["name"] and not c["name"].startswith("["), c
+    assert c["id"] is None or re.fullmatch(r"0x[0-9a-f]+", c["id"]), c
+for b in d["bitmaps"]["list"]:
+    assert re.fullmatch(r"0x[0-9a-f]+", b["id"]) and (b["buffer"] is None or re.fullmatch(r"0x[0-9a-f]+", b["buffer"])), b
+PY
+    done
+    "$B/hprof-info" fixtures/android-synth.hprof.gz | grep -q '^  0x[0-9a-f]* .* buffer 0x' || die "report ids not hex"
+    # --estimate: -z sizes, exactly what -z writes
+    "$B/hprof-info" --json --estimate fixtures/hotspot-fixture.hprof.gz > "$T/json"
+    empty=$("$B/hprof-shrink" -q -z fixtures/hotspot-fixture.hprof.gz - | wc -c)
+    zero=$("$B/hprof-shrink" -q -z --arrays=zero fixtures/hotspot-fixture.hprof.gz - | wc -c)
+    python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['estimate']; assert (e['empty_gzip'], e['zero_gzip']) == ($empty, $zero), e" "$T/json" ||
+        die "estimate of -z: $(cat "$T/json" | head -c 300) vs $empty $zero"
+    # the man page names the keys the JSON has
+    for k in empty zero remove empty_gzip zero_gzip; do
+        grep -q "$k" man/hprof-info.1 || die "man page lacks estimate key $k"
+    done
+    python3 -c "import json,sys; assert 'bytes' not in json.load(open(sys.argv[1]))['estimate']" "$T/json"
+    LC_ALL=C.UTF-8 MANWIDTH=200 man -l man/hprof-info.1 2>/dev/null | grep -q 'remove, bytes)' && die "man page lists estimate key bytes"
+    # many files, as hprof-verify takes
+    expect 0 "$B/hprof-info" --json fixtures/hotspot-synth.hprof.gz fixtures/android-synth.hprof.gz
+    [ "$(wc -l < "$T/out")" = 2 ] || die "hprof-info of two files: $(wc -l < "$T/out") lines"
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish
@@ -832,7 +887,7 @@ python3 - "$T/bm" "$T/bm.info" <<'PY' || die "hprof-bitmaps output is wrong"
 import hashlib, json, os, struct, sys, zlib
 out, info = sys.argv[1], json.load(open(sys.argv[2]))
 # distinct contents: one file each
-distinct = {(b["md5"], b["buffer_bytes"]) for b in info["bitmaps"]["list"] if b["buffer"]}
+distinct = {(b["md5"], b["buffer_bytes"]) for b in info["bitmaps"]["list"] if b["buffer"] is not None}
 files = [f for f in os.listdir(out) if f != "index.tsv"]
 assert len(files) == len(distinct) == 5, (files, distinct)
 for f in files:

@@ -426,6 +426,53 @@ static char *copy(const char *s)
     return c;
 }
 
+/* A class name in Java source form, as ahat and MAT show it, whatever the
+ * dump wrote: HotSpot's "java/lang/String" and "[Ljava/lang/Object;" and
+ * "[[I" become "java.lang.String", "java.lang.Object[]" and "int[][]";
+ * ART already writes that form.  Takes `name` (freed) and @return the
+ * result, or NULL when out of memory. */
+static char *source_form(char *name)
+{
+    static const struct { char code; const char *name; } prims[] = {
+        { 'Z', "boolean" }, { 'C', "char" }, { 'F', "float" }, { 'D', "double" },
+        { 'B', "byte" }, { 'S', "short" }, { 'I', "int" }, { 'J', "long" },
+    };
+    size_t dims = 0, len = strlen(name);
+    while (name[dims] == '[')
+        dims++;
+    const char *elem = name + dims;
+    size_t elen = len - dims;
+    if (dims > 0) {
+        if (elen >= 2 && elem[0] == 'L' && elem[elen - 1] == ';') {
+            elem++;
+            elen -= 2;
+        } else if (elen == 1) {
+            const char *p = NULL;
+            for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
+                if (prims[i].code == elem[0])
+                    p = prims[i].name;
+            if (p == NULL)
+                return name;        /* not a descriptor: as written */
+            elem = p;
+            elen = strlen(p);
+        } else {
+            return name;
+        }
+    }
+    char *out = malloc(elen + 2 * dims + 1);
+    if (out == NULL) {
+        free(name);
+        return NULL;
+    }
+    for (size_t i = 0; i < elen; i++)
+        out[i] = elem[i] == '/' ? '.' : elem[i];
+    for (size_t i = 0; i < dims; i++)
+        memcpy(out + elen + 2 * i, "[]", 2);
+    out[elen + 2 * dims] = '\0';
+    free(name);
+    return out;
+}
+
 static int build_classes(struct analyzer *a)
 {
     static const char *const prim_names[12] = { [HPROF_TYPE_BOOLEAN] = "boolean[]",
@@ -442,6 +489,8 @@ static int build_classes(struct analyzer *a)
         c->id = a->counters[i].id;
         c->objects = a->counters[i].c;
         c->name = idmap_get(&a->class_name, c->id, &name_id) ? string_text(a, name_id) : NULL;
+        if (c->name != NULL && (c->name = source_form(c->name)) == NULL)
+            return nomem(a);
         if (c->name == NULL) {
             char fallback[40];
             snprintf(fallback, sizeof fallback, "class@0x%" PRIx64, c->id);
