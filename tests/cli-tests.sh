@@ -383,6 +383,28 @@ PY
     [ "$(wc -l < "$T/out")" = 2 ] || die "hprof-info of two files: $(wc -l < "$T/out") lines"
 }
 
+TESTS="$TESTS small_ones"
+t_small_ones() {
+    d=$T/sm; rm -rf "$d"; mkdir -p "$d"
+    # hprof-bitmaps: a missing input leaves no OUTDIR; no id twice in a line
+    expect 3 "$B/hprof-bitmaps" "$d/nosuch.hprof" "$d/bm"
+    [ ! -e "$d/bm" ] || die "hprof-bitmaps left an empty OUTDIR"
+    expect 0 "$B/hprof-bitmaps" fixtures/android-synth.hprof.gz "$d/bm"
+    awk -F '\t' 'NR > 1 { n = split($2, a, ","); for (i = 1; i <= n; i++) if (seen[NR, a[i]]++) print }' \
+        "$d/bm/index.tsv" | grep -q . && die "index.tsv repeats an id: $(cat "$d/bm/index.tsv")"
+    # every option of the man page is in --help
+    "$B/hprof-shrink" --help > "$d/help"
+    for opt in $(sed 's/\\-/-/g' man/hprof-shrink.1 | grep -o '^\.BI\? *--[a-z-]*' | sed 's/.*--//' | sort -u); do
+        grep -q -- "--$opt" "$d/help" || die "--$opt is in the man page, not in --help"
+    done
+    grep -q -- '--segment-size' "$d/help" || die "--segment-size not in --help"
+    # the demo writes to a fresh directory and says which
+    TMPDIR=$d sh tools/demo.sh "$B" > "$d/demo" 2>&1 || die "demo: $(cat "$d/demo")"
+    dir=$(sed -n 's/^outputs in //p' "$d/demo")
+    case $dir in "$d"/hprof-shrink-demo.*) ;; *) die "demo wrote to '$dir'" ;; esac
+    [ -s "$dir/android-synth.shrunk.hprof" ] || die "demo output missing in $dir"
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish
@@ -914,7 +936,12 @@ for f in files:
         assert hashlib.md5(data).hexdigest() == md5, f
 index = open(os.path.join(out, "index.tsv")).read().splitlines()
 assert len(index) == 1 + len(files)
-shared = [l for l in index[1:] if l.split("\t")[1].count(",") >= 1]
+assert index[0].split("\t") == ["file", "bitmaps", "width", "height", "bytes", "note", "buffers"], index[0]
+for l in index[1:]:             # each id once per line
+    for col in (1, 6):
+        ids = l.split("\t")[col].split(",")
+        assert len(ids) == len(set(ids)), l
+shared = [l for l in index[1:] if l.split("\t")[6].count(",") >= 1]
 assert len(shared) >= 3, index   # A (three bitmaps), C/D, the two equal DumpData buffers
 PY
 cmp -s "$T/bm/index.tsv" "$T/bm2/index.tsv" || true
