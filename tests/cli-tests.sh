@@ -116,6 +116,8 @@ line.hprof"; do
     "$B/hprof-shrink" -r -o "$d/tree/shrunk" "$d/tree" > /dev/null 2>&1 || die "out inside in"
     "$B/hprof-shrink" -r -f -o "$d/tree/shrunk" "$d/tree" > "$T/out" 2>&1 || die "out inside in (2)"
     [ ! -e "$d/tree/shrunk/shrunk" ] || die "the output directory was walked"
+    expect 2 "$B/hprof-shrink" -r -o "$d/tree" "$d/tree"
+    grep -q 'tree: is the output directory: choose another -o' "$T/err" || die "-o IN IN: $(cat "$T/err")"
     grep -q '^[^ ]*tree/shrunk/' "$T/out" && die "walked into the output: $(cat "$T/out")"
     # unreadable directories are reported, exit non-zero (not as root)
     chmod 711 "$T" "$d"

@@ -546,12 +546,17 @@ static int walk_entry(const char *path, const struct stat *st, int type, struct 
     char reason[256];
     struct stat target;
     struct job *j = (struct job *)1;
-    (void)ftw;
     switch (type) {
     case FTW_D:
         if (walk_out_dir_known && st->st_dev == walk_out_dir.st_dev &&
-            st->st_ino == walk_out_dir.st_ino)
-            return FTW_SKIP_SUBTREE; /* our own outputs, from this run or an earlier one */
+            st->st_ino == walk_out_dir.st_ino) {
+            /* our own outputs, from this run or an earlier one; IN itself
+             * as the output directory would overwrite every input */
+            if (ftw->level == 0)
+                j = add_job(walk_list, path, NULL, JOB_FAILED, EXIT_USAGE,
+                            "is the output directory: choose another -o");
+            return j ? FTW_SKIP_SUBTREE : FTW_STOP;
+        }
         break;
     case FTW_DNR: {
         /* nftw() does not say why; opendir() will */
