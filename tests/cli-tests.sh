@@ -259,6 +259,10 @@ t_messages() {
     printf 'JAVA PROFILE 1.0.2\0\0\0\0\010' | gzip | head -c 20 > "$d/cut.gz"
     expect 1 "$B/hprof-verify" "$d/cut.gz"
     [ "$(grep -o 'cut.gz' "$T/err" | wc -l)" = 1 ] || die "gzip message repeats the name: $(cat "$T/err")"
+    # a file cut inside a record header: "record header", not "unknown"
+    gzip -dc fixtures/hotspot-synth.hprof.gz | head -c 35 > "$d/cut.hprof"
+    expect 1 "$B/hprof-verify" "$d/cut.hprof"
+    grep -q 'offset 0x1f: record header: truncated: 9 bytes needed, 4 left' "$T/err" || die "header cut: $(cat "$T/err")"
     expect 1 "$B/hprof-verify" - < "$d/cut.gz"
     grep -q '^hprof-verify: standard input: gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
 }
