@@ -364,7 +364,19 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         return EXIT_IO;
     }
     snprintf(o->tmp, len, "%.*s" CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX, (int)dir_len, path);
+    /* Between its creation and its lock, a cleaner must not take the file
+     * for a stale one: creators hold the directory shared meanwhile, the
+     * cleaner exclusively (a directory's flock is advisory, as is ours). */
+    char *dir = strndup(o->tmp, dir_len ? dir_len : 1);
+    int dir_fd = dir ? open(dir_len ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    free(dir);
+    if (dir_fd >= 0)
+        flock(dir_fd, LOCK_SH);
     o->fd = mkstemps(o->tmp, (int)strlen(CLI_TEMP_SUFFIX));
+    if (o->fd >= 0)
+        flock(o->fd, LOCK_EX | LOCK_NB);
+    if (dir_fd >= 0)
+        close(dir_fd); /* and the shared lock with it */
     if (o->fd < 0) {
         cli_error("%s: cannot create a temporary file in its directory: %s", cli_quote(path),
                   strerror(errno));
@@ -373,7 +385,6 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         cli_output_abort(o);
         return EXIT_IO;
     }
-    flock(o->fd, LOCK_EX | LOCK_NB);
     set_output_mode(o->fd, input);
     if (remember_temp(o->tmp) != 0) {
         cli_error("too many outputs open at once");
@@ -532,6 +543,7 @@ int cli_remove_stale_temps(const char *dir)
     int removed = 0;
     if (d == NULL)
         return 0;
+    flock(dirfd(d), LOCK_EX); /* no temporary file between creation and lock */
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
