@@ -259,6 +259,12 @@ t_messages() {
     printf 'JAVA PROFILE 1.0.2\0\0\0\0\010' | gzip | head -c 20 > "$d/cut.gz"
     expect 1 "$B/hprof-verify" "$d/cut.gz"
     [ "$(grep -o 'cut.gz' "$T/err" | wc -l)" = 1 ] || die "gzip message repeats the name: $(cat "$T/err")"
+    # hprof-verify's one line per file stays one line for any name
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/new
+line.hprof"
+    expect 0 "$B/hprof-verify" "$d/new
+line.hprof"
+    [ "$(wc -l < "$T/out")" = 1 ] && grep -qF 'new\nline.hprof": OK: ' "$T/out" || die "verify of a newline name: $(cat "$T/out")"
     # a file cut inside a record header: "record header", not "unknown"
     gzip -dc fixtures/hotspot-synth.hprof.gz | head -c 35 > "$d/cut.hprof"
     expect 1 "$B/hprof-verify" "$d/cut.hprof"

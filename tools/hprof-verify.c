@@ -36,7 +36,7 @@ static void print_report(const char *path, const struct hprof_header *h,
            " classes loaded, %" PRIu64 " class dumps, %" PRIu64 " instances, %" PRIu64
            " object arrays, %" PRIu64 " primitive arrays (%" PRIu64 " bytes), %" PRIu64
            " roots, %" PRIu64 " heap infos; %" PRIu64 " dangling references",
-           path, h->version, h->id_size, r->records, r->segments, r->unknown_records,
+           cli_quote(path), h->version, h->id_size, r->records, r->segments, r->unknown_records,
            r->strings, r->load_classes, r->class_dumps, r->instances, r->object_arrays,
            r->primitive_arrays, r->primitive_bytes, r->roots, r->heap_infos, r->dangling);
     const char *sep = " (";
