@@ -156,7 +156,7 @@ t_batch_json() {
     head -c 5000 "$d/in/ok.hprof" > "$d/in/cut.hprof"
     cp "$d/in/ok.hprof" "$d/in/$(printf 'caf\351\377.hprof')"   # Latin-1, not UTF-8
     mkfifo "$d/in/pipe.hprof"
-    expect 1 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    expect 1 timeout 60 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
     python3 - "$T/out" <<'PY' || die "batch --json: $(cat "$T/out")"
 import json, sys
 raw = open(sys.argv[1], "rb").read()
