@@ -131,6 +131,12 @@ $(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
 $(B)/%: tools/%.c $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
 
+# hprof-info's printing is shared with the info fuzz target, which checks
+# that its JSON parses (tests/fuzz/json_check.c).
+INFO_PRINT := tools/info-print.c tools/info-print.h
+$(B)/hprof-info: tools/hprof-info.c $(INFO_PRINT) $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tools/info-print.c $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
+
 $(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof-internal.a | $(B)/.check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof-internal.a $(LDLIBS_LIB) $(CHECK_LIBS)
@@ -148,11 +154,22 @@ $(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/regression_driver.c $(B)/libh
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tests/fuzz/regression_driver.c $(B)/libhprof.a $(LDLIBS_LIB)
 
+$(B)/fuzz/replay_info: tests/fuzz/fuzz_info.c tests/fuzz/regression_driver.c tests/fuzz/json_check.c $(INFO_PRINT) tools/cli.c $(B)/libhprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itools $(CFLAGS) -o $@ $< tests/fuzz/regression_driver.c tests/fuzz/json_check.c \
+		tools/info-print.c tools/cli.c $(B)/libhprof.a $(LDLIBS_LIB)
+
 # The fuzz targets with libFuzzer (clang), always with ASan and UBSan.
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(SRC_INC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $< $(LIB_SRC) $(LDLIBS_LIB)
+
+$(B)/fuzz/fuzz_info: tests/fuzz/fuzz_info.c tests/fuzz/json_check.c $(INFO_PRINT) tools/cli.c $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.fuzz-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(SRC_INC) -Itools -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $< tests/fuzz/json_check.c tools/info-print.c tools/cli.c \
+		$(LIB_SRC) $(LDLIBS_LIB)
 
 $(B)/.fuzz-deps: tools/ensure-deps.sh
 	@mkdir -p $(B)

@@ -157,7 +157,7 @@ START_TEST(redact_fields_zeroes_numbers_of_application_classes_only)
         uint64_t id = in.instance_class.keys[i], before, now;
         if (id == 0 || idmap_has(&in.system, id) || !idmap_get(&after.instance_hash, id, &now))
             continue; /* dropped, or a hollow stand-in */
-        idmap_get(&in.instance_hash, id, &before);
+        ck_assert(idmap_get(&in.instance_hash, id, &before));
         if (in.instance_class.values[i] == main_class) {
             ck_assert_uint_ne(before, now);
             mains++;

@@ -9,6 +9,419 @@ trap 'rm -rf "$T"' EXIT
 fails=0
 die() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 banner() { echo "===> $*"; }
+finish() {
+    if [ "$fails" -ne 0 ]; then
+        echo "cli-tests: $fails failure(s)" >&2
+        exit 1
+    fi
+    echo "cli-tests: all passed"
+    exit 0
+}
+
+# expect CODE CMD... : run CMD, check its exit status
+expect() {
+    want=$1; shift
+    set +e
+    "$@" > "$T/out" 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = "$want" ] || die "'$*' exited $got, expected $want: $(cat "$T/err")"
+}
+
+# The command-line conventions (issue 19) are functions t_NAME, run after
+# the end-to-end suite below; `tests/cli-tests.sh NAME...` runs only those,
+# without Java or the analyzers, to iterate quickly.
+TESTS=""
+
+# mode FILE: its permission bits in octal
+mode() { stat -c %a "$1"; }
+
+TESTS="$TESTS permissions"
+t_permissions() {
+    d=$T/perm; rm -rf "$d"; mkdir -p "$d/batch"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in.hprof"
+    cp fixtures/hotspot-synth.hprof.gz "$d/in.hprof.gz"
+    chmod 600 "$d/in.hprof" "$d/in.hprof.gz"
+    # the output is never readable by more people than the input
+    (umask 022; "$B/hprof-shrink" -q "$d/in.hprof" "$d/out.hprof") || die "shrink"
+    [ "$(mode "$d/out.hprof")" = 600 ] || die "a 0600 input gave a $(mode "$d/out.hprof") output"
+    (umask 022; "$B/hprof-shrink" -q -z "$d/in.hprof.gz" "$d/out.hprof.gz") || die "shrink -z"
+    [ "$(mode "$d/out.hprof.gz")" = 600 ] || die "-z: a 0600 input gave $(mode "$d/out.hprof.gz")"
+    (umask 022; "$B/hprof-shrink" -q -o "$d/batch" "$d/in.hprof" > /dev/null) || die "batch"
+    [ "$(mode "$d/batch/in.hprof")" = 600 ] || die "batch: a 0600 input gave $(mode "$d/batch/in.hprof")"
+    # the input's bits, whatever the umask (as gzip does)
+    chmod 640 "$d/in.hprof"
+    (umask 077; "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof") || die "shrink 0640"
+    [ "$(mode "$d/out.hprof")" = 640 ] || die "a 0640 input gave $(mode "$d/out.hprof")"
+    # standard input: 0600, or stricter with the umask
+    (umask 022; "$B/hprof-shrink" -q - "$d/stdin.hprof" < "$d/in.hprof") || die "stdin"
+    [ "$(mode "$d/stdin.hprof")" = 600 ] || die "stdin input gave $(mode "$d/stdin.hprof")"
+    (umask 077; "$B/hprof-shrink" -q - "$d/stdin2.hprof" < "$d/in.hprof") || die "stdin 077"
+    [ "$(mode "$d/stdin2.hprof")" = 600 ] || die "stdin input, umask 077: $(mode "$d/stdin2.hprof")"
+    (umask 277; "$B/hprof-shrink" -q - "$d/stdin3.hprof" < "$d/in.hprof") || die "stdin 277"
+    [ "$(mode "$d/stdin3.hprof")" = 400 ] || die "stdin input, umask 277: $(mode "$d/stdin3.hprof")"
+    # as root, owner and group too
+    if [ "$(id -u)" = 0 ]; then
+        chown 65534:65534 "$d/in.hprof"
+        "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof" || die "shrink (chown)"
+        [ "$(stat -c %u:%g "$d/out.hprof")" = 65534:65534 ] || die "root: owner $(stat -c %u:%g "$d/out.hprof")"
+    fi
+}
+
+TESTS="$TESTS batch_trees"
+t_batch_trees() {
+    d=$T/bt; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # x.hprof beside x.hprof.gz: both would write out/x.hprof; neither is
+    # written, both are named, before any work (exit 1)
+    mkdir -p "$d/coll"
+    cp "$d/x.hprof" "$d/coll/a.hprof"; cp fixtures/hotspot-synth.hprof.gz "$d/coll/a.hprof.gz"
+    cp "$d/x.hprof" "$d/coll/b.hprof"
+    expect 1 "$B/hprof-shrink" -r -o "$d/outc" "$d/coll"
+    grep -q "coll/a.hprof: skipped: .*coll/a.hprof.gz would write .*outc/a.hprof too" "$T/err" &&
+        grep -q "coll/a.hprof.gz: skipped: .*coll/a.hprof would write" "$T/err" ||
+        die "collision not reported with both names: $(cat "$T/err")"
+    [ ! -e "$d/outc/a.hprof" ] || die "a colliding output was written"
+    [ -s "$d/outc/b.hprof" ] || die "the other input was not shrunk"
+    grep -qx "1 shrunk, 2 failed, 0 skipped" "$T/out" || die "collision tally: $(cat "$T/out")"
+    mkdir -p "$d/a" "$d/b"; cp "$d/x.hprof" "$d/a/"; cp "$d/x.hprof" "$d/b/"
+    expect 1 "$B/hprof-shrink" -j2 -o "$d/outab" "$d/a/x.hprof" "$d/b/x.hprof"
+    [ "$(grep -c 'would write' "$T/err")" = 2 ] || die "-o o a/x b/x: $(cat "$T/err")"
+    [ ! -e "$d/outab/x.hprof" ] || die "-o o a/x b/x wrote one of them"
+    # a FIFO named *.hprof is skipped, never opened (it would hang)
+    mkdir -p "$d/tree/sub"; cp "$d/x.hprof" "$d/tree/sub/"; mkfifo "$d/tree/fifo.hprof"
+    # a symbolic link to a dump is followed; a dump with a newline in its
+    # name stays on one line; ANDROID.HPROF matches; a 246-byte name works
+    ln -s ../x.hprof "$d/tree/link.hprof"
+    cp "$d/x.hprof" "$d/tree/new
+line.hprof"
+    cp "$d/x.hprof" "$d/tree/ANDROID.HPROF"
+    long=$(printf '%0240d' 0).hprof
+    cp "$d/x.hprof" "$d/tree/$long"
+    set +e
+    timeout 60 "$B/hprof-shrink" -r -j2 -o "$d/outt/" "$d/tree" > "$T/out" 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = 0 ] || die "tree batch exited $got: $(cat "$T/err")"
+    grep -q 'fifo.hprof: skipped, not a regular file (a FIFO)' "$T/out" || die "FIFO: $(cat "$T/out")"
+    for f in sub/x.hprof link.hprof ANDROID.HPROF "$long" "new
+line.hprof"; do
+        [ -s "$d/outt/$f" ] || die "tree batch did not write $f"
+    done
+    [ "$(wc -l < "$T/out")" = 7 ] || die "not one line per file: $(cat "$T/out")"
+    grep -qF 'new\nline.hprof" -> "' "$T/out" || die "newline name not quoted: $(cat "$T/out")"
+    grep -q '//' "$T/out" && die "doubled slash: $(cat "$T/out")"
+    grep -qx "5 shrunk, 0 failed, 1 skipped" "$T/out" || die "tree tally: $(cat "$T/out")"
+    # the output directory inside the input tree is not walked
+    "$B/hprof-shrink" -r -o "$d/tree/shrunk" "$d/tree" > /dev/null 2>&1 || die "out inside in"
+    "$B/hprof-shrink" -r -f -o "$d/tree/shrunk" "$d/tree" > "$T/out" 2>&1 || die "out inside in (2)"
+    [ ! -e "$d/tree/shrunk/shrunk" ] || die "the output directory was walked"
+    expect 2 "$B/hprof-shrink" -r -o "$d/tree" "$d/tree"
+    grep -q 'tree: is the output directory: choose another -o' "$T/err" || die "-o IN IN: $(cat "$T/err")"
+    grep -q '^[^ ]*tree/shrunk/' "$T/out" && die "walked into the output: $(cat "$T/out")"
+    # unreadable directories are reported, exit non-zero (not as root)
+    chmod 711 "$T" "$d"
+    mkdir -p "$d/nb/ok" "$d/nb/closed"; cp "$d/x.hprof" "$d/nb/ok/"; chmod -R a+rX "$d/nb"
+    chmod 000 "$d/nb/closed"; mkdir -p "$d/nbout"; chmod 777 "$d/nbout"
+    asnobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+    expect 3 $asnobody "$B/hprof-shrink" -r -o "$d/nbout" "$d/nb"
+    grep -q 'nb/closed: cannot read this directory: Permission denied' "$T/err" || die "unreadable dir: $(cat "$T/err")"
+    [ -s "$d/nbout/ok/x.hprof" ] || die "unreadable dir stopped the rest"
+    expect 3 $asnobody "$B/hprof-shrink" -r -o "$d/nbout" "$d/nb/closed"
+    grep -q 'closed: cannot read this directory' "$T/err" || die "unreadable IN: $(cat "$T/err")"
+    # a run killed with SIGKILL leaves its temporary file; the next batch
+    # over that directory removes it, and not one a live process holds
+    mkdir -p "$d/stale"; mkfifo "$d/slow.hprof"
+    "$B/hprof-shrink" -q "$d/slow.hprof" "$d/stale/x.hprof" 2> /dev/null &
+    pid=$!
+    exec 7> "$d/slow.hprof"
+    i=0; until ls "$d/stale" | grep -q '\.tmp$'; do i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05; done
+    kill -KILL $pid; { wait $pid; } 2> /dev/null || true; exec 7>&-
+    stale=$(ls "$d/stale" | grep '\.tmp$') || die "no temporary file after SIGKILL"
+    : > "$d/stale/hprof-shrink.Zzzzzz.tmp"
+    flock "$d/stale/hprof-shrink.Zzzzzz.tmp" sleep 30 &
+    holder=$!
+    sleep 0.2
+    expect 0 "$B/hprof-shrink" -o "$d/stale" "$d/x.hprof"
+    grep -q "removed .*stale/$stale, a temporary file left by an interrupted run" "$T/err" || die "stale: $(cat "$T/err")"
+    [ ! -e "$d/stale/$stale" ] || die "the stale temporary file stayed"
+    [ -e "$d/stale/hprof-shrink.Zzzzzz.tmp" ] || die "a held temporary file was removed"
+    kill $holder; wait $holder 2>/dev/null || true
+}
+
+TESTS="$TESTS batch_json"
+t_batch_json() {
+    d=$T/bj; rm -rf "$d"; mkdir -p "$d/in"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/ok.hprof"
+    head -c 5000 "$d/in/ok.hprof" > "$d/in/cut.hprof"
+    cp "$d/in/ok.hprof" "$d/in/$(printf 'caf\351\377.hprof')"   # Latin-1, not UTF-8
+    mkfifo "$d/in/pipe.hprof"
+    expect 1 timeout 60 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    python3 - "$T/out" <<'PY' || die "batch --json: $(cat "$T/out")"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+raw.decode("utf-8")                     # strict: every line is valid UTF-8
+rows = [json.loads(l) for l in raw.decode().splitlines()]
+by = {r.get("status"): [] for r in rows}
+for r in rows:
+    by[r.get("status")].append(r)
+assert len(by["shrunk"]) == 2, rows
+f, = by["failed"]
+assert f["input"].endswith("cut.hprof") and f["exit"] == 1 and f["class"] == "invalid input", f
+assert isinstance(f["offset"], int) and f["offset"] > 0 and "offset 0x" in f["error"], f
+s, = by["skipped"]
+assert s["input"].endswith("pipe.hprof") and "not a regular file" in s["reason"], s
+assert any(r["input"].endswith("caf\u00e9\u00ff.hprof") for r in by["shrunk"]), rows
+assert rows[-1] == {"shrunk": 2, "failed": 1, "skipped": 1, "exit": 1}, rows[-1]
+PY
+}
+
+TESTS="$TESTS special_outputs"
+t_special_outputs() {
+    d=$T/so; rm -rf "$d"; mkdir -p "$d/dir"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    "$B/hprof-shrink" -q "$d/x.hprof" "$d/ref.hprof"
+    # a character device: written in place, no temporary file, no -f
+    expect 0 "$B/hprof-shrink" --stats "$d/x.hprof" /dev/null
+    grep -q "output  *$(wc -c < "$d/ref.hprof") bytes" "$T/err" ||
+        die "--stats to /dev/null: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -f -z "$d/x.hprof" /dev/null
+    # a FIFO: its reader gets the same bytes as a file
+    mkfifo "$d/fifo"
+    cat "$d/fifo" > "$d/from-fifo.hprof" &
+    reader=$!
+    expect 0 "$B/hprof-shrink" -q "$d/x.hprof" "$d/fifo"
+    wait $reader
+    cmp -s "$d/ref.hprof" "$d/from-fifo.hprof" || die "FIFO output differs"
+    # a directory: into it under IN's name, as cp does (.gz with -z)
+    expect 0 "$B/hprof-shrink" -q "$d/x.hprof" "$d/dir"
+    cmp -s "$d/ref.hprof" "$d/dir/x.hprof" || die "OUT a directory: $(ls "$d/dir")"
+    expect 2 "$B/hprof-shrink" -q "$d/x.hprof" "$d/dir/"
+    grep -q 'already exists' "$T/err" || die "into a directory without -f: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -q -z fixtures/hotspot-synth.hprof.gz "$d/dir"
+    gzip -dc "$d/dir/hotspot-synth.hprof.gz" | cmp -s - "$d/ref.hprof" || die "-z into a directory"
+    expect 2 "$B/hprof-shrink" - "$d/dir" < "$d/x.hprof"
+    grep -q 'dir: is a directory (with standard input, name the output file)' "$T/err" ||
+        die "stdin into a directory: $(cat "$T/err")"
+}
+
+TESTS="$TESTS stdout_errors"
+t_stdout_errors() {
+    # a write error on standard output names it, not the input
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$T/se.hprof"
+    for z in "" -z; do
+        set +e; "$B/hprof-shrink" $z "$T/se.hprof" - > /dev/full 2> "$T/err"; got=$?; set -e
+        [ "$got" = 3 ] || die "/dev/full $z: exit $got"
+        grep -qx 'hprof-shrink: standard output: write: No space left on device' "$T/err" ||
+            die "/dev/full $z: $(cat "$T/err")"
+    done
+    expect 3 "$B/hprof-shrink" "$T/se.hprof" /dev/full
+    grep -qx 'hprof-shrink: /dev/full: write: No space left on device' "$T/err" || die "OUT /dev/full: $(cat "$T/err")"
+}
+
+TESTS="$TESTS usage"
+t_usage() {
+    d=$T/us; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # gzip's -1 ... -9: the level, and -z implied
+    expect 0 "$B/hprof-shrink" -q -9 "$d/x.hprof" "$d/a.gz"
+    expect 0 "$B/hprof-shrink" -q -z9 "$d/x.hprof" "$d/b.gz"
+    cmp -s "$d/a.gz" "$d/b.gz" || die "-9 differs from -z9"
+    expect 0 "$B/hprof-shrink" -q -1 "$d/x.hprof" "$d/c.gz"
+    gzip -t "$d/c.gz" || die "-1 is not gzip"
+    # "-z 9": the level is attached or nothing; the message says how
+    expect 2 "$B/hprof-shrink" -z 9 "$d/x.hprof" "$d/d.gz"
+    grep -q "'9' after -z is taken as a file name: attach the level (-z9, --gzip=9 or -9)" "$T/err" ||
+        die "-z 9: $(cat "$T/err")"
+    # a usage error is one line and a pointer to --help, never the help
+    for cmd in "hprof-shrink -z 9 $d/x.hprof $d/d.gz" "hprof-shrink --bogus" "hprof-shrink $d/x.hprof" \
+               "hprof-shrink --arrays=x $d/x.hprof $d/e" "hprof-verify" "hprof-verify --bogus" \
+               "hprof-info" "hprof-info --top x $d/x.hprof" "hprof-bitmaps" "hprof-bitmaps $d/x.hprof"; do
+        tool=${cmd%% *}
+        expect 2 "$B"/$cmd
+        [ "$(wc -l < "$T/err")" = 2 ] || die "$cmd: not two lines: $(cat "$T/err")"
+        head -n 1 "$T/err" | grep -q "^$tool: ." || die "$cmd: $(cat "$T/err")"
+        tail -n 1 "$T/err" | grep -qx "Try '$tool --help' for more information." || die "$cmd: $(cat "$T/err")"
+    done
+}
+
+TESTS="$TESTS messages"
+t_messages() {
+    d=$T/msg; rm -rf "$d"; mkdir -p "$d/dir"
+    # the file is named once, whatever the library's message says
+    for tool in hprof-verify hprof-info "hprof-bitmaps" hprof-shrink; do
+        extra=""
+        case $tool in hprof-bitmaps) extra=$d/bm ;; hprof-shrink) extra=$d/out.hprof ;; esac
+        expect 3 "$B/$tool" "$d/nosuch" $extra
+        grep -qx "$tool: $d/nosuch: No such file or directory" "$T/err" || die "$tool nosuch: $(cat "$T/err")"
+        expect 3 "$B/$tool" "$d/dir" $extra
+        grep -qx "$tool: $d/dir: is a directory" "$T/err" || die "$tool dir: $(cat "$T/err")"
+    done
+    printf 'JAVA PROFILE 1.0.2\0\0\0\0\010' | gzip | head -c 20 > "$d/cut.gz"
+    expect 1 "$B/hprof-verify" "$d/cut.gz"
+    [ "$(grep -o 'cut.gz' "$T/err" | wc -l)" = 1 ] || die "gzip message repeats the name: $(cat "$T/err")"
+    # hprof-verify's one line per file stays one line for any name
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/new
+line.hprof"
+    expect 0 "$B/hprof-verify" "$d/new
+line.hprof"
+    [ "$(wc -l < "$T/out")" = 1 ] && grep -qF 'new\nline.hprof": OK: ' "$T/out" || die "verify of a newline name: $(cat "$T/out")"
+    # a file cut inside a record header: "record header", not "unknown"
+    gzip -dc fixtures/hotspot-synth.hprof.gz | head -c 35 > "$d/cut.hprof"
+    expect 1 "$B/hprof-verify" "$d/cut.hprof"
+    grep -q 'offset 0x1f: record header: truncated: 9 bytes needed, 4 left' "$T/err" || die "header cut: $(cat "$T/err")"
+    expect 1 "$B/hprof-verify" - < "$d/cut.gz"
+    grep -q '^hprof-verify: standard input: gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
+}
+
+TESTS="$TESTS formats"
+t_formats() {
+    d=$T/fmt; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # a suffix that contradicts the format: a warning, the file as asked
+    expect 0 "$B/hprof-shrink" -z "$d/x.hprof" "$d/a.hprof"
+    grep -q "warning: .*a.hprof: the output is gzip-compressed but its name does not end in .gz" "$T/err" ||
+        die "-z to .hprof: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" "$d/x.hprof" "$d/b.hprof.GZ"
+    grep -q "warning: .*b.hprof.GZ: the name ends in .gz but the output is not compressed" "$T/err" ||
+        die "plain to .gz: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -z "$d/x.hprof" "$d/c.hprof.gz"
+    grep -q warning "$T/err" && die "-z to .gz warns: $(cat "$T/err")"
+    # other compressors are named, from a file or standard input
+    for c in "zstd 28b52ffd" "xz fd377a585a00" "bzip2 425a6839" "lz4 04224d18"; do
+        name=${c%% *}
+        python3 -c "import sys; open(sys.argv[1], 'wb').write(bytes.fromhex(sys.argv[2]) + bytes(10))" \
+            "$d/y.$name" "${c#* }"
+        for tool in hprof-verify hprof-info; do
+            expect 1 "$B/$tool" "$d/y.$name"
+            grep -q "y.$name: $name-compressed: only gzip is read; decompress it first ($name -d)" "$T/err" ||
+                die "$tool $name: $(cat "$T/err")"
+        done
+        expect 1 "$B/hprof-shrink" - "$d/z.hprof" < "$d/y.$name"
+        grep -q "standard input: $name-compressed" "$T/err" || die "stdin $name: $(cat "$T/err")"
+    done
+    # a terminal on standard input is refused at once, as gzip -d does
+    for cmd in "hprof-verify -" "hprof-info -" "hprof-shrink - $d/t.hprof"; do
+        set +e
+        timeout 10 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/out" 2>&1
+        got=$?
+        set -e
+        [ "$got" = 2 ] || die "$cmd on a terminal: exit $got: $(cat "$T/out")"
+        grep -q "standard input: is a terminal; refusing to read a heap dump from it" "$T/out" ||
+            die "$cmd on a terminal: $(cat "$T/out")"
+    done
+    [ ! -e "$d/t.hprof" ] || die "terminal input left an output"
+}
+
+TESTS="$TESTS progress"
+t_progress() {
+    d=$T/pg; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/x.hprof"
+    # not a terminal: no progress, one summary line on stderr (none with -q)
+    expect 0 "$B/hprof-shrink" "$d/x.hprof" "$d/a.hprof"
+    grep -Eqx "$d/x.hprof -> $d/a.hprof: [0-9.]+ [kM]B -> [0-9.]+ [kM]B \([0-9.]+%\), [0-9.]+ s" "$T/err" ||
+        die "summary line: $(cat "$T/err")"
+    [ "$(wc -l < "$T/err")" = 1 ] || die "more than a summary: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -q -f "$d/x.hprof" "$d/a.hprof"
+    [ ! -s "$T/err" ] || die "-q printed: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" -z - - < "$d/x.hprof"
+    grep -q "^standard input -> standard output: .* before gzip " "$T/err" || die "stdin summary: $(cat "$T/err")"
+    # a terminal: one line redrawn in place, bytes and a rate, no pass
+    # counter, a percentage that never goes back; the summary stays
+    for cmd in "hprof-shrink -f $d/x.hprof $d/a.hprof" "hprof-shrink -f -z fixtures/android-synth.hprof.gz $d/b.gz" \
+               "hprof-verify $d/x.hprof" "hprof-info $d/x.hprof"; do
+        timeout 20 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/tty" 2>&1 || die "$cmd on a terminal failed"
+        tr '\r' '\n' < "$T/tty" | grep -a "^${cmd%% *}: [^ ]*: .* read, .*/s" > "$T/lines" ||
+            die "$cmd: no progress line: $(tr '\r' '\n' < "$T/tty" | head -5)"
+        grep -aq 'pass' "$T/lines" && die "$cmd: a pass counter: $(cat "$T/lines")"
+        grep -ao ' [0-9]*%' "$T/lines" | tr -d ' %' | sort -n -c 2> /dev/null || die "$cmd: percentage went back"
+    done
+    tr '\r' '\n' < "$T/tty" > /dev/null
+    timeout 20 script -qec "$B/hprof-shrink -f $d/x.hprof $d/a.hprof" /dev/null < /dev/null > "$T/tty" 2>&1
+    tr '\r' '\n' < "$T/tty" | tr -d '\033' | grep -aq "^\[K$d/x.hprof -> $d/a.hprof: " || die "no summary on a terminal: $(cat -v "$T/tty")"
+}
+
+TESTS="$TESTS info_output"
+t_info_output() {
+    d=$T/io; rm -rf "$d"; mkdir -p "$d"
+    # names in modified UTF-8 and bytes that are not UTF-8, two unknown tags
+    expect 0 "$B/hprof-info" --json tests/fuzz/corpus/info/weird-names.hprof
+    python3 - "$T/out" <<'PY' || die "hprof-info --json of odd names: $(cat "$T/out")"
+import json, sys
+def no_twice(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), keys
+    return dict(pairs)
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), object_pairs_hook=no_twice)
+assert d["records"]["0x50"]["count"] == 1 and d["records"]["0x51"]["count"] == 1, d["records"]
+name = d["top_by_count"][0]["name"]
+assert name == "com.ex.Caf\u0000\U00010000\u00ff\u0001\"\\", repr(name)
+assert d["top_by_count"][0]["id"] == "0x100", d["top_by_count"][0]
+PY
+    # one class-name form (Java source form) for HotSpot and Android, ids
+    # in hexadecimal everywhere, aligned columns
+    for f in fixtures/hotspot-fixture.hprof.gz fixtures/android-synth.hprof.gz; do
+        "$B/hprof-info" --top 1000 "$f" > "$T/report" || die "info $f"
+        sed -n '/^Top .* by count/,/^$/p' "$T/report" > "$T/top"
+        grep -q 'java\.lang\.String  ' "$T/top" || die "$f: no java.lang.String: $(head "$T/top")"
+        grep -q 'java/\|\[L\|^  \[' "$T/top" && die "$f: descriptor names: $(grep 'java/\|\[L\|^  \[' "$T/top" | head -3)"
+        [ "$(grep -v '^$' "$T/top" | awk '{ print length($0) }' | sort -u | wc -l)" = 1 ] ||
+            die "$f: columns not aligned: $(head -20 "$T/top")"
+        "$B/hprof-info" --json "$f" > "$T/json"
+        python3 - "$T/json" <<'PY' || die "$f: ids: $(head -c 600 "$T/json")"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+for c in d["top_by_count"]:
+    assert "/" not in c["name"] and not c["name"].startswith("["), c
+    assert c["id"] is None or re.fullmatch(r"0x[0-9a-f]+", c["id"]), c
+for b in d["bitmaps"]["list"]:
+    assert re.fullmatch(r"0x[0-9a-f]+", b["id"]) and (b["buffer"] is None or re.fullmatch(r"0x[0-9a-f]+", b["buffer"])), b
+PY
+    done
+    "$B/hprof-info" fixtures/android-synth.hprof.gz | grep -q '^  0x[0-9a-f]* .* buffer 0x' || die "report ids not hex"
+    # --estimate: -z sizes, exactly what -z writes
+    "$B/hprof-info" --json --estimate fixtures/hotspot-fixture.hprof.gz > "$T/json"
+    empty=$("$B/hprof-shrink" -q -z fixtures/hotspot-fixture.hprof.gz - | wc -c)
+    zero=$("$B/hprof-shrink" -q -z --arrays=zero fixtures/hotspot-fixture.hprof.gz - | wc -c)
+    python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['estimate']; assert (e['empty_gzip'], e['zero_gzip']) == ($empty, $zero), e" "$T/json" ||
+        die "estimate of -z: $(cat "$T/json" | head -c 300) vs $empty $zero"
+    # the man page names the keys the JSON has
+    for k in empty zero remove empty_gzip zero_gzip; do
+        grep -q "$k" man/hprof-info.1 || die "man page lacks estimate key $k"
+    done
+    python3 -c "import json,sys; assert 'bytes' not in json.load(open(sys.argv[1]))['estimate']" "$T/json"
+    LC_ALL=C.UTF-8 MANWIDTH=200 man -l man/hprof-info.1 2>/dev/null | grep -q 'remove, bytes)' && die "man page lists estimate key bytes"
+    # many files, as hprof-verify takes
+    expect 0 "$B/hprof-info" --json fixtures/hotspot-synth.hprof.gz fixtures/android-synth.hprof.gz
+    [ "$(wc -l < "$T/out")" = 2 ] || die "hprof-info of two files: $(wc -l < "$T/out") lines"
+}
+
+TESTS="$TESTS small_ones"
+t_small_ones() {
+    d=$T/sm; rm -rf "$d"; mkdir -p "$d"
+    # hprof-bitmaps: a missing input leaves no OUTDIR; no id twice in a line
+    expect 3 "$B/hprof-bitmaps" "$d/nosuch.hprof" "$d/bm"
+    [ ! -e "$d/bm" ] || die "hprof-bitmaps left an empty OUTDIR"
+    expect 0 "$B/hprof-bitmaps" fixtures/android-synth.hprof.gz "$d/bm"
+    awk -F '\t' 'NR > 1 { n = split($2, a, ","); for (i = 1; i <= n; i++) if (seen[NR, a[i]]++) print }' \
+        "$d/bm/index.tsv" | grep -q . && die "index.tsv repeats an id: $(cat "$d/bm/index.tsv")"
+    # every option of the man page is in --help
+    "$B/hprof-shrink" --help > "$d/help"
+    for opt in $(sed 's/\\-/-/g' man/hprof-shrink.1 | grep -o '^\.BI\? *--[a-z-]*' | sed 's/.*--//' | sort -u); do
+        grep -q -- "--$opt" "$d/help" || die "--$opt is in the man page, not in --help"
+    done
+    grep -q -- '--segment-size' "$d/help" || die "--segment-size not in --help"
+    # the demo writes to a fresh directory and says which
+    TMPDIR=$d sh tools/demo.sh "$B" > "$d/demo" 2>&1 || die "demo: $(cat "$d/demo")"
+    dir=$(sed -n 's/^outputs in //p' "$d/demo")
+    case $dir in "$d"/hprof-shrink-demo.*) ;; *) die "demo wrote to '$dir'" ;; esac
+    [ -s "$dir/android-synth.shrunk.hprof" ] || die "demo output missing in $dir"
+}
+
+if [ $# -gt 0 ]; then
+    for t; do banner "$t"; "t_$t"; done
+    finish
+fi
 
 HPROF_CONV=/usr/lib/android-sdk/platform-tools/hprof-conv
 VISUALVM_JAR=/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar
@@ -21,15 +434,6 @@ mkdir -p "$T/java"
 javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java
 heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$@"; }
 
-# expect CODE CMD... : run CMD, check its exit status
-expect() {
-    want=$1; shift
-    set +e
-    "$@" > "$T/out" 2> "$T/err"
-    got=$?
-    set -e
-    [ "$got" = "$want" ] || die "'$*' exited $got, expected $want: $(cat "$T/err")"
-}
 
 banner "generator reproduces the committed fixtures"
 for mode in android hotspot; do
@@ -231,15 +635,15 @@ for sig in INT TERM; do
     exec 7> "$T/fifo"               # the shrinker now waits for input
     gzip -dc fixtures/android-synth.hprof.gz | head -c 100000 >&7
     i=0
-    until ls "$T" | grep -q '^sig.hprof.*\.tmp$'; do
+    until ls "$T" | grep -q '^hprof-shrink\..*\.tmp$'; do
         i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
     done
-    ls "$T" | grep -q '^sig.hprof.*\.tmp$' || die "no temporary output while running"
+    ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' || die "no temporary output while running"
     kill -$sig $pid
     set +e; wait $pid; got=$?; set -e
     exec 7>&-
     [ "$got" -gt 128 ] || die "SIG$sig: exit status $got"
-    ls "$T" | grep -q '^sig.hprof' && die "SIG$sig left $(ls "$T" | grep '^sig.hprof')"
+    ls "$T" | grep -q '^sig.hprof\|^hprof-shrink\..*\.tmp$' && die "SIG$sig left $(ls "$T" | grep '^sig.hprof\|\.tmp$')"
 done
 
 banner "hostile inputs: one-line errors with offsets, exit 1, bounded memory"
@@ -290,7 +694,7 @@ for fault in enospc:100000 eio:5000 enospc:0; do
         eio*) grep -q 'Input/output error' "$T/err" || die "$fault: $(cat "$T/err")" ;;
         esac
         [ ! -e "$T/f.out" ] || die "$fault $z left an output"
-        ls "$T" | grep -q '^f\.out.*\.tmp$' && die "$fault $z left a temporary file"
+        ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$fault $z left a temporary file"
     done
 done
 cmp -s "$T/fin.hprof" "$T/fin.copy" || die "a failed run modified the input"
@@ -362,7 +766,7 @@ for tool in hprof-shrink hprof-verify; do
         "$T/err" || die "$tool cut: $(cat "$T/err")"
     [ "$(wc -l < "$T/err")" = 1 ] || die "$tool cut: not one line: $(cat "$T/err")"
     [ ! -e "$T/cut-out.hprof" ] || die "$tool cut: left an output"
-    ls "$T" | grep -q '^cut-out.*\.tmp$' && die "$tool cut: left a temporary file"
+    ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$tool cut: left a temporary file"
 done
 
 banner "hprof-info: counts agree with hprof-verify, hprof-shrink and the generator"
@@ -429,7 +833,8 @@ set +e
 got=$?
 set -e
 [ "$got" = 1 ] || die "batch with a corrupt file exited $got"
-[ "$(wc -l < "$T/batch.out")" = 3 ] || die "batch summary lines: $(cat "$T/batch.out")"
+[ "$(wc -l < "$T/batch.out")" = 4 ] || die "batch summary lines: $(cat "$T/batch.out")"
+grep -qx "3 shrunk, 1 failed, 0 skipped" "$T/batch.out" || die "batch tally: $(cat "$T/batch.out")"
 grep -q 'cut.hprof: offset 0x' "$T/batch.err" || die "batch error: $(cat "$T/batch.err")"
 for f in android-synth.hprof hotspot-synth.hprof a/b/jcmd.hprof; do
     "$B/hprof-verify" "$T/out1/$f" > /dev/null || die "batch output $f"
@@ -450,7 +855,9 @@ set -e
 python3 -c "
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert len(rows) == 3 and all(r['bytes_written'] > 0 for r in rows), rows
+done = [r for r in rows if r.get('status') == 'shrunk']
+assert len(done) == 3 and all(r['bytes_written'] > 0 for r in done), rows
+assert rows[-1] == {'shrunk': 3, 'failed': 1, 'skipped': 0, 'exit': 1}, rows
 " "$T/batch.json" || die "batch --json: $(cat "$T/batch.json")"
 # SIGINT: the finished output stays, the unfinished one leaves nothing
 rm -rf "$T/out3" "$T/fifo.hprof"; mkdir -p "$T/out3"
@@ -459,7 +866,7 @@ mkfifo "$T/fifo.hprof"
 pid=$!
 exec 7> "$T/fifo.hprof"
 i=0
-until ls "$T/out3" | grep -q '^fifo.hprof.*\.tmp$'; do
+until ls "$T/out3" | grep -q '^hprof-shrink\..*\.tmp$'; do
     i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
 done
 kill -INT $pid
@@ -553,7 +960,7 @@ python3 - "$T/bm" "$T/bm.info" <<'PY' || die "hprof-bitmaps output is wrong"
 import hashlib, json, os, struct, sys, zlib
 out, info = sys.argv[1], json.load(open(sys.argv[2]))
 # distinct contents: one file each
-distinct = {(b["md5"], b["buffer_bytes"]) for b in info["bitmaps"]["list"] if b["buffer"]}
+distinct = {(b["md5"], b["buffer_bytes"]) for b in info["bitmaps"]["list"] if b["buffer"] is not None}
 files = [f for f in os.listdir(out) if f != "index.tsv"]
 assert len(files) == len(distinct) == 5, (files, distinct)
 for f in files:
@@ -580,7 +987,12 @@ for f in files:
         assert hashlib.md5(data).hexdigest() == md5, f
 index = open(os.path.join(out, "index.tsv")).read().splitlines()
 assert len(index) == 1 + len(files)
-shared = [l for l in index[1:] if l.split("\t")[1].count(",") >= 1]
+assert index[0].split("\t") == ["file", "bitmaps", "width", "height", "bytes", "note", "buffers"], index[0]
+for l in index[1:]:             # each id once per line
+    for col in (1, 6):
+        ids = l.split("\t")[col].split(",")
+        assert len(ids) == len(set(ids)), l
+shared = [l for l in index[1:] if l.split("\t")[6].count(",") >= 1]
 assert len(shared) >= 3, index   # A (three bitmaps), C/D, the two equal DumpData buffers
 PY
 cmp -s "$T/bm/index.tsv" "$T/bm2/index.tsv" || true
@@ -750,8 +1162,5 @@ PY
 }
 jvm_matches_hprof_conv
 
-if [ "$fails" -ne 0 ]; then
-    echo "cli-tests: $fails failure(s)" >&2
-    exit 1
-fi
-echo "cli-tests: all passed"
+for t in $TESTS; do banner "$t"; "t_$t"; done
+finish

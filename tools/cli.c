@@ -8,12 +8,16 @@
  * walk with only async-signal-safe calls.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <time.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -45,14 +49,45 @@ int cli_exit_code(int rc)
     }
 }
 
+char cli_first_error[1024];
+
 void cli_error(const char *fmt, ...)
 {
+    char msg[sizeof cli_first_error];
     va_list ap;
-    fprintf(stderr, "%s: ", cli_progname);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "%s: %s\n", cli_progname, msg);
+    if (cli_first_error[0] == '\0')
+        memcpy(cli_first_error, msg, sizeof msg);
+}
+
+void cli_file_error(const char *path, const char *msg)
+{
+    size_t n = strlen(path);
+    if (msg == NULL || *msg == '\0')
+        msg = "failed";
+    /* the library's input messages may already start with the name */
+    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        msg += n + 2;
+    else if (strcmp(path, "-") == 0 && strncmp(msg, "(stdin): ", 9) == 0)
+        msg += 9;
+    cli_error("%s: %s", strcmp(path, "-") == 0 ? "standard input" : cli_quote(path), msg);
+}
+
+int cli_usage_error(const char *fmt, ...)
+{
+    if (fmt != NULL) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        cli_error("%s", msg);
+    }
+    fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+    return EXIT_USAGE;
 }
 
 void cli_version(void)
@@ -60,11 +95,61 @@ void cli_version(void)
     printf("%s (hprof-shrink) %s\n", cli_progname, HPROF_VERSION_STRING);
 }
 
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void cli_format_bytes(char *buf, size_t len, uint64_t n)
+{
+    static const char *const units[] = { "bytes", "kB", "MB", "GB", "TB" };
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1000 && u < 4) {
+        v /= 1000;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%" PRIu64 " bytes", n);
+    else
+        snprintf(buf, len, "%.*f %s", v < 10 ? 1 : 0, v, units[u]);
+}
+
 void cli_progress_init(struct cli_progress *p, const char *label, int quiet)
 {
+    memset(p, 0, sizeof *p);
     p->enabled = !quiet && isatty(STDERR_FILENO);
     p->label = label;
-    p->last_percent = -1;
+    p->start = now_seconds();
+}
+
+/* One line, redrawn at most ten times a second: how far the whole run is
+ * (monotone: a later pass never shows less), the input bytes read over
+ * all passes, and the rate. */
+static void progress_draw(struct cli_progress *p, double fraction, uint64_t total)
+{
+    double t = now_seconds();
+    if (fraction < p->fraction)
+        fraction = p->fraction;
+    p->fraction = fraction;
+    if (p->drawn && t - p->last_draw < 0.1)
+        return;
+    p->last_draw = t;
+    p->drawn = 1;
+    char read[32], size[32], rate[32];
+    double secs = t - p->start;
+    cli_format_bytes(read, sizeof read, p->read + p->done);
+    cli_format_bytes(size, sizeof size, total);
+    cli_format_bytes(rate, sizeof rate, secs > 0 ? (uint64_t)((double)(p->read + p->done) / secs) : 0);
+    if (fraction >= 0)
+        fprintf(stderr, "\r%s: %s: %3d%% of %s, %s read, %s/s\033[K", cli_progname,
+                cli_quote(p->label), (int)(fraction * 100), size, read, rate);
+    else
+        fprintf(stderr, "\r%s: %s: %s, %s read, %s/s\033[K", cli_progname, cli_quote(p->label),
+                size, read, rate);
+    fflush(stderr);
 }
 
 void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t done,
@@ -72,19 +157,50 @@ void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t 
 {
     if (!p->enabled)
         return;
-    int percent = total ? (int)(done * 100 / total) : 100;
-    if (percent == p->last_percent)
+    if (pass != p->pass) {      /* a new pass: the last one read its input */
+        if (p->pass != 0)
+            p->read += p->total;
+        p->pass = pass;
+    }
+    p->done = done;
+    p->total = total;
+    double f = passes > 0 && total > 0
+                   ? ((double)(pass - 1) + (double)done / (double)total) / (double)passes
+                   : 0;
+    progress_draw(p, f > 1 ? 1 : f, total);
+}
+
+void cli_progress_bytes(void *ctx, uint64_t done, uint64_t total)
+{
+    struct cli_progress *p = ctx;
+    if (!p->enabled)
         return;
-    p->last_percent = percent;
-    fprintf(stderr, "\r%s: %s: pass %d/%d %3d%%", cli_progname, p->label, pass, passes, percent);
+    if (done < p->done)         /* the reader started over: another pass */
+        p->read += p->total;
+    p->done = done;
+    p->total = total;
+    progress_draw(p, -1, total);
+}
+
+void cli_progress_note(struct cli_progress *p, const char *what)
+{
+    if (!p->enabled)
+        return;
+    fprintf(stderr, "\r%s: %s: %s\033[K", cli_progname, cli_quote(p->label), what);
     fflush(stderr);
+    p->drawn = 1;
 }
 
 void cli_progress_done(struct cli_progress *p)
 {
-    if (p->enabled && p->last_percent >= 0)
+    if (p->enabled && p->drawn)
         fprintf(stderr, "\r\033[K");
-    p->last_percent = -1;
+    p->drawn = 0;
+}
+
+double cli_progress_seconds(const struct cli_progress *p)
+{
+    return now_seconds() - p->start;
 }
 
 /* ---- Temporary files and signals ------------------------------------------ */
@@ -161,6 +277,46 @@ void cli_install_signal_handlers(void)
     signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes EPIPE, reported */
 }
 
+/* A heap dump holds every String of the process: its copy must not be
+ * readable by more people than the original.  As gzip does, the output
+ * takes the input's permission bits (and, as root, its owner and group);
+ * from standard input it stays 0600 (mkstemp()'s mode), less if the umask
+ * says so. */
+static void set_output_mode(int fd, const struct stat *input)
+{
+    if (input == NULL || !(S_ISREG(input->st_mode) || S_ISFIFO(input->st_mode))) {
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0600 & ~mask);
+        return;
+    }
+    if (geteuid() == 0 && fchown(fd, input->st_uid, input->st_gid) != 0) {
+        /* not ours to give away: keep root's, with the bits below */
+    }
+    fchmod(fd, input->st_mode & 0777);
+}
+
+/* A character device (/dev/null) or a FIFO is written as it is: nothing
+ * to rename over it, nothing to remove on failure. */
+static int open_direct(struct cli_output *o, const char *path, int force)
+{
+    o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (o->fd < 0) {
+        cli_error("%s: %s", cli_quote(path), strerror(errno));
+        return EXIT_IO;
+    }
+    if (isatty(o->fd) && !force) {
+        cli_error("%s: refusing to write a heap dump to a terminal (use -f to force)",
+                  cli_quote(path));
+        close(o->fd);
+        o->fd = -1;
+        return EXIT_USAGE;
+    }
+    o->path = strdup(path);
+    o->direct = 1;
+    return 0;
+}
+
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input)
 {
     struct stat st;
@@ -175,6 +331,12 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         return 0;
     }
     if (stat(path, &st) == 0) {
+        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+            return open_direct(o, path, force);
+        if (S_ISDIR(st.st_mode)) {
+            cli_error("%s: is a directory", cli_quote(path));
+            return EXIT_USAGE;
+        }
         if (input != NULL && st.st_dev == input->st_dev && st.st_ino == input->st_ino) {
             cli_error("%s: output is the input; refusing to overwrite it", path);
             return EXIT_USAGE;
@@ -188,7 +350,12 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
             return EXIT_USAGE;
         }
     }
-    size_t len = strlen(path) + sizeof ".XXXXXX.tmp";
+    /* A short name of our own (not OUT plus a suffix, which a long OUT
+     * would push past NAME_MAX), locked while we live: a later batch run
+     * removes those that nobody holds (cli_remove_stale_temps()). */
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t len = dir_len + sizeof CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX;
     o->path = strdup(path);
     o->tmp = malloc(len);
     if (o->path == NULL || o->tmp == NULL) {
@@ -196,19 +363,29 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         cli_output_abort(o);
         return EXIT_IO;
     }
-    snprintf(o->tmp, len, "%s.XXXXXX.tmp", path);
-    o->fd = mkstemps(o->tmp, 4);
+    snprintf(o->tmp, len, "%.*s" CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX, (int)dir_len, path);
+    /* Between its creation and its lock, a cleaner must not take the file
+     * for a stale one: creators hold the directory shared meanwhile, the
+     * cleaner exclusively (a directory's flock is advisory, as is ours). */
+    char *dir = strndup(o->tmp, dir_len ? dir_len : 1);
+    int dir_fd = dir ? open(dir_len ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    free(dir);
+    if (dir_fd >= 0)
+        flock(dir_fd, LOCK_SH);
+    o->fd = mkstemps(o->tmp, (int)strlen(CLI_TEMP_SUFFIX));
+    if (o->fd >= 0)
+        flock(o->fd, LOCK_EX | LOCK_NB);
+    if (dir_fd >= 0)
+        close(dir_fd); /* and the shared lock with it */
     if (o->fd < 0) {
-        cli_error("%s: cannot create a temporary file: %s", path, strerror(errno));
+        cli_error("%s: cannot create a temporary file in its directory: %s", cli_quote(path),
+                  strerror(errno));
         free(o->tmp);
         o->tmp = NULL;
         cli_output_abort(o);
         return EXIT_IO;
     }
-    /* mkstemp() makes 0600; give the dump the mode a plain create would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(o->fd, 0666 & ~mask);
+    set_output_mode(o->fd, input);
     if (remember_temp(o->tmp) != 0) {
         cli_error("too many outputs open at once");
         cli_output_abort(o);
@@ -220,6 +397,17 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
 int cli_output_commit(struct cli_output *o)
 {
     int rc = 0;
+    if (o->direct) {
+        if (close(o->fd) != 0) {
+            cli_error("%s: %s", cli_quote(o->path), strerror(errno));
+            rc = EXIT_IO;
+        }
+        o->fd = -1;
+        o->direct = 0;
+        free(o->path);
+        o->path = NULL;
+        return rc;
+    }
     if (o->tmp == NULL) { /* stdout */
         o->fd = -1;
         return 0;
@@ -250,8 +438,9 @@ int cli_output_commit(struct cli_output *o)
 
 void cli_output_abort(struct cli_output *o)
 {
-    if (o->fd >= 0 && o->tmp != NULL)
+    if (o->fd >= 0 && (o->tmp != NULL || o->direct))
         close(o->fd);
+    o->direct = 0;
     if (o->tmp != NULL) {
         unlink(o->tmp);
         forget_temp(o->tmp);
@@ -262,11 +451,38 @@ void cli_output_abort(struct cli_output *o)
     o->fd = -1;
 }
 
+/* A compressor the library does not read: its name, or NULL. */
+static const char *other_compression(int fd)
+{
+    unsigned char m[6];
+    if (pread(fd, m, sizeof m, 0) != (ssize_t)sizeof m)
+        return NULL;
+    if (m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
+        return "zstd";
+    if (memcmp(m, "\xfd" "7zXZ\0", 6) == 0)
+        return "xz";
+    if (m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9')
+        return "bzip2";
+    if (m[0] == 0x04 && m[1] == 0x22 && m[2] == 0x4d && m[3] == 0x18)
+        return "lz4";
+    return NULL;
+}
+
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
 {
     *fd = -1;
     *r = NULL;
-    int rc = hprof_input_open(path, fd, NULL, err);
+    int rc;
+    /* as gzip -d does: a person typing a heap dump is a mistake */
+    if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
+        return hprof_error_set(err, HPROF_ERR_USAGE,
+                               "is a terminal; refusing to read a heap dump from it");
+    rc = hprof_input_open(path, fd, NULL, err);
+    const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
+    if (other != NULL)
+        rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                             "%s-compressed: only gzip is read; decompress it first (%s -d)",
+                             other, other);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);
     /* Mapped unless HPROF_MMAP=0: no copy of what is parsed, and array
@@ -319,4 +535,130 @@ uint64_t cli_writeback_step(uint64_t input_size)
     if (input_size == 0 || step > CLI_WRITEBACK_STEP)
         return CLI_WRITEBACK_STEP;
     return step < (1u << 20) ? 1u << 20 : step;
+}
+
+int cli_remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    size_t plen = strlen(CLI_TEMP_PREFIX), slen = strlen(CLI_TEMP_SUFFIX);
+    int removed = 0;
+    if (d == NULL)
+        return 0;
+    flock(dirfd(d), LOCK_EX); /* no temporary file between creation and lock */
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n != plen + 6 + slen || strncmp(e->d_name, CLI_TEMP_PREFIX, plen) != 0 ||
+            strcmp(e->d_name + n - slen, CLI_TEMP_SUFFIX) != 0)
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0)
+            continue;
+        /* a live run holds its lock; the lock of a killed one is gone */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            unlinkat(dirfd(d), e->d_name, 0) == 0) {
+            fprintf(stderr, "%s: removed %s%s%s, a temporary file left by an interrupted run\n",
+                    cli_progname, dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                    cli_quote(e->d_name));
+            removed++;
+        }
+        close(fd);
+    }
+    closedir(d);
+    return removed;
+}
+
+/* The name as it is when it is printable; otherwise in double quotes with
+ * C escapes, so that a name holding a newline stays on its line. */
+const char *cli_quote(const char *s)
+{
+    static char bufs[4][4 * 4096 + 3];
+    static int next;
+    const unsigned char *p = (const unsigned char *)s;
+    int plain = 1;
+    for (; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
+            plain = 0;
+    if (plain)
+        return s;
+    char *buf = bufs[next++ & 3], *w = buf;
+    char *end = buf + sizeof bufs[0] - 6;
+    *w++ = '"';
+    for (p = (const unsigned char *)s; *p && w < end; p++) {
+        switch (*p) {
+        case '\n': *w++ = '\\'; *w++ = 'n'; break;
+        case '\t': *w++ = '\\'; *w++ = 't'; break;
+        case '"': *w++ = '\\'; *w++ = '"'; break;
+        case '\\': *w++ = '\\'; *w++ = '\\'; break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                w += sprintf(w, "\\x%02x", *p);
+            else
+                *w++ = (char)*p;
+        }
+    }
+    *w++ = '"';
+    *w = '\0';
+    return buf;
+}
+
+/* Length of the UTF-8 sequence at p (n bytes left) that JSON may carry as it
+ * is, or 0.  Overlong forms, surrogates and code points past U+10FFFF are
+ * not UTF-8. */
+static size_t utf8_length(const unsigned char *p, size_t n)
+{
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
+            return 0;
+        if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0))
+            return 0;
+        return 3;
+    }
+    if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+            return 0;
+        if ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+            return 0;
+        return 4;
+    }
+    return 0;
+}
+
+void cli_json_string(FILE *f, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        size_t k;
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\u%04x", c);
+            i++;
+        } else if ((k = utf8_length(p + i, len - i)) != 0) {
+            fwrite(p + i, 1, k, f);
+            i += k;
+        } else if (c == 0xc0 && i + 1 < len && p[i + 1] == 0x80) {
+            fputs("\\u0000", f); /* modified UTF-8's NUL */
+            i += 2;
+        } else if (c == 0xed && i + 2 < len && p[i + 1] >= 0xa0 && p[i + 1] <= 0xbf &&
+                   (p[i + 2] & 0xc0) == 0x80) {
+            /* modified UTF-8 (CESU-8) writes a supplementary character as
+             * two surrogates of three bytes each: a pair in JSON */
+            unsigned u = 0xd000u | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
+            fprintf(f, "\\u%04x", u);
+            i += 3;
+        } else {
+            fprintf(f, "\\u%04x", c); /* a byte that is not text: U+0080-U+00FF */
+            i++;
+        }
+    }
+    fputc('"', f);
 }

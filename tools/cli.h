@@ -6,7 +6,9 @@
 #ifndef HPROF_CLI_H
 #define HPROF_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "hprof.h"
@@ -28,28 +30,57 @@ int cli_init(const char *argv0);
 /* The exit code for a libhprof error code. */
 int cli_exit_code(int hprof_rc);
 
-/* "prog: what" on stderr. */
+/* "prog: what" on stderr.  The first message (without "prog: ") stays in
+ * cli_first_error. */
+extern char cli_first_error[1024];
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "prog: FILE: message", FILE once even when `msg` starts with it; "-" is
+ * "standard input". */
+void cli_file_error(const char *path, const char *msg);
+
+/* A usage error: "prog: what" (unless fmt is NULL: getopt said it) and
+ * "Try 'prog --help' for more information.", never the whole help.
+ * @return EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Print "prog (hprof-shrink) x.y.z" on stdout. */
 void cli_version(void);
 
-/* Progress on stderr when it is a terminal and `enabled`. */
+/* Progress on stderr when it is a terminal (and not quiet): one line over
+ * the whole run, however many passes the library makes, with the input
+ * bytes read and the rate. */
 struct cli_progress {
-    int enabled;
+    int enabled, drawn;
     const char *label;
-    int last_percent;
+    double start, last_draw;
+    double fraction;            /* of the whole run, never decreasing */
+    int pass;
+    uint64_t read;              /* bytes of the passes before this one */
+    uint64_t done, total;       /* in this pass */
 };
 void cli_progress_init(struct cli_progress *p, const char *label, int quiet);
+/* hprof_shrink_options.progress */
 void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t done,
                          uint64_t total);
+/* hprof_reader_set_progress(): no pass count, so bytes and rate only */
+void cli_progress_bytes(void *ctx, uint64_t done, uint64_t total);
+/* What happens before the passes ("reading standard input"). */
+void cli_progress_note(struct cli_progress *p, const char *what);
+/* Clear the line (the caller prints its summary). */
 void cli_progress_done(struct cli_progress *p);
+/* Seconds since cli_progress_init(). */
+double cli_progress_seconds(const struct cli_progress *p);
+
+/* "301 MB", "93.9 kB", "512 bytes" (powers of 1000, as the summary shows). */
+void cli_format_bytes(char *buf, size_t len, uint64_t n);
 
 /* An output file written safely.  path "-" is standard output. */
 struct cli_output {
     char *path;
     char *tmp;          /* temporary file next to path, or NULL */
     int fd;
+    int direct;         /* a device or FIFO, written in place */
 };
 
 /* cli_output_commit() fsyncs a file before renaming it; sinks writing one
@@ -66,8 +97,9 @@ struct cli_output {
 uint64_t cli_writeback_step(uint64_t input_size);
 
 /* Opens the temporary file for `path`.  Refuses when `path` is the input
- * (`input` is the input's stat, or NULL) or exists and !force.  Refuses a
- * terminal as stdout unless force.  @return 0, or an exit code (message
+ * (`input` is the input's stat, or NULL), a directory, or exists and
+ * !force.  A character device or FIFO is opened and written in place (no
+ * -f needed).  Refuses a terminal unless force.  @return 0, or an exit code (message
  * printed). */
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input);
 /* fsync, close and rename into place.  @return 0 or EXIT_IO. */
@@ -75,11 +107,34 @@ int cli_output_commit(struct cli_output *o);
 /* Close and remove the temporary file. */
 void cli_output_abort(struct cli_output *o);
 
+/* Temporary outputs are DIR/hprof-shrink.XXXXXX.tmp, flock()ed while the
+ * process that writes them lives. */
+#define CLI_TEMP_PREFIX "hprof-shrink."
+#define CLI_TEMP_SUFFIX ".tmp"
+
+/* Removes the temporary files of our naming in `dir` that no live process
+ * holds (left by a run that was killed), saying so on stderr.  @return how
+ * many. */
+int cli_remove_stale_temps(const char *dir);
+
+/* `s` as it is when every byte is printable, else double-quoted with C
+ * escapes (a newline becomes \n).  The result lives until the fourth next
+ * call. */
+const char *cli_quote(const char *s);
+
+/* `len` bytes of `s` as a JSON string: valid UTF-8 as it is, Java's
+ * modified UTF-8 decoded (C0 80 is U+0000, surrogates of three bytes become
+ * \uD8xx escapes), control characters escaped, and any other byte that is
+ * not UTF-8 as the escape of U+0080-U+00FF of the same value. */
+void cli_json_string(FILE *f, const char *s, size_t len);
+
 /* SIGINT/SIGTERM/SIGHUP remove every open temporary file, then the process
  * dies of the signal as it would have. */
 void cli_install_signal_handlers(void);
 
 /* Open `path` ("-" for stdin; gzip and pipes spooled) and a reader on it.
+ * Refuses a terminal as stdin (HPROF_ERR_USAGE) and names zstd, xz, bzip2
+ * and lz4 input as unsupported (HPROF_ERR_FORMAT).
  * @return HPROF_OK with *fd and *r set, or an error (nothing left open).
  * cli_close_reader() releases both. */
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);

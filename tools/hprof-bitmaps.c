@@ -186,7 +186,7 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info, con
     FILE *index = fopen(path, "w");
     if (index == NULL)
         return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
-    fprintf(index, "file\tbitmaps\twidth\theight\tbytes\tnote\n");
+    fprintf(index, "file\tbitmaps\twidth\theight\tbytes\tnote\tbuffers\n");
     int rc = HPROF_OK;
     int *done = calloc(info->n_bitmaps + 1, sizeof *done);
     for (size_t i = 0; rc == HPROF_OK && done != NULL && i < info->n_bitmaps; i++) {
@@ -214,12 +214,33 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info, con
         const char *sep = "";
         for (size_t j = i; j < info->n_bitmaps; j++)
             if (!done[j] && same_content(b, &info->bitmaps[j]) && info->bitmaps[j].buffer_id) {
-                done[j] = 1;
+                /* a Bitmap may be listed more than once (its buffer and a
+                 * DumpData entry): its id once per line */
+                int seen = 0;
+                for (size_t k = i; k < j && !seen; k++)
+                    seen = done[k] == 1 + (int)i && info->bitmaps[k].id == info->bitmaps[j].id;
+                done[j] = 1 + (int)i;
+                if (seen)
+                    continue;
                 fprintf(index, "%s0x%" PRIx64 "", sep, info->bitmaps[j].id);
                 sep = ",";
             }
-        fprintf(index, "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu64 "\t%s\n", b->width, b->height,
+        fprintf(index, "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu64 "\t%s\t", b->width, b->height,
                 b->buffer_bytes, note);
+        /* the array objects holding this content, each once */
+        sep = "";
+        for (size_t j = i; j < info->n_bitmaps; j++) {
+            if (done[j] != 1 + (int)i)
+                continue;
+            int seen = 0;
+            for (size_t k = i; k < j && !seen; k++)
+                seen = done[k] == 1 + (int)i && info->bitmaps[k].buffer_id == info->bitmaps[j].buffer_id;
+            if (!seen) {
+                fprintf(index, "%s0x%" PRIx64, sep, info->bitmaps[j].buffer_id);
+                sep = ",";
+            }
+        }
+        fputc('\n', index);
     }
     if (done == NULL)
         rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
@@ -239,22 +260,19 @@ int main(int argc, char **argv)
     int c;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
         switch (c) {
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_usage_error(NULL);
         }
     }
-    if (argc - optind != 2) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind != 2)
+        return cli_usage_error(argc == optind ? "missing IN and OUTDIR"
+                               : argc - optind == 1 ? "missing OUTDIR"
+                               : "too many arguments");
     const char *path = argv[optind], *dir = argv[optind + 1];
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        cli_error("%s: %s", dir, strerror(errno));
-        return EXIT_IO;
-    }
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_info info;
@@ -262,10 +280,13 @@ int main(int argc, char **argv)
     int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK)
         analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
+    /* OUTDIR only once there is something to put in it */
+    if (rc == HPROF_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        rc = hprof_error_set(&err, HPROF_ERR_IO, "%s: %s", dir, strerror(errno));
     if (rc == HPROF_OK)
         rc = export_all(r, &info, dir, &err);
     if (rc != HPROF_OK)
-        cli_error("%s: %s", path, err.message);
+        cli_file_error(path, err.message);
     if (analysed)
         hprof_info_free(&info);
     cli_close_reader(fd, r);

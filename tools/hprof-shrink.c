@@ -3,7 +3,8 @@
  * memory analysis needs.  The work is hprof_shrink() in libhprof; this file
  * is options, files and reports.
  */
-#define _XOPEN_SOURCE 700 /* nftw() */
+#define _GNU_SOURCE /* nftw() with FTW_ACTIONRETVAL */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +27,7 @@ struct options {
     unsigned threads;       /* write-pass and gzip workers; 0: one per core */
     int force, quiet, stats, json;
     const char *in, *out;
+    char *out_alloc;            /* OUT a directory: the file in it */
     /* Batch mode: -o DIR with several inputs, -r to walk directories. */
     const char *out_dir;
     int recursive;
@@ -65,7 +68,8 @@ static void usage(FILE *out)
             "  --mapping=FILE       restore class, field and method names with a\n"
             "                       ProGuard/R8 mapping.txt\n"
             "  --keep-duplicates    do not merge byte-identical bitmap buffers\n"
-            "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6]\n"
+            "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6];\n"
+            "                       attach the level: -z9, --gzip=9, or -1 ... -9\n"
             "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: for one\n"
             "                       file, write-pass, gzip and read-ahead threads;\n"
             "                       in batch mode, files at once\n"
@@ -78,7 +82,8 @@ static void usage(FILE *out)
             "  --stats              print a report on standard error\n"
             "  --json               print the report as JSON (on standard output, or on\n"
             "                       standard error when OUT is standard output)\n"
-            "  -q, --quiet          no progress line\n"
+            "  --segment-size=BYTES largest heap segment to write [Default: 33554432]\n"
+            "  -q, --quiet          no progress, summary or warnings\n"
             "  -h, --help           show this help and exit\n"
             "  -V, --version        show the version and exit\n"
             "\n"
@@ -116,8 +121,8 @@ static int parse(int argc, char **argv, struct options *o)
         { NULL, 0, NULL, 0 },
     };
     unsigned long long v;
-    int c;
-    while ((c = getopt_long(argc, argv, "z::j:o:rfqhV", long_options, NULL)) != -1) {
+    int c, z_bare = 0;
+    while ((c = getopt_long(argc, argv, "z::j:o:rfqhV123456789", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_ARRAYS:
             if (strcmp(optarg, "empty") == 0)
@@ -127,8 +132,7 @@ static int parse(int argc, char **argv, struct options *o)
             else if (strcmp(optarg, "remove") == 0)
                 o->shrink.arrays = HPROF_ARRAYS_REMOVE;
             else {
-                cli_error("--arrays: expected empty, zero or remove, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--arrays: expected empty, zero or remove, got '%s'", optarg);
             }
             break;
         case OPT_KEEP_SYSTEM: o->shrink.keep_system_heaps = 1; break;
@@ -138,19 +142,16 @@ static int parse(int argc, char **argv, struct options *o)
             else if (strcmp(optarg, "strings") == 0)
                 o->shrink.redact = HPROF_REDACT_STRINGS;
             else {
-                cli_error("--redact: expected nothing, all or strings, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--redact: expected nothing, all or strings, got '%s'", optarg);
             }
             break;
         case OPT_REDACT_KEEP: {
             const char *dot = strrchr(optarg, '.');
             if (dot == NULL || dot == optarg || dot[1] == '\0') {
-                cli_error("--redact-keep: expected CLASS.FIELD, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--redact-keep: expected CLASS.FIELD, got '%s'", optarg);
             }
             if (o->shrink.n_redact_keep == HPROF_REDACT_MAX_RULES) {
-                cli_error("--redact-keep: at most %d rules", HPROF_REDACT_MAX_RULES);
-                return EXIT_USAGE;
+                return cli_usage_error("--redact-keep: at most %d rules", HPROF_REDACT_MAX_RULES);
             }
             o->keep_rules[o->shrink.n_redact_keep++] = optarg;
             o->shrink.redact_keep = o->keep_rules;
@@ -163,26 +164,24 @@ static int parse(int argc, char **argv, struct options *o)
         case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; break;
         case 'z':
             o->gzip_level = 6;
+            z_bare = optarg == NULL;
             if (optarg != NULL) {
                 if (cli_parse_uint(optarg, 9, &v) != 0 || v < 1) {
-                    cli_error("--gzip: expected a level from 1 to 9, got '%s'", optarg);
-                    return EXIT_USAGE;
+                    return cli_usage_error("--gzip: expected a level from 1 to 9, got '%s'", optarg);
                 }
                 o->gzip_level = (int)v;
             }
             break;
         case 'j':
             if (cli_parse_uint(optarg, 256, &v) != 0) {
-                cli_error("--threads: expected 0 to 256, got '%s'", optarg);
-                return EXIT_USAGE;
+                return cli_usage_error("--threads: expected 0 to 256, got '%s'", optarg);
             }
             o->threads = (unsigned)v;
             break;
         case OPT_SEGMENT:
             if (cli_parse_uint(optarg, UINT32_MAX, &v) != 0 || v < HPROF_SEGMENT_LIMIT_MIN) {
-                cli_error("--segment-size: expected %u to %u bytes, got '%s'",
+                return cli_usage_error("--segment-size: expected %u to %u bytes, got '%s'",
                           HPROF_SEGMENT_LIMIT_MIN, UINT32_MAX, optarg);
-                return EXIT_USAGE;
             }
             o->shrink.segment_limit = (uint32_t)v;
             break;
@@ -194,22 +193,25 @@ static int parse(int argc, char **argv, struct options *o)
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(EXIT_OK);
         case 'V': cli_version(); exit(EXIT_OK);
-        default: usage(stderr); return EXIT_USAGE;
+        case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
+        case '9':
+            o->gzip_level = c - '0'; /* gzip's -1 ... -9: a level, and gzip */
+            z_bare = 0;
+            break;
+        default: return cli_usage_error(NULL);
         }
     }
     int left = argc - optind;
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0) {
-            cli_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
-            return EXIT_USAGE;
+            return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
         }
         o->inputs = argv + optind;
         o->n_inputs = left;
         return 0;
     }
     if ((o->shrink.n_redact_keep > 0 || o->shrink.redact_fields) && !o->shrink.redact) {
-        cli_error("--redact-keep and --redact-fields need --redact");
-        return EXIT_USAGE;
+        return cli_usage_error("--redact-keep and --redact-fields need --redact");
     }
     if (left == 0) {
         o->in = o->out = "-";
@@ -217,9 +219,13 @@ static int parse(int argc, char **argv, struct options *o)
         o->in = argv[optind];
         o->out = argv[optind + 1];
     } else {
-        cli_error(left == 1 ? "missing OUT (use - for standard output)" : "too many arguments");
-        fprintf(stderr, "Usage: %s [options] IN OUT   (--help for more)\n", cli_progname);
-        return EXIT_USAGE;
+        /* -z's level is an optional argument: "-z 9" is -z and a file 9 */
+        const char *first = argv[optind];
+        if (z_bare && first[0] >= '1' && first[0] <= '9' && first[1] == '\0')
+            return cli_usage_error("'%s' after -z is taken as a file name: attach the level "
+                                   "(-z%s, --gzip=%s or -%s)", first, first, first, first);
+        return cli_usage_error(left == 1 ? "missing OUT (use - for standard output)"
+                                         : "too many arguments");
     }
     return 0;
 }
@@ -298,17 +304,7 @@ static void json_count(FILE *f, const char *key, const struct hprof_count *c, in
 
 static void json_string(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
+    cli_json_string(f, s, strlen(s));
 }
 
 /* One JSON object on one line; keys are documented in hprof-shrink(1). */
@@ -320,7 +316,7 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     json_string(f, o->in);
     fprintf(f, ",\"output\":");
     json_string(f, o->out);
-    fprintf(f, ",\"arrays\":\"%s\",\"keep_system_heaps\":%s,\"gzip_level\":%d,",
+    fprintf(f, ",\"status\":\"shrunk\",\"arrays\":\"%s\",\"keep_system_heaps\":%s,\"gzip_level\":%d,",
             modes[o->shrink.arrays], o->shrink.keep_system_heaps ? "true" : "false",
             o->gzip_level);
     fprintf(f, "\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64 ",\"bytes_written\":%" PRIu64
@@ -362,14 +358,34 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     fflush(f); /* batch children leave with _exit() */
 }
 
+/* On success, unless -q: "in -> out: 301 MB -> 49 MB (16.3%), 0.11 s" on
+ * stderr, the line batch mode prints for each file. */
+static void print_summary(const struct options *o, const struct hprof_shrink_stats *s,
+                          uint64_t written, int out_is_file, double secs)
+{
+    char in[32], out[32];
+    /* a gzip stream to a pipe or device: only its uncompressed size is known */
+    int gz_unknown = o->gzip_level && !out_is_file;
+    uint64_t n = out_is_file && written ? written : s->bytes_out;
+    cli_format_bytes(in, sizeof in, s->bytes_in);
+    cli_format_bytes(out, sizeof out, n);
+    fprintf(stderr, "%s -> %s: %s -> %s%s (%.1f%%), %.2f s\n",
+            strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in),
+            strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out), in, out,
+            gz_unknown ? " before gzip" : "", ratio(n, s->bytes_in), secs);
+}
+
 static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
 {
     cli_progress_update(ctx, pass, passes, done, total);
 }
 
+static char *output_name(const char *dir, const char *rel, int gzip);
+static int ends_with_nocase(const char *s, const char *suffix);
+
 static int shrink_file(struct options *o)
 {
-    struct hprof_error err = { 0 };
+    struct hprof_error err = { 0 }, sink_err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_sink *sink = NULL;
     struct hprof_shrink_stats stats;
@@ -377,24 +393,54 @@ static int shrink_file(struct options *o)
     struct cli_progress progress;
     struct stat in_st;
     int in_fd = -1, code;
-    const char *name = strcmp(o->in, "-") == 0 ? "(stdin)" : o->in;
+    const char *name = strcmp(o->in, "-") == 0 ? "standard input" : o->in;
 
     if (strcmp(o->in, "-") != 0 && stat(o->in, &in_st) != 0) {
-        cli_error("%s: cannot open: %m", o->in);
+        cli_file_error(o->in, strerror(errno));
         return EXIT_IO;
     }
+    /* OUT a directory: into it under IN's name, as cp does */
+    struct stat out_st;
+    char *into = NULL;
+    if (strcmp(o->out, "-") != 0 && stat(o->out, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
+        const char *base = strrchr(o->in, '/');
+        if (strcmp(o->in, "-") == 0) {
+            return cli_usage_error("%s: is a directory (with standard input, name the output file)",
+                      cli_quote(o->out));
+        }
+        into = output_name(o->out, base ? base + 1 : o->in, o->gzip_level);
+        if (into == NULL) {
+            cli_error("out of memory");
+            return EXIT_IO;
+        }
+        free(o->out_alloc);
+        o->out = o->out_alloc = into;
+    }
     code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
+    /* A name that says the other format misleads whoever opens the file
+     * later; it is the caller's name, so warn rather than change it. */
+    if (code == 0 && out.tmp != NULL && !o->batch && !o->quiet) {
+        if (o->gzip_level && !ends_with_nocase(o->out, ".gz"))
+            cli_error("warning: %s: the output is gzip-compressed but its name does not end "
+                      "in .gz", cli_quote(o->out));
+        else if (!o->gzip_level && ends_with_nocase(o->out, ".gz"))
+            cli_error("warning: %s: the name ends in .gz but the output is not compressed "
+                      "(add -z)", cli_quote(o->out));
+    }
     if (code != 0)
         return code;
+    /* from here on one progress line: a pipe or a .gz input is spooled
+     * (decompressed) first, then the passes read it */
+    cli_progress_init(&progress, name, o->quiet);
+    cli_progress_note(&progress, "reading the input");
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
     if (rc == HPROF_OK) {
-        sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &err)
-                             : hprof_sink_new_fd(out.fd, &err);
-        rc = sink ? HPROF_OK : err.code;
+        sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &sink_err)
+                             : hprof_sink_new_fd(out.fd, &sink_err);
+        rc = sink ? HPROF_OK : sink_err.code;
         if (sink != NULL && out.tmp != NULL)
             hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
     }
-    cli_progress_init(&progress, name, o->quiet);
     o->shrink.progress = on_progress;
     o->shrink.progress_ctx = &progress;
     o->shrink.threads = o->threads;
@@ -404,6 +450,7 @@ static int shrink_file(struct options *o)
         rc = hprof_sink_finish(sink);
     cli_progress_done(&progress);
     uint64_t written = 0;
+    int out_is_file = out.tmp != NULL;
     if (rc == HPROF_OK && out.tmp != NULL) {
         struct stat st;
         if (fstat(out.fd, &st) == 0)
@@ -412,7 +459,12 @@ static int shrink_file(struct options *o)
     hprof_sink_free(sink);
     cli_close_reader(in_fd, r);
     if (rc != HPROF_OK) {
-        cli_error("%s: %s", name, err.message[0] ? err.message : "failed");
+        /* the sink's own error is about OUT, anything else about IN */
+        if (sink_err.code != HPROF_OK)
+            cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
+                      sink_err.message[0] ? sink_err.message : "write failed");
+        else
+            cli_file_error(o->in, err.message);
         cli_output_abort(&out);
         return cli_exit_code(rc);
     }
@@ -422,11 +474,13 @@ static int shrink_file(struct options *o)
         double secs = 0;
         for (int i = 0; i < stats.passes && i < HPROF_SHRINK_MAX_PASSES; i++)
             secs += stats.pass_seconds[i];
-        printf("%s -> %s: %" PRIu64 " -> %" PRIu64 " bytes (%.1f%%), %.2f s\n", o->in, o->out,
-               stats.bytes_in, written ? written : stats.bytes_out,
+        printf("%s -> %s: %" PRIu64 " -> %" PRIu64 " bytes (%.1f%%), %.2f s\n", cli_quote(o->in),
+               cli_quote(o->out), stats.bytes_in, written ? written : stats.bytes_out,
                ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
         fflush(stdout);
     }
+    if (!o->batch && !o->quiet && !o->json && !o->stats)
+        print_summary(o, &stats, written, out_is_file, cli_progress_seconds(&progress));
     if (o->stats)
         print_stats(stderr, o, &stats, written);
     if (o->json)
@@ -436,51 +490,80 @@ static int shrink_file(struct options *o)
 
 /* ---- Batch mode ------------------------------------------------------------- */
 
+/* Every input the batch meets, decided before any work starts: to do,
+ * skipped (with a reason) or failed (with a reason and an exit code). */
+enum job_state { JOB_TODO, JOB_SKIPPED, JOB_FAILED };
+
+struct job {
+    char *in, *out;         /* out: NULL when there is none */
+    int state;
+    int code;               /* JOB_FAILED: its exit code */
+    char *reason;
+};
+
 struct file_list {
-    char **in, **out;
+    struct job *jobs;
     size_t n, cap;
 };
 
-static int ends_with(const char *s, const char *suffix)
+struct tally {
+    size_t shrunk, failed, skipped;
+};
+
+static int ends_with_nocase(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
+    return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
+/* *.hprof and *.hprof.gz, in any case (ANDROID.HPROF). */
 static int is_dump_name(const char *path)
 {
-    return ends_with(path, ".hprof") || ends_with(path, ".hprof.gz");
+    return ends_with_nocase(path, ".hprof") || ends_with_nocase(path, ".hprof.gz");
 }
 
-/* DIR/REL with REL's ".gz" dropped, and added back with --gzip. */
-static char *output_name(const struct options *o, const char *rel)
+/* DIR/REL with REL's ".gz" dropped, and added back with --gzip; DIR's
+ * trailing slashes are not doubled. */
+static char *output_name(const char *dir, const char *rel, int gzip)
 {
-    size_t n = strlen(rel) - (ends_with(rel, ".gz") ? 3 : 0);
-    size_t len = strlen(o->out_dir) + 1 + n + sizeof ".gz";
+    size_t dn = strlen(dir);
+    while (dn > 1 && dir[dn - 1] == '/')
+        dn--;
+    while (*rel == '/')
+        rel++;
+    size_t n = strlen(rel) - (ends_with_nocase(rel, ".gz") ? 3 : 0);
+    size_t len = dn + 1 + n + sizeof ".gz";
     char *out = malloc(len);
     if (out != NULL)
-        snprintf(out, len, "%s/%.*s%s", o->out_dir, (int)n, rel, o->gzip_level ? ".gz" : "");
+        snprintf(out, len, "%.*s%s%.*s%s", (int)dn, dir, dir[dn - 1] == '/' ? "" : "/", (int)n,
+                 rel, gzip ? ".gz" : "");
     return out;
 }
 
-static int add_file(struct file_list *l, const struct options *o, const char *in, const char *rel)
+static struct job *add_job(struct file_list *l, const char *in, char *out, int state, int code,
+                           const char *reason)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        char **a = realloc(l->in, cap * sizeof *a), **b = a ? realloc(l->out, cap * sizeof *b) : NULL;
-        if (a != NULL)
-            l->in = a;
-        if (b == NULL)
-            return -1;
-        l->out = b;
+        struct job *a = realloc(l->jobs, cap * sizeof *a);
+        if (a == NULL)
+            return NULL;
+        l->jobs = a;
         l->cap = cap;
     }
-    l->in[l->n] = strdup(in);
-    l->out[l->n] = output_name(o, rel);
-    if (l->in[l->n] == NULL || l->out[l->n] == NULL)
-        return -1;
+    struct job *j = &l->jobs[l->n];
+    j->in = strdup(in);
+    j->out = out;
+    j->state = state;
+    j->code = code;
+    j->reason = reason ? strdup(reason) : NULL;
+    if (j->in == NULL || (reason != NULL && j->reason == NULL)) {
+        free(j->in);
+        free(j->reason);
+        return NULL;
+    }
     l->n++;
-    return 0;
+    return j;
 }
 
 /* nftw() has no context argument; the walk fills these. */
@@ -488,20 +571,156 @@ static struct file_list *walk_list;
 static const struct options *walk_options;
 static size_t walk_root_len;
 static int walk_failed;
+static struct stat walk_out_dir;    /* the output directory: not walked */
+static int walk_out_dir_known;
 
 static int walk_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
-    (void)st;
-    (void)ftw;
-    if (type == FTW_F && is_dump_name(path) &&
-        add_file(walk_list, walk_options, path, path + walk_root_len) != 0)
+    const struct options *o = walk_options;
+    const char *rel = path + (strlen(path) > walk_root_len ? walk_root_len : strlen(path));
+    char reason[256];
+    struct stat target;
+    struct job *j = (struct job *)1;
+    switch (type) {
+    case FTW_D:
+        if (walk_out_dir_known && st->st_dev == walk_out_dir.st_dev &&
+            st->st_ino == walk_out_dir.st_ino) {
+            /* our own outputs, from this run or an earlier one; IN itself
+             * as the output directory would overwrite every input */
+            if (ftw->level == 0)
+                j = add_job(walk_list, path, NULL, JOB_FAILED, EXIT_USAGE,
+                            "is the output directory: choose another -o");
+            return j ? FTW_SKIP_SUBTREE : FTW_STOP;
+        }
+        break;
+    case FTW_DNR: {
+        /* nftw() does not say why; opendir() will */
+        DIR *d = opendir(path);
+        snprintf(reason, sizeof reason, "cannot read this directory: %s",
+                 d ? "unreadable" : strerror(errno));
+        if (d)
+            closedir(d);
+        j = add_job(walk_list, path, NULL, JOB_FAILED, EXIT_IO, reason);
+        break;
+    }
+    case FTW_NS:
+        snprintf(reason, sizeof reason, "cannot stat: %s", strerror(errno));
+        j = add_job(walk_list, path, NULL, JOB_FAILED, EXIT_IO, reason);
+        break;
+    case FTW_SL:
+        if (!is_dump_name(path))
+            break;
+        /* a link to a dump is followed; to anything else, said why not */
+        if (stat(path, &target) != 0) {
+            snprintf(reason, sizeof reason, "skipped, a symbolic link to nothing (%s)",
+                     strerror(errno));
+            j = add_job(walk_list, path, NULL, JOB_SKIPPED, 0, reason);
+        } else if (!S_ISREG(target.st_mode)) {
+            j = add_job(walk_list, path, NULL, JOB_SKIPPED, 0,
+                        "skipped, a symbolic link to something that is not a regular file");
+        } else {
+            char *out = output_name(o->out_dir, rel, o->gzip_level);
+            j = out ? add_job(walk_list, path, out, JOB_TODO, 0, NULL) : NULL;
+        }
+        break;
+    case FTW_F:
+        if (!is_dump_name(path))
+            break;
+        if (!S_ISREG(st->st_mode)) {
+            /* a FIFO would block the batch; a device has no end */
+            snprintf(reason, sizeof reason, "skipped, not a regular file (%s)",
+                     S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISSOCK(st->st_mode) ? "a socket" :
+                     S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device" : "special");
+            j = add_job(walk_list, path, NULL, JOB_SKIPPED, 0, reason);
+        } else {
+            char *out = output_name(o->out_dir, rel, o->gzip_level);
+            j = out ? add_job(walk_list, path, out, JOB_TODO, 0, NULL) : NULL;
+        }
+        break;
+    default:
+        break;
+    }
+    if (j == NULL) {
         walk_failed = 1;
-    return walk_failed;
+        return FTW_STOP;
+    }
+    return FTW_CONTINUE;
 }
 
-static int compare_paths(const void *a, const void *b)
+static int compare_jobs_by_input(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const struct job *)a)->in, ((const struct job *)b)->in);
+}
+
+static const struct job *sort_jobs;
+
+static int compare_by_output(const void *a, const void *b)
+{
+    const struct job *x = &sort_jobs[*(const size_t *)a], *y = &sort_jobs[*(const size_t *)b];
+    int c = strcmp(x->out, y->out);
+    return c ? c : (x < y ? -1 : x > y);
+}
+
+/* mkdir -p of `path` itself (dir = 1) or of its directory part. */
+static int make_dirs(const char *path, int dir)
+{
+    char *p0 = strdup(path);
+    int rc = 0;
+    if (p0 == NULL)
+        return -1;
+    for (char *p = p0 + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        if (*p == '\0' && !dir)
+            break;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(p0, 0777) != 0 && errno != EEXIST)
+            rc = -1;
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    free(p0);
+    return rc;
+}
+
+/* Two inputs must never write one output: every input of such a group is
+ * marked failed (naming the others) before anything is written. */
+static int find_collisions(struct file_list *l)
+{
+    size_t *idx = malloc((l->n + 1) * sizeof *idx), m = 0;
+    if (idx == NULL)
+        return -1;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->jobs[i].state == JOB_TODO)
+            idx[m++] = i;
+    sort_jobs = l->jobs;
+    qsort(idx, m, sizeof *idx, compare_by_output);
+    for (size_t a = 0; a < m;) {
+        size_t b = a + 1;
+        while (b < m && strcmp(l->jobs[idx[a]].out, l->jobs[idx[b]].out) == 0)
+            b++;
+        for (size_t k = a; b - a > 1 && k < b; k++) {
+            struct job *j = &l->jobs[idx[k]];
+            const struct job *other = &l->jobs[idx[k == a ? a + 1 : a]];
+            size_t len = strlen(other->in) + strlen(j->out) + 128;
+            char *reason = malloc(len);
+            if (reason == NULL) {
+                free(idx);
+                return -1;
+            }
+            snprintf(reason, len, "skipped: %s would write %s too%s", cli_quote(other->in),
+                     cli_quote(j->out), b - a > 2 ? " (and others)" : "");
+            free(j->reason);
+            j->reason = reason;
+            j->state = JOB_FAILED;
+            j->code = EXIT_INVALID;
+        }
+        a = b;
+    }
+    free(idx);
+    return 0;
 }
 
 static int collect_inputs(const struct options *o, struct file_list *l)
@@ -510,56 +729,46 @@ static int collect_inputs(const struct options *o, struct file_list *l)
         const char *in = o->inputs[i];
         struct stat st;
         if (stat(in, &st) != 0) {
-            cli_error("%s: %s", in, strerror(errno));
-            return EXIT_IO;
+            char reason[256];
+            snprintf(reason, sizeof reason, "%s", strerror(errno));
+            if (add_job(l, in, NULL, JOB_FAILED, EXIT_IO, reason) == NULL)
+                goto nomem;
+            continue;
         }
         if (S_ISDIR(st.st_mode)) {
             if (!o->recursive) {
-                cli_error("%s: is a directory (use -r)", in);
-                return EXIT_USAGE;
+                return cli_usage_error("%s: is a directory (use -r)", cli_quote(in));
             }
             size_t before = l->n;
             walk_list = l;
             walk_options = o;
             walk_root_len = strlen(in) + (in[strlen(in) - 1] != '/');
-            if (nftw(in, walk_entry, 32, FTW_PHYS) != 0 || walk_failed) {
-                cli_error("%s: cannot walk: %s", in, strerror(errno));
+            walk_failed = 0;
+            if (nftw(in, walk_entry, 32, FTW_PHYS | FTW_ACTIONRETVAL) == -1 || walk_failed) {
+                if (walk_failed)
+                    goto nomem;
+                cli_error("%s: cannot walk: %s", cli_quote(in), strerror(errno));
                 return EXIT_IO;
             }
             /* a stable order, whatever the directory order */
-            qsort(l->in + before, l->n - before, sizeof *l->in, compare_paths);
-            for (size_t k = before; k < l->n; k++) {
-                free(l->out[k]);
-                l->out[k] = output_name(o, l->in[k] + walk_root_len);
-            }
+            qsort(l->jobs + before, l->n - before, sizeof *l->jobs, compare_jobs_by_input);
             continue;
         }
+        /* named on the command line, it is read whatever it is (a FIFO
+         * from a shell's <(...) included) */
         const char *base = strrchr(in, '/');
-        if (add_file(l, o, in, base ? base + 1 : in) != 0) {
-            cli_error("out of memory");
-            return EXIT_IO;
+        char *out = output_name(o->out_dir, base ? base + 1 : in, o->gzip_level);
+        if (out == NULL || add_job(l, in, out, JOB_TODO, 0, NULL) == NULL) {
+            free(out);
+            goto nomem;
         }
     }
+    if (find_collisions(l) != 0)
+        goto nomem;
     return 0;
-}
-
-/* mkdir -p of the directory part of `path`. */
-static int make_parents(const char *path)
-{
-    char *dir = strdup(path);
-    int rc = 0;
-    if (dir == NULL)
-        return -1;
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-            rc = -1;
-        *p = '/';
-    }
-    free(dir);
-    return rc;
+nomem:
+    cli_error("out of memory");
+    return EXIT_IO;
 }
 
 /* An output newer than its input was made by an earlier run. */
@@ -570,6 +779,58 @@ static int up_to_date(const char *in, const char *out)
         return 0;
     return so.st_mtim.tv_sec > si.st_mtim.tv_sec ||
            (so.st_mtim.tv_sec == si.st_mtim.tv_sec && so.st_mtim.tv_nsec > si.st_mtim.tv_nsec);
+}
+
+static const char *exit_class(int code)
+{
+    switch (code) {
+    case EXIT_OK: return "ok";
+    case EXIT_INVALID: return "invalid input";
+    case EXIT_USAGE: return "usage";
+    default: return "I/O error";
+    }
+}
+
+/* With --json, one object for an input that was not shrunk.  `offset`:
+ * from "offset 0x..." in the message, if any. */
+static void json_unshrunk(const char *in, const char *out, int failed, int code,
+                          const char *reason)
+{
+    printf("{\"input\":");
+    cli_json_string(stdout, in, strlen(in));
+    printf(",\"output\":");
+    if (out)
+        cli_json_string(stdout, out, strlen(out));
+    else
+        printf("null");
+    printf(",\"status\":\"%s\"", failed ? "failed" : "skipped");
+    printf(",\"%s\":", failed ? "error" : "reason");
+    cli_json_string(stdout, reason, strlen(reason));
+    if (failed) {
+        const char *at = strstr(reason, "offset 0x");
+        if (at != NULL)
+            printf(",\"offset\":%llu", strtoull(at + 9, NULL, 16));
+        else
+            printf(",\"offset\":null");
+        printf(",\"exit\":%d,\"class\":\"%s\"", code, exit_class(code));
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* An input that was not shrunk: skipped on stdout (text), failed on stderr,
+ * and with --json an object on stdout. */
+static void report_unshrunk(const struct options *o, const char *in, const char *out,
+                            int failed, int code, const char *reason)
+{
+    if (!failed && !o->json)
+        printf("%s%s%s: %s\n", cli_quote(in), out ? " -> " : "", out ? cli_quote(out) : "",
+               reason);
+    fflush(stdout);
+    if (failed)
+        cli_error("%s: %s", cli_quote(in), reason);
+    if (o->json)
+        json_unshrunk(in, out, failed, code, reason);
 }
 
 static volatile sig_atomic_t batch_signal;
@@ -585,23 +846,72 @@ static int run_one_child(struct options *o, const char *in, const char *out)
     o->out = out;
     o->quiet = 1;
     o->threads = 1;         /* the parallelism is across files */
-    if (make_parents(out) != 0) {
-        cli_error("%s: cannot create its directory: %s", out, strerror(errno));
+    if (make_dirs(out, 0) != 0) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "cannot create the output's directory: %s",
+                 strerror(errno));
+        report_unshrunk(o, in, out, 1, EXIT_IO, reason);
         return EXIT_IO;
     }
-    return shrink_file(o);
+    int code = shrink_file(o);
+    /* whatever failed said so on stderr; the first message is the error */
+    if (code != 0 && o->json)
+        json_unshrunk(in, out, 1, code, cli_first_error[0] ? cli_first_error : "failed");
+    return code;
+}
+
+/* Every directory that will hold outputs, once: stale temporary files of
+ * killed runs there are removed. */
+static void clean_output_dirs(const struct file_list *l)
+{
+    char *last = NULL;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->jobs[i].out == NULL)
+            continue;
+        char *dir = strdup(l->jobs[i].out);
+        if (dir == NULL)
+            break;
+        char *slash = strrchr(dir, '/');
+        if (slash != NULL)
+            slash[slash == dir] = '\0';
+        if (last == NULL || strcmp(last, dir) != 0) {
+            cli_remove_stale_temps(slash ? dir : ".");
+            free(last);
+            last = dir;
+        } else {
+            free(dir);
+        }
+    }
+    free(last);
 }
 
 static int run_batch(struct options *o)
 {
     struct file_list l = { 0 };
-    int worst = collect_inputs(o, &l);
+    struct tally t = { 0 };
+    struct stat st;
+    int worst = 0;
     unsigned jobs = o->threads ? o->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     unsigned running = 0;
     size_t next = 0;
     if (jobs < 1)
         jobs = 1;
     o->batch = 1;
+    /* The output directory exists before the walk, so that the walk can
+     * leave it out when it lies inside an input directory. */
+    if (make_dirs(o->out_dir, 1) != 0 || stat(o->out_dir, &st) != 0) {
+        cli_error("%s: cannot create the output directory: %s", cli_quote(o->out_dir),
+                  strerror(errno));
+        return EXIT_IO;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return cli_usage_error("%s: not a directory", cli_quote(o->out_dir));
+    }
+    walk_out_dir = st;
+    walk_out_dir_known = 1;
+    worst = collect_inputs(o, &l);
+    if (worst == 0)
+        clean_output_dirs(&l);
     /* Children die of SIGINT/SIGTERM removing their temporary files (the
      * handlers of cli.c); the parent stops starting new ones and waits. */
     struct sigaction sa, old_int, old_term;
@@ -611,21 +921,29 @@ static int run_batch(struct options *o)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     pid_t *pids = calloc(jobs, sizeof *pids);
-    if (pids == NULL)
+    size_t *slot_job = calloc(jobs, sizeof *slot_job);
+    if (pids == NULL || slot_job == NULL)
         worst = EXIT_IO;
-    while (worst != EXIT_USAGE && pids != NULL && (next < l.n || running > 0)) {
+    while (worst != EXIT_USAGE && pids != NULL && slot_job != NULL &&
+           (next < l.n || running > 0)) {
         if (next < l.n && running < jobs && !batch_signal) {
             size_t i = next++;
-            if (!o->force && up_to_date(l.in[i], l.out[i])) {
-                if (o->json) {
-                    printf("{\"input\":");
-                    json_string(stdout, l.in[i]);
-                    printf(",\"output\":");
-                    json_string(stdout, l.out[i]);
-                    printf(",\"skipped\":true}\n");
-                } else
-                    printf("%s -> %s: skipped, output is newer (use -f)\n", l.in[i], l.out[i]);
-                fflush(stdout);
+            struct job *j = &l.jobs[i];
+            if (j->state != JOB_TODO) {
+                int failed = j->state == JOB_FAILED;
+                report_unshrunk(o, j->in, j->out, failed, j->code, j->reason);
+                if (failed) {
+                    t.failed++;
+                    if (j->code > worst)
+                        worst = j->code;
+                } else {
+                    t.skipped++;
+                }
+                continue;
+            }
+            if (!o->force && up_to_date(j->in, j->out)) {
+                report_unshrunk(o, j->in, j->out, 0, 0, "skipped, output is newer (use -f)");
+                t.skipped++;
                 continue;
             }
             fflush(stdout);
@@ -634,16 +952,20 @@ static int run_batch(struct options *o)
                 sigaction(SIGINT, &old_int, NULL);
                 sigaction(SIGTERM, &old_term, NULL);
                 o->force = 1; /* the up-to-date check above decided */
-                _exit(run_one_child(o, l.in[i], l.out[i]));
+                _exit(run_one_child(o, j->in, j->out));
             }
             if (pid < 0) {
-                cli_error("%s: cannot start: %s", l.in[i], strerror(errno));
+                char reason[256];
+                snprintf(reason, sizeof reason, "cannot start: %s", strerror(errno));
+                report_unshrunk(o, j->in, j->out, 1, EXIT_IO, reason);
+                t.failed++;
                 worst = EXIT_IO;
                 continue;
             }
             for (unsigned k = 0; k < jobs; k++)
                 if (pids[k] == 0) {
                     pids[k] = pid;
+                    slot_job[k] = i;
                     break;
                 }
             running++;
@@ -662,21 +984,44 @@ static int run_batch(struct options *o)
             }
             break;
         }
+        size_t which = l.n;
         for (unsigned k = 0; k < jobs; k++)
-            if (pids[k] == done)
+            if (pids[k] == done) {
                 pids[k] = 0;
+                which = slot_job[k];
+            }
         running--;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_IO;
+        if (code == 0) {
+            t.shrunk++;
+        } else {
+            t.failed++;
+            /* a child that died of a signal could not say so itself */
+            if (WIFSIGNALED(status) && !batch_signal && which < l.n) {
+                char reason[64];
+                snprintf(reason, sizeof reason, "killed by signal %d", WTERMSIG(status));
+                report_unshrunk(o, l.jobs[which].in, l.jobs[which].out, 1, code, reason);
+            }
+        }
         if (code > worst)
             worst = code;
     }
     free(pids);
-    for (size_t i = 0; i < l.n; i++) {
-        free(l.in[i]);
-        free(l.out[i]);
+    free(slot_job);
+    if (!batch_signal && worst != EXIT_USAGE) {
+        if (o->json)
+            printf("{\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
+                   t.failed, t.skipped, worst);
+        else
+            printf("%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
+        fflush(stdout);
     }
-    free(l.in);
-    free(l.out);
+    for (size_t i = 0; i < l.n; i++) {
+        free(l.jobs[i].in);
+        free(l.jobs[i].out);
+        free(l.jobs[i].reason);
+    }
+    free(l.jobs);
     if (batch_signal) {
         signal(batch_signal, SIG_DFL);
         raise(batch_signal);
@@ -690,6 +1035,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     int code = parse(argc, argv, &o);
     if (code != 0)
         return code;
@@ -705,5 +1051,6 @@ int main(int argc, char **argv)
     cli_install_signal_handlers();
     code = o.out_dir ? run_batch(&o) : shrink_file(&o);
     hprof_mapping_free(mapping);
+    free(o.out_alloc);
     return code;
 }

@@ -36,7 +36,7 @@ static void print_report(const char *path, const struct hprof_header *h,
            " classes loaded, %" PRIu64 " class dumps, %" PRIu64 " instances, %" PRIu64
            " object arrays, %" PRIu64 " primitive arrays (%" PRIu64 " bytes), %" PRIu64
            " roots, %" PRIu64 " heap infos; %" PRIu64 " dangling references",
-           path, h->version, h->id_size, r->records, r->segments, r->unknown_records,
+           cli_quote(path), h->version, h->id_size, r->records, r->segments, r->unknown_records,
            r->strings, r->load_classes, r->class_dumps, r->instances, r->object_arrays,
            r->primitive_arrays, r->primitive_bytes, r->roots, r->heap_infos, r->dangling);
     const char *sep = " (";
@@ -54,16 +54,22 @@ static int verify_file(const char *path, int quiet)
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_verify_report report;
+    struct cli_progress progress;
     int fd = -1;
+    cli_progress_init(&progress, path, quiet);
+    cli_progress_note(&progress, "reading the input");
     int rc = cli_open_reader(path, &fd, &r, &err);
-    if (rc == HPROF_OK)
+    if (rc == HPROF_OK) {
+        hprof_reader_set_progress(r, cli_progress_bytes, &progress);
         rc = hprof_verify(r, &report, &err);
+    }
+    cli_progress_done(&progress);
     if (rc == HPROF_OK) {
         if (!quiet)
             print_report(path, hprof_reader_header(r), &report);
     } else {
         fflush(stdout);
-        fprintf(stderr, "%s: %s: %s\n", cli_progname, path, err.message);
+        cli_file_error(path, err.message);
     }
     cli_close_reader(fd, r);
     return cli_exit_code(rc);
@@ -80,18 +86,17 @@ int main(int argc, char **argv)
     int quiet = 0, c, worst = EXIT_OK;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     while ((c = getopt_long(argc, argv, "qhV", options, NULL)) != -1) {
         switch (c) {
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_usage_error(NULL);
         }
     }
     if (optind == argc) {
-        cli_error("no input file");
-        usage(stderr);
-        return EXIT_USAGE;
+        return cli_usage_error("no input file");
     }
     for (int i = optind; i < argc; i++) {
         int code = verify_file(argv[i], quiet);

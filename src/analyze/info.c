@@ -18,14 +18,10 @@
 #include <string.h>
 
 #include "hprof_private.h"
+#include "names.h"
 
 #define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
 
-enum info_name {
-    I_NONE,
-    I_STRING, I_BITMAP, I_DUMP_DATA, I_BYTE_ARRAYS,         /* classes */
-    I_VALUE, I_BUFFER, I_WIDTH, I_HEIGHT, I_RECYCLED, I_BUFFERS /* fields */
-};
 
 struct counter {
     uint64_t id;
@@ -103,24 +99,10 @@ static void *grow(void *array, size_t *cap, size_t need, size_t size)
 
 /* ---- Pass 1 ------------------------------------------------------------------ */
 
+/* The well-known name `s` holds, or NAME_NONE (src/common/names.c). */
 static int name_code(const struct hprof_string *s)
 {
-    static const struct {
-        const char *text;
-        int code;
-    } names[] = {
-        { "java.lang.String", I_STRING }, { "java/lang/String", I_STRING },
-        { "android.graphics.Bitmap", I_BITMAP }, { "android/graphics/Bitmap", I_BITMAP },
-        { "android.graphics.Bitmap$DumpData", I_DUMP_DATA },
-        { "android/graphics/Bitmap$DumpData", I_DUMP_DATA },
-        { "byte[][]", I_BYTE_ARRAYS }, { "[[B", I_BYTE_ARRAYS },
-        { "value", I_VALUE }, { "mBuffer", I_BUFFER }, { "mWidth", I_WIDTH },
-        { "mHeight", I_HEIGHT }, { "mRecycled", I_RECYCLED }, { "buffers", I_BUFFERS },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strlen(names[i].text) == s->length && memcmp(names[i].text, s->utf8, s->length) == 0)
-            return names[i].code;
-    return I_NONE;
+    return known_name(s->utf8, s->length);
 }
 
 static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
@@ -131,7 +113,7 @@ static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
     add(&a->info->records[HPROF_TAG_STRING], a->ids + (uint64_t)s->length);
     int code = name_code(s);
     if (idmap_put(&a->string_at, s->id, s->offset) != HPROF_OK ||
-        (code != I_NONE && idmap_put(&a->names, s->id, (uint64_t)code) != HPROF_OK))
+        (code != NAME_NONE && idmap_put(&a->names, s->id, (uint64_t)code) != HPROF_OK))
         return nomem(a);
     return HPROF_OK;
 }
@@ -226,7 +208,7 @@ static int class_code(struct analyzer *a, uint64_t class_id)
 {
     uint64_t name, code;
     if (!idmap_get(&a->class_name, class_id, &name) || !idmap_get(&a->names, name, &code))
-        return I_NONE;
+        return NAME_NONE;
     return (int)code;
 }
 
@@ -283,25 +265,25 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
     if ((rc = count_in(a, &a->by_class, o->class_id, o->length)) != HPROF_OK)
         return rc;
     switch (class_code(a, o->class_id)) {
-    case I_STRING: {
-        uint64_t value = field(a, ci, o, I_VALUE, HPROF_TYPE_OBJECT);
+    case NAME_CLASS_STRING: {
+        uint64_t value = field(a, ci, o, NAME_FIELD_VALUE, HPROF_TYPE_OBJECT);
         a->info->strings.count++;
         if (value != 0 && idmap_put(&a->string_values, value, 0) != HPROF_OK)
             return nomem(a);
         break;
     }
-    case I_BITMAP: {
+    case NAME_CLASS_BITMAP: {
         struct hprof_info_bitmap b = {
             .id = o->id,
-            .width = (uint32_t)field(a, ci, o, I_WIDTH, HPROF_TYPE_INT),
-            .height = (uint32_t)field(a, ci, o, I_HEIGHT, HPROF_TYPE_INT),
-            .recycled = field(a, ci, o, I_RECYCLED, HPROF_TYPE_BOOLEAN) != 0,
-            .buffer_id = field(a, ci, o, I_BUFFER, HPROF_TYPE_OBJECT),
+            .width = (uint32_t)field(a, ci, o, NAME_FIELD_WIDTH, HPROF_TYPE_INT),
+            .height = (uint32_t)field(a, ci, o, NAME_FIELD_HEIGHT, HPROF_TYPE_INT),
+            .recycled = field(a, ci, o, NAME_FIELD_RECYCLED, HPROF_TYPE_BOOLEAN) != 0,
+            .buffer_id = field(a, ci, o, NAME_FIELD_BUFFER, HPROF_TYPE_OBJECT),
         };
         return add_bitmap(a, &b);
     }
-    case I_DUMP_DATA:
-        a->dump_buffers = field(a, ci, o, I_BUFFERS, HPROF_TYPE_OBJECT);
+    case NAME_CLASS_DUMP_DATA:
+        a->dump_buffers = field(a, ci, o, NAME_FIELD_BUFFERS, HPROF_TYPE_OBJECT);
         break;
     default:
         break;
@@ -321,7 +303,7 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
         int rc = count_in(a, &a->by_array_class, arr->class_id, bytes);
         if (rc != HPROF_OK)
             return rc;
-        if (class_code(a, arr->class_id) != I_BYTE_ARRAYS)
+        if (class_code(a, arr->class_id) != NAME_CLASS_BYTE_ARRAYS)
             return HPROF_SKIP;
     }
     if (a->n_byte_arrays + 2 * (size_t)arr->n > 2 * (size_t)MAX_BYTE_ARRAY_ELEMENTS)
@@ -426,6 +408,53 @@ static char *copy(const char *s)
     return c;
 }
 
+/* A class name in Java source form, as ahat and MAT show it, whatever the
+ * dump wrote: HotSpot's "java/lang/String" and "[Ljava/lang/Object;" and
+ * "[[I" become "java.lang.String", "java.lang.Object[]" and "int[][]";
+ * ART already writes that form.  Takes `name` (freed) and @return the
+ * result, or NULL when out of memory. */
+static char *source_form(char *name)
+{
+    static const struct { char code; const char *name; } prims[] = {
+        { 'Z', "boolean" }, { 'C', "char" }, { 'F', "float" }, { 'D', "double" },
+        { 'B', "byte" }, { 'S', "short" }, { 'I', "int" }, { 'J', "long" },
+    };
+    size_t dims = 0, len = strlen(name);
+    while (name[dims] == '[')
+        dims++;
+    const char *elem = name + dims;
+    size_t elen = len - dims;
+    if (dims > 0) {
+        if (elen >= 2 && elem[0] == 'L' && elem[elen - 1] == ';') {
+            elem++;
+            elen -= 2;
+        } else if (elen == 1) {
+            const char *p = NULL;
+            for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
+                if (prims[i].code == elem[0])
+                    p = prims[i].name;
+            if (p == NULL)
+                return name;        /* not a descriptor: as written */
+            elem = p;
+            elen = strlen(p);
+        } else {
+            return name;
+        }
+    }
+    char *out = malloc(elen + 2 * dims + 1);
+    if (out == NULL) {
+        free(name);
+        return NULL;
+    }
+    for (size_t i = 0; i < elen; i++)
+        out[i] = elem[i] == '/' ? '.' : elem[i];
+    for (size_t i = 0; i < dims; i++)
+        memcpy(out + elen + 2 * i, "[]", 2);
+    out[elen + 2 * dims] = '\0';
+    free(name);
+    return out;
+}
+
 static int build_classes(struct analyzer *a)
 {
     static const char *const prim_names[12] = { [HPROF_TYPE_BOOLEAN] = "boolean[]",
@@ -442,6 +471,8 @@ static int build_classes(struct analyzer *a)
         c->id = a->counters[i].id;
         c->objects = a->counters[i].c;
         c->name = idmap_get(&a->class_name, c->id, &name_id) ? string_text(a, name_id) : NULL;
+        if (c->name != NULL && (c->name = source_form(c->name)) == NULL)
+            return nomem(a);
         if (c->name == NULL) {
             char fallback[40];
             snprintf(fallback, sizeof fallback, "class@0x%" PRIx64, c->id);

@@ -766,6 +766,10 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     r->rec_offset = r->pos;
     r->rec_tag = 0;
     r->in_heap = 0;
+    if (r->size - r->pos < 9) /* no tag yet to name: say what was cut */
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT, "offset 0x%" PRIx64 ": record header: "
+                               "truncated: 9 bytes needed, %" PRIu64 " left", r->pos,
+                               r->size - r->pos);
     int rc = need(r, 9);
     if (rc != HPROF_OK)
         return rc;
