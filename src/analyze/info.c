@@ -2,7 +2,9 @@
  * info.c - hprof_info_analyze(): what a dump holds, for hprof-info.
  *
  *   pass 1  names (STRING offsets, LOAD_CLASS), class layouts, and top-level
- *           records by tag; array contents are skipped.
+ *           records by tag; array contents are skipped.  Object ids go
+ *           through validate.h's objcheck, confirmed in pass 2, so that
+ *           what hprof-verify rejects as dumped twice is rejected here too.
  *   pass 2  every heap sub-record: counts and bytes by kind, by heap, by
  *           class and by element type; roots by kind; String value ids;
  *           Bitmap fields; the elements of byte[][] arrays (DumpData).
@@ -17,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hprof_private.h"
+#include "validate.h"
 
 #define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
 
@@ -58,6 +60,7 @@ struct analyzer {
     size_t n_byte_arrays, cap_byte_arrays;
 
     struct digest *digest;
+    struct objcheck objcheck;
 };
 
 static const char *const heap_names[HPROF_INFO_HEAPS] = { "default", "app", "image", "zygote" };
@@ -467,6 +470,7 @@ static void release(struct analyzer *a)
     idmap_free(&a->names);
     idmap_free(&a->class_name);
     classes_free(&a->classes);
+    objcheck_free(&a->objcheck);
     idmap_free(&a->by_class);
     idmap_free(&a->by_array_class);
     free(a->counters);
@@ -489,9 +493,17 @@ int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct h
         idmap_init(&a.by_array_class, 1) || idmap_init(&a.string_values, 0) ||
         idmap_init(&a.buffers, 1) || (a.digest = digest_new(err)) == NULL)
         rc = nomem(&a);
+    struct objcheck_visitor check;
+    if (rc == HPROF_OK && objcheck_init(&a.objcheck, objcheck_filter_bytes(info->file_bytes)) !=
+                              HPROF_OK)
+        rc = nomem(&a);
+    objcheck_visitor_init(&check, &a.objcheck, err, &a.base);
     hprof_reader_set_strict(r, 1);
     for (a.pass = 1; rc == HPROF_OK && a.pass <= 3; a.pass++) {
-        rc = hprof_reader_run(r, &a.base);
+        check.mode = a.pass == 1 ? OBJCHECK_ADD : a.pass == 2 ? OBJCHECK_CONFIRM : OBJCHECK_OFF;
+        rc = hprof_reader_run(r, &check.base);
+        if (rc == HPROF_OK && a.pass == 1)
+            rc = objcheck_seal(&a.objcheck, err);
         if (rc == HPROF_OK && a.pass == 1)
             rc = classes_resolve_all(&a.classes, err);
         if (rc == HPROF_OK && a.pass == 2)
