@@ -763,6 +763,20 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
 
 /* ---- Top-level records --------------------------------------------------- */
 
+/* A tag the format does not define: an error, before its length is
+ * trusted for anything. */
+static int unknown_tag(struct hprof_reader *r)
+{
+    if (r->rec_tag >= HPROF_CLASS_DUMP && strcmp(hprof_subtag_name(r->rec_tag), "unknown") != 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": tag 0x%02x: heap sub-record %s "
+                               "outside a heap dump", r->rec_offset, r->rec_tag,
+                               hprof_subtag_name(r->rec_tag));
+    return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                           "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
+                           r->rec_offset, r->rec_tag);
+}
+
 /* Nothing passes through unexamined: a record of a tag the format does not
  * define is an error, not an opaque body to copy (a flipped bit in a
  * segment's tag would otherwise carry a whole heap, Strings and pixels
@@ -817,14 +831,7 @@ static int check_layout(struct hprof_reader *r, const uint8_t *p, uint32_t lengt
     case HPROF_TAG_CONTROL_SETTINGS: want = 6; break;
     case HPROF_TAG_HEAP_DUMP_END: want = 0; break;
     default:
-        if (r->rec_tag >= HPROF_CLASS_DUMP && strcmp(hprof_subtag_name(r->rec_tag), "unknown") != 0)
-            return hprof_error_set(r->err, HPROF_ERR_FORMAT,
-                                   "offset 0x%" PRIx64 ": tag 0x%02x: heap sub-record %s "
-                                   "outside a heap dump", r->rec_offset, r->rec_tag,
-                                   hprof_subtag_name(r->rec_tag));
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
-                               r->rec_offset, r->rec_tag);
+        return unknown_tag(r);
     }
     if (length != want)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected %" PRIu64,
@@ -861,6 +868,8 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
         r->open_run = r->rec_offset;
     else if (r->rec_tag == HPROF_TAG_HEAP_DUMP_END)
         r->open_run = 0;
+    if (strcmp(hprof_tag_name(r->rec_tag), "unknown") == 0)
+        return unknown_tag(r);
     if (length > r->size - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
               "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)",
