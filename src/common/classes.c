@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "hprof_private.h"
+#include "validate.h"
 
 int classes_init(struct classes *c, unsigned id_size)
 {
@@ -46,13 +46,11 @@ static int reserve(void **array, size_t *cap, size_t need, size_t size)
 
 int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hprof_error *err)
 {
-    if (cd->id == 0)
-        return hprof_error_set(err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": CLASS_DUMP: class id is 0", cd->offset);
+    int rc = valid_object_id(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
+    if (rc != HPROF_OK)
+        return rc;
     if (idmap_has(&c->index, cd->id))
-        return hprof_error_set(err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": CLASS_DUMP: class 0x%" PRIx64
-                               " is dumped twice", cd->offset, cd->id);
+        return object_dumped_twice(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
     if (reserve((void **)&c->info, &c->cap_info, c->n_info + 1, sizeof *c->info) != HPROF_OK ||
         reserve((void **)&c->fields, &c->cap_fields, c->n_fields + cd->n_fields,
                 sizeof *c->fields) != HPROF_OK ||
