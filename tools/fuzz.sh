@@ -19,6 +19,7 @@ mkdir -p "$F/seeds"
 # verify and info targets never reached a dump's later records, nor a flipped
 # segment tag or a class chain (issue 20).
 "$B/hprof-synth" -f --scale 1 --big-bitmap 4096 "$F/seeds/android-whole.hprof"
+"$B/hprof-synth" -f --class-chain 2000 --leaf-first "$F/seeds/class-chain.hprof"
 cp "$B"/hostile/*.hprof "$F/seeds/" 2>/dev/null || true
 status=0
 for t in reader shrink verify info; do
