@@ -58,19 +58,12 @@ static struct tbuf small_dump(void)
     return b;
 }
 
-/* Fed through a pipe, a gzip stream that does not inflate to a heap dump
- * is given up after its first bytes: the writer of the pipe sees it closed
- * long before its 32 MB are through. */
-START_TEST(gzip_input_that_is_not_a_dump_fails_at_its_first_bytes)
+/* hprof_input_open("-") with `gz` fed through a pipe by a child process;
+ * @return its code, and in *written how much the child could write before
+ * the pipe was closed. */
+static int open_piped(const uint8_t *gz, size_t gz_len, struct hprof_error *err,
+                      size_t *written)
 {
-    enum { BIG = 32 << 20 };
-    uint8_t *raw = malloc(BIG);
-    for (size_t i = 0; i < BIG; i++)
-        raw[i] = (uint8_t)(i * 2654435761u >> 13);
-    memcpy(raw, "NOT A HEAP DUMP", 15);
-    size_t gz_len;
-    uint8_t *gz = gzip_bytes(raw, BIG, 1, &gz_len);
-    free(raw);
     int p[2], counted[2];
     ck_assert_int_eq(pipe(p), 0);
     ck_assert_int_eq(pipe(counted), 0);
@@ -96,18 +89,54 @@ START_TEST(gzip_input_that_is_not_a_dump_fails_at_its_first_bytes)
     int saved = dup(STDIN_FILENO);
     dup2(p[0], STDIN_FILENO);
     close(p[0]);
-    struct hprof_error err = { 0 };
     int fd = -1;
-    int rc = hprof_input_open("-", &fd, NULL, &err);
+    int rc = hprof_input_open("-", &fd, NULL, err);
+    if (fd >= 0)
+        close(fd);
     dup2(saved, STDIN_FILENO); /* closes the pipe: the writer stops */
     close(saved);
-    size_t written = 0;
-    ck_assert_int_eq(read(counted[0], &written, sizeof written), (ssize_t)sizeof written);
+    ck_assert_int_eq(read(counted[0], written, sizeof *written), (ssize_t)sizeof *written);
     close(counted[0]);
     waitpid(child, NULL, 0);
-    ck_assert_int_eq(rc, HPROF_ERR_FORMAT);
+    return rc;
+}
+
+/* Fed through a pipe, a gzip stream that does not inflate to a heap dump
+ * is given up after its first bytes: the writer of the pipe sees it closed
+ * long before its 32 MB are through. */
+START_TEST(gzip_input_that_is_not_a_dump_fails_at_its_first_bytes)
+{
+    enum { BIG = 32 << 20 };
+    uint8_t *raw = malloc(BIG);
+    for (size_t i = 0; i < BIG; i++)
+        raw[i] = (uint8_t)(i * 2654435761u >> 13);
+    memcpy(raw, "NOT A HEAP DUMP", 15);
+    size_t gz_len, written;
+    uint8_t *gz = gzip_bytes(raw, BIG, 1, &gz_len);
+    free(raw);
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(open_piped(gz, gz_len, &err, &written), HPROF_ERR_FORMAT);
     ck_assert_str_eq(err.message,
                      "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)");
+    ck_assert_msg(written < gz_len / 4, "%zu of %zu bytes read before giving up", written, gz_len);
+    free(gz);
+}
+END_TEST
+
+/* Zeros behind a valid header read as records of tag 0: the copy stops at
+ * the first, not after the 32 MB they inflate to. */
+START_TEST(gzip_zeros_behind_a_header_stop_at_the_first_record)
+{
+    enum { BIG = 32 << 20 };
+    uint8_t *raw = calloc(1, BIG);
+    static const uint8_t header[31] = "JAVA PROFILE 1.0.3\0\0\0\0\4";
+    memcpy(raw, header, sizeof header);
+    size_t gz_len, written;
+    uint8_t *gz = gzip_bytes(raw, BIG, 1, &gz_len);
+    free(raw);
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(open_piped(gz, gz_len, &err, &written), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message, "offset 0x1f: tag 0x00: unknown record tag");
     ck_assert_msg(written < gz_len / 4, "%zu of %zu bytes read before giving up", written, gz_len);
     free(gz);
 }
@@ -208,7 +237,11 @@ START_TEST(gzip_copy_larger_than_the_temporary_directory_names_it)
     }
     enum { BIG = 4 << 20 };
     uint8_t *raw = calloc(1, BIG);
-    memcpy(raw, "JAVA PROFILE 1.0.3", 19);
+    memcpy(raw, "JAVA PROFILE 1.0.3\0\0\0\0\4", 23);
+    uint32_t body = BIG - 31 - 9; /* one STRING record: it frames */
+    raw[31] = HPROF_TAG_STRING;
+    raw[36] = (uint8_t)(body >> 24), raw[37] = (uint8_t)(body >> 16);
+    raw[38] = (uint8_t)(body >> 8), raw[39] = (uint8_t)body;
     size_t gz_len;
     uint8_t *gz = gzip_bytes(raw, BIG, 0, &gz_len);
     char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
@@ -243,6 +276,7 @@ static Suite *input_suite(void)
     TCase *t = tcase_create("input");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, gzip_input_that_is_not_a_dump_fails_at_its_first_bytes);
+    tcase_add_test(t, gzip_zeros_behind_a_header_stop_at_the_first_record);
     tcase_add_test(t, gzip_trailing_garbage_is_an_error);
     tcase_add_test(t, gzip_members_one_after_another_are_one_dump);
     tcase_add_test(t, gzip_truncated_says_so_once_without_the_name);

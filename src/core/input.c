@@ -8,6 +8,8 @@
  * of gzipped zeros inflates to 1 GB.  So the copy
  *  - checks the hprof magic in the first bytes inflated, and stops there
  *    with "not a heap dump" instead of inflating the rest first;
+ *  - follows the top-level records as they come and stops at the first
+ *    tag the format does not define (zeros behind a valid header);
  *  - stops with a message naming the temporary directory (and TMPDIR, which
  *    chooses it) when it would exceed the room left there;
  *  - inflates member after member (the JDK writes one per chunk) with zlib's
@@ -42,6 +44,12 @@ struct spool {
     uint8_t head[MAGIC_LEN];    /* the first bytes, until the magic is checked */
     size_t n_head;
     int checked;
+    /* The record framing, followed as the copy is made (see frame()). */
+    int in_header;              /* 1 in the file header, 0 after, -1 not followed */
+    int nul_seen;               /* of the version string */
+    uint64_t skip;              /* bytes of the current part still to pass */
+    uint8_t rec[9];             /* a record header being gathered */
+    size_t n_rec;
     uint8_t *in_buf, *out_buf;
     uint64_t in_offset;         /* of in_buf[0] in the (compressed) input */
 };
@@ -87,8 +95,53 @@ static int not_a_dump(struct hprof_error *err)
                            "offset 0x0: header: not a heap dump (no \"" MAGIC "x\" magic)");
 }
 
+/* Follow the top-level records through the bytes of the copy from offset
+ * s->written: a tag the format does not define stops the copy there, with
+ * the reader's message, so that a bomb of zeros behind a valid header costs
+ * 31 bytes, not the gigabytes it inflates to.  (Everything else is left to
+ * the reader, which sees the whole file.) */
+static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+{
+    uint64_t at = s->written;
+    while (n > 0 && s->in_header >= 0) {
+        size_t used;
+        if (s->in_header && !s->nul_seen) { /* the version string and its NUL */
+            const uint8_t *nul = memchr(p, 0, n);
+            if (nul == NULL) {
+                if (at + n > 64)
+                    s->in_header = -1; /* no NUL: the reader will say; stop following */
+                return HPROF_OK;
+            }
+            used = (size_t)(nul - p) + 1;
+            s->nul_seen = 1;
+            s->skip = 12; /* identifier size and time stamp */
+        } else if (s->skip > 0) {
+            used = n < s->skip ? n : (size_t)s->skip;
+            s->skip -= used;
+            if (s->skip == 0)
+                s->in_header = 0;
+        } else {
+            used = n < 9 - s->n_rec ? n : 9 - s->n_rec;
+            memcpy(s->rec + s->n_rec, p, used);
+            s->n_rec += used;
+            if (s->n_rec == 9) {
+                s->n_rec = 0;
+                if (strcmp(hprof_tag_name(s->rec[0]), "unknown") == 0)
+                    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                           "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
+                                           at + used - 9, s->rec[0]);
+                s->skip = get_u4(s->rec + 5);
+            }
+        }
+        p += used;
+        n -= used;
+        at += used;
+    }
+    return HPROF_OK;
+}
+
 /* Append `n` bytes of plain dump to the copy, checking the magic as soon as
- * its bytes are there and the room before every write. */
+ * its bytes are there, the framing, and the room before every write. */
 static int put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
 {
     if (!s->checked) {
@@ -99,6 +152,9 @@ static int put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *
             return not_a_dump(err);
         s->checked = s->n_head == MAGIC_LEN;
     }
+    int rc = frame(s, p, n, err);
+    if (rc != HPROF_OK)
+        return rc;
     if (n > s->room - s->written) {
         uint64_t free_now = free_bytes(s->out);
         s->room = free_now > UINT64_MAX - s->written ? UINT64_MAX : s->written + free_now;
@@ -234,6 +290,7 @@ static int spool(int from, int *out, struct hprof_error *err)
     }
     s->in = from;
     s->out = -1;
+    s->in_header = 1;
     if ((rc = temp_file(s, err)) != HPROF_OK)
         goto out;
     s->room = free_bytes(s->out);
