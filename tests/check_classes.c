@@ -80,6 +80,13 @@ static void check_chain(struct classes *c)
     ck_assert_int_eq(classes_field_offset(c, leaf, match_id, &name, HPROF_TYPE_INT),
                      (int64_t)len - 8);
     free(values);
+    /* classes_up() from the leaf meets only the classes with fields. */
+    unsigned steps = 0;
+    for (const struct class_info *k = classes_up(c, leaf); k != NULL; k = classes_up(c, k)) {
+        ck_assert_uint_gt(k->n_fields, 0);
+        steps++;
+    }
+    ck_assert_uint_eq(steps, (CHAIN - 1) / 7 + 1 - ((CHAIN - 1) % 7 == 0));
 }
 
 START_TEST(chain_of_200k_classes_resolves_leaf_first)

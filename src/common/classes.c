@@ -192,6 +192,11 @@ static inline const struct class_info *next_up(const struct classes *c,
     return k->super_id ? classes_find(c, k->super_id) : NULL;
 }
 
+struct class_info *classes_up(const struct classes *c, const struct class_info *k)
+{
+    return (struct class_info *)next_up(c, k);
+}
+
 /* Reference fields listed for at most this many fields in all (12-16 bytes
  * each): a hostile file can chain classes so that the lists grow as the
  * square of its classes; past it, instances are walked field by field. */

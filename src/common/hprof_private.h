@@ -265,6 +265,14 @@ struct class_info *classes_find(const struct classes *c, uint64_t class_id);
  * class's state is 2 from its first success on). */
 int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err);
 
+/* The next class up from `k` whose fields an instance holds: once k's
+ * layout is resolved, the nearest superclass with fields (those without
+ * any are jumped over, so that a walk over an instance's fields costs what
+ * its fields cost, however deep the chain); before, the superclass, or
+ * NULL when it is not dumped.  Walk with `k = classes_up(c, k)` where
+ * `k = classes_find(c, k->super_id)` would walk every class of the chain. */
+struct class_info *classes_up(const struct classes *c, const struct class_info *k);
+
 /* Resolve every class: rejects superclass cycles and missing superclasses,
  * after which walks up any chain are bounded by its length. */
 int classes_resolve_all(struct classes *c, struct hprof_error *err);
