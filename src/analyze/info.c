@@ -54,7 +54,11 @@ struct analyzer {
     size_t n_counters, cap_counters;
 
     struct idmap string_values; /* value array ids of Strings */
-    struct idmap buffers;       /* bitmap buffer id -> index in info->bitmaps + 1 */
+    struct idmap buffers;       /* bitmap buffer id -> index in info->bitmaps + 1 of
+                                 * the last bitmap with that buffer */
+    size_t *same_buffer;        /* per bitmap: index + 1 of the previous one with
+                                 * its buffer, or 0 */
+    size_t cap_bitmaps;
     uint64_t dump_buffers;      /* DumpData.buffers array id */
     uint64_t *byte_arrays;      /* (byte[][] id, element) pairs */
     size_t n_byte_arrays, cap_byte_arrays;
@@ -259,15 +263,26 @@ static uint64_t field(struct analyzer *a, struct class_info *ci, const struct hp
 
 static int add_bitmap(struct analyzer *a, const struct hprof_info_bitmap *b)
 {
+    /* A dump may hold a million (DumpData's buffers): grown by doubling, and
+     * the bitmaps of one buffer chained, so that pass 3 finds them without
+     * looking at every other bitmap for every buffer. */
     struct hprof_info *info = a->info;
-    size_t cap = info->n_bitmaps; /* grown one at a time: bitmaps are few */
-    struct hprof_info_bitmap *grown = realloc(info->bitmaps, (cap + 1) * sizeof *grown);
+    size_t cap = a->cap_bitmaps;
+    struct hprof_info_bitmap *grown = grow(info->bitmaps, &cap, info->n_bitmaps + 1,
+                                           sizeof *grown);
     if (grown == NULL)
         return nomem(a);
     info->bitmaps = grown;
+    size_t *same = grow(a->same_buffer, &a->cap_bitmaps, info->n_bitmaps + 1, sizeof *same);
+    if (same == NULL)
+        return nomem(a);
+    a->same_buffer = same;
+    uint64_t previous = 0;
+    if (b->buffer_id != 0)
+        idmap_get(&a->buffers, b->buffer_id, &previous);
+    a->same_buffer[info->n_bitmaps] = (size_t)previous;
     info->bitmaps[info->n_bitmaps++] = *b;
-    if (b->buffer_id != 0 && !idmap_has(&a->buffers, b->buffer_id) &&
-        idmap_put(&a->buffers, b->buffer_id, info->n_bitmaps) != HPROF_OK)
+    if (b->buffer_id != 0 && idmap_put(&a->buffers, b->buffer_id, info->n_bitmaps) != HPROF_OK)
         return nomem(a);
     return HPROF_OK;
 }
@@ -368,13 +383,13 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
         uint8_t md5[16];
         rc = digest_final(a->digest, md5);
         /* every bitmap sharing this buffer object gets its size and digest */
-        for (size_t i = 0; rc == HPROF_OK && i < a->info->n_bitmaps; i++)
-            if (a->info->bitmaps[i].buffer_id == p->id) {
-                a->info->bitmaps[i].buffer_bytes = bytes;
-                a->info->bitmaps[i].buffer_offset = p->data_offset;
-                a->info->bitmaps[i].buffer_type = p->type;
-                memcpy(a->info->bitmaps[i].md5, md5, 16);
-            }
+        for (size_t j = (size_t)at; rc == HPROF_OK && j != 0; j = a->same_buffer[j - 1]) {
+            struct hprof_info_bitmap *bm = &a->info->bitmaps[j - 1];
+            bm->buffer_bytes = bytes;
+            bm->buffer_offset = p->data_offset;
+            bm->buffer_type = p->type;
+            memcpy(bm->md5, md5, 16);
+        }
     }
     return rc;
 }
@@ -476,6 +491,7 @@ static void release(struct analyzer *a)
     free(a->counters);
     idmap_free(&a->string_values);
     idmap_free(&a->buffers);
+    free(a->same_buffer);
     free(a->byte_arrays);
     digest_free(a->digest);
 }
