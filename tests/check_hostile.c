@@ -10,10 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testlib.h"
 
 typedef void (*build_fn)(struct tbuf *b);
+
+static uint32_t get_be4(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
 
 static void start(struct tbuf *b, unsigned ids)
 {
@@ -154,6 +160,104 @@ static void truncated_mid_record(struct tbuf *b)
     b->len -= 20;
 }
 
+/* Item 1 of issue 20: nothing passes through unexamined. */
+static void segment_tag_flipped(struct tbuf *b)
+{
+    tb_small_dump(b, 4);
+    for (size_t at = 31; at < b->len; at += 9 + get_be4(b->data + at + 5))
+        if (b->data[at] == HPROF_TAG_HEAP_DUMP_SEGMENT)
+            b->data[at] ^= 1; /* 0x1C -> 0x1D: an opaque record, Strings and all */
+}
+
+static void unload_class_wrong_length(struct tbuf *b)
+{
+    tb_small_dump(b, 4);
+    tb_record(b, HPROF_TAG_UNLOAD_CLASS, "\0\0\0\1\0", 5);
+}
+
+static void stack_trace_frames_disagree(struct tbuf *b)
+{
+    static const uint8_t trace[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 9 };
+    tb_init(b, 4);
+    tb_header(b, "JAVA PROFILE 1.0.3");
+    tb_record(b, HPROF_TAG_STACK_TRACE, trace, sizeof trace); /* 2 frames, room for 1 */
+}
+
+static void heap_subtag_at_top_level(struct tbuf *b)
+{
+    tb_init(b, 4);
+    tb_header(b, "JAVA PROFILE 1.0.3");
+    tb_record(b, HPROF_OBJECT_ARRAY_DUMP, "\0\0\0\1\0\0\0\0\0\0\0\0\0\0\0\2", 16);
+}
+
+static void heap_summary_wrong_length(struct tbuf *b)
+{
+    static const uint8_t zeros[20];
+    tb_init(b, 8);
+    tb_header(b, "JAVA PROFILE 1.0.2");
+    tb_record(b, HPROF_TAG_HEAP_SUMMARY, zeros, sizeof zeros);
+}
+
+static void cpu_samples_count_disagrees(struct tbuf *b)
+{
+    static const uint8_t samples[] = { 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0, 1 };
+    tb_init(b, 8);
+    tb_header(b, "JAVA PROFILE 1.0.2");
+    tb_record(b, HPROF_TAG_CPU_SAMPLES, samples, sizeof samples);
+}
+
+static void zeros_after_a_header(struct tbuf *b)
+{
+    static const uint8_t zeros[4096];
+    tb_init(b, 4);
+    tb_header(b, "JAVA PROFILE 1.0.3");
+    tb_bytes(b, zeros, sizeof zeros); /* what a gzip bomb of zeros inflates to */
+}
+
+/* Item 2: one idea of valid.  A class chain that does not end is invalid
+ * even without instances (the shrink and hprof-info need every class's
+ * layout); an id dumped twice is invalid whatever dumps it. */
+static void class_is_its_own_superclass(struct tbuf *b)
+{
+    start(b, 4);
+    tb_class(b, 0x100, 0x100, NULL, 0);
+    finish(b);
+}
+
+static void superclass_not_dumped_no_instances(struct tbuf *b)
+{
+    start(b, 4);
+    tb_class(b, 0x100, 0x999, NULL, 0);
+    finish(b);
+}
+
+static void instance_dumped_twice(struct tbuf *b)
+{
+    start(b, 8);
+    tb_class(b, 0x100, 0, NULL, 0);
+    tb_instance(b, 0x200, 0x100, NULL, 0);
+    tb_instance(b, 0x200, 0x100, NULL, 0);
+    finish(b);
+}
+
+static void array_dumped_twice(struct tbuf *b)
+{
+    start(b, 4);
+    tb_prim_array(b, 0x300, HPROF_TYPE_INT, 1, "abcd");
+    tb_segment_end(b);
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(b, 0x300, HPROF_TYPE_BYTE, 2, "ab");
+    finish(b);
+}
+
+static void instance_id_is_a_class_id(struct tbuf *b)
+{
+    start(b, 4);
+    tb_class(b, 0x100, 0, NULL, 0);
+    tb_instance(b, 0x100, 0x100, NULL, 0);
+    finish(b);
+}
+
 static const struct {
     const char *name;
     build_fn build;
@@ -178,6 +282,27 @@ static const struct {
     { "load-class-wrong-length", load_class_wrong_length, "LOAD_CLASS: length 10, expected 16" },
     { "invalid-field-type", invalid_field_type, "invalid basic type 12" },
     { "truncated-mid-record", truncated_mid_record, "runs past the end" },
+    { "segment-tag-flipped", segment_tag_flipped, ": tag 0x1d: unknown record tag" },
+    { "unload-class-wrong-length", unload_class_wrong_length, "UNLOAD_CLASS: length 5, expected 4" },
+    { "stack-trace-frames-disagree", stack_trace_frames_disagree,
+      "STACK_TRACE: length 16 does not hold its 2 frames (20 bytes)" },
+    { "heap-subtag-at-top-level", heap_subtag_at_top_level,
+      "offset 0x1f: tag 0x22: heap sub-record OBJECT_ARRAY_DUMP outside a heap dump" },
+    { "heap-summary-wrong-length", heap_summary_wrong_length,
+      "HEAP_SUMMARY: length 20, expected 24" },
+    { "cpu-samples-count-disagrees", cpu_samples_count_disagrees,
+      "CPU_SAMPLES: length 16 does not hold its 3 samples (32 bytes)" },
+    { "zeros-after-a-header", zeros_after_a_header, "offset 0x1f: tag 0x00: unknown record tag" },
+    { "class-is-its-own-superclass", class_is_its_own_superclass,
+      "superclass chain of class 0x100 has a cycle" },
+    { "superclass-not-dumped-no-instances", superclass_not_dumped_no_instances,
+      "class 0x100 has superclass 0x999 which is not dumped" },
+    { "instance-dumped-twice", instance_dumped_twice,
+      "INSTANCE_DUMP: object 0x200 is dumped twice" },
+    { "array-dumped-twice", array_dumped_twice,
+      "PRIMITIVE_ARRAY_DUMP: object 0x300 is dumped twice" },
+    { "instance-id-is-a-class-id", instance_id_is_a_class_id,
+      "INSTANCE_DUMP: object 0x100 is dumped twice" },
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -185,7 +310,7 @@ static void save(const char *name, const struct tbuf *b)
 {
     const char *dir = getenv("HPROF_HOSTILE_OUT");
     char path[4096];
-    if (dir == NULL)
+    if (dir == NULL) /* the CLI tests run the shrink on them */
         return;
     snprintf(path, sizeof path, "%s/%s.hprof", dir, name);
     FILE *f = fopen(path, "wb");
@@ -217,6 +342,23 @@ START_TEST(verify_rejects_hostile_input_with_offset_and_record)
 }
 END_TEST
 
+START_TEST(info_rejects_hostile_input_with_offset_and_record)
+{
+    struct tbuf b = { 0 };
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_info info;
+    cases[_i].build(&b);
+    int rc = hprof_reader_open_memory(&r, b.data, b.len, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_info_analyze(r, &info, &err);
+    ck_assert_msg(rc == HPROF_ERR_FORMAT, "%s: rc %d", cases[_i].name, rc);
+    assert_message(&err, _i);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
 START_TEST(shrink_rejects_hostile_input_with_offset_and_record)
 {
     struct tbuf b = { 0 };
@@ -236,12 +378,225 @@ START_TEST(shrink_rejects_hostile_input_with_offset_and_record)
 }
 END_TEST
 
+/* ---- Flipping tags and lengths of a valid dump, record by record ----------
+ * Every mutant must either be rejected (HPROF_ERR_FORMAT) or shrink with
+ * --redact into an output that hprof_verify() accepts and that holds no run
+ * of more than 64 bytes of any primitive array of the input (all of them
+ * are emptied or redacted).  The input's arrays are first filled with
+ * pseudo-random bytes, so that no filler can match them by chance.  A run
+ * of 65 bytes always holds a 33-byte window starting at a multiple of 32 of
+ * its array: those windows are what is looked for, by their first 8 bytes. */
+
+struct secret {
+    uint64_t key;           /* the window's first 8 bytes */
+    size_t at;              /* its offset in the input */
+};
+
+struct array_finder {
+    struct hprof_visitor base;
+    uint8_t *data;          /* the input, in memory, filled as we go */
+    struct secret *secrets;
+    size_t n, cap;
+    uint64_t x;             /* xorshift state */
+};
+
+static uint64_t get_be8(const uint8_t *p)
+{
+    return (uint64_t)get_be4(p) << 32 | get_be4(p + 4);
+}
+
+static int fill_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct array_finder *f = (struct array_finder *)v;
+    uint64_t len = (uint64_t)a->count * hprof_type_size(a->type, 4);
+    if (a->tag != HPROF_PRIMITIVE_ARRAY_DUMP || a->first != 0 || len <= 64)
+        return HPROF_SKIP;
+    uint8_t *d = f->data + a->data_offset;
+    for (uint64_t i = 0; i < len; i++) {
+        f->x ^= f->x << 13, f->x ^= f->x >> 7, f->x ^= f->x << 17;
+        d[i] = (uint8_t)(f->x >> 24);
+    }
+    for (uint64_t w = 0; w + 33 <= len; w += 32) {
+        if (f->n == f->cap) {
+            f->cap = f->cap ? 2 * f->cap : 1024;
+            f->secrets = realloc(f->secrets, f->cap * sizeof *f->secrets);
+            ck_assert_ptr_nonnull(f->secrets);
+        }
+        f->secrets[f->n++] = (struct secret){ get_be8(d + w), (size_t)(a->data_offset + w) };
+    }
+    return HPROF_SKIP;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const struct secret *)a)->key, y = ((const struct secret *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* @return the output offset of a secret window found in `out`, or -1. */
+static long find_secret(const struct array_finder *f, const uint8_t *in, const uint8_t *out,
+                        size_t len)
+{
+    for (size_t i = 0; i + 33 <= len; i++) {
+        struct secret key = { get_be8(out + i), 0 };
+        const struct secret *s = bsearch(&key, f->secrets, f->n, sizeof key, by_key);
+        if (s == NULL)
+            continue;
+        while (s > f->secrets && s[-1].key == key.key)
+            s--;
+        for (; s < f->secrets + f->n && s->key == key.key; s++)
+            if (memcmp(in + s->at, out + i, 33) == 0)
+                return (long)i;
+    }
+    return -1;
+}
+
+/* Shrink with --redact; @return its code, and when HPROF_OK check the output. */
+static int shrink_mutant(const struct array_finder *f, const uint8_t *in, const uint8_t *mutant,
+                         size_t len, const char *what)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY, .redact = HPROF_REDACT_ALL,
+                                      .threads = 1 };
+    int rc = hprof_reader_open_memory(&r, mutant, len, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_shrink(r, sink, &o, NULL, &err);
+    ck_assert_msg(rc == HPROF_OK || rc == HPROF_ERR_FORMAT, "%s: rc %d: %s", what, rc,
+                  err.message);
+    if (rc == HPROF_OK) {
+        size_t out_len;
+        const uint8_t *out = hprof_sink_memory_data(sink, &out_len);
+        struct hprof_verify_report rep;
+        struct hprof_error verr = { 0 };
+        ck_assert_msg(tl_verify_memory(out, out_len, &rep, &verr) == HPROF_OK,
+                      "%s: the shrink wrote an output hprof_verify() rejects: %s", what,
+                      verr.message);
+        long at = find_secret(f, in, out, out_len);
+        ck_assert_msg(at < 0, "%s: array bytes of the input survive at output offset 0x%lx",
+                      what, at);
+    }
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    return rc;
+}
+
+START_TEST(flipped_tags_and_lengths_are_rejected_or_leak_nothing)
+{
+    static const struct hprof_visitor_ops finder_ops = { .primitive_array = fill_array };
+    char *path = tl_temp_path(".hprof");
+    char *tool = tl_tool("hprof-synth");
+    ck_assert_int_eq(tl_system("%s --scale 1 --big-bitmap 4096 -f %s", tool, path), 0);
+    size_t len;
+    uint8_t *in = tl_read_file(path, &len);
+    ck_assert_ptr_nonnull(in);
+    struct array_finder f = { .base = { &finder_ops, NULL }, .data = in,
+                              .x = 0x9E3779B97F4A7C15ull };
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, in, len, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_run(r, &f.base), HPROF_OK);
+    hprof_reader_free(r);
+    ck_assert_uint_gt(f.n, 100);
+    qsort(f.secrets, f.n, sizeof *f.secrets, by_key);
+    /* The unmutated input shrinks, leaking nothing: the check can pass. */
+    ck_assert_int_eq(shrink_mutant(&f, in, in, len, "unmutated"), HPROF_OK);
+
+    static const uint8_t tag_flips[] = { 0x01, 0x02, 0x10, 0x20, 0x3E };
+    static const int64_t length_deltas[] = { 1, -1, 4, -4, 8, 0x100, -0x100 };
+    uint8_t *mutant = malloc(len);
+    unsigned records = 0, rejected = 0, runs = 0;
+    size_t at = 31; /* after the 1.0.3 header */
+    ck_assert_int_eq(memcmp(in, "JAVA PROFILE 1.0.3", 19), 0);
+    while (at + 9 <= len) {
+        uint32_t length = get_be4(in + at + 5);
+        char what[96];
+        for (size_t i = 0; i < sizeof tag_flips; i++) {
+            memcpy(mutant, in, len);
+            mutant[at] ^= tag_flips[i];
+            snprintf(what, sizeof what, "record at 0x%zx, tag 0x%02x -> 0x%02x", at, in[at],
+                     mutant[at]);
+            rejected += shrink_mutant(&f, in, mutant, len, what) != HPROF_OK;
+            runs++;
+        }
+        for (size_t i = 0; i < sizeof length_deltas / sizeof length_deltas[0]; i++) {
+            if ((int64_t)length + length_deltas[i] < 0)
+                continue;
+            memcpy(mutant, in, len);
+            uint32_t l = (uint32_t)((int64_t)length + length_deltas[i]);
+            mutant[at + 5] = (uint8_t)(l >> 24), mutant[at + 6] = (uint8_t)(l >> 16);
+            mutant[at + 7] = (uint8_t)(l >> 8), mutant[at + 8] = (uint8_t)l;
+            snprintf(what, sizeof what, "record at 0x%zx (tag 0x%02x), length %u -> %u", at,
+                     in[at], length, l);
+            rejected += shrink_mutant(&f, in, mutant, len, what) != HPROF_OK;
+            runs++;
+        }
+        records++;
+        at += 9 + (size_t)length;
+    }
+    ck_assert_uint_eq(at, len);
+    printf("flipped %u records: %u of %u mutants rejected, the rest leak nothing\n", records,
+           rejected, runs);
+    free(mutant);
+    free(f.secrets);
+    free(in);
+    unlink(path);
+    free(path);
+    free(tool);
+}
+END_TEST
+
+/* Item 3, beyond classes: hprof-info matched every bitmap buffer against
+ * every bitmap (20 s for this 3.6 MB dump); now each buffer finds its own. */
+START_TEST(info_links_100k_bitmaps_to_their_buffers)
+{
+    static const uint8_t types[] = { HPROF_TYPE_OBJECT };
+    enum { N = 100000 };
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 0x10, "android.graphics.Bitmap");
+    tb_string(&b, 0x900, "mBuffer");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, types, 1);
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t id = 0x1000000 + 16 * i, buffer = id + 8;
+        uint8_t v[4] = { (uint8_t)(buffer >> 24), (uint8_t)(buffer >> 16), (uint8_t)(buffer >> 8),
+                         (uint8_t)buffer };
+        uint8_t pixel = (uint8_t)i;
+        tb_instance(&b, id, 0x100, v, 4);
+        tb_prim_array(&b, buffer, HPROF_TYPE_BYTE, 1, &pixel);
+    }
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct hprof_info info;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, b.len, &err), HPROF_OK);
+    ck_assert_msg(hprof_info_analyze(r, &info, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(info.n_bitmaps, N);
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(info.bitmaps[i].buffer_id, info.bitmaps[i].id + 8);
+        ck_assert_uint_eq(info.bitmaps[i].buffer_bytes, 1);
+    }
+    hprof_info_free(&info);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
     TCase *t = tcase_create("hostile");
     tcase_add_loop_test(t, verify_rejects_hostile_input_with_offset_and_record, 0, N_CASES);
+    tcase_add_loop_test(t, info_rejects_hostile_input_with_offset_and_record, 0, N_CASES);
     tcase_add_loop_test(t, shrink_rejects_hostile_input_with_offset_and_record, 0, N_CASES);
+    tcase_add_test(t, flipped_tags_and_lengths_are_rejected_or_leak_nothing);
+    tcase_add_test(t, info_links_100k_bitmaps_to_their_buffers);
+    tcase_set_timeout(t, 600);
     suite_add_tcase(s, t);
     return s;
 }

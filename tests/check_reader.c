@@ -265,7 +265,7 @@ START_TEST(reader_rejects_every_truncation_with_an_offset)
 }
 END_TEST
 
-START_TEST(reader_passes_unknown_top_level_tags_through)
+START_TEST(reader_rejects_unknown_top_level_tag_naming_tag_and_offset)
 {
     struct tbuf b;
     struct counter c = { 0 };
@@ -273,10 +273,47 @@ START_TEST(reader_passes_unknown_top_level_tags_through)
     tb_init(&b, 4);
     tb_header(&b, "JAVA PROFILE 1.0.3");
     tb_record(&b, 0x77, "abc", 3);
-    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_OK);
-    ck_assert_int_eq(c.records, 1);
-    ck_assert_int_eq(c.last_record_tag, 0x77);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    ck_assert_int_eq(c.records, 0);
+    ck_assert_str_eq(err.message, "offset 0x1f: tag 0x77: unknown record tag");
     tb_free(&b);
+}
+END_TEST
+
+START_TEST(reader_checks_fixed_record_layouts)
+{
+    static const struct {
+        uint8_t tag;
+        uint32_t len;
+        int ok;
+    } cases[] = {
+        { HPROF_TAG_UNLOAD_CLASS, 4, 1 }, { HPROF_TAG_UNLOAD_CLASS, 5, 0 },
+        { HPROF_TAG_STACK_FRAME, 24, 1 }, { HPROF_TAG_STACK_FRAME, 23, 0 },
+        { HPROF_TAG_STACK_TRACE, 12, 1 }, { HPROF_TAG_STACK_TRACE, 16, 0 },
+        { HPROF_TAG_STACK_TRACE, 8, 0 },  { HPROF_TAG_ALLOC_SITES, 34, 1 },
+        { HPROF_TAG_ALLOC_SITES, 35, 0 }, { HPROF_TAG_HEAP_SUMMARY, 24, 1 },
+        { HPROF_TAG_HEAP_SUMMARY, 20, 0 }, { HPROF_TAG_START_THREAD, 24, 1 },
+        { HPROF_TAG_START_THREAD, 25, 0 }, { HPROF_TAG_END_THREAD, 4, 1 },
+        { HPROF_TAG_END_THREAD, 0, 0 },   { HPROF_TAG_CPU_SAMPLES, 8, 1 },
+        { HPROF_TAG_CPU_SAMPLES, 16, 0 }, { HPROF_TAG_CONTROL_SETTINGS, 6, 1 },
+        { HPROF_TAG_CONTROL_SETTINGS, 8, 0 }, { HPROF_TAG_HEAP_DUMP_END, 1, 0 },
+        { HPROF_INSTANCE_DUMP, 0, 0 },    { HPROF_OBJECT_ARRAY_DUMP, 12, 0 },
+    };
+    static const uint8_t zeros[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tbuf b;
+        struct counter c = { 0 };
+        struct hprof_error err = { 0 };
+        tb_init(&b, 4);
+        tb_header(&b, "JAVA PROFILE 1.0.3");
+        tb_record(&b, cases[i].tag, zeros, cases[i].len);
+        int rc = run_memory(&b, &c, &err);
+        ck_assert_msg(rc == (cases[i].ok ? HPROF_OK : HPROF_ERR_FORMAT), "tag 0x%02x length %u: %s",
+                      cases[i].tag, cases[i].len, err.message);
+        if (!cases[i].ok)
+            ck_assert_msg(strncmp(err.message, "offset 0x1f: ", 13) == 0, "%s", err.message);
+        tb_free(&b);
+    }
 }
 END_TEST
 
@@ -773,7 +810,8 @@ static Suite *reader_suite(void)
     tcase_add_loop_test(t, reader_rejects_identifier_sizes_other_than_4_and_8, 0, 4);
     tcase_add_test(t, reader_accepts_a_file_that_is_only_a_header);
     tcase_add_loop_test(t, reader_rejects_every_truncation_with_an_offset, 0, 2);
-    tcase_add_test(t, reader_passes_unknown_top_level_tags_through);
+    tcase_add_test(t, reader_rejects_unknown_top_level_tag_naming_tag_and_offset);
+    tcase_add_test(t, reader_checks_fixed_record_layouts);
     tcase_add_test(t, reader_rejects_unknown_sub_tag_naming_tag_and_offset);
     tcase_add_test(t, reader_rejects_record_length_past_end_of_file);
     tcase_add_test(t, reader_rejects_sub_record_crossing_its_segment);

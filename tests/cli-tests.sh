@@ -271,7 +271,7 @@ line.hprof"
     expect 1 "$B/hprof-verify" "$d/cut.hprof"
     grep -q 'offset 0x1f: record header: truncated: 9 bytes needed, 4 left' "$T/err" || die "header cut: $(cat "$T/err")"
     expect 1 "$B/hprof-verify" - < "$d/cut.gz"
-    grep -q '^hprof-verify: standard input: gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
+    grep -q '^hprof-verify: standard input: .*gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
 }
 
 TESTS="$TESTS formats"
@@ -344,7 +344,8 @@ t_progress() {
 TESTS="$TESTS info_output"
 t_info_output() {
     d=$T/io; rm -rf "$d"; mkdir -p "$d"
-    # names in modified UTF-8 and bytes that are not UTF-8, two unknown tags
+    # names in modified UTF-8 and bytes that are not UTF-8 (unknown tags,
+    # which the fuzz corpus also had, are errors since issue 20)
     expect 0 "$B/hprof-info" --json tests/fuzz/corpus/info/weird-names.hprof
     python3 - "$T/out" <<'PY' || die "hprof-info --json of odd names: $(cat "$T/out")"
 import json, sys
@@ -353,7 +354,6 @@ def no_twice(pairs):
     assert len(keys) == len(set(keys)), keys
     return dict(pairs)
 d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), object_pairs_hook=no_twice)
-assert d["records"]["0x50"]["count"] == 1 and d["records"]["0x51"]["count"] == 1, d["records"]
 name = d["top_by_count"][0]["name"]
 assert name == "com.ex.Caf\u0000\U00010000\u00ff\u0001\"\\", repr(name)
 assert d["top_by_count"][0]["id"] == "0x100", d["top_by_count"][0]

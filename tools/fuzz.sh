@@ -14,9 +14,12 @@ mkdir -p "$F/seeds"
 "$B/hprof-synth" -f --hotspot "$F/seeds/hotspot.hprof"
 "$B/hprof-synth" -f --big-bitmap 4096 --nodata "$F/seeds/android.hprof"
 # A whole small Android dump (130 KB: its bitmaps, merged copies and put-aside
-# instances come after the population) seeds the shrink, which reads whole
-# inputs of up to 256 KB; the other targets read the first 16 KB.
+# instances come after the population) seeds every target, and every target
+# reads whole inputs of up to 256 KB: with the first 16 KB only, the reader,
+# verify and info targets never reached a dump's later records, nor a flipped
+# segment tag or a class chain (issue 20).
 "$B/hprof-synth" -f --scale 1 --big-bitmap 4096 "$F/seeds/android-whole.hprof"
+"$B/hprof-synth" -f --class-chain 2000 --leaf-first "$F/seeds/class-chain.hprof"
 cp "$B"/hostile/*.hprof "$F/seeds/" 2>/dev/null || true
 status=0
 for t in reader shrink verify info; do
@@ -31,8 +34,7 @@ for t in reader shrink verify info; do
     done
     echo "===> fuzz_$t for $SECONDS_EACH s"
     set +e
-    max_len=16384
-    [ $t = shrink ] && max_len=262144
+    max_len=262144
     "$F/fuzz_$t" -max_total_time="$SECONDS_EACH" -max_len=$max_len -rss_limit_mb=2048 \
         -malloc_limit_mb=512 -timeout=10 -print_final_stats=1 -artifact_prefix="$F/$t-" \
         "$corpus" tests/fuzz/corpus/$t > "$F/$t.log" 2>&1

@@ -698,6 +698,8 @@ struct options {
     size_t big_bitmap;
     int nodata;
     const char *manifest;
+    unsigned class_chain;   /* --class-chain N: that dump instead */
+    int leaf_first;
 };
 
 static void generate(struct synth *s, const struct options *o)
@@ -806,6 +808,53 @@ static void generate(struct synth *s, const struct options *o)
         s->rc = hprof_visit_end(s->out);
 }
 
+/* --class-chain N: N classes, each the superclass of the next, listed root
+ * first or (--leaf-first) leaf first, and an instance of the leaf and one
+ * of the root.  Every 1000th class has an int field, the others none.  A
+ * dump of class layouts only, to show that resolving them costs time
+ * linear in their number whatever their order (issue 20: leaf first used
+ * to cost the square). */
+static void generate_chain(struct synth *s, const struct options *o)
+{
+    static const struct fdef field = { "value", HPROF_TYPE_INT };
+    unsigned n = o->class_chain;
+    struct hprof_header h = { .id_size = s->ids, .timestamp_ms = 1700000000000ull };
+    snprintf(h.version, sizeof h.version, "JAVA PROFILE 1.0.%d", s->android ? 3 : 2);
+    s->rc = hprof_visit_header(s->out, &h);
+    string_id(s, field.name); /* before the segment opens */
+    uint64_t step = s->android ? 8 : 16, first = s->next_object;
+    s->next_object += (uint64_t)n * step;
+    s->seg_limit = 100000;
+    for (unsigned k = 0; k < n && s->rc >= 0; k++) {
+        unsigned i = o->leaf_first ? n - 1 - k : k;
+        class_dump(s, ~0u, first + i * step, i ? first + (i - 1) * step : 0, &field,
+                   i % 1000 == 0, NULL, 0, NULL, 0, 4 * (i / 1000 + 1));
+    }
+    size_t bytes = 4 * ((size_t)(n - 1) / 1000 + 1);
+    uint8_t *values = calloc(1, bytes);
+    if (values == NULL && s->rc >= 0)
+        s->rc = HPROF_ERR_NOMEM;
+    struct hprof_instance leaf = { .id = new_object_id(s), .stack_serial = 1,
+                                   .class_id = first + (uint64_t)(n - 1) * step,
+                                   .length = (uint32_t)bytes, .values = values };
+    struct hprof_instance root = { .id = new_object_id(s), .stack_serial = 1,
+                                   .class_id = first, .length = 4, .values = values };
+    place(s, ~0u);
+    if (s->rc >= 0)
+        s->rc = hprof_visit_instance(s->out, &leaf);
+    place(s, ~0u);
+    if (s->rc >= 0)
+        s->rc = hprof_visit_instance(s->out, &root);
+    s->instances[1] += 2;
+    free(values);
+    end_segment(s);
+    struct hprof_record end = { .tag = HPROF_TAG_HEAP_DUMP_END };
+    if (s->rc >= 0)
+        s->rc = hprof_visit_record(s->out, &end);
+    if (s->rc >= 0)
+        s->rc = hprof_visit_end(s->out);
+}
+
 static int write_manifest(const struct synth *s, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -848,6 +897,8 @@ static void usage(FILE *out)
             "  --scale N          repeat the app population N times [Default: 1]\n"
             "  --big-bitmap BYTES size of the large bitmap buffer [Default: 2621440]\n"
             "  --nodata           add a PRIMITIVE_ARRAY_NODATA record\n"
+            "  --class-chain N    instead, N classes chained by superclass, root first\n"
+            "  --leaf-first       with --class-chain: list the classes leaf first\n"
             "  --manifest FILE    write what was generated, \"key value\" per line\n"
             "  -f, --force        overwrite OUT\n"
             "  -h, --help         show this help and exit\n"
@@ -862,6 +913,8 @@ int main(int argc, char **argv)
         { "scale", required_argument, NULL, 'n' }, { "big-bitmap", required_argument, NULL, 'b' },
         { "nodata", no_argument, NULL, 'd' }, { "manifest", required_argument, NULL, 'm' },
         { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+        { "class-chain", required_argument, NULL, 'c' },
+        { "leaf-first", no_argument, NULL, 'l' },
         { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
     };
     struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440 };
@@ -888,6 +941,14 @@ int main(int argc, char **argv)
             o.big_bitmap = (size_t)v & ~(size_t)4095;
             break;
         case 'd': o.nodata = 1; break;
+        case 'c':
+            if (cli_parse_uint(optarg, 100000000, &v) != 0 || v == 0) {
+                cli_error("--class-chain: expected 1-100000000, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            o.class_chain = (unsigned)v;
+            break;
+        case 'l': o.leaf_first = 1; break;
         case 'm': o.manifest = optarg; break;
         case 'f': force = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
@@ -917,7 +978,10 @@ int main(int argc, char **argv)
     };
     if (w != NULL) {
         s.out = hprof_writer_visitor(w);
-        generate(&s, &o);
+        if (o.class_chain > 0)
+            generate_chain(&s, &o);
+        else
+            generate(&s, &o);
         if (s.rc >= 0)
             s.rc = hprof_sink_finish(sink);
     } else {

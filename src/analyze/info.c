@@ -2,7 +2,9 @@
  * info.c - hprof_info_analyze(): what a dump holds, for hprof-info.
  *
  *   pass 1  names (STRING offsets, LOAD_CLASS), class layouts, and top-level
- *           records by tag; array contents are skipped.
+ *           records by tag; array contents are skipped.  Object ids go
+ *           through validate.h's objcheck, confirmed in pass 2, so that
+ *           what hprof-verify rejects as dumped twice is rejected here too.
  *   pass 2  every heap sub-record: counts and bytes by kind, by heap, by
  *           class and by element type; roots by kind; String value ids;
  *           Bitmap fields; the elements of byte[][] arrays (DumpData).
@@ -19,6 +21,7 @@
 
 #include "hprof_private.h"
 #include "names.h"
+#include "validate.h"
 
 #define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
 
@@ -48,12 +51,17 @@ struct analyzer {
     size_t n_counters, cap_counters;
 
     struct idmap string_values; /* value array ids of Strings */
-    struct idmap buffers;       /* bitmap buffer id -> index in info->bitmaps + 1 */
+    struct idmap buffers;       /* bitmap buffer id -> index in info->bitmaps + 1 of
+                                 * the last bitmap with that buffer */
+    size_t *same_buffer;        /* per bitmap: index + 1 of the previous one with
+                                 * its buffer, or 0 */
+    size_t cap_bitmaps;
     uint64_t dump_buffers;      /* DumpData.buffers array id */
     uint64_t *byte_arrays;      /* (byte[][] id, element) pairs */
     size_t n_byte_arrays, cap_byte_arrays;
 
     struct digest *digest;
+    struct objcheck objcheck;
 };
 
 static const char *const heap_names[HPROF_INFO_HEAPS] = { "default", "app", "image", "zygote" };
@@ -238,15 +246,26 @@ static uint64_t field(struct analyzer *a, struct class_info *ci, const struct hp
 
 static int add_bitmap(struct analyzer *a, const struct hprof_info_bitmap *b)
 {
+    /* A dump may hold a million (DumpData's buffers): grown by doubling, and
+     * the bitmaps of one buffer chained, so that pass 3 finds them without
+     * looking at every other bitmap for every buffer. */
     struct hprof_info *info = a->info;
-    size_t cap = info->n_bitmaps; /* grown one at a time: bitmaps are few */
-    struct hprof_info_bitmap *grown = realloc(info->bitmaps, (cap + 1) * sizeof *grown);
+    size_t cap = a->cap_bitmaps;
+    struct hprof_info_bitmap *grown = grow(info->bitmaps, &cap, info->n_bitmaps + 1,
+                                           sizeof *grown);
     if (grown == NULL)
         return nomem(a);
     info->bitmaps = grown;
+    size_t *same = grow(a->same_buffer, &a->cap_bitmaps, info->n_bitmaps + 1, sizeof *same);
+    if (same == NULL)
+        return nomem(a);
+    a->same_buffer = same;
+    uint64_t previous = 0;
+    if (b->buffer_id != 0)
+        idmap_get(&a->buffers, b->buffer_id, &previous);
+    a->same_buffer[info->n_bitmaps] = (size_t)previous;
     info->bitmaps[info->n_bitmaps++] = *b;
-    if (b->buffer_id != 0 && !idmap_has(&a->buffers, b->buffer_id) &&
-        idmap_put(&a->buffers, b->buffer_id, info->n_bitmaps) != HPROF_OK)
+    if (b->buffer_id != 0 && idmap_put(&a->buffers, b->buffer_id, info->n_bitmaps) != HPROF_OK)
         return nomem(a);
     return HPROF_OK;
 }
@@ -347,13 +366,13 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
         uint8_t md5[16];
         rc = digest_final(a->digest, md5);
         /* every bitmap sharing this buffer object gets its size and digest */
-        for (size_t i = 0; rc == HPROF_OK && i < a->info->n_bitmaps; i++)
-            if (a->info->bitmaps[i].buffer_id == p->id) {
-                a->info->bitmaps[i].buffer_bytes = bytes;
-                a->info->bitmaps[i].buffer_offset = p->data_offset;
-                a->info->bitmaps[i].buffer_type = p->type;
-                memcpy(a->info->bitmaps[i].md5, md5, 16);
-            }
+        for (size_t j = (size_t)at; rc == HPROF_OK && j != 0; j = a->same_buffer[j - 1]) {
+            struct hprof_info_bitmap *bm = &a->info->bitmaps[j - 1];
+            bm->buffer_bytes = bytes;
+            bm->buffer_offset = p->data_offset;
+            bm->buffer_type = p->type;
+            memcpy(bm->md5, md5, 16);
+        }
     }
     return rc;
 }
@@ -498,11 +517,13 @@ static void release(struct analyzer *a)
     idmap_free(&a->names);
     idmap_free(&a->class_name);
     classes_free(&a->classes);
+    objcheck_free(&a->objcheck);
     idmap_free(&a->by_class);
     idmap_free(&a->by_array_class);
     free(a->counters);
     idmap_free(&a->string_values);
     idmap_free(&a->buffers);
+    free(a->same_buffer);
     free(a->byte_arrays);
     digest_free(a->digest);
 }
@@ -520,9 +541,17 @@ int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct h
         idmap_init(&a.by_array_class, 1) || idmap_init(&a.string_values, 0) ||
         idmap_init(&a.buffers, 1) || (a.digest = digest_new(err)) == NULL)
         rc = nomem(&a);
+    struct objcheck_visitor check;
+    if (rc == HPROF_OK && objcheck_init(&a.objcheck, objcheck_filter_bytes(info->file_bytes)) !=
+                              HPROF_OK)
+        rc = nomem(&a);
+    objcheck_visitor_init(&check, &a.objcheck, err, &a.base);
     hprof_reader_set_strict(r, 1);
     for (a.pass = 1; rc == HPROF_OK && a.pass <= 3; a.pass++) {
-        rc = hprof_reader_run(r, &a.base);
+        check.mode = a.pass == 1 ? OBJCHECK_ADD : a.pass == 2 ? OBJCHECK_CONFIRM : OBJCHECK_OFF;
+        rc = hprof_reader_run(r, &check.base);
+        if (rc == HPROF_OK && a.pass == 1)
+            rc = objcheck_seal(&a.objcheck, err);
         if (rc == HPROF_OK && a.pass == 1)
             rc = classes_resolve_all(&a.classes, err);
         if (rc == HPROF_OK && a.pass == 2)

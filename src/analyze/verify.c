@@ -3,7 +3,10 @@
  *
  * Pass 1 parses every record (the reader already rejects anything that does
  * not frame correctly), counts them, remembers each class layout and the id
- * of every dumped object, and rejects an id dumped twice.  Pass 2 checks
+ * of every dumped object, and rejects an id dumped twice; then every class's
+ * superclass chain must resolve.  What "valid" means is validate.h's, the
+ * same for every tool; verify keeps an exact set of object ids, which it
+ * needs anyway to count dangling references.  Pass 2 checks
  * every instance's field bytes against its class layout including
  * superclasses, and counts references to ids that are not in the dump
  * (dangling) by kind of referrer.  Dangling references are reported, not
@@ -12,7 +15,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "hprof_private.h"
+#include "validate.h"
 
 struct verifier {
     struct hprof_visitor base;
@@ -31,14 +34,11 @@ static struct verifier *self(struct hprof_visitor *v)
 
 static int add_object(struct verifier *vf, uint64_t id, uint64_t offset, uint8_t subtag)
 {
-    if (id == 0)
-        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": %s: object id is 0", offset,
-                               hprof_subtag_name(subtag));
+    int rc = valid_object_id(id, offset, subtag, vf->err);
+    if (rc != HPROF_OK)
+        return rc;
     if (idmap_has(&vf->objects, id))
-        return hprof_error_set(vf->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": %s: object 0x%" PRIx64 " is dumped twice",
-                               offset, hprof_subtag_name(subtag), id);
+        return object_dumped_twice(id, offset, subtag, vf->err);
     if (idmap_put(&vf->objects, id, 0) != HPROF_OK)
         return hprof_error_set(vf->err, HPROF_ERR_NOMEM, "out of memory for the object set");
     return HPROF_OK;
@@ -218,6 +218,9 @@ int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
     hprof_reader_set_strict(r, 1);
     vf.pass = 1;
     if ((rc = hprof_reader_run(r, &vf.base)) != HPROF_OK)
+        goto out;
+    /* Every class's chain, instances or not: what the other tools need. */
+    if ((rc = classes_resolve_all(&vf.classes, err)) != HPROF_OK)
         goto out;
     vf.pass = 2;
     rc = hprof_reader_run(r, &vf.base);

@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "hprof_private.h"
+#include "validate.h"
 
 int classes_init(struct classes *c, unsigned id_size)
 {
@@ -25,6 +25,7 @@ void classes_free(struct classes *c)
     free(c->info);
     free(c->fields);
     free(c->refs);
+    free(c->path);
     *c = (struct classes){ 0 };
 }
 
@@ -45,13 +46,11 @@ static int reserve(void **array, size_t *cap, size_t need, size_t size)
 
 int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hprof_error *err)
 {
-    if (cd->id == 0)
-        return hprof_error_set(err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": CLASS_DUMP: class id is 0", cd->offset);
+    int rc = valid_object_id(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
+    if (rc != HPROF_OK)
+        return rc;
     if (idmap_has(&c->index, cd->id))
-        return hprof_error_set(err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": CLASS_DUMP: class 0x%" PRIx64
-                               " is dumped twice", cd->offset, cd->id);
+        return object_dumped_twice(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
     if (reserve((void **)&c->info, &c->cap_info, c->n_info + 1, sizeof *c->info) != HPROF_OK ||
         reserve((void **)&c->fields, &c->cap_fields, c->n_fields + cd->n_fields,
                 sizeof *c->fields) != HPROF_OK ||
@@ -75,36 +74,127 @@ struct class_info *classes_find(const struct classes *c, uint64_t class_id)
     return idmap_get(&c->index, class_id, &at) ? &c->info[at] : NULL;
 }
 
+/* Layout resolution, per class (class_info.layout):
+ *  NEW      not walked yet;
+ *  BUSY     on the walk under way (met again: a cycle);
+ *  DONE     total_bytes and up_fields are known;
+ *  BLOCKED  the chain stops at class `blocked`, whose superclass is not
+ *           dumped (yet); `partial` holds the own bytes of the classes from
+ *           this one up to that one, `up_fields` the nearest of them (above
+ *           this one) with fields, so that a later walk jumps straight there;
+ *  BROKEN   the chain runs into a cycle: superclasses never change, so it
+ *           stays broken.
+ * A walk pushes every class it passes, then sets all of them DONE (or
+ * BLOCKED, or BROKEN) on its way back down: no class is walked over twice
+ * except a BLOCKED one, which is jumped over, so that resolving N classes
+ * in any order costs O(N) (amortised), without recursion. */
+enum { LAYOUT_NEW, LAYOUT_BUSY, LAYOUT_DONE, LAYOUT_BLOCKED, LAYOUT_BROKEN };
+
+static uint32_t index_of(const struct classes *c, const struct class_info *k)
+{
+    return (uint32_t)(k - c->info);
+}
+
+/* 1 + index of the nearest class with fields among `k` and its chain. */
+static uint32_t fields_at_or_above(const struct classes *c, const struct class_info *k)
+{
+    return k == NULL ? 0 : k->n_fields ? index_of(c, k) + 1 : k->up_fields;
+}
+
+static int resolve_failed(struct classes *c, size_t n, const struct class_info *ci, int cycle,
+                          uint32_t stop, struct hprof_error *err)
+{
+    for (size_t i = n; i-- > 0;) {
+        struct class_info *x = &c->info[c->path[i]];
+        if (cycle) {
+            x->layout = LAYOUT_BROKEN;
+            continue;
+        }
+        if (i + 1 < n) { /* x's span continues into the one above it */
+            const struct class_info *above = &c->info[c->path[i + 1]];
+            x->partial += above->partial;
+            if (x->up_fields == 0)
+                x->up_fields = fields_at_or_above(c, above);
+        }
+        x->blocked = stop;
+        x->layout = LAYOUT_BLOCKED;
+    }
+    if (cycle)
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": CLASS_DUMP: superclass chain of "
+                               "class 0x%" PRIx64 " has a cycle", ci->offset, ci->id);
+    const struct class_info *k = &c->info[stop];
+    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                           "offset 0x%" PRIx64 ": CLASS_DUMP: class 0x%" PRIx64
+                           " has superclass 0x%" PRIx64 " which is not dumped", k->offset, k->id,
+                           k->super_id);
+}
+
 int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err)
 {
     if (ci->state == 2)
         return HPROF_OK;
-    /* Walk up iteratively: chains can be long and input is untrusted. */
-    uint64_t total = 0;
-    size_t steps = 0;
-    for (struct class_info *k = ci; k != NULL; steps++) {
-        if (k->state == 2) {
-            total += k->total_bytes;
+    if (ci->layout == LAYOUT_DONE) {
+        ci->state = 2;
+        return HPROF_OK;
+    }
+    size_t n = 0;
+    const struct class_info *top = NULL; /* the resolved class above the path */
+    for (struct class_info *k = ci;;) {
+        if (k->layout == LAYOUT_DONE) {
+            top = k;
             break;
         }
-        if (steps > c->n_info)
-            return hprof_error_set(err, HPROF_ERR_FORMAT,
-                                   "offset 0x%" PRIx64 ": CLASS_DUMP: superclass chain of "
-                                   "class 0x%" PRIx64 " has a cycle", ci->offset, ci->id);
-        total += k->own_bytes;
-        if (k->super_id == 0)
+        if (k->layout == LAYOUT_BUSY || k->layout == LAYOUT_BROKEN)
+            return resolve_failed(c, n, ci, 1, 0, err);
+        if (reserve((void **)&c->path, &c->cap_path, n + 1, sizeof *c->path) != HPROF_OK) {
+            for (size_t i = 0; i < n; i++) /* leave them as a later walk expects */
+                c->info[c->path[i]].layout = LAYOUT_NEW;
+            return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for class layouts");
+        }
+        if (k->layout == LAYOUT_NEW) {
+            k->blocked = index_of(c, k);
+            k->partial = k->own_bytes;
+            k->up_fields = 0;
+        }
+        /* else BLOCKED: jump to the class it stopped at */
+        k->layout = LAYOUT_BUSY;
+        c->path[n++] = index_of(c, k);
+        const struct class_info *end = &c->info[k->blocked];
+        if (end->super_id == 0)
             break;
-        struct class_info *up = classes_find(c, k->super_id);
+        struct class_info *up = classes_find(c, end->super_id);
         if (up == NULL)
-            return hprof_error_set(err, HPROF_ERR_FORMAT,
-                                   "offset 0x%" PRIx64 ": CLASS_DUMP: class 0x%" PRIx64
-                                   " has superclass 0x%" PRIx64 " which is not dumped",
-                                   k->offset, k->id, k->super_id);
+            return resolve_failed(c, n, ci, 0, k->blocked, err);
         k = up;
     }
-    ci->total_bytes = total;
+    for (size_t i = n; i-- > 0;) {
+        struct class_info *x = &c->info[c->path[i]];
+        const struct class_info *above = i + 1 < n ? &c->info[c->path[i + 1]] : top;
+        x->total_bytes = x->partial + (above != NULL ? above->total_bytes : 0);
+        if (x->up_fields == 0)
+            x->up_fields = fields_at_or_above(c, above);
+        x->layout = LAYOUT_DONE;
+    }
     ci->state = 2;
     return HPROF_OK;
+}
+
+/* The next class up from `k` that can hold fields: once k's layout is
+ * known, the nearest superclass with fields (classes without any are
+ * jumped over, so a walk costs no more than the fields it passes);
+ * before, the superclass (or NULL when not dumped). */
+static inline const struct class_info *next_up(const struct classes *c,
+                                               const struct class_info *k)
+{
+    if (k->layout == LAYOUT_DONE)
+        return k->up_fields ? &c->info[k->up_fields - 1] : NULL;
+    return k->super_id ? classes_find(c, k->super_id) : NULL;
+}
+
+struct class_info *classes_up(const struct classes *c, const struct class_info *k)
+{
+    return (struct class_info *)next_up(c, k);
 }
 
 /* Reference fields listed for at most this many fields in all (12-16 bytes
@@ -144,7 +234,7 @@ static int walk_chain(struct classes *c, const struct class_info *ci, const uint
             }
             at += size;
         }
-        k = k->super_id ? classes_find(c, k->super_id) : NULL;
+        k = next_up(c, k);
     }
     return 0;
 }
@@ -168,7 +258,7 @@ static void list_refs(struct classes *c, struct class_info *ci)
 int classes_each_ref(struct classes *c, struct class_info *ci, const uint8_t *values,
                      uint32_t length, field_ref_fn fn, void *ctx)
 {
-    if (ci->refs_listed == 0 && ci->state == 2)
+    if (ci->refs_listed == 0 && ci->layout == LAYOUT_DONE)
         list_refs(c, ci);
     if (ci->refs_listed != 1)
         return walk_chain(c, ci, values, length, fn, ctx);
@@ -197,7 +287,7 @@ int64_t classes_field_offset(const struct classes *c, const struct class_info *c
                 return (int64_t)at;
             at += type_size(f[i].type, c->id_size);
         }
-        k = k->super_id ? classes_find(c, k->super_id) : NULL;
+        k = next_up(c, k);
     }
     return -1;
 }

@@ -225,7 +225,12 @@ struct class_info {
     uint16_t n_fields;
     uint32_t own_bytes;         /* bytes of own field values */
     uint64_t total_bytes;       /* with all superclasses; UINT64_MAX = unknown */
-    int state;                  /* layout resolution: 0 new, 1 busy, 2 done */
+    int state;                  /* 2 once classes_resolve(this class) succeeded */
+    /* classes.c's memo of the chain above (see classes_resolve()): */
+    uint8_t layout;             /* LAYOUT_NEW, _BUSY, _DONE, _BLOCKED, _BROKEN */
+    uint32_t up_fields;         /* 1 + index of the nearest superclass with fields, or 0 */
+    uint32_t blocked;           /* BLOCKED: index of the class whose superclass is missing */
+    uint64_t partial;           /* BLOCKED: own bytes of the classes up to that one */
     int refs_listed;            /* 1: its reference fields are in classes.refs */
     uint32_t first_ref, n_refs;
 };
@@ -244,6 +249,8 @@ struct classes {
     size_t n_fields, cap_fields;
     struct class_ref *refs;     /* per class with instances, listed once */
     size_t n_refs, cap_refs;
+    uint32_t *path;             /* classes_resolve()'s walk, reused */
+    size_t cap_path;
     unsigned id_size;
 };
 
@@ -253,8 +260,21 @@ void classes_free(struct classes *c);
 int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hprof_error *err);
 struct class_info *classes_find(const struct classes *c, uint64_t class_id);
 /* Total field bytes of an instance of `ci`, superclasses included; checks
- * that the chain ends and has no cycle.  @return HPROF_OK or format error. */
+ * that the chain ends and has no cycle.  Each class's chain is walked once
+ * in all (what a walk learns is kept for every class it passes), so
+ * resolving every class costs time linear in the classes, in any order.
+ * A missing superclass may be dumped later: the walk is then taken up again
+ * from where it stopped.  @return HPROF_OK or a format error (and the
+ * class's state is 2 from its first success on). */
 int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err);
+
+/* The next class up from `k` whose fields an instance holds: once k's
+ * layout is resolved, the nearest superclass with fields (those without
+ * any are jumped over, so that a walk over an instance's fields costs what
+ * its fields cost, however deep the chain); before, the superclass, or
+ * NULL when it is not dumped.  Walk with `k = classes_up(c, k)` where
+ * `k = classes_find(c, k->super_id)` would walk every class of the chain. */
+struct class_info *classes_up(const struct classes *c, const struct class_info *k);
 
 /* Resolve every class: rejects superclass cycles and missing superclasses,
  * after which walks up any chain are bounded by its length. */

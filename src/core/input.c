@@ -2,85 +2,327 @@
  * input.c - opening a dump the way the tools need it: seekable and plain.
  * The passes re-read the input, so standard input, pipes and gzip-compressed
  * dumps (jcmd -gz, or gzip(1)) are first copied, decompressed, to an unlinked
- * temporary file in $TMPDIR.  zlib's gzread() reads concatenated members, as
- * the JDK writes them, and passes plain data through unchanged.
+ * temporary file in $TMPDIR.
+ *
+ * What comes out of a gzip stream is not trusted any more than a file: 1 MB
+ * of gzipped zeros inflates to 1 GB.  So the copy
+ *  - checks the hprof magic in the first bytes inflated, and stops there
+ *    with "not a heap dump" instead of inflating the rest first;
+ *  - follows the top-level records as they come and stops at the first
+ *    tag the format does not define (zeros behind a valid header);
+ *  - stops with a message naming the temporary directory (and TMPDIR, which
+ *    chooses it) when it would exceed the room left there;
+ *  - inflates member after member (the JDK writes one per chunk) with zlib's
+ *    inflate(), not gzread(), which ignores whatever follows the last member
+ *    without a word: here trailing bytes that are not another member are an
+ *    error, as is a stream cut short.
+ * Messages do not repeat the input's name: the tools print it before them.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "sink_private.h"
 
 #define SPOOL_BUFFER (1u << 20)
+#define MAGIC "JAVA PROFILE 1.0."
+#define MAGIC_LEN (sizeof MAGIC - 1)
 
-static int temp_file(struct hprof_error *err)
+struct spool {
+    int in, out;
+    char dir[4096];             /* the temporary file's directory */
+    uint64_t written;           /* bytes of the copy so far */
+    uint64_t room;              /* written + what was free when last looked:
+                                 * what the directory had room for */
+    uint8_t head[MAGIC_LEN];    /* the first bytes, until the magic is checked */
+    size_t n_head;
+    int checked;
+    /* The record framing, followed as the copy is made (see frame()). */
+    int in_header;              /* 1 in the file header, 0 after, -1 not followed */
+    int nul_seen;               /* of the version string */
+    uint64_t skip;              /* bytes of the current part still to pass */
+    uint8_t rec[9];             /* a record header being gathered */
+    size_t n_rec;
+    uint8_t *in_buf, *out_buf;
+    uint64_t in_offset;         /* of in_buf[0] in the (compressed) input */
+};
+
+static int temp_file(struct spool *s, struct hprof_error *err)
 {
     const char *dir = getenv("TMPDIR");
-    char path[4096];
+    char path[sizeof s->dir + 32];
     if (dir == NULL || *dir == '\0')
         dir = "/tmp";
-    snprintf(path, sizeof path, "%s/hprof-spool-XXXXXX", dir);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    snprintf(path, sizeof path, "%s/hprof-spool-XXXXXX", s->dir);
     int fd = mkstemp(path);
     if (fd < 0)
-        return hprof_error_set(err, HPROF_ERR_IO, "%s: cannot create a temporary file: %s",
-                               dir, strerror(errno));
+        return hprof_error_set(err, HPROF_ERR_IO,
+                               "cannot create a temporary copy of the input in %s (TMPDIR "
+                               "chooses the directory): %s", s->dir, strerror(errno));
     unlink(path);
-    return fd;
+    s->out = fd;
+    return HPROF_OK;
 }
 
-/* Copy everything `from` yields (decompressed if gzip) into a temporary file. */
-static int spool(int from, const char *name, int *out, struct hprof_error *err)
+/* What is free for us in the temporary file's file system. */
+static uint64_t free_bytes(int fd)
 {
-    int tmp = temp_file(err);
-    if (tmp < 0)
-        return tmp;
-    int dupfd = dup(from);
-    gzFile gz = dupfd >= 0 ? gzdopen(dupfd, "rb") : NULL;
-    uint8_t *buf = malloc(SPOOL_BUFFER);
+    struct statvfs v;
+    if (fstatvfs(fd, &v) != 0)
+        return UINT64_MAX; /* cannot tell: writes will say */
+    return (uint64_t)v.f_bavail * v.f_frsize;
+}
+
+static int no_room(const struct spool *s, struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_IO,
+                           "offset 0x%" PRIx64 ": the decompressed copy of the input would "
+                           "exceed the %" PRIu64 " bytes free in %s (TMPDIR chooses the "
+                           "temporary directory)", s->written, s->room, s->dir);
+}
+
+static int not_a_dump(struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                           "offset 0x0: header: not a heap dump (no \"" MAGIC "x\" magic)");
+}
+
+/* Follow the top-level records through the bytes of the copy from offset
+ * s->written: a tag the format does not define stops the copy there, with
+ * the reader's message, so that a bomb of zeros behind a valid header costs
+ * 31 bytes, not the gigabytes it inflates to.  (Everything else is left to
+ * the reader, which sees the whole file.) */
+static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+{
+    uint64_t at = s->written;
+    while (n > 0 && s->in_header >= 0) {
+        size_t used;
+        if (s->in_header && !s->nul_seen) { /* the version string and its NUL */
+            const uint8_t *nul = memchr(p, 0, n);
+            if (nul == NULL) {
+                if (at + n > 64)
+                    s->in_header = -1; /* no NUL: the reader will say; stop following */
+                return HPROF_OK;
+            }
+            used = (size_t)(nul - p) + 1;
+            s->nul_seen = 1;
+            s->skip = 12; /* identifier size and time stamp */
+        } else if (s->skip > 0) {
+            used = n < s->skip ? n : (size_t)s->skip;
+            s->skip -= used;
+            if (s->skip == 0)
+                s->in_header = 0;
+        } else {
+            used = n < 9 - s->n_rec ? n : 9 - s->n_rec;
+            memcpy(s->rec + s->n_rec, p, used);
+            s->n_rec += used;
+            if (s->n_rec == 9) {
+                s->n_rec = 0;
+                if (strcmp(hprof_tag_name(s->rec[0]), "unknown") == 0)
+                    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                           "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
+                                           at + used - 9, s->rec[0]);
+                s->skip = get_u4(s->rec + 5);
+            }
+        }
+        p += used;
+        n -= used;
+        at += used;
+    }
+    return HPROF_OK;
+}
+
+/* Append `n` bytes of plain dump to the copy, checking the magic as soon as
+ * its bytes are there, the framing, and the room before every write. */
+static int put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+{
+    if (!s->checked) {
+        size_t take = n < MAGIC_LEN - s->n_head ? n : MAGIC_LEN - s->n_head;
+        memcpy(s->head + s->n_head, p, take);
+        s->n_head += take;
+        if (memcmp(s->head, MAGIC, s->n_head) != 0)
+            return not_a_dump(err);
+        s->checked = s->n_head == MAGIC_LEN;
+    }
+    int rc = frame(s, p, n, err);
+    if (rc != HPROF_OK)
+        return rc;
+    if (n > s->room - s->written) {
+        uint64_t free_now = free_bytes(s->out);
+        s->room = free_now > UINT64_MAX - s->written ? UINT64_MAX : s->written + free_now;
+        if (n > s->room - s->written)
+            return no_room(s, err);
+    }
+    struct hprof_error werr = { 0 };
+    if (sink_write_fd(s->out, p, n, &werr) != HPROF_OK)
+        return hprof_error_set(err, HPROF_ERR_IO,
+                               "offset 0x%" PRIx64 ": the decompressed copy of the input in %s "
+                               "(TMPDIR chooses the temporary directory): %s", s->written,
+                               s->dir, werr.message);
+    s->written += n;
+    return HPROF_OK;
+}
+
+/* Read more input after the `keep` bytes at z->next_in, moved to the front.
+ * @return bytes read (0 at the end), or a negative error. */
+static int refill(struct spool *s, z_stream *z, struct hprof_error *err)
+{
+    size_t keep = z->avail_in;
+    s->in_offset += (uint64_t)(z->next_in - s->in_buf);
+    if (keep > 0)
+        memmove(s->in_buf, z->next_in, keep);
+    z->next_in = s->in_buf;
+    ssize_t n;
+    do
+        n = read(s->in, s->in_buf + keep, SPOOL_BUFFER - keep);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": read: %s",
+                               s->in_offset + keep, strerror(errno));
+    z->avail_in = (uInt)(keep + (size_t)n);
+    return (int)(n > 0);
+}
+
+/* Offset in the compressed input of z->next_in. */
+static uint64_t in_at(const struct spool *s, const z_stream *z)
+{
+    return s->in_offset + (uint64_t)(z->next_in - s->in_buf);
+}
+
+/* Inflate the input, whose first `prefix` bytes are in in_buf already. */
+static int inflate_all(struct spool *s, size_t prefix, struct hprof_error *err)
+{
+    z_stream z = { .next_in = s->in_buf, .avail_in = (uInt)prefix };
+    if (inflateInit2(&z, 15 + 16) != Z_OK) /* gzip only */
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for zlib");
+    int rc = HPROF_OK, more = 1, in_member = 1;
+    for (;;) {
+        if (z.avail_in < 2 && more) { /* two bytes: enough to see the next member */
+            more = refill(s, &z, err);
+            if (more < 0) {
+                rc = err->code;
+                break;
+            }
+        }
+        if (!in_member) {
+            if (z.avail_in == 0)
+                break; /* the end, after a whole member */
+            if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
+                rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                     "offset 0x%" PRIx64 " (compressed): gzip input has trailing "
+                                     "bytes after its last member that are not another member",
+                                     in_at(s, &z));
+                break;
+            }
+            inflateReset(&z);
+            in_member = 1;
+        }
+        if (z.avail_in == 0) {
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                 "offset 0x%" PRIx64 " (compressed): gzip input is truncated",
+                                 in_at(s, &z));
+            break;
+        }
+        z.next_out = s->out_buf;
+        z.avail_out = SPOOL_BUFFER;
+        int zrc = inflate(&z, Z_NO_FLUSH);
+        size_t produced = SPOOL_BUFFER - z.avail_out;
+        if (produced > 0 && (rc = put(s, s->out_buf, produced, err)) != HPROF_OK)
+            break;
+        if (zrc == Z_STREAM_END) {
+            in_member = 0;
+        } else if (zrc == Z_MEM_ERROR) {
+            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for zlib");
+            break;
+        } else if (zrc != Z_OK && zrc != Z_BUF_ERROR) { /* BUF: wants more input */
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                 "offset 0x%" PRIx64 " (compressed): gzip input is corrupt: %s",
+                                 in_at(s, &z), z.msg != NULL ? z.msg : "bad data");
+            break;
+        } else if (zrc == Z_BUF_ERROR && !more && z.avail_in == 0) {
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                 "offset 0x%" PRIx64 " (compressed): gzip input is truncated",
+                                 in_at(s, &z));
+            break;
+        }
+    }
+    inflateEnd(&z);
+    return rc;
+}
+
+/* A plain stream (a pipe): copied as it comes. */
+static int copy_all(struct spool *s, const uint8_t *first, size_t n_first,
+                    struct hprof_error *err)
+{
+    int rc = put(s, first, n_first, err);
+    while (rc == HPROF_OK) {
+        ssize_t n = read(s->in, s->out_buf, SPOOL_BUFFER);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": read: %s",
+                                   s->written, strerror(errno));
+        if (n == 0)
+            break;
+        rc = put(s, s->out_buf, (size_t)n, err);
+    }
+    return rc;
+}
+
+/* Copy everything `from` yields, decompressed if gzip, into a temporary
+ * file; *out is that file on success. */
+static int spool(int from, int *out, struct hprof_error *err)
+{
+    struct spool *s = calloc(1, sizeof *s);
     int rc = HPROF_OK;
-    if (gz == NULL || buf == NULL) {
-        if (dupfd >= 0 && gz == NULL)
-            close(dupfd);
-        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: cannot start reading", name);
+    if (s == NULL || (s->in_buf = malloc(SPOOL_BUFFER)) == NULL ||
+        (s->out_buf = malloc(SPOOL_BUFFER)) == NULL) {
+        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
         goto out;
     }
-    gzbuffer(gz, SPOOL_BUFFER);
-    for (;;) {
-        int n = gzread(gz, buf, SPOOL_BUFFER);
+    s->in = from;
+    s->out = -1;
+    s->in_header = 1;
+    if ((rc = temp_file(s, err)) != HPROF_OK)
+        goto out;
+    s->room = free_bytes(s->out);
+    /* The first two bytes say gzip or not; a pipe may give one at a time. */
+    size_t got = 0;
+    while (got < 2) {
+        ssize_t n = read(from, s->in_buf + got, 2 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n < 0) {
-            int zerr;
-            const char *msg = gzerror(gz, &zerr);
-            rc = hprof_error_set(err, zerr == Z_ERRNO ? HPROF_ERR_IO : HPROF_ERR_FORMAT,
-                                 "%s: %s", name, zerr == Z_ERRNO ? strerror(errno) : msg);
+            rc = hprof_error_set(err, HPROF_ERR_IO, "offset 0x0: read: %s", strerror(errno));
             goto out;
         }
         if (n == 0)
             break;
-        if ((rc = sink_write_fd(tmp, buf, (size_t)n, err)) != HPROF_OK)
-            goto out;
+        got += (size_t)n;
     }
-    /* gzread() reports a stream cut short only through gzclose(). */
-    int zrc = gzclose(gz);
-    gz = NULL;
-    if (zrc == Z_BUF_ERROR)
-        rc = hprof_error_set(err, HPROF_ERR_FORMAT, "%s: gzip input is truncated", name);
-    else if (zrc != Z_OK)
-        rc = hprof_error_set(err, HPROF_ERR_FORMAT, "%s: gzip input is corrupt", name);
+    if (got == 2 && s->in_buf[0] == 0x1f && s->in_buf[1] == 0x8b)
+        rc = inflate_all(s, got, err); /* a pipe cannot be re-read: they stay in in_buf */
+    else
+        rc = copy_all(s, s->in_buf, got, err);
 out:
-    if (gz != NULL)
-        gzclose(gz);
-    free(buf);
-    if (rc != HPROF_OK) {
-        close(tmp);
-        return rc;
+    if (s != NULL) {
+        if (rc == HPROF_OK)
+            *out = s->out;
+        else if (s->out >= 0)
+            close(s->out);
+        free(s->in_buf);
+        free(s->out_buf);
+        free(s);
     }
-    *out = tmp;
-    return HPROF_OK;
+    return rc;
 }
 
 static int is_gzip(int fd)
@@ -97,9 +339,9 @@ int hprof_input_open(const char *path, int *out, int *spooled, struct hprof_erro
     if (spooled)
         *spooled = 0;
     if (fd < 0)
-        return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+        return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
     if (fstat(fd, &st) != 0) {
-        int rc = hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+        int rc = hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
         if (!stdin_input)
             close(fd);
         return rc;
@@ -107,15 +349,15 @@ int hprof_input_open(const char *path, int *out, int *spooled, struct hprof_erro
     if (S_ISDIR(st.st_mode)) {
         if (!stdin_input)
             close(fd);
-        return hprof_error_set(err, HPROF_ERR_IO, "%s: is a directory", path);
+        return hprof_error_set(err, HPROF_ERR_IO, "is a directory");
     }
     if (S_ISREG(st.st_mode) && !is_gzip(fd)) {
         *out = stdin_input ? dup(fd) : fd;
         if (*out < 0)
-            return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+            return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
         return HPROF_OK;
     }
-    int rc = spool(fd, stdin_input ? "(stdin)" : path, out, err);
+    int rc = spool(fd, out, err);
     if (!stdin_input)
         close(fd);
     if (rc == HPROF_OK && spooled)

@@ -760,6 +760,82 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
 
 /* ---- Top-level records --------------------------------------------------- */
 
+/* A tag the format does not define: an error, before its length is
+ * trusted for anything. */
+static int unknown_tag(struct hprof_reader *r)
+{
+    if (r->rec_tag >= HPROF_CLASS_DUMP && strcmp(hprof_subtag_name(r->rec_tag), "unknown") != 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": tag 0x%02x: heap sub-record %s "
+                               "outside a heap dump", r->rec_offset, r->rec_tag,
+                               hprof_subtag_name(r->rec_tag));
+    return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                           "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
+                           r->rec_offset, r->rec_tag);
+}
+
+/* Nothing passes through unexamined: a record of a tag the format does not
+ * define is an error, not an opaque body to copy (a flipped bit in a
+ * segment's tag would otherwise carry a whole heap, Strings and pixels
+ * included, past every rewrite), and every record whose layout the format
+ * fixes must have exactly that length.  Heaps are checked sub-record by
+ * sub-record as they are read; this covers the rest.  `p` holds the body. */
+static int check_layout(struct hprof_reader *r, const uint8_t *p, uint32_t length)
+{
+    unsigned ids = r->header.id_size;
+    uint64_t want;
+    switch (r->rec_tag) {
+    case HPROF_TAG_STRING:
+        if (length < ids)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 " is shorter than an id",
+                  length);
+        return HPROF_OK;
+    case HPROF_TAG_LOAD_CLASS: want = 8 + 2 * ids; break;
+    case HPROF_TAG_UNLOAD_CLASS: case HPROF_TAG_END_THREAD: want = 4; break;
+    case HPROF_TAG_STACK_FRAME: want = 8 + 4 * ids; break;
+    case HPROF_TAG_STACK_TRACE:
+        if (length < 12)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected at least 12",
+                  length);
+        want = 12 + (uint64_t)get_u4(p + 8) * ids;
+        if (want != length)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
+                  "length %" PRIu32 " does not hold its %" PRIu32 " frames (%" PRIu64 " bytes)",
+                  length, get_u4(p + 8), want);
+        return HPROF_OK;
+    case HPROF_TAG_ALLOC_SITES: /* u2 flags, u4 ratio, 2 x u4, 2 x u8, u4 n, n x 25 bytes */
+        if (length < 34)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected at least 34",
+                  length);
+        want = 34 + (uint64_t)get_u4(p + 30) * 25;
+        if (want != length)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
+                  "length %" PRIu32 " does not hold its %" PRIu32 " sites (%" PRIu64 " bytes)",
+                  length, get_u4(p + 30), want);
+        return HPROF_OK;
+    case HPROF_TAG_HEAP_SUMMARY: want = 24; break;
+    case HPROF_TAG_START_THREAD: want = 8 + 4 * ids; break;
+    case HPROF_TAG_CPU_SAMPLES:
+        if (length < 8)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected at least 8",
+                  length);
+        want = 8 + (uint64_t)get_u4(p + 4) * 8;
+        if (want != length)
+            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
+                  "length %" PRIu32 " does not hold its %" PRIu32 " samples (%" PRIu64 " bytes)",
+                  length, get_u4(p + 4), want);
+        return HPROF_OK;
+    case HPROF_TAG_CONTROL_SETTINGS: want = 6; break;
+    case HPROF_TAG_HEAP_DUMP_END: want = 0; break;
+    default:
+        return unknown_tag(r);
+    }
+    if (length != want)
+        FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected %" PRIu64,
+              length, want);
+    return HPROF_OK;
+}
+
 static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
 {
     unsigned ids = r->header.id_size;
@@ -793,6 +869,8 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
         r->open_run = r->rec_offset;
     else if (r->rec_tag == HPROF_TAG_HEAP_DUMP_END)
         r->open_run = 0;
+    if (strcmp(hprof_tag_name(r->rec_tag), "unknown") == 0)
+        return unknown_tag(r);
     if (length > r->size - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
               "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)",
@@ -810,19 +888,15 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     if (rc != HPROF_OK)
         return rc;
     p = r->cur;
+    if ((rc = check_layout(r, p, length)) != HPROF_OK)
+        return rc;
     switch (r->rec_tag) {
     case HPROF_TAG_STRING: {
-        if (length < ids)
-            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 " is shorter than an id",
-                  length);
         struct hprof_string s = { r->rec_offset, time, get_id(p, ids), length - ids, p + ids };
         rc = hprof_visit_string(v, &s);
         break;
     }
     case HPROF_TAG_LOAD_CLASS: {
-        if (length != 8 + 2 * ids)
-            FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected %u", length,
-                  8 + 2 * ids);
         struct hprof_load_class c = {
             .offset = r->rec_offset, .time = time, .class_serial = get_u4(p),
             .class_id = get_id(p + 4, ids), .stack_serial = get_u4(p + 4 + ids),

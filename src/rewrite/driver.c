@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "validate.h"
 #include "write_pass.h"
 
 /* Inputs under this are shrunk on the calling thread alone by default:
@@ -42,6 +43,8 @@ struct shrink_run {
     struct collect collect;
     struct shrink_plan plan;
     struct deobf_filter restore; /* --mapping: in front of the collect passes */
+    struct objcheck ids_seen;   /* no object id dumped twice (validate.h) */
+    struct objcheck_visitor check;
     unsigned threads;
     int pass, passes;
 };
@@ -154,15 +157,26 @@ static int collect_and_plan(struct shrink_run *run)
         names.base.next = pass_1;
         pass_1 = &names.base;
     }
+    /* every object id once: what hprof-verify checks, in bounded memory */
+    objcheck_visitor_init(&run->check, &run->ids_seen, run->ctx.err, pass_1);
+    pass_1 = &run->check.base;
     run->passes = 5 + run->plan.deobfuscate;
     int rc = run->plan.deobfuscate ? deobfuscate_pass(run) : HPROF_OK;
     if (rc == HPROF_OK)
         rc = run_pass(run, restored(run, pass_1));
     if (rc == HPROF_OK)
+        rc = objcheck_seal(&run->ids_seen, run->ctx.err);
+    if (rc == HPROF_OK)
         rc = collect_finish_pass_1(&run->collect, &resolved);
     st->resolved_in_pass_1 = resolved;
-    if (rc == HPROF_OK && !resolved && (rc = collect_prepare_resolve(&run->collect)) == HPROF_OK)
-        rc = run_pass(run, restored(run, collect_resolve(&run->collect)));
+    run->check.mode = objcheck_pending(&run->ids_seen) > 0 ? OBJCHECK_CONFIRM : OBJCHECK_OFF;
+    if (rc == HPROF_OK && !resolved && (rc = collect_prepare_resolve(&run->collect)) == HPROF_OK) {
+        run->check.base.next = collect_resolve(&run->collect);
+        rc = run_pass(run, restored(run, &run->check.base));
+    } else if (rc == HPROF_OK && run->check.mode == OBJCHECK_CONFIRM) {
+        /* ids the filter cannot vouch for, settled in a pass of headers */
+        rc = objcheck_confirm_pass(&run->ids_seen, run->ctx.reader, run->ctx.err);
+    }
     bitmaps_settle(&rw->bitmaps);
     if (rc == HPROF_OK)
         rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);
@@ -201,6 +215,8 @@ static int init(struct shrink_run *run)
     strings_init(&rw->strings);
     collect_init(&run->collect, ctx, rw);
     if (plan_init(&run->plan) != HPROF_OK || model_init(&rw->model, ctx->ids) != HPROF_OK ||
+        objcheck_init(&run->ids_seen, objcheck_filter_bytes(hprof_reader_size(ctx->reader))) !=
+            HPROF_OK ||
         system_heaps_init(&rw->system, !run->opt.keep_system_heaps) != HPROF_OK ||
         bitmaps_init(&rw->bitmaps, ctx, &rw->model, &rw->system) != HPROF_OK)
         return rewrite_nomem(ctx);
@@ -211,6 +227,7 @@ static void release(struct shrink_run *run)
 {
     struct rewrites *rw = &run->rw;
     plan_free(&run->plan);
+    objcheck_free(&run->ids_seen);
     collect_free(&run->collect);
     redact_free(&rw->redact);
     bitmaps_free(&rw->bitmaps);

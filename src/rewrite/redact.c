@@ -138,7 +138,7 @@ int redact_resolve_class(struct redaction *r, const struct class_info *ci)
                 }
                 at += type_size(fl->type, r->ctx->ids);
             }
-            k = k->super_id ? classes_find(classes, k->super_id) : NULL;
+            k = classes_up(classes, k);
         }
         size_t count = r->n_exempt_at - start;
         if (count > 0 && idmap_put(&r->exempt_fields, ci->id, start << 16 | count) != HPROF_OK)
@@ -328,7 +328,7 @@ static void zero_fields(struct redact_filter *rf, const struct hprof_instance *o
             }
             at += size;
         }
-        k = k->super_id ? classes_find(c, k->super_id) : NULL;
+        k = classes_up(c, k);
     }
 }
 

@@ -1,0 +1,241 @@
+/*
+ * validate.c - the checks that make a dump valid beyond its framing, shared
+ * by hprof-verify, hprof-info (and hprof-bitmaps) and the shrink, so that
+ * no tool accepts what another rejects: object ids (never 0, never dumped
+ * twice) here, class layouts in classes.c.  See validate.h for the rules
+ * and for the bounded-memory duplicate check, objcheck.
+ *
+ * objcheck's filter is a blocked Bloom filter like idset.c's idfilter, but
+ * it tests and sets in one step (is this id maybe there already? add it):
+ * one cache line per object, no queue, since the answer is needed at once.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "validate.h"
+
+#define MIN_FILTER (64u << 10)
+#define MAX_FILTER (32u << 20)
+
+int valid_object_id(uint64_t id, uint64_t offset, uint8_t subtag, struct hprof_error *err)
+{
+    if (id != 0)
+        return HPROF_OK;
+    return hprof_error_set(err, HPROF_ERR_FORMAT, "offset 0x%" PRIx64 ": %s: object id is 0",
+                           offset, hprof_subtag_name(subtag));
+}
+
+int object_dumped_twice(uint64_t id, uint64_t offset, uint8_t subtag, struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                           "offset 0x%" PRIx64 ": %s: object 0x%" PRIx64 " is dumped twice",
+                           offset, hprof_subtag_name(subtag), id);
+}
+
+static int nomem(struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for the object id check");
+}
+
+size_t objcheck_filter_bytes(uint64_t input_bytes)
+{
+    uint64_t want = input_bytes / 32;
+    size_t bytes = MIN_FILTER;
+    while (bytes < want && bytes < MAX_FILTER)
+        bytes *= 2;
+    return bytes;
+}
+
+/* The filter's pages, zeroed, in huge pages where the kernel has them: one
+ * random line per object would also cost a TLB miss in 4 KiB pages (the
+ * filter is up to 32 MiB), which a prefetch does not hide. */
+static uint64_t *filter_alloc(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void filter_release(uint64_t *words, size_t bytes)
+{
+    if (words != NULL)
+        munmap(words, bytes);
+}
+
+int objcheck_init(struct objcheck *oc, size_t filter_bytes)
+{
+    size_t blocks = 1;
+    while (blocks * 2 * 64 <= filter_bytes)
+        blocks *= 2;
+    memset(oc, 0, sizeof *oc);
+    oc->words = filter_alloc(blocks * 8 * sizeof *oc->words);
+    oc->words_bytes = blocks * 8 * sizeof *oc->words;
+    if (oc->words == NULL || idmap_init(&oc->met, 1) != HPROF_OK) {
+        filter_release(oc->words, oc->words_bytes);
+        oc->words = NULL;
+        return HPROF_ERR_NOMEM;
+    }
+    oc->block_mask = blocks - 1;
+    idlist_init(&oc->suspects);
+    return HPROF_OK;
+}
+
+void objcheck_free(struct objcheck *oc)
+{
+    filter_release(oc->words, oc->words_bytes);
+    idlist_free(&oc->suspects);
+    idmap_free(&oc->met);
+    memset(oc, 0, sizeof *oc);
+}
+
+static uint64_t id_hash(uint64_t id)
+{
+    uint64_t h = id * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    return h;
+}
+
+static uint64_t *block_of(const struct objcheck *oc, uint64_t h)
+{
+    return oc->words + (size_t)(h & oc->block_mask) * 8;
+}
+
+/* Set the id's three bits; @return 1 when all three were set already. */
+static int test_and_set(struct objcheck *oc, uint64_t id)
+{
+    uint64_t h = id_hash(id);
+    uint64_t *block = block_of(oc, h);
+    unsigned bits[3] = { (unsigned)(h >> 23) & 511, (unsigned)(h >> 32) & 511,
+                         (unsigned)(h >> 41) & 511 };
+    int seen = 1;
+    for (int i = 0; i < 3; i++) {
+        uint64_t mask = 1ull << (bits[i] & 63);
+        seen &= (block[bits[i] >> 6] & mask) != 0;
+        block[bits[i] >> 6] |= mask;
+    }
+    return seen;
+}
+
+/* Test and set the queued ids, in order, their lines fetched first. */
+static int flush(struct objcheck *oc, struct hprof_error *err)
+{
+    for (unsigned i = 0; i < oc->n_queued; i++)
+        __builtin_prefetch(block_of(oc, id_hash(oc->queued[i])), 1);
+    int rc = HPROF_OK;
+    for (unsigned i = 0; i < oc->n_queued; i++)
+        if (test_and_set(oc, oc->queued[i]) && idlist_add(&oc->suspects, oc->queued[i]) != HPROF_OK)
+            rc = nomem(err);
+    oc->n_queued = 0;
+    return rc;
+}
+
+int objcheck_add(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t subtag,
+                 struct hprof_error *err)
+{
+    int rc = valid_object_id(id, offset, subtag, err);
+    if (rc != HPROF_OK)
+        return rc;
+    oc->queued[oc->n_queued++] = id;
+    return oc->n_queued == OBJCHECK_BATCH ? flush(oc, err) : HPROF_OK;
+}
+
+int objcheck_seal(struct objcheck *oc, struct hprof_error *err)
+{
+    int rc = flush(oc, err);
+    oc->sealed = 1;
+    if (rc == HPROF_OK && idlist_seal(&oc->suspects) != HPROF_OK)
+        rc = nomem(err);
+    return rc;
+}
+
+size_t objcheck_pending(const struct objcheck *oc)
+{
+    return oc->suspects.n;
+}
+
+int objcheck_confirm(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t subtag,
+                     struct hprof_error *err)
+{
+    if (oc->suspects.n == 0 || !idlist_has(&oc->suspects, id))
+        return HPROF_OK;
+    if (idmap_has(&oc->met, id))
+        return object_dumped_twice(id, offset, subtag, err);
+    return idmap_put(&oc->met, id, offset) == HPROF_OK ? HPROF_OK : nomem(err);
+}
+
+/* ---- As a visitor ------------------------------------------------------------ */
+
+static int check(struct objcheck_visitor *v, uint64_t id, uint64_t offset, uint8_t subtag)
+{
+    switch (v->mode) {
+    case OBJCHECK_ADD: return objcheck_add(v->oc, id, offset, subtag, v->err);
+    case OBJCHECK_CONFIRM: return objcheck_confirm(v->oc, id, offset, subtag, v->err);
+    default: return HPROF_OK;
+    }
+}
+
+static int on_class_dump(struct hprof_visitor *base, const struct hprof_class_dump *c)
+{
+    struct objcheck_visitor *v = (struct objcheck_visitor *)base;
+    int rc = check(v, c->id, c->offset, HPROF_CLASS_DUMP);
+    return rc == HPROF_OK ? hprof_visit_class_dump(base->next, c) : rc;
+}
+
+static int on_instance(struct hprof_visitor *base, const struct hprof_instance *o)
+{
+    struct objcheck_visitor *v = (struct objcheck_visitor *)base;
+    int rc = check(v, o->id, o->offset, HPROF_INSTANCE_DUMP);
+    return rc == HPROF_OK ? hprof_visit_instance(base->next, o) : rc;
+}
+
+/* Arrays: their first chunk only.  With nothing behind, the contents are
+ * skipped. */
+static int on_object_array(struct hprof_visitor *base, const struct hprof_object_array *a)
+{
+    struct objcheck_visitor *v = (struct objcheck_visitor *)base;
+    int rc = a->first == 0 ? check(v, a->id, a->offset, HPROF_OBJECT_ARRAY_DUMP) : HPROF_OK;
+    if (rc != HPROF_OK)
+        return rc;
+    return base->next != NULL ? hprof_visit_object_array(base->next, a) : HPROF_SKIP;
+}
+
+static int on_primitive_array(struct hprof_visitor *base, const struct hprof_primitive_array *a)
+{
+    struct objcheck_visitor *v = (struct objcheck_visitor *)base;
+    int rc = a->first == 0 ? check(v, a->id, a->offset, a->tag) : HPROF_OK;
+    if (rc != HPROF_OK)
+        return rc;
+    return base->next != NULL ? hprof_visit_primitive_array(base->next, a) : HPROF_SKIP;
+}
+
+static const struct hprof_visitor_ops objcheck_ops = {
+    .class_dump = on_class_dump,
+    .instance = on_instance,
+    .object_array = on_object_array,
+    .primitive_array = on_primitive_array,
+};
+
+void objcheck_visitor_init(struct objcheck_visitor *v, struct objcheck *oc,
+                           struct hprof_error *err, struct hprof_visitor *next)
+{
+    *v = (struct objcheck_visitor){ .base = { &objcheck_ops, next }, .oc = oc,
+                                    .mode = OBJCHECK_ADD, .err = err };
+}
+
+int objcheck_confirm_pass(struct objcheck *oc, struct hprof_reader *r, struct hprof_error *err)
+{
+    if (objcheck_pending(oc) == 0)
+        return HPROF_OK;
+    struct objcheck_visitor v;
+    objcheck_visitor_init(&v, oc, err, NULL);
+    v.mode = OBJCHECK_CONFIRM;
+    return hprof_reader_run(r, &v.base);
+}
