@@ -473,6 +473,11 @@ HPROF_API const char *hprof_info_heap_name(int i);
  * hprof_verify() and hprof_shrink() on the same input.
  * @return HPROF_OK or an error. */
 HPROF_API int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct hprof_error *err);
+/* The same with the names a ProGuard/R8 mapping restores (NULL: none), so
+ * that an obfuscated dump's classes, Strings and Bitmaps are found and
+ * shown by their original names. */
+HPROF_API int hprof_info_analyze_mapped(struct hprof_reader *r, const struct hprof_mapping *m,
+                                        struct hprof_info *info, struct hprof_error *err);
 HPROF_API void hprof_info_free(struct hprof_info *info);
 
 #ifdef __cplusplus

@@ -35,6 +35,8 @@ static void usage(FILE *out)
             "buffers, and OUTDIR/index.tsv: file, bitmap ids, width, height, bytes, note.\n"
             "\n"
             "Options:\n"
+            "  --mapping=FILE find Bitmaps by the names a ProGuard/R8 mapping.txt\n"
+            "                 restores (obfuscated apps)\n"
             "  -h, --help     show this help and exit\n"
             "  -V, --version  show the version and exit\n"
             "\n"
@@ -252,17 +254,22 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info, con
 
 int main(int argc, char **argv)
 {
+    enum { OPT_MAPPING = 256 };
     static const struct option long_options[] = {
+        { "mapping", required_argument, NULL, OPT_MAPPING },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     int c;
+    const char *mapping_path = NULL;
+    struct hprof_mapping *mapping = NULL;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
     argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
         switch (c) {
+        case OPT_MAPPING: mapping_path = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
         default: return cli_usage_error(NULL);
@@ -277,9 +284,14 @@ int main(int argc, char **argv)
     struct hprof_reader *r = NULL;
     struct hprof_info info;
     int fd = -1, analysed = 0;
-    int rc = cli_open_reader(path, &fd, &r, &err);
+    int rc = mapping_path ? hprof_mapping_load(mapping_path, &mapping, &err) : HPROF_OK;
+    if (rc != HPROF_OK) {
+        cli_error("%s", err.message);
+        return cli_exit_code(rc);
+    }
+    rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK)
-        analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
+        analysed = (rc = hprof_info_analyze_mapped(r, mapping, &info, &err)) == HPROF_OK;
     /* OUTDIR only once there is something to put in it */
     if (rc == HPROF_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
         rc = hprof_error_set(&err, HPROF_ERR_IO, "%s: %s", dir, strerror(errno));
@@ -290,5 +302,6 @@ int main(int argc, char **argv)
     if (analysed)
         hprof_info_free(&info);
     cli_close_reader(fd, r);
+    hprof_mapping_free(mapping);
     return cli_exit_code(rc);
 }

@@ -18,6 +18,9 @@
 #include "info-print.h"
 
 
+/* --mapping: read once, for every file. */
+static struct hprof_mapping *mapping;
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -31,6 +34,7 @@ static void usage(FILE *out)
             "                 size in each --arrays mode, and with -z (nothing is\n"
             "                 written)\n"
             "  --json         one JSON object instead of the report\n"
+            "  --mapping=FILE show the names a ProGuard/R8 mapping.txt restores\n"
             "  -h, --help     show this help and exit\n"
             "  -V, --version  show the version and exit\n"
             "\n"
@@ -77,7 +81,7 @@ static int estimate_mode(struct hprof_reader *r, int mode, int gzip, struct cli_
                          struct hprof_error *err)
 {
     struct hprof_shrink_options o = { .arrays = mode, .progress = on_shrink_progress,
-                                      .progress_ctx = progress };
+                                      .progress_ctx = progress, .mapping = mapping };
     struct counter c = { -1, 0 };
     struct hprof_sink *sink;
     int fds[2] = { -1, -1 }, rc;
@@ -139,7 +143,7 @@ static int info_file(const char *path, const struct info_options *o)
     int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK) {
         hprof_reader_set_progress(r, cli_progress_bytes, &progress);
-        analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
+        analysed = (rc = hprof_info_analyze_mapped(r, mapping, &info, &err)) == HPROF_OK;
     }
     if (rc == HPROF_OK && o->estimate)
         rc = estimate(r, &e, &progress, &err);
@@ -161,11 +165,13 @@ static int info_file(const char *path, const struct info_options *o)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_TOP = 256, OPT_ESTIMATE, OPT_JSON };
+    enum { OPT_TOP = 256, OPT_ESTIMATE, OPT_JSON, OPT_MAPPING };
+    const char *mapping_path = NULL;
     static const struct option long_options[] = {
         { "top", required_argument, NULL, OPT_TOP },
         { "estimate", no_argument, NULL, OPT_ESTIMATE },
         { "json", no_argument, NULL, OPT_JSON },
+        { "mapping", required_argument, NULL, OPT_MAPPING },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -186,6 +192,7 @@ int main(int argc, char **argv)
             break;
         case OPT_ESTIMATE: o.estimate = 1; break;
         case OPT_JSON: o.json = 1; break;
+        case OPT_MAPPING: mapping_path = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
         default: return cli_usage_error(NULL);
@@ -193,6 +200,13 @@ int main(int argc, char **argv)
     }
     if (optind == argc)
         return cli_usage_error("no input file");
+    if (mapping_path != NULL) {
+        struct hprof_error err = { 0 };
+        if (hprof_mapping_load(mapping_path, &mapping, &err) != HPROF_OK) {
+            cli_error("%s", err.message);
+            return cli_exit_code(err.code);
+        }
+    }
     int worst = EXIT_OK;
     for (int i = optind; i < argc; i++) {
         if (i > optind && !o.json)
@@ -201,6 +215,7 @@ int main(int argc, char **argv)
         if (code > worst)
             worst = code;
     }
+    hprof_mapping_free(mapping);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         cli_error("standard output: write failed");
         return EXIT_IO;

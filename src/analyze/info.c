@@ -21,6 +21,7 @@
 
 #include "hprof_private.h"
 #include "names.h"
+#include "deobfuscate.h"
 #include "validate.h"
 
 #define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
@@ -62,6 +63,7 @@ struct analyzer {
 
     struct digest *digest;
     struct objcheck objcheck;
+    const struct deobf_plan *restored; /* --mapping, or NULL */
 };
 
 static const char *const heap_names[HPROF_INFO_HEAPS] = { "default", "app", "image", "zygote" };
@@ -405,6 +407,10 @@ static char *string_text(struct analyzer *a, uint64_t id)
 {
     uint64_t at;
     uint8_t head[9];
+    uint32_t restored_len;
+    const char *restored = deobf_plan_text(a->restored, id, &restored_len);
+    if (restored != NULL) /* a name --mapping restored: not in the file */
+        return strndup(restored, restored_len);
     if (!idmap_get(&a->string_at, id, &at) ||
         hprof_reader_pread(a->reader, at, head, sizeof head) != HPROF_OK)
         return NULL;
@@ -530,6 +536,29 @@ static void release(struct analyzer *a)
 
 int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct hprof_error *err)
 {
+    return hprof_info_analyze_mapped(r, NULL, info, err);
+}
+
+/* Pass 0 of the --mapping rewrite: what each obfuscated name restores to. */
+static int restore_names(struct hprof_reader *r, const struct hprof_mapping *m,
+                         struct deobf_plan *plan, struct hprof_error *err)
+{
+    struct deobf_collect *c;
+    int rc = deobf_collect_new(&c, m, plan, err);
+    if (rc == HPROF_OK)
+        rc = hprof_reader_run(r, deobf_collect_visitor(c));
+    if (rc == HPROF_OK)
+        rc = deobf_collect_finish(c);
+    deobf_collect_free(c);
+    return rc;
+}
+
+int hprof_info_analyze_mapped(struct hprof_reader *r, const struct hprof_mapping *m,
+                              struct hprof_info *info, struct hprof_error *err)
+{
+    struct deobf_plan plan;
+    struct deobf_filter restore;
+    int restoring = m != NULL;
     struct analyzer a = { .base = { &analyzer_ops, NULL }, .info = info, .reader = r, .err = err };
     memset(info, 0, sizeof *info);
     info->header = *hprof_reader_header(r);
@@ -547,9 +576,22 @@ int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct h
         rc = nomem(&a);
     objcheck_visitor_init(&check, &a.objcheck, err, &a.base);
     hprof_reader_set_strict(r, 1);
+    memset(&restore, 0, sizeof restore);
+    if (deobf_plan_init(&plan) != HPROF_OK && rc == HPROF_OK)
+        rc = nomem(&a);
+    if (rc == HPROF_OK && restoring)
+        rc = restore_names(r, m, &plan, err);
+    a.restored = restoring ? &plan : NULL;
     for (a.pass = 1; rc == HPROF_OK && a.pass <= 3; a.pass++) {
         check.mode = a.pass == 1 ? OBJCHECK_ADD : a.pass == 2 ? OBJCHECK_CONFIRM : OBJCHECK_OFF;
-        rc = hprof_reader_run(r, &check.base);
+        struct hprof_visitor *head = &check.base;
+        if (restoring) { /* each pass reads the dump with the names restored */
+            deobf_filter_release(&restore);
+            deobf_filter_init(&restore, &plan, a.ids);
+            restore.base.next = head;
+            head = &restore.base;
+        }
+        rc = hprof_reader_run(r, head);
         if (rc == HPROF_OK && a.pass == 1)
             rc = objcheck_seal(&a.objcheck, err);
         if (rc == HPROF_OK && a.pass == 1)
@@ -558,8 +600,10 @@ int hprof_info_analyze(struct hprof_reader *r, struct hprof_info *info, struct h
             rc = add_dump_data_buffers(&a);
     }
     hprof_reader_set_strict(r, 0);
+    deobf_filter_release(&restore);
     if (rc == HPROF_OK)
         rc = build_classes(&a);
+    deobf_plan_free(&plan);
     release(&a);
     if (rc != HPROF_OK)
         hprof_info_free(info);

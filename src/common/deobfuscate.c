@@ -80,6 +80,13 @@ static const char *plan_string(const struct deobf_plan *p, uint32_t k, uint32_t 
     return text_at(p->text, p->string_at[k], len);
 }
 
+const char *deobf_plan_text(const struct deobf_plan *p, uint64_t id, uint32_t *len)
+{
+    if (p == NULL || p->n_strings == 0 || id < p->base || id - p->base >= p->n_strings)
+        return NULL;
+    return plan_string(p, (uint32_t)(id - p->base), len);
+}
+
 /* ---- Pass 0 ---------------------------------------------------------------- */
 
 struct deobf_collect {

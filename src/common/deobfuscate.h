@@ -49,6 +49,8 @@ struct deobf_plan {
 };
 
 int deobf_plan_init(struct deobf_plan *p);
+/* The text of restored name `id` (a new STRING id), or NULL. */
+const char *deobf_plan_text(const struct deobf_plan *p, uint64_t id, uint32_t *len);
 void deobf_plan_free(struct deobf_plan *p);
 
 /* Pass 0. */
