@@ -368,7 +368,7 @@ int deobf_collect_finish(struct deobf_collect *c)
     uint64_t limit = c->ids == 4 ? UINT32_MAX : UINT64_MAX;
     if (c->plan->n_strings > limit - c->max_id)
         return hprof_error_set(c->err, HPROF_ERR_FORMAT,
-                               "--mapping: no room above STRING id 0x%" PRIx64
+                               "mapping: no room above STRING id 0x%" PRIx64
                                " for %zu restored names", c->max_id, c->plan->n_strings);
     c->plan->base = c->max_id + 1;
     return HPROF_OK;
