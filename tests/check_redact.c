@@ -190,6 +190,44 @@ START_TEST(redact_fields_zeroes_numbers_of_application_classes_only)
 }
 END_TEST
 
+/* A hierarchy 100k classes deep, each with a field, listed leaf first:
+ * redaction works out each class's exempt fields once per class (the keep
+ * rules' classes up its chain are memoised), where a walk of the whole
+ * chain for every class grew with the square of the depth (this suite took
+ * 43 s with it, 25 s without, on the development VM). */
+#define DEEP 100000u
+
+START_TEST(redact_resolves_a_deep_hierarchy_once_per_class)
+{
+    static const uint8_t one_int[1] = { HPROF_TYPE_INT };
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    for (unsigned i = DEEP; i-- > 0;)
+        tb_class(&b, 0x100000 + i, i ? 0x100000 + i - 1 : 0, one_int, 1);
+    uint8_t *values = calloc(DEEP, 4);
+    tb_instance(&b, 0x900000, 0x100000 + DEEP - 1, values, DEEP * 4);
+    free(values);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(b.data, b.len, ".hprof");
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_fields = 1 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    struct hprof_verify_report rep;
+    struct hprof_error err = { 0 };
+    ck_assert_msg(tl_verify_memory(out, len, &rep, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(rep.class_dumps, DEEP);
+    ck_assert_uint_eq(rep.instances, 1);
+    unlink(path);
+    free(path);
+    free(out);
+    tb_free(&b);
+}
+END_TEST
+
 static Suite *redact_suite(void)
 {
     Suite *s = suite_create("redact");
@@ -198,6 +236,7 @@ static Suite *redact_suite(void)
     tcase_add_loop_test(t, redact_leaves_no_original_string_text, 0, 2 * N_FIXTURES);
     tcase_add_loop_test(t, redact_keeps_shapes_counts_and_references, 0, N_FIXTURES);
     tcase_add_loop_test(t, redact_fields_zeroes_numbers_of_application_classes_only, 0, 2);
+    tcase_add_test(t, redact_resolves_a_deep_hierarchy_once_per_class);
     suite_add_tcase(s, t);
     return s;
 }

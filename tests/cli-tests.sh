@@ -1167,37 +1167,37 @@ jvm_matches_hprof_conv
 # VisualVM shows the original class names.
 mapping_restores_names() {
     banner "--mapping: original names in every tool and in VisualVM"
-    printf 'com.example.Foo -> a.b:\n    int count -> a\nthis is not a mapping line\n' > "$T/bad.map"
-    expect 1 "$B/hprof-shrink" --mapping="$T/bad.map" fixtures/android-synth.hprof.gz "$T/m.hprof"
-    grep -q "bad.map:3: " "$T/err" || die "malformed mapping message: $(cat "$T/err")"
-    [ ! -e "$T/m.hprof" ] || die "a malformed mapping left an output"
-    expect 1 "$B/hprof-info" --mapping="$T/bad.map" fixtures/android-synth.hprof.gz
-    expect 3 "$B/hprof-bitmaps" --mapping="$T/nosuch.map" fixtures/android-synth.hprof.gz "$T/mb"
+    printf 'com.example.Foo -> a.b:\n    int count -> a\nthis is not a mapping line\n' > "$T/map-bad.map"
+    expect 1 "$B/hprof-shrink" --mapping="$T/map-bad.map" fixtures/android-synth.hprof.gz "$T/map-out.hprof"
+    grep -q "map-bad.map:3: " "$T/err" || die "malformed mapping message: $(cat "$T/err")"
+    [ ! -e "$T/map-out.hprof" ] || die "a malformed mapping left an output"
+    expect 1 "$B/hprof-info" --mapping="$T/map-bad.map" fixtures/android-synth.hprof.gz
+    expect 3 "$B/hprof-bitmaps" --mapping="$T/nosuch.map" fixtures/android-synth.hprof.gz "$T/map-bitmaps"
     [ -d ../shared/fixtures ] || { echo "(../shared/fixtures absent: the ART map is not tried)"; return; }
     art=../shared/fixtures/art-ahat-test-dump
-    "$B/hprof-shrink" -q --json --mapping=$art.map $art.hprof "$T/m.hprof" > "$T/m.json" ||
+    "$B/hprof-shrink" -q --json --mapping=$art.map $art.hprof "$T/map-out.hprof" > "$T/map-out.json" ||
         die "shrink --mapping"
-    "$B/hprof-verify" "$T/m.hprof" > /dev/null || die "verify of the deobfuscated dump"
-    python3 - "$T/m.json" <<'PY' || die "--mapping stats"
+    "$B/hprof-verify" "$T/map-out.hprof" > /dev/null || die "verify of the deobfuscated dump"
+    python3 - "$T/map-out.json" <<'PY' || die "--mapping stats"
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["bitmap_buffers_kept"]["count"] >= 1 and s["natives_kept"]["count"] == 1, s
 assert s["mapping_classes"] > 0 and s["mapping_fields"] > 0 and s["mapping_strings_added"] > 0, s
 PY
-    heapcount "$T/m.hprof" > "$T/m.count" || die "VisualVM cannot load the deobfuscated dump"
-    grep -q "^class android.graphics.Bitmap " "$T/m.count" || die "VisualVM does not see Bitmap"
-    grep -q "^class android.graphics.b " "$T/m.count" && die "VisualVM still sees android.graphics.b"
-    "$B/hprof-info" --json --mapping=$art.map $art.hprof > "$T/mi.json" || die "hprof-info --mapping"
-    "$B/hprof-info" --json $art.hprof > "$T/mi0.json" || die "hprof-info"
-    python3 - "$T/mi.json" "$T/mi0.json" <<'PY' || die "hprof-info --mapping finds no bitmap"
+    heapcount "$T/map-out.hprof" > "$T/map-out.count" || die "VisualVM cannot load the deobfuscated dump"
+    grep -q "^class android.graphics.Bitmap " "$T/map-out.count" || die "VisualVM does not see Bitmap"
+    grep -q "^class android.graphics.b " "$T/map-out.count" && die "VisualVM still sees android.graphics.b"
+    "$B/hprof-info" --json --mapping=$art.map $art.hprof > "$T/map-info.json" || die "hprof-info --mapping"
+    "$B/hprof-info" --json $art.hprof > "$T/map-info0.json" || die "hprof-info"
+    python3 - "$T/map-info.json" "$T/map-info0.json" <<'PY' || die "hprof-info --mapping finds no bitmap"
 import json, sys
 with_map, without = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert with_map["bitmaps"]["count"] > 0 and without["bitmaps"]["count"] == 0, (with_map["bitmaps"], without["bitmaps"])
 PY
-    rm -rf "$T/mb"
-    "$B/hprof-bitmaps" --mapping=$art.map $art.hprof "$T/mb" || die "hprof-bitmaps --mapping"
-    [ "$(ls "$T/mb" | grep -vc index.tsv)" -ge 1 ] || die "hprof-bitmaps --mapping exported nothing"
-    rm -rf "$T"/m.* "$T"/mi*.json "$T/mb" "$T"/*.hwcache
+    rm -rf "$T/map-bitmaps"
+    "$B/hprof-bitmaps" --mapping=$art.map $art.hprof "$T/map-bitmaps" || die "hprof-bitmaps --mapping"
+    [ "$(ls "$T/map-bitmaps" | grep -vc index.tsv)" -ge 1 ] || die "hprof-bitmaps --mapping exported nothing"
+    rm -rf "$T"/map-*
 }
 mapping_restores_names
 

@@ -47,6 +47,7 @@ int redact_init(struct redaction *r, const struct rewrite_ctx *ctx, struct dump_
     r->model = model;
     r->exempt = (struct module_visitor){ { &exempt_ops, NULL }, r };
     if (idmap_init(&r->rule_names, 1) || idmap_init(&r->exempt_fields, 1) ||
+        idmap_init(&r->rule_class, 1) ||
         idmap_init(&r->exempt_strings, 0) || idmap_init(&r->exempt_values, 0) ||
         idmap_init(&r->system_names, 0) || idmap_init(&r->app_classes, 0))
         return nomem(r);
@@ -57,6 +58,8 @@ void redact_free(struct redaction *r)
 {
     idmap_free(&r->rule_names);
     idmap_free(&r->exempt_fields);
+    idmap_free(&r->rule_class);
+    free(r->path);
     free(r->exempt_at);
     idmap_free(&r->exempt_strings);
     idmap_free(&r->exempt_values);
@@ -112,33 +115,83 @@ int redact_note_string(struct redaction *r, const struct hprof_string *s)
 
 /* ---- Resolution ------------------------------------------------------------------ */
 
+/* The keep rules whose class is `k` (bits 2i), or 0. */
+static uint64_t rule_class_bits(const struct redaction *r, const struct class_info *k)
+{
+    uint64_t name, bits = 0;
+    if (idmap_get(&r->model->class_names, k->id, &name))
+        idmap_get(&r->rule_names, name, &bits);
+    return bits & 0x5555555555555555ull;
+}
+
+/* The nearest class from `k` up (itself included) that a keep rule names,
+ * or NULL.  Memoised for every class the walk passes, so that each class
+ * is walked once whatever the depth of the hierarchy (a chain of a million
+ * classes would otherwise be walked a million times). */
+static const struct class_info *rule_class_from(struct redaction *r, const struct class_info *k)
+{
+    const struct classes *classes = &r->model->classes;
+    size_t n = 0;
+    uint64_t memo = 0;
+    const struct class_info *found = NULL;
+    for (; k != NULL && !idmap_get(&r->rule_class, k->id, &memo); k = classes_up(classes, k)) {
+        if (n == r->cap_path) {
+            size_t cap = r->cap_path ? 2 * r->cap_path : 64;
+            const struct class_info **grown = realloc(r->path, cap * sizeof *grown);
+            if (grown == NULL)
+                return k; /* out of memory: walk without the memo */
+            r->path = grown;
+            r->cap_path = cap;
+        }
+        r->path[n++] = k;
+    }
+    if (k != NULL && memo != 0)
+        found = classes_find(classes, memo);
+    while (n-- > 0) { /* from the top down: each class's answer */
+        if (rule_class_bits(r, r->path[n]) != 0)
+            found = r->path[n];
+        if (idmap_put(&r->rule_class, r->path[n]->id, found ? found->id : 0) != HPROF_OK)
+            return r->path[n];
+    }
+    return found;
+}
+
+/* Where instances of `ci` hold the fields of class `k` (up its chain) that
+ * a keep rule names: into exempt_at. */
+static int exempt_fields_of(struct redaction *r, const struct class_info *ci,
+                            const struct class_info *k)
+{
+    const struct classes *classes = &r->model->classes;
+    uint64_t class_bits = rule_class_bits(r, k);
+    uint64_t at = ci->total_bytes - k->total_bytes; /* k's own fields in ci's values */
+    for (unsigned f = 0; f < k->n_fields; f++) {
+        const struct class_field *fl = &classes->fields[k->first_field + f];
+        uint64_t field_bits = 0;
+        idmap_get(&r->rule_names, fl->name_id, &field_bits);
+        /* rule i matches when bit 2i (class) and bit 2i+1 (field) are set */
+        if (fl->type == HPROF_TYPE_OBJECT && (class_bits & (field_bits >> 1)) != 0) {
+            int64_t *grown = realloc(r->exempt_at, (r->n_exempt_at + 1) * sizeof *grown);
+            if (grown == NULL)
+                return nomem(r);
+            r->exempt_at = grown;
+            r->exempt_at[r->n_exempt_at++] = (int64_t)at;
+        }
+        at += type_size(fl->type, r->ctx->ids);
+    }
+    return HPROF_OK;
+}
+
 int redact_resolve_class(struct redaction *r, const struct class_info *ci)
 {
     const struct classes *classes = &r->model->classes;
     const struct idmap *class_names = &r->model->class_names;
     if (r->n_rules > 0) {
-        size_t start = r->n_exempt_at, steps = 0;
-        uint64_t at = 0;
-        for (const struct class_info *k = ci; k != NULL && steps <= classes->n_info; steps++) {
-            uint64_t name, class_bits = 0;
-            if (idmap_get(class_names, k->id, &name))
-                idmap_get(&r->rule_names, name, &class_bits);
-            for (unsigned f = 0; f < k->n_fields; f++) {
-                const struct class_field *fl = &classes->fields[k->first_field + f];
-                uint64_t field_bits = 0;
-                idmap_get(&r->rule_names, fl->name_id, &field_bits);
-                /* rule i matches when bit 2i (class) and bit 2i+1 (field) are set */
-                if (fl->type == HPROF_TYPE_OBJECT &&
-                    (class_bits & (field_bits >> 1) & 0x5555555555555555ull) != 0) {
-                    int64_t *grown = realloc(r->exempt_at, (r->n_exempt_at + 1) * sizeof *grown);
-                    if (grown == NULL)
-                        return nomem(r);
-                    r->exempt_at = grown;
-                    r->exempt_at[r->n_exempt_at++] = (int64_t)at;
-                }
-                at += type_size(fl->type, r->ctx->ids);
-            }
-            k = classes_up(classes, k);
+        size_t start = r->n_exempt_at;
+        for (const struct class_info *k = rule_class_from(r, ci); k != NULL;
+             k = rule_class_from(r, classes_up(classes, k))) {
+            int rc = exempt_fields_of(r, ci, k);
+            if (rc != HPROF_OK)
+                return rc;
         }
         size_t count = r->n_exempt_at - start;
         if (count > 0 && idmap_put(&r->exempt_fields, ci->id, start << 16 | count) != HPROF_OK)
@@ -182,6 +235,7 @@ int redact_forget(struct redaction *r)
 {
     r->n_exempt_at = 0;
     if (reset_map(&r->exempt_fields, 1) || reset_map(&r->app_classes, 0) ||
+        reset_map(&r->rule_class, 1) ||
         reset_map(&r->exempt_strings, 0))
         return nomem(r);
     return HPROF_OK;

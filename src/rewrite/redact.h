@@ -31,6 +31,9 @@ struct redaction {
     size_t n_rules;
     struct idmap rule_names;    /* STRING id -> bits: 2i class, 2i+1 field of rule i */
     struct idmap exempt_fields; /* class id -> start << 16 | count in exempt_at */
+    struct idmap rule_class;    /* class id -> nearest class up that a rule names, or 0 */
+    const struct class_info **path; /* scratch of rule_class_from() */
+    size_t cap_path;
     int64_t *exempt_at;         /* offsets of fields whose Strings keep their text */
     size_t n_exempt_at, cap_exempt_at;
     struct idmap exempt_strings;/* Strings a rule names */
