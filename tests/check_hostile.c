@@ -583,6 +583,24 @@ START_TEST(info_links_100k_bitmaps_to_their_buffers)
     }
     hprof_info_free(&info);
     hprof_reader_free(r);
+    /* hprof-bitmaps groups them by content in n log n: 256 contents, one
+     * line each (it compared every bitmap with every other, twice over) */
+    char *path = tl_temp_file(b.data, b.len, ".hprof"), *dir = tl_temp_path(".d");
+    char *tool = tl_tool("hprof-bitmaps");
+    ck_assert_int_eq(tl_system("%s %s %s", tool, path, dir), 0);
+    char index[4096];
+    snprintf(index, sizeof index, "%s/index.tsv", dir);
+    FILE *f = fopen(index, "r");
+    ck_assert_ptr_nonnull(f);
+    int lines = 0, c;
+    while ((c = fgetc(f)) != EOF)
+        lines += c == '\n';
+    fclose(f);
+    ck_assert_int_eq(lines, 1 + 256);
+    ck_assert_int_eq(tl_system("rm -rf %s %s", path, dir), 0);
+    free(path);
+    free(dir);
+    free(tool);
     tb_free(&b);
 }
 END_TEST

@@ -180,6 +180,71 @@ static int same_content(const struct hprof_info_bitmap *a, const struct hprof_in
     return a->buffer_bytes == b->buffer_bytes && memcmp(a->md5, b->md5, 16) == 0;
 }
 
+/* The bitmaps being sorted (qsort has no context argument). */
+static const struct hprof_info_bitmap *sorting;
+
+/* By content (bytes, MD5), then by position: a content's bitmaps adjacent,
+ * the first listed first. */
+static int by_content(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    const struct hprof_info_bitmap *x = &sorting[a], *y = &sorting[b];
+    if (x->buffer_bytes != y->buffer_bytes)
+        return x->buffer_bytes < y->buffer_bytes ? -1 : 1;
+    int c = memcmp(x->md5, y->md5, 16);
+    if (c != 0)
+        return c;
+    return a < b ? -1 : a > b;
+}
+
+/* (id, position) pairs, to list each id once in order of first position. */
+struct id_at {
+    uint64_t id;
+    size_t at;
+};
+
+static int by_id_then_at(const void *pa, const void *pb)
+{
+    const struct id_at *a = pa, *b = pb;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static int by_at(const void *pa, const void *pb)
+{
+    const struct id_at *a = pa, *b = pb;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* Print the distinct ids of `pairs` (n of them, in position order), each
+ * at its first position, comma-separated.  Sorts `pairs` in place. */
+static void print_distinct(FILE *f, struct id_at *pairs, size_t n)
+{
+    qsort(pairs, n, sizeof *pairs, by_id_then_at);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || pairs[i].id != pairs[i - 1].id)
+            pairs[kept++] = pairs[i];
+    qsort(pairs, kept, sizeof *pairs, by_at);
+    for (size_t i = 0; i < kept; i++)
+        fprintf(f, "%s0x%" PRIx64, i ? "," : "", pairs[i].id);
+}
+
+/* Sort `order` by content; starts[g] is where group g begins in it.
+ * @return the number of groups. */
+static size_t group_by_content(const struct hprof_info *info, size_t *order, size_t n,
+                               size_t *starts)
+{
+    sorting = info->bitmaps;
+    qsort(order, n, sizeof *order, by_content);
+    size_t groups = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || !same_content(&info->bitmaps[order[i - 1]], &info->bitmaps[order[i]]))
+            starts[groups++] = i;
+    return groups;
+}
+
 static int export_all(struct hprof_reader *r, const struct hprof_info *info, const char *dir,
                       struct hprof_error *err)
 {
@@ -190,63 +255,65 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info, con
         return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
     fprintf(index, "file\tbitmaps\twidth\theight\tbytes\tnote\tbuffers\n");
     int rc = HPROF_OK;
-    int *done = calloc(info->n_bitmaps + 1, sizeof *done);
-    for (size_t i = 0; rc == HPROF_OK && done != NULL && i < info->n_bitmaps; i++) {
-        const struct hprof_info_bitmap *b = &info->bitmaps[i];
-        if (done[i] || b->buffer_id == 0 || b->buffer_bytes == 0)
-            continue;
-        for (int k = 0; k < 16; k++)
-            snprintf(md5 + 2 * k, 3, "%02x", b->md5[k]);
-        int dump_data = b->width == 0 && b->height == 0;
-        const char *note = "";
-        uint64_t want = (uint64_t)b->width * b->height * 4;
-        if (dump_data) {
-            snprintf(name, sizeof name, "%s.%s", md5, encoded_extension(r, b));
-        } else if (b->buffer_type == HPROF_TYPE_BYTE && want == b->buffer_bytes && want > 0) {
-            snprintf(name, sizeof name, "%s-%ux%u.png", md5, b->width, b->height);
-        } else {
-            snprintf(name, sizeof name, "%s-%ux%u.bin", md5, b->width, b->height);
-            note = "buffer length does not fit width x height x 4 (ARGB_8888): raw bytes";
-        }
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        rc = !dump_data && *note == '\0'
-                 ? write_png(path, r, b->buffer_offset, b->width, b->height, err)
-                 : write_raw(path, r, b->buffer_offset, b->buffer_bytes, err);
-        fprintf(index, "%s\t", name);
-        const char *sep = "";
-        for (size_t j = i; j < info->n_bitmaps; j++)
-            if (!done[j] && same_content(b, &info->bitmaps[j]) && info->bitmaps[j].buffer_id) {
-                /* a Bitmap may be listed more than once (its buffer and a
-                 * DumpData entry): its id once per line */
-                int seen = 0;
-                for (size_t k = i; k < j && !seen; k++)
-                    seen = done[k] == 1 + (int)i && info->bitmaps[k].id == info->bitmaps[j].id;
-                done[j] = 1 + (int)i;
-                if (seen)
-                    continue;
-                fprintf(index, "%s0x%" PRIx64 "", sep, info->bitmaps[j].id);
-                sep = ",";
-            }
-        fprintf(index, "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu64 "\t%s\t", b->width, b->height,
-                b->buffer_bytes, note);
-        /* the array objects holding this content, each once */
-        sep = "";
-        for (size_t j = i; j < info->n_bitmaps; j++) {
-            if (done[j] != 1 + (int)i)
-                continue;
-            int seen = 0;
-            for (size_t k = i; k < j && !seen; k++)
-                seen = done[k] == 1 + (int)i && info->bitmaps[k].buffer_id == info->bitmaps[j].buffer_id;
-            if (!seen) {
-                fprintf(index, "%s0x%" PRIx64, sep, info->bitmaps[j].buffer_id);
-                sep = ",";
-            }
-        }
-        fputc('\n', index);
-    }
-    if (done == NULL)
+    size_t n = 0, *order = malloc((info->n_bitmaps + 1) * sizeof *order);
+    size_t *starts = malloc((info->n_bitmaps + 2) * sizeof *starts);
+    struct id_at *pairs = malloc((info->n_bitmaps + 1) * sizeof *pairs);
+    if (order == NULL || starts == NULL || pairs == NULL)
         rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
-    free(done);
+    for (size_t i = 0; rc == HPROF_OK && i < info->n_bitmaps; i++)
+        if (info->bitmaps[i].buffer_id != 0 && info->bitmaps[i].buffer_bytes != 0)
+            order[n++] = i;
+    size_t groups = rc == HPROF_OK ? group_by_content(info, order, n, starts) : 0;
+    if (rc == HPROF_OK) {
+        starts[groups] = n;
+        /* groups in the order of their first bitmap, as the dump lists them */
+        struct id_at *first = pairs;
+        for (size_t g = 0; g < groups; g++)
+            first[g] = (struct id_at){ g, order[starts[g]] };
+        qsort(first, groups, sizeof *first, by_at);
+        size_t *sequence = malloc((groups + 1) * sizeof *sequence);
+        if (sequence == NULL)
+            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+        for (size_t g = 0; rc == HPROF_OK && g < groups; g++)
+            sequence[g] = first[g].id;
+        for (size_t s = 0; rc == HPROF_OK && s < groups; s++) {
+            size_t g = sequence[s], from = starts[g], to = starts[g + 1];
+            const struct hprof_info_bitmap *b = &info->bitmaps[order[from]];
+            for (int k = 0; k < 16; k++)
+                snprintf(md5 + 2 * k, 3, "%02x", b->md5[k]);
+            int dump_data = b->width == 0 && b->height == 0;
+            const char *note = "";
+            uint64_t want = (uint64_t)b->width * b->height * 4;
+            if (dump_data) {
+                snprintf(name, sizeof name, "%s.%s", md5, encoded_extension(r, b));
+            } else if (b->buffer_type == HPROF_TYPE_BYTE && want == b->buffer_bytes && want > 0) {
+                snprintf(name, sizeof name, "%s-%ux%u.png", md5, b->width, b->height);
+            } else {
+                snprintf(name, sizeof name, "%s-%ux%u.bin", md5, b->width, b->height);
+                note = "buffer length does not fit width x height x 4 (ARGB_8888): raw bytes";
+            }
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            rc = !dump_data && *note == '\0'
+                     ? write_png(path, r, b->buffer_offset, b->width, b->height, err)
+                     : write_raw(path, r, b->buffer_offset, b->buffer_bytes, err);
+            /* a Bitmap may be listed more than once (its buffer and a
+             * DumpData entry): its id once per line, and each array once */
+            fprintf(index, "%s\t", name);
+            for (size_t j = from; j < to; j++)
+                pairs[j - from] = (struct id_at){ info->bitmaps[order[j]].id, order[j] };
+            print_distinct(index, pairs, to - from);
+            fprintf(index, "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu64 "\t%s\t", b->width, b->height,
+                    b->buffer_bytes, note);
+            for (size_t j = from; j < to; j++)
+                pairs[j - from] = (struct id_at){ info->bitmaps[order[j]].buffer_id, order[j] };
+            print_distinct(index, pairs, to - from);
+            fputc('\n', index);
+        }
+        free(sequence);
+    }
+    free(order);
+    free(starts);
+    free(pairs);
     if (fclose(index) != 0 && rc == HPROF_OK)
         rc = hprof_error_set(err, HPROF_ERR_IO, "index.tsv: write failed");
     return rc;
