@@ -1,10 +1,11 @@
 /*
  * fuzz_shrink - the whole shrink of an in-memory input to an in-memory
  * output, in the --arrays mode chosen by the first byte.  Asserts: no crash
- * or sanitizer report; an error always carries a message; and whenever the
- * input verifies, the output verifies too (a shrink never makes a valid
- * dump invalid), and shrinking is deterministic: one thread and three
- * write the same bytes.
+ * or sanitizer report; an error always carries a message; whenever the
+ * shrink succeeds its output verifies (one idea of valid: the shrink
+ * refuses what hprof-verify would, and never writes what it would reject),
+ * and so does the input; and shrinking is deterministic: one thread and
+ * three write the same bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,10 @@ static int shrink(const uint8_t *data, size_t size, int mode, unsigned threads,
 {
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
-    struct hprof_shrink_options o = { .arrays = mode, .keep_system_heaps = mode == 3,
-                                      .segment_limit = 256, .threads = threads };
+    struct hprof_shrink_options o = { .arrays = mode & 3, .keep_system_heaps = (mode & 3) == 3,
+                                      .segment_limit = 256, .threads = threads,
+                                      .jvm = mode >> 2 & 1, .keep_names = mode >> 3 & 1,
+                                      .redact = mode >> 4 & 1 ? HPROF_REDACT_ALL : HPROF_REDACT_NONE };
     if (o.arrays > HPROF_ARRAYS_REMOVE)
         o.arrays = HPROF_ARRAYS_EMPTY;
     *out = hprof_sink_new_memory(&err);
@@ -48,13 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int mode = data[0] % 4;
+    int mode = data[0]; /* bits: arrays (0-1), --jvm, --keep-names, --redact */
     struct hprof_sink *a, *b;
     int rc = shrink(data + 1, size - 1, mode, 1, &a);
-    if (rc == HPROF_OK && verifies(data + 1, size - 1)) {
+    if (rc == HPROF_OK) {
         size_t alen, blen;
         const uint8_t *out = hprof_sink_memory_data(a, &alen);
-        if (!verifies(out, alen))
+        if (!verifies(out, alen) || !verifies(data + 1, size - 1))
             abort();
         /* again, with the write pass on three threads: the same bytes */
         if (shrink(data + 1, size - 1, mode, 3, &b) != HPROF_OK)
