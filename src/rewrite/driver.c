@@ -196,6 +196,11 @@ static int collect_and_plan(struct shrink_run *run)
     run->passes = run->pass + 1;
     if (rc != HPROF_OK)
         return rc;
+    /* A dump that uses no name at all (STRING records alone, or a dump cut
+     * to its names) keeps them: dropping every one could leave no record,
+     * which is not a valid dump. */
+    if (names_plan_count(&run->plan.names) == 0)
+        run->plan.drop_names = 0;
     run->plan.ids = run->ctx.ids;
     run->plan.arrays = run->opt.arrays;
     run->plan.jvm = run->opt.jvm;

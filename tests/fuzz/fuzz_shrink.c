@@ -1,6 +1,7 @@
 /*
  * fuzz_shrink - the whole shrink of an in-memory input to an in-memory
- * output, in the --arrays mode chosen by the first byte.  Asserts: no crash
+ * output, in the mode the first byte chooses (--arrays, --jvm, --keep-names,
+ * --redact).  Asserts: no crash
  * or sanitizer report; an error always carries a message; whenever the
  * shrink succeeds its output verifies (one idea of valid: the shrink
  * refuses what hprof-verify would, and never writes what it would reject),
