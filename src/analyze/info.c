@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "hprof_private.h"
+#include "layout.h"
 #include "names.h"
 #include "deobfuscate.h"
 #include "validate.h"
@@ -168,12 +169,7 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
     struct analyzer *a = self(v);
     if (a->pass != 2)
         return HPROF_OK;
-    unsigned extra = r->tag == HPROF_ROOT_JNI_GLOBAL ? a->ids
-                     : r->tag == HPROF_ROOT_NATIVE_STACK || r->tag == HPROF_ROOT_THREAD_BLOCK ? 4
-                     : r->tag == HPROF_ROOT_JNI_LOCAL || r->tag == HPROF_ROOT_JAVA_FRAME ||
-                               r->tag == HPROF_ROOT_JNI_MONITOR ||
-                               r->tag == HPROF_ROOT_THREAD_OBJECT ? 8 : 0;
-    add(&a->info->sub_records[r->tag], 1 + (uint64_t)a->ids + extra);
+    add(&a->info->sub_records[r->tag], 1 + (uint64_t)root_body_size(r->tag, a->ids));
     a->info->roots[r->tag]++;
     return HPROF_OK;
 }
@@ -184,12 +180,7 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
     if (a->pass == 1)
         return classes_add(&a->classes, c, a->err);
     if (a->pass == 2) {
-        uint64_t n = 1 + 7 * (uint64_t)a->ids + 14 + (uint64_t)c->n_fields * (a->ids + 1);
-        for (unsigned i = 0; i < c->n_constants; i++)
-            n += 3 + type_size(c->constants[i].type, a->ids);
-        for (unsigned i = 0; i < c->n_statics; i++)
-            n += a->ids + 1 + type_size(c->statics[i].type, a->ids);
-        add(&a->info->sub_records[HPROF_CLASS_DUMP], n);
+        add(&a->info->sub_records[HPROF_CLASS_DUMP], class_dump_size(c, a->ids));
     }
     return HPROF_OK;
 }
@@ -281,7 +272,8 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
     int rc = classes_check_instance(&a->classes, o, &ci, a->err);
     if (rc != HPROF_OK)
         return rc;
-    add(&a->info->sub_records[HPROF_INSTANCE_DUMP], 9 + 2 * (uint64_t)a->ids + o->length);
+    add(&a->info->sub_records[HPROF_INSTANCE_DUMP],
+        1 + instance_head_size(a->ids) + (uint64_t)o->length);
     add(&a->info->heaps[heap_index(a->heap)], o->length);
     if ((rc = count_in(a, &a->by_class, o->class_id, o->length)) != HPROF_OK)
         return rc;
@@ -319,7 +311,8 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
         return HPROF_SKIP;
     uint64_t bytes = (uint64_t)arr->count * a->ids;
     if (arr->first == 0) {
-        add(&a->info->sub_records[HPROF_OBJECT_ARRAY_DUMP], 9 + 2 * (uint64_t)a->ids + bytes);
+        add(&a->info->sub_records[HPROF_OBJECT_ARRAY_DUMP],
+            1 + object_array_head_size(a->ids) + bytes);
         add(&a->info->heaps[heap_index(a->heap)], bytes);
         int rc = count_in(a, &a->by_array_class, arr->class_id, bytes);
         if (rc != HPROF_OK)
@@ -347,7 +340,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     uint64_t bytes = p->tag == HPROF_PRIMITIVE_ARRAY_NODATA
         ? 0 : (uint64_t)p->count * type_size(p->type, a->ids);
     if (a->pass == 2) {
-        add(&a->info->sub_records[p->tag], 10 + (uint64_t)a->ids + bytes);
+        add(&a->info->sub_records[p->tag], 1 + primitive_array_head_size(a->ids) + bytes);
         add(&a->info->heaps[heap_index(a->heap)], bytes);
         add(&a->info->primitive[p->type], bytes);
         return HPROF_SKIP;

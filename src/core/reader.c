@@ -447,28 +447,12 @@ void hprof_reader_free(struct hprof_reader *r)
 static int read_root(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit)
 {
     unsigned ids = r->header.id_size;
-    size_t extra;
-    switch (r->sub_tag) {
-    case HPROF_ROOT_JNI_GLOBAL: extra = ids; break;
-    case HPROF_ROOT_JNI_LOCAL: case HPROF_ROOT_JAVA_FRAME: case HPROF_ROOT_JNI_MONITOR:
-    case HPROF_ROOT_THREAD_OBJECT: extra = 8; break;
-    case HPROF_ROOT_NATIVE_STACK: case HPROF_ROOT_THREAD_BLOCK: extra = 4; break;
-    default: extra = 0; break;
-    }
     const uint8_t *p;
-    int rc = take(r, ids + extra, limit, &p);
+    int rc = take(r, root_body_size(r->sub_tag, ids), limit, &p);
     if (rc != HPROF_OK)
         return rc;
-    struct hprof_root root = { .offset = r->sub_offset, .tag = r->sub_tag };
-    root.id = get_id(p, ids);
-    p += ids;
-    if (r->sub_tag == HPROF_ROOT_JNI_GLOBAL) {
-        root.jni_ref = get_id(p, ids);
-    } else if (extra >= 4) {
-        root.thread_serial = get_u4(p);
-        if (extra == 8)
-            root.frame = get_u4(p + 4);
-    }
+    struct hprof_root root = { .offset = r->sub_offset };
+    root_get(p, r->sub_tag, ids, &root);
     return hprof_visit_root(v, &root);
 }
 
@@ -516,22 +500,11 @@ static int read_class_dump(struct hprof_reader *r, struct hprof_visitor *v, uint
 {
     unsigned ids = r->header.id_size;
     const uint8_t *p;
-    int rc = take(r, 7 * ids + 4 + 4 + 2, limit, &p);
+    int rc = take(r, class_dump_head_size(ids), limit, &p);
     if (rc != HPROF_OK)
         return rc;
     struct hprof_class_dump cd = { .offset = r->sub_offset };
-    cd.id = get_id(p, ids);
-    cd.stack_serial = get_u4(p + ids);
-    p += ids + 4;
-    cd.super_id = get_id(p, ids);
-    cd.loader_id = get_id(p + ids, ids);
-    cd.signers_id = get_id(p + 2 * ids, ids);
-    cd.protection_domain_id = get_id(p + 3 * ids, ids);
-    cd.reserved1 = get_id(p + 4 * ids, ids);
-    cd.reserved2 = get_id(p + 5 * ids, ids);
-    p += 6 * ids;
-    cd.instance_size = get_u4(p);
-    cd.n_constants = get_u2(p + 4);
+    class_dump_head_get(p, ids, &cd);
 
     rc = grow_table(r, (void **)&r->constants, &r->cap_constants, cd.n_constants,
                     sizeof *r->constants);
@@ -636,14 +609,11 @@ static int read_object_array(struct hprof_reader *r, struct hprof_visitor *v, ui
 {
     unsigned ids = r->header.id_size;
     const uint8_t *p;
-    int rc = take(r, 2 * ids + 8, limit, &p);
+    int rc = take(r, object_array_head_size(ids), limit, &p);
     if (rc != HPROF_OK)
         return rc;
     struct hprof_object_array a = { .offset = r->sub_offset };
-    a.id = get_id(p, ids);
-    a.stack_serial = get_u4(p + ids);
-    a.count = get_u4(p + ids + 4);
-    a.class_id = get_id(p + ids + 8, ids);
+    object_array_head_get(p, ids, &a);
     uint64_t left = (uint64_t)a.count * ids;
     rc = check_array_fits(r, left, a.count, limit);
     do {
@@ -671,14 +641,11 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
 {
     unsigned ids = r->header.id_size;
     const uint8_t *p;
-    int rc = take(r, ids + 9, limit, &p);
+    int rc = take(r, primitive_array_head_size(ids), limit, &p);
     if (rc != HPROF_OK)
         return rc;
     struct hprof_primitive_array a = { .offset = r->sub_offset, .tag = r->sub_tag };
-    a.id = get_id(p, ids);
-    a.stack_serial = get_u4(p + ids);
-    a.count = get_u4(p + ids + 4);
-    a.type = p[ids + 8];
+    primitive_array_head_get(p, ids, &a);
     unsigned esize = type_size(a.type, ids);
     if (esize == 0 || a.type == HPROF_TYPE_OBJECT)
         FAILF(r, HPROF_ERR_FORMAT, r->sub_offset, "invalid element type %u", a.type);

@@ -394,31 +394,12 @@ static int on_heap_end(struct hprof_visitor *v, const struct hprof_segment *s)
     return rc == HPROF_OK ? flush_segment(w) : rc;
 }
 
-static size_t root_extra(uint8_t tag, unsigned id_size)
-{
-    switch (tag) {
-    case HPROF_ROOT_JNI_GLOBAL: return id_size;
-    case HPROF_ROOT_JNI_LOCAL: case HPROF_ROOT_JAVA_FRAME: case HPROF_ROOT_JNI_MONITOR:
-    case HPROF_ROOT_THREAD_OBJECT: return 8;
-    case HPROF_ROOT_NATIVE_STACK: case HPROF_ROOT_THREAD_BLOCK: return 4;
-    default: return 0;
-    }
-}
-
 static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
 {
     struct hprof_writer *w = self(v);
     uint8_t buf[32], *p = buf;
-    size_t extra = root_extra(r->tag, w->id_size);
     p = put_u1(p, r->tag);
-    p = put_id(p, r->id, w->id_size);
-    if (r->tag == HPROF_ROOT_JNI_GLOBAL) {
-        p = put_id(p, r->jni_ref, w->id_size);
-    } else if (extra >= 4) {
-        p = put_u4(p, r->thread_serial);
-        if (extra == 8)
-            p = put_u4(p, r->frame);
-    }
+    p = root_put(p, r, w->id_size);
     return emit(w, buf, (size_t)(p - buf), 0);
 }
 
@@ -437,26 +418,12 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
 {
     struct hprof_writer *w = self(v);
     unsigned ids = w->id_size;
-    size_t n = 1 + 7 * (size_t)ids + 4 + 4 + 2 + 2 + 2;
-    for (unsigned i = 0; i < c->n_constants; i++)
-        n += 3 + type_size(c->constants[i].type, ids);
-    for (unsigned i = 0; i < c->n_statics; i++)
-        n += ids + 1 + type_size(c->statics[i].type, ids);
-    n += (size_t)c->n_fields * (ids + 1);
+    size_t n = class_dump_size(c, ids);
     uint8_t *p = scratch(w, n), *start = p;
     if (p == NULL)
         return HPROF_ERR_NOMEM;
     p = put_u1(p, HPROF_CLASS_DUMP);
-    p = put_id(p, c->id, ids);
-    p = put_u4(p, c->stack_serial);
-    p = put_id(p, c->super_id, ids);
-    p = put_id(p, c->loader_id, ids);
-    p = put_id(p, c->signers_id, ids);
-    p = put_id(p, c->protection_domain_id, ids);
-    p = put_id(p, c->reserved1, ids);
-    p = put_id(p, c->reserved2, ids);
-    p = put_u4(p, c->instance_size);
-    p = put_u2(p, c->n_constants);
+    p = class_dump_head_put(p, c, ids);
     for (unsigned i = 0; i < c->n_constants; i++) {
         const struct hprof_constant *k = &c->constants[i];
         p = put_u2(p, k->index);
@@ -514,10 +481,7 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
     if (!cont) {
         uint8_t head[32], *p = head;
         p = put_u1(p, HPROF_OBJECT_ARRAY_DUMP);
-        p = put_id(p, a->id, ids);
-        p = put_u4(p, a->stack_serial);
-        p = put_u4(p, a->count);
-        p = put_id(p, a->class_id, ids);
+        p = object_array_head_put(p, a, ids);
         int rc = emit(w, head, (size_t)(p - head), (uint64_t)a->count * ids);
         if (rc != HPROF_OK)
             return rc;
@@ -543,10 +507,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
                                    "writer: array 0x%" PRIx64 " has element type %u", a->id,
                                    a->type);
         p = put_u1(p, nodata ? HPROF_PRIMITIVE_ARRAY_NODATA : HPROF_PRIMITIVE_ARRAY_DUMP);
-        p = put_id(p, a->id, ids);
-        p = put_u4(p, a->stack_serial);
-        p = put_u4(p, a->count);
-        p = put_u1(p, a->type);
+        p = primitive_array_head_put(p, a, ids);
         int rc = emit(w, head, (size_t)(p - head), nodata ? 0 : (uint64_t)a->count * esize);
         if (rc != HPROF_OK)
             return rc;
