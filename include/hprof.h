@@ -367,6 +367,13 @@ struct hprof_shrink_stats {
     int resolved_in_pass_1;     /* names came before every object, zygote and
                                    image heaps before the app's: a pass saved */
     double pass_seconds[HPROF_SHRINK_MAX_PASSES];
+    /* Bitmap buffers sharing their type and length with another are told
+     * apart by a fingerprint of three 4 KiB blocks (first, middle, last)
+     * when larger than those, and hashed (MD5) only if they still may be
+     * twins; small ones are hashed at once. */
+    uint64_t bitmap_fingerprinted;              /* buffers fingerprinted */
+    uint64_t bitmap_bytes_fingerprinted;        /* bytes read for fingerprints */
+    uint64_t bitmap_bytes_hashed;               /* bytes run through MD5 */
 };
 
 /* hprof_shrink() :

@@ -36,7 +36,9 @@ struct candidate {
     uint8_t unique_size;    /* no other candidate has its size: no digest */
     uint8_t has_copies;     /* other candidates were merged into this one */
     uint8_t located;        /* type, count, bytes, data_offset known before pass 4 */
+    uint8_t unique_print;   /* no other candidate has its size and fingerprint: no digest */
     uint8_t md5[16];
+    uint64_t fingerprint;   /* of a few sampled blocks (large located candidates) */
 };
 
 /* A byte array seen lately: a Bitmap or a byte[][] usually comes right
