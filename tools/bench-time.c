@@ -6,9 +6,10 @@
  *
  * The command's standard input is IN (default /dev/null) and its standard
  * output OUT, opened with O_TRUNC as a shell's `>` would (default
- * /dev/null).  Prints "SECONDS RSS_KB" on standard output: the wall time
+ * /dev/null).  Prints "SECONDS RSS_KB CPU_SECONDS" on standard output: the wall time
  * from just before fork() to the return of wait4(), in seconds with
- * microsecond resolution, and the command's peak resident set from wait4().
+ * microsecond resolution, the command's peak resident set from wait4(), and
+ * its CPU time (user + system, all threads) in seconds.
  *
  * Why not date(1) and /usr/bin/time around `sh -c`: on this kind of machine
  * the two date forks, time(1) and the shell add 8-10 ms to every command,
@@ -86,7 +87,9 @@ int main(int argc, char **argv)
             return 127;
         }
     double wall = seconds_now() - start;
-    printf("%.6f %ld\n", wall, usage_of_child.ru_maxrss);
+    double cpu = (double)usage_of_child.ru_utime.tv_sec + usage_of_child.ru_utime.tv_usec / 1e6 +
+                 (double)usage_of_child.ru_stime.tv_sec + usage_of_child.ru_stime.tv_usec / 1e6;
+    printf("%.6f %ld %.6f\n", wall, usage_of_child.ru_maxrss, cpu);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     return 128 + WTERMSIG(status);
