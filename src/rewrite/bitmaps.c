@@ -6,8 +6,10 @@
  * Digests: a large buffer whose size no other candidate shares cannot have
  * a duplicate and is not hashed.  When passes 1-2 saw where every other
  * candidate's contents are (after its Bitmap, just before it or its
- * byte[][], or a byte array of 4 KiB or more), they are hashed with
- * pread(), and the digest pass runs only if two may be equal and what else
+ * byte[][], or a byte array of 4 KiB or more), those over 12 KiB are told
+ * apart by a fingerprint of three sampled blocks first, the ones that may
+ * still have a twin are hashed on every core with pread() (nothing stays
+ * mapped), and the digest pass runs only if two may be equal and what else
  * refers to the copies is not known: passes 1-2 pin what refers to a known
  * candidate and put every other reference into a Bloom filter, which
  * mostly rules the rest out.

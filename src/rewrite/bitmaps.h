@@ -18,7 +18,8 @@
  *   expand     (only when pass 2 could not remember every byte[][])
  *              the elements of each DumpData.buffers array;
  *   digest     (only when candidates may have a twin and were not all
- *              located) MD5 of each candidate and what refers to them.
+ *              located) MD5 of each candidate and what refers to them;
+ *              located ones are fingerprinted and hashed without a pass.
  */
 #ifndef HPROF_REWRITE_BITMAPS_H
 #define HPROF_REWRITE_BITMAPS_H
