@@ -119,14 +119,14 @@ run() {
         if [ -n "${pair:-}" ]; then # the baseline, just before
             rm -f "$D/cat.out"
             sync
-            "$B/bench-time" -o "$D/cat.out" -- cat "$pair" > "$D/time1"
+            "$B/bench-time" -c -o "$D/cat.out" -- cat "$pair" > "$D/time1"
             read -r secs1 kb cpu1 < "$D/time1"
             echo "$secs1" >> "$D/cat_times"
             rm -f "$D/cat.out"
         fi
         [ "$r_out" = - ] || rm -f "$r_out"
         sync
-        "$B/bench-time" "$@" > "$D/time1"
+        "$B/bench-time" -c "$@" > "$D/time1"
         read -r secs1 kb cpu1 < "$D/time1"
         echo "$secs1" >> "$D/times"
         echo "$cpu1" >> "$D/cpu_times"
