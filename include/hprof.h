@@ -417,6 +417,13 @@ struct hprof_shrink_stats {
     uint64_t mapping_methods;           /* --mapping: method names restored */
     uint64_t mapping_strings_added;     /* --mapping: STRING records added for a
                                            name that maps two ways */
+    /* Bitmap buffers sharing their type and length with another are told
+     * apart by a fingerprint of three 4 KiB blocks (first, middle, last)
+     * when larger than those, and hashed (MD5) only if they still may be
+     * twins; small ones are hashed at once. */
+    uint64_t bitmap_fingerprinted;              /* buffers fingerprinted */
+    uint64_t bitmap_bytes_fingerprinted;        /* bytes read for fingerprints */
+    uint64_t bitmap_bytes_hashed;               /* bytes run through MD5 */
 };
 
 /* hprof_shrink() :

@@ -8,6 +8,8 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +635,147 @@ START_TEST(bitmaps_run_the_digest_pass_only_when_they_must)
 }
 END_TEST
 
+/* Same-length buffers are told apart by a fingerprint (the first, middle
+ * and last 4 KiB) before any MD5: of four 64 KiB buffers A, A2 (a copy of
+ * A), N (A but for one byte outside those blocks) and U (another first
+ * block), only A, A2 and N are hashed; only A2 merges.  A 48 KiB buffer
+ * no other shares the size of is neither fingerprinted nor hashed. */
+START_TEST(bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin)
+{
+    const uint32_t size = 64u << 10, other = 48u << 10;
+    uint8_t *a = malloc(size), *n = malloc(size), *u = malloc(size), *x = malloc(other);
+    for (uint32_t i = 0; i < size; i++)
+        a[i] = n[i] = u[i] = (uint8_t)(i * 7 + i / 251);
+    n[20000] ^= 1;
+    u[100] ^= 1;
+    memset(x, 0x5a, other);
+    struct tbuf d;
+    begin_bitmap_dump(&d);
+    const uint8_t *pixels[5] = { a, a, n, u, x };
+    for (int i = 0; i < 5; i++) {
+        uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
+        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, i == 4 ? other : size,
+                      pixels[i]);
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+    }
+    char *path;
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
+    ck_assert_int_eq(st.passes, 2);
+    ck_assert_uint_eq(st.bitmap_candidates, 5);
+    ck_assert_uint_eq(st.bitmap_fingerprinted, 4);
+    ck_assert_uint_eq(st.bitmap_bytes_fingerprinted, 4 * 3 * 4096);
+    ck_assert_uint_eq(st.bitmap_digested, 3);
+    ck_assert_uint_eq(st.bitmap_bytes_hashed, 3 * (uint64_t)size);
+    ck_assert_uint_eq(st.bitmap_groups, 1);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
+    ck_assert_uint_eq(st.bitmap_duplicates.bytes, size);
+    ck_assert_uint_eq(st.bitmap_buffers_kept.count + st.bitmap_duplicates.count,
+                      st.bitmap_candidates);
+    ck_assert_uint_eq(st.bitmap_buffers_kept.bytes, 3 * (uint64_t)size + other);
+    /* N and U share A's fingerprint or MD5 group no more than their bytes */
+    ck_assert_ptr_nonnull(memmem(out, len, a, size));
+    ck_assert_ptr_nonnull(memmem(out, len, n, size));
+    ck_assert_ptr_nonnull(memmem(out, len, u, size));
+    ck_assert_ptr_null(memmem(out, len, "\x23\0\0\x10\x10", 5)); /* A2's record went */
+    assert_same_bitmap_pixels(path, out, len);
+    assert_verifies(out, len);
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&d);
+    free(a);
+    free(n);
+    free(u);
+    free(x);
+}
+END_TEST
+
+/* This process's resident file-backed pages (RssFile), in KiB, or -1. */
+static long rss_file_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "RssFile: %ld", &kib) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kib;
+}
+
+struct rss_sampler {
+    pthread_t thread;
+    atomic_int stop;
+    long most;                  /* KiB */
+};
+
+static void *sample_rss_file(void *arg)
+{
+    struct rss_sampler *s = arg;
+    while (!atomic_load(&s->stop)) {
+        long kib = rss_file_kib();
+        if (kib > s->most)
+            s->most = kib;
+        usleep(500);
+    }
+    return NULL;
+}
+
+/* A mapped 256 MiB dump of 32 buffers of 8 MiB in 16 identical pairs: every
+ * buffer is hashed and compared, and the file's resident pages stay under
+ * 48 MiB throughout (the readers' 8 MiB steps, read-ahead, slack); hashing
+ * through the mapping kept every page it read, 256 MiB and more. */
+START_TEST(bitmaps_hash_a_mapped_dump_with_bounded_resident_pages)
+{
+    const uint32_t size = 8u << 20;
+    const int n = 32;
+    uint8_t *px = malloc(size);
+    struct tbuf d;
+    begin_bitmap_dump(&d);
+    for (int i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < size; k += 4096)
+            memset(px + k, (i / 2 * 31 + (int)(k >> 12)) & 0xff, 4096);
+        uint8_t ref[4] = { 0, 0x10, (uint8_t)(i >> 8), (uint8_t)i };
+        tb_prim_array(&d, 0x100000 + (uint64_t)i, HPROF_TYPE_BYTE, size, px);
+        tb_instance(&d, 0x200000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+    }
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    free(px);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
+    tb_free(&d);
+
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    int fd;
+    ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    struct hprof_sink *sink = hprof_sink_new_null(&err);
+    struct hprof_shrink_options o = { .threads = 2 };
+    struct hprof_shrink_stats st;
+    struct rss_sampler s = { .most = rss_file_kib() };
+    long first = s.most;
+    ck_assert_int_ge(first, 0);
+    atomic_init(&s.stop, 0);
+    ck_assert_int_eq(pthread_create(&s.thread, NULL, sample_rss_file, &s), 0);
+    ck_assert_msg(hprof_shrink(r, sink, &o, &st, &err) == HPROF_OK, "%s", err.message);
+    atomic_store(&s.stop, 1);
+    pthread_join(s.thread, NULL);
+    ck_assert_uint_eq(st.bitmap_candidates, (uint64_t)n);
+    ck_assert_uint_eq(st.bitmap_bytes_hashed, (uint64_t)n * size);
+    ck_assert_uint_eq(st.bitmap_groups, (uint64_t)n / 2);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, (uint64_t)n / 2);
+    ck_assert_msg(s.most - first < 48 << 10, "RssFile grew by %ld KiB", s.most - first);
+    hprof_sink_free(sink);
+    tl_close_reader(fd, r);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 /* ---- The write pass on several threads -------------------------------------- */
 
 static uint8_t *shrink_with_threads(int fixture, int mode, unsigned threads, size_t *len,
@@ -854,6 +997,8 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, bitmaps_keep_every_bitmap_and_dump_data_buffer, 0, n);
     tcase_add_test(t, bitmaps_never_merge_buffers_that_only_share_an_md5);
     tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
+    tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
+    tcase_add_test(t, bitmaps_hash_a_mapped_dump_with_bounded_resident_pages);
 
     t = test_case(s, "system_heaps");
     tcase_add_loop_test(t, system_heaps_keep_instances_per_class_outside_dropped_heaps, 0, n);

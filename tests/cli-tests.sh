@@ -1024,6 +1024,8 @@ printf 'abc' > "$T/bt.in"
 grep -Eqx '[0-9]+\.[0-9]{6} [1-9][0-9]*' "$T/bt.time" || die "bench-time printed: $(cat "$T/bt.time")"
 "$B/bench-time" -- sleep 0.2 > "$T/bt.time"
 awk '{ exit !($1 >= 0.2 && $1 < 5) }' "$T/bt.time" || die "bench-time timed sleep 0.2 as $(cat "$T/bt.time")"
+"$B/bench-time" -c -- sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done' > "$T/bt.time"
+awk '{ exit !(NF == 3 && $3 > 0 && $3 <= 2 * $1 + 0.01) }' "$T/bt.time" || die "bench-time -c printed $(cat "$T/bt.time")"
 expect 3 "$B/bench-time" -- sh -c 'exit 3'
 expect 127 "$B/bench-time" -- /nonexistent/command
 expect 2 "$B/bench-time"

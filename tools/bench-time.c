@@ -2,13 +2,15 @@
  * bench-time - run one command and print its wall time and peak RSS, for
  * tools/bench.sh.
  *
- *   bench-time [-i IN] [-o OUT] -- COMMAND [ARG...]
+ *   bench-time [-c] [-i IN] [-o OUT] -- COMMAND [ARG...]
  *
  * The command's standard input is IN (default /dev/null) and its standard
  * output OUT, opened with O_TRUNC as a shell's `>` would (default
  * /dev/null).  Prints "SECONDS RSS_KB" on standard output: the wall time
  * from just before fork() to the return of wait4(), in seconds with
- * microsecond resolution, and the command's peak resident set from wait4().
+ * microsecond resolution, and the command's peak resident set from wait4();
+ * with -c, a third field: its CPU time (user + system, all threads) in
+ * seconds.
  *
  * Why not date(1) and /usr/bin/time around `sh -c`: on this kind of machine
  * the two date forks, time(1) and the shell add 8-10 ms to every command,
@@ -46,16 +48,18 @@ static void redirect(const char *path, int fd, int flags)
 
 static int usage(void)
 {
-    fputs("usage: bench-time [-i IN] [-o OUT] -- COMMAND [ARG...]\n", stderr);
+    fputs("usage: bench-time [-c] [-i IN] [-o OUT] -- COMMAND [ARG...]\n", stderr);
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     const char *in = "/dev/null", *out = "/dev/null";
-    int opt;
-    while ((opt = getopt(argc, argv, "+i:o:")) != -1) {
-        if (opt == 'i')
+    int opt, with_cpu = 0;
+    while ((opt = getopt(argc, argv, "+ci:o:")) != -1) {
+        if (opt == 'c')
+            with_cpu = 1;
+        else if (opt == 'i')
             in = optarg;
         else if (opt == 'o')
             out = optarg;
@@ -86,7 +90,12 @@ int main(int argc, char **argv)
             return 127;
         }
     double wall = seconds_now() - start;
-    printf("%.6f %ld\n", wall, usage_of_child.ru_maxrss);
+    double cpu = (double)usage_of_child.ru_utime.tv_sec + usage_of_child.ru_utime.tv_usec / 1e6 +
+                 (double)usage_of_child.ru_stime.tv_sec + usage_of_child.ru_stime.tv_usec / 1e6;
+    if (with_cpu)
+        printf("%.6f %ld %.6f\n", wall, usage_of_child.ru_maxrss, cpu);
+    else
+        printf("%.6f %ld\n", wall, usage_of_child.ru_maxrss);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     return 128 + WTERMSIG(status);

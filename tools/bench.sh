@@ -9,12 +9,22 @@
 # and with --gzip at levels 1 and 6).  Each command runs RUNS times (default
 # 3) under bench-time, which times the command alone (fork to wait4, no
 # shell); the table shows the median wall time, throughput in MB/s of input,
-# the ratio to `cat IN > OUT` on the same input, peak RSS and output size.
+# the ratio to `cat IN > OUT` on the same input, peak RSS, output size and
+# the cores used (median user + system time over median wall time).
 # That ratio's baseline is run interleaved with the command: one `cat IN >
 # OUT` before each of its runs, and the ratio is of the two medians.  This
 # machine's writes can be 2-3x slower for a minute (the 2 GB copy took
 # 0.90 s and 2.58 s ten minutes apart); timed side by side, a slow minute
 # weighs on both sides instead of deciding the ratio.
+#
+# Bitmap-heavy inputs of about 300 MB and 2 GB (the sizes of SIZES from
+# 300 up) add the path that finds and merges identical Bitmap buffers: a
+# HotSpot dump of tools/java/BitmapHeap.java, its `jcmd GC.heap_dump -gz=1`
+# twin, and an Android-style one (hprof-synth --pixels).  They are made
+# afresh on every run and timed first as the JVM or the generator leaves
+# them in the page cache ("fresh": in the small pages their writes made),
+# then re-read as the other inputs are (cache_as_read).  The -gz=1 input's
+# ratio is to `gzip -dc IN > /dev/null`.
 #
 # Environment: BENCH_DIR (default build/bench), RUNS, SIZES (default
 # "20 300 2000", in MB), THREADS (default: cores), CHAIN (classes in the
@@ -47,6 +57,33 @@ hotspot_dump() { # SIZE_MB OUT
     kill $pid; wait $pid 2>/dev/null || true
 }
 
+# A bitmap-heavy HotSpot dump and its -gz=1 twin, from the same JVM.
+hotspot_bitmap_dump() { # SIZE_MB OUT OUT_GZ
+    rm -f "$2" "$3"
+    command -v jcmd >/dev/null || { echo "bench: no JDK, skipping HotSpot inputs" >&2; return 1; }
+    mkdir -p "$D/java"
+    javac -d "$D/java" -sourcepath tools/java tools/java/BitmapHeap.java
+    heap=$(( $1 * 2 + 200 ))
+    java -Xmx${heap}m -XX:+UseParallelGC -cp "$D/java" BitmapHeap "$1" > "$D/java/log" 2>&1 &
+    pid=$!
+    i=0
+    until grep -q ready "$D/java/log"; do
+        i=$((i + 1)); [ $i -lt 2400 ] || { kill $pid; return 1; }
+        sleep 0.25
+    done
+    dir=$(cd "$(dirname "$2")" && pwd)
+    jcmd $pid GC.heap_dump -gz=1 "$dir/$(basename "$3")" > /dev/null
+    jcmd $pid GC.heap_dump "$dir/$(basename "$2")" > /dev/null
+    kill $pid; wait $pid 2>/dev/null || true
+}
+
+# A bitmap-heavy Android-style dump: about 40% ordinary objects (--scale
+# rounds of about 90 KB), 60% pixels in Bitmaps of the usual sizes.
+android_bitmap_dump() { # SIZE_MB OUT
+    rm -f "$2"
+    "$B/hprof-synth" --scale $(( $1 * 400 / 90 )) --pixels $(( $1 * 600000 )) -f "$2"
+}
+
 android_dump() { # SIZE_MB OUT
     [ -s "$2" ] && return 0
     # one --scale round is about 90 KB; a large bitmap of 1/8 of the size
@@ -77,34 +114,38 @@ run() {
     r_label=$1 r_in=$2 r_out=$3; shift 3
     : > "$D/times"
     : > "$D/cat_times"
+    : > "$D/cpu_times"
     rss=0
     for i in $(seq "$RUNS"); do
         if [ -n "${pair:-}" ]; then # the baseline, just before
             rm -f "$D/cat.out"
             sync
-            "$B/bench-time" -o "$D/cat.out" -- cat "$pair" > "$D/time1"
-            read -r secs1 kb < "$D/time1"
+            "$B/bench-time" -c -o "$D/cat.out" -- cat "$pair" > "$D/time1"
+            read -r secs1 kb cpu1 < "$D/time1"
             echo "$secs1" >> "$D/cat_times"
             rm -f "$D/cat.out"
         fi
         [ "$r_out" = - ] || rm -f "$r_out"
         sync
-        "$B/bench-time" "$@" > "$D/time1"
-        read -r secs1 kb < "$D/time1"
+        "$B/bench-time" -c "$@" > "$D/time1"
+        read -r secs1 kb cpu1 < "$D/time1"
         echo "$secs1" >> "$D/times"
+        echo "$cpu1" >> "$D/cpu_times"
         [ "$kb" -gt "$rss" ] && rss=$kb
     done
     secs=$(median < "$D/times")
+    cpu=$(median < "$D/cpu_times")
     base=${cat_secs:-0}
     [ -n "${pair:-}" ] && base=$(median < "$D/cat_times")
     size=$(stat -c %s "$r_in")
     outsize=-
     [ "$r_out" != - ] && [ -f "$r_out" ] && outsize=$(awk -v b="$(stat -c %s "$r_out")" 'BEGIN { printf "%.1f", b / 1048576 }')
     awk -v l="$r_label" -v n="$(basename "$r_in")" -v s="$secs" -v b="$size" -v c="$base" \
-        -v r="$rss" -v o="$outsize" 'BEGIN {
+        -v r="$rss" -v o="$outsize" -v u="$cpu" 'BEGIN {
             mbps = s > 0 ? b / 1048576 / s : 0
             x = c > 0 ? sprintf("%.2f", s / c) : "-"
-            printf "%-22s %-34s %8.3f %9.0f %7s %8.1f %9s\n", n, l, s, mbps, x, r / 1024, o
+            k = s > 0 ? u / s : 0
+            printf "%-26s %-34s %8.3f %9.0f %7s %8.1f %9s %5.2f\n", n, l, s, mbps, x, r / 1024, o, k
         }' | tee -a "$results"
 }
 
@@ -112,7 +153,7 @@ if [ "$(id -u)" = 0 ] && ! command -v pigz >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q pigz > /dev/null 2>&1 || true
 fi
 
-inputs=""
+inputs="" bitmap_sizes=""
 for size in $SIZES; do
     need=$(( size * 5 ))
     if [ "$(free_mb)" -lt "$need" ]; then
@@ -121,13 +162,67 @@ for size in $SIZES; do
     fi
     hotspot_dump "$size" "$D/hotspot-$size.hprof" && inputs="$inputs $D/hotspot-$size.hprof"
     android_dump "$size" "$D/android-$size.hprof" && inputs="$inputs $D/android-$size.hprof"
+    [ "$size" -ge 300 ] && bitmap_sizes="$bitmap_sizes $size"
 done
 
 {
-    echo "hprof-shrink benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $RUNS runs (median), threads $THREADS"
-    printf "%-22s %-34s %8s %9s %7s %8s %9s\n" input command wall_s MB/s x_cat rss_MB out_MB
+    echo "hprof-shrink benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $RUNS runs (median), threads $THREADS, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    printf "%-26s %-34s %8s %9s %7s %8s %9s %5s\n" input command wall_s MB/s x_cat rss_MB out_MB cores
 } | tee "$results"
 o="$D/out.hprof"
+
+# The shrink of a bitmap-heavy input as it was left in the page cache, then
+# re-read; the -gz=1 input against gzip -dc.  (run() sets `size`: the
+# loops over sizes use other names.)
+bitmap_rows() { # IN
+    in=$1
+    cat_secs= pair=
+    run "cat IN > OUT (fresh)" "$in" "$o" -o "$o" -- cat "$in"
+    cat_secs=$(median < "$D/times") pair=$in
+    run "shrink (fresh)" "$in" "$o" -- "$B/hprof-shrink" -q -f "$in" "$o"
+    cache_as_read "$in"
+    cat_secs= pair=
+    run "cat IN > /dev/null" "$in" - -- cat "$in"
+    run "cat IN > OUT" "$in" "$o" -o "$o" -- cat "$in"
+    cat_secs=$(median < "$D/times") pair=$in
+    run "shrink --arrays=empty" "$in" "$o" -- "$B/hprof-shrink" -q -f "$in" "$o"
+    run "shrink --arrays=empty -j1" "$in" "$o" -- "$B/hprof-shrink" -q -f -j1 "$in" "$o"
+    "$B/hprof-shrink" -q -f "$in" "$D/shrunk.hprof"
+    if command -v pigz >/dev/null; then
+        run "pigz -p $THREADS -6 (shrunk empty)" "$D/shrunk.hprof" "$o" \
+            -i "$D/shrunk.hprof" -o "$o" -- pigz -p "$THREADS" -6
+    fi
+    for level in 1 6; do
+        run "shrink empty -z$level -j$THREADS" "$in" "$o" \
+            -- "$B/hprof-shrink" -q -f -z$level -j$THREADS "$in" "$o"
+    done
+}
+
+gz_rows() { # IN.gz
+    in=$1
+    cache_as_read "$in"
+    cat_secs= pair=
+    run "gzip -dc IN > /dev/null" "$in" - -- gzip -dc "$in"
+    cat_secs=$(median < "$D/times")
+    run "shrink IN.gz (x gzip -dc)" "$in" "$o" -- "$B/hprof-shrink" -q -f "$in" "$o"
+}
+
+for bsize in $bitmap_sizes; do
+    need=$(( bsize * 5 ))
+    if [ "$(free_mb)" -lt "$need" ]; then
+        echo "bench: $bsize MB bitmap inputs skipped: $(free_mb) MB free, $need MB needed" >&2
+        continue
+    fi
+    hs="$D/hotspot-bitmaps-$bsize.hprof"
+    if hotspot_bitmap_dump "$bsize" "$hs" "$hs.gz"; then
+        bitmap_rows "$hs"
+        gz_rows "$hs.gz"
+    fi
+    an="$D/android-bitmaps-$bsize.hprof"
+    android_bitmap_dump "$bsize" "$an" && bitmap_rows "$an"
+    rm -f "$hs" "$hs.gz" "$an"
+done
+
 for in in $inputs; do
     cache_as_read "$in"
     cat_secs= pair=

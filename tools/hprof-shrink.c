@@ -290,6 +290,9 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
     fprintf(f, "  %-28s %15" PRIu64 " found, %" PRIu64 " hashed, %" PRIu64
             " groups of identical buffers\n", "bitmap buffers", s->bitmap_candidates,
             s->bitmap_digested, s->bitmap_groups);
+    fprintf(f, "  %-28s %15" PRIu64 " fingerprinted, %" PRIu64 " bytes read for them, %" PRIu64
+            " bytes hashed\n", "bitmap buffers", s->bitmap_fingerprinted,
+            s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed);
     fprintf(f, "  %-28s %15.3f s in %d passes (", "time", total, s->passes);
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.3f", i ? " " : "", s->pass_seconds[i]);
@@ -349,8 +352,10 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
             s->mapping_classes, s->mapping_fields, s->mapping_methods, s->mapping_strings_added);
     fprintf(f, "\"roots_dropped\":%" PRIu64 ",\"bitmap_candidates\":%" PRIu64
             ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64
-            ",\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
+            ",\"bitmap_fingerprinted\":%" PRIu64 ",\"bitmap_bytes_fingerprinted\":%" PRIu64
+            ",\"bitmap_bytes_hashed\":%" PRIu64 ",\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
             s->roots_dropped, s->bitmap_candidates, s->bitmap_digested, s->bitmap_groups,
+            s->bitmap_fingerprinted, s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed,
             s->resolved_in_pass_1 ? "true" : "false");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);

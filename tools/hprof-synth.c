@@ -692,10 +692,88 @@ static void bitmaps(struct synth *s, const struct model *m, size_t big_bytes)
     s->dedupe_dropped += 1;
 }
 
+/* --pixels: many pixel buffers, as on a screen-heavy app, in the sizes
+ * bitmaps come in (so nearly every buffer shares its length with others),
+ * about `budget` bytes of them, deterministic.  Of every ten Bitmaps: four
+ * own unique pixels (one in four of those differs from an earlier one in a
+ * single byte a third of the way in: same length and same first, middle
+ * and last blocks, but not a duplicate), two a byte-identical copy in an
+ * array of their own, one shares an earlier Bitmap's array, one has no
+ * buffer, one is recycled, one is all zeros.  Buffers come before their
+ * Bitmap, but every eighth after it. */
+static void pixel_bitmaps(struct synth *s, const struct model *m, uint64_t budget)
+{
+    static const uint32_t dims[][2] = { { 1, 1 },       { 48, 48 },     { 96, 96 },
+                                        { 256, 256 },   { 512, 384 },   { 1080, 1920 },
+                                        { 1440, 2560 } };
+    enum { SIZES = sizeof dims / sizeof dims[0] };
+    uint64_t last_id[SIZES] = { 0 }, last_seed[SIZES] = { 0 }, seed = 1000, done = 0;
+    for (uint64_t i = 0; done < budget && s->rc >= 0; i++) {
+        /* mostly small ones by count, mostly large ones by bytes */
+        uint64_t r = next_random(s) % 100;
+        unsigned k = r < 5 ? 0 : r < 30 ? 1 : r < 50 ? 2 : r < 70 ? 3 : r < 85 ? 4 : r < 95 ? 5 : 6;
+        uint32_t w = dims[k][0], h = dims[k][1];
+        size_t bytes = (size_t)w * h * 4;
+        unsigned kind = (unsigned)(i % 10);
+        uint64_t id = new_object_id(s), px_seed = 0;
+        int zeros = 0, flip = 0, recycled = 0;
+        if (kind == 7) {
+            bitmap(s, m, 0, w, h, 0);
+            continue;
+        }
+        if (kind == 6 && last_id[k] != 0) {
+            bitmap(s, m, last_id[k], w, h, 0);
+            continue;
+        }
+        if ((kind == 4 || kind == 5) && last_id[k] != 0) {
+            px_seed = last_seed[k];
+        } else if (kind == 9) {
+            zeros = 1;
+        } else {
+            recycled = kind == 8;
+            flip = kind == 3 && last_id[k] != 0 && bytes >= 4096;
+            px_seed = flip ? last_seed[k] : ++seed;
+        }
+        uint8_t *px = calloc(bytes, 1);
+        if (px == NULL) {
+            s->rc = HPROF_ERR_NOMEM;
+            return;
+        }
+        uint64_t x = px_seed * 0x9E3779B97F4A7C15ull + 1;
+        for (size_t p = 0; !zeros && p < bytes / 4; p++) {
+            if (p % 16 == 0) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+            }
+            size_t row = p / w, col = p % w;
+            px[4 * p] = (uint8_t)(row * 255 / h + px_seed * 37 + (x >> (p % 16 * 4) & 3));
+            px[4 * p + 1] = (uint8_t)(col * 255 / w + px_seed * 11);
+            px[4 * p + 2] = (uint8_t)((row + col) / 3 + px_seed);
+            px[4 * p + 3] = 0xFF;
+        }
+        if (flip)
+            px[bytes / 3] ^= 0x01;
+        int after = i % 8 == 7;
+        if (after)
+            bitmap(s, m, id, w, h, recycled);
+        primitive_array(s, 'A', id, HPROF_TYPE_BYTE, px, (uint32_t)bytes);
+        if (!after)
+            bitmap(s, m, id, w, h, recycled);
+        free(px);
+        if (!zeros && px_seed != last_seed[k]) {
+            last_id[k] = id;
+            last_seed[k] = px_seed;
+        }
+        done += bytes;
+    }
+}
+
 struct options {
     int android;
     unsigned scale;
     size_t big_bitmap;
+    uint64_t pixels;
     int nodata;
     const char *manifest;
     unsigned class_chain;   /* --class-chain N: that dump instead */
@@ -763,6 +841,8 @@ static void generate(struct synth *s, const struct options *o)
         derived_values(s, &v, zygote_bytes, last, 7, 0);
         instance(s, 'A', new_object_id(s), m.leaf, &v);
         bitmaps(s, &m, o->big_bitmap);
+        if (o->pixels)
+            pixel_bitmaps(s, &m, o->pixels);
     }
     leak_candidates(s, &m);
     if (o->nodata) {
@@ -896,6 +976,8 @@ static void usage(FILE *out)
             "  --hotspot          HotSpot-style dump: 1.0.2, 8-byte ids\n"
             "  --scale N          repeat the app population N times [Default: 1]\n"
             "  --big-bitmap BYTES size of the large bitmap buffer [Default: 2621440]\n"
+            "  --pixels BYTES     add about BYTES of pixel buffers in many Bitmaps, with\n"
+            "                     duplicates, shared, null, recycled and zeroed ones\n"
             "  --nodata           add a PRIMITIVE_ARRAY_NODATA record\n"
             "  --class-chain N    instead, N classes chained by superclass, root first\n"
             "  --leaf-first       with --class-chain: list the classes leaf first\n"
@@ -911,6 +993,7 @@ int main(int argc, char **argv)
     static const struct option long_options[] = {
         { "android", no_argument, NULL, 'a' }, { "hotspot", no_argument, NULL, 's' },
         { "scale", required_argument, NULL, 'n' }, { "big-bitmap", required_argument, NULL, 'b' },
+        { "pixels", required_argument, NULL, 'p' },
         { "nodata", no_argument, NULL, 'd' }, { "manifest", required_argument, NULL, 'm' },
         { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { "class-chain", required_argument, NULL, 'c' },
@@ -939,6 +1022,13 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
             }
             o.big_bitmap = (size_t)v & ~(size_t)4095;
+            break;
+        case 'p':
+            if (cli_parse_uint(optarg, 1ull << 40, &v) != 0) {
+                cli_error("--pixels: expected 0-1099511627776, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            o.pixels = v;
             break;
         case 'd': o.nodata = 1; break;
         case 'c':

@@ -320,6 +320,12 @@ double hprof_now(void);
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
 /* Read the one top-level record at `offset` (a HEAP_DUMP or segment). */
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v);
+/* Copy `len` input bytes at `offset` into `buf` without mapping them:
+ * pread() on the file even when `r` maps it, so that nothing stays
+ * resident in this process (the page cache keeps the file), or memcpy()
+ * from memory input.  Safe on several threads at once; errors go to `err`. */
+int reader_pread_unmapped(const struct hprof_reader *r, uint64_t offset, void *buf, size_t len,
+                          struct hprof_error *err);
 /* Whether each run of a mapped reader has a thread read ahead of it (what
  * hprof_reader_set_threads() decides from its count); the shrink sets it
  * on the readers it clones for itself. */

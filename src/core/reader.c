@@ -429,6 +429,31 @@ int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_
     return pread_full(r, offset, buf, len);
 }
 
+int reader_pread_unmapped(const struct hprof_reader *r, uint64_t offset, void *buf, size_t len,
+                          struct hprof_error *err)
+{
+    if (offset > r->size || len > r->size - offset)
+        return hprof_error_set(err, HPROF_ERR_USAGE,
+                               "pread of %zu bytes at 0x%" PRIx64 " is outside the input", len,
+                               offset);
+    if (r->fd < 0) {
+        memcpy(buf, r->mem + offset, len);
+        return HPROF_OK;
+    }
+    for (uint8_t *dst = buf; len > 0;) {
+        ssize_t n = pread(r->fd, dst, len, (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": read: %s", offset,
+                                   n < 0 ? strerror(errno) : "input shrank while reading");
+        dst += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return HPROF_OK;
+}
+
 void hprof_reader_free(struct hprof_reader *r)
 {
     if (r == NULL)

@@ -6,12 +6,16 @@
  * Digests: a large buffer whose size no other candidate shares cannot have
  * a duplicate and is not hashed.  When passes 1-2 saw where every other
  * candidate's contents are (after its Bitmap, just before it or its
- * byte[][], or a byte array of 4 KiB or more), they are hashed with
- * pread(), and the digest pass runs only if two may be equal and what else
+ * byte[][], or a byte array of 4 KiB or more), those over 12 KiB are told
+ * apart by a fingerprint of three sampled blocks first, the ones that may
+ * still have a twin are hashed on every core with pread() (nothing stays
+ * mapped), and the digest pass runs only if two may be equal and what else
  * refers to the copies is not known: passes 1-2 pin what refers to a known
  * candidate and put every other reference into a Bloom filter, which
  * mostly rules the rest out.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -473,6 +477,7 @@ static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_pr
         rc = digest_final(b->digest, c->md5);
         c->digested = 1;
         b->ctx->stats->bitmap_digested++;
+        b->ctx->stats->bitmap_bytes_hashed += c->bytes;
     }
     return rc;
 }
@@ -540,11 +545,196 @@ static int same_key(const struct candidate *a, const struct candidate *b)
            memcmp(a->md5, b->md5, 16) == 0;
 }
 
+/* ---- Hashing located candidates ----------------------------------------------------
+
+ * A fingerprint of FP_BLOCKS blocks of FP_BLOCK bytes (the first, the middle
+ * and the last) tells apart most same-length buffers for 12 KiB of reading
+ * each: MD5 then runs only on those that still share type, length and
+ * fingerprint with another.  Smaller buffers are hashed whole at once.
+ * A fingerprint only ever rules a twin out; MD5 and the byte comparison
+ * still decide every merge. */
+#define FP_BLOCK (4u << 10)
+#define FP_BLOCKS 3
+
+static uint64_t mix64(uint64_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static int fingerprint(const struct bitmaps *b, struct candidate *c, uint8_t *buf)
+{
+    uint64_t at[FP_BLOCKS] = { 0, (c->bytes / 2) & ~(uint64_t)(FP_BLOCK - 1), c->bytes - FP_BLOCK };
+    uint64_t h = c->bytes;
+    for (unsigned i = 0; i < FP_BLOCKS; i++) {
+        int rc = reader_pread_unmapped(b->ctx->reader, c->data_offset + at[i], buf, FP_BLOCK,
+                                       b->ctx->err);
+        if (rc != HPROF_OK)
+            return rc;
+        h = mix64(h, buf, FP_BLOCK);
+    }
+    c->fingerprint = h;
+    return HPROF_OK;
+}
+
+static int compare_prints(const void *pa, const void *pb)
+{
+    const struct candidate *a = *(const struct candidate *const *)pa;
+    const struct candidate *b = *(const struct candidate *const *)pb;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    if (a->count != b->count)
+        return a->count < b->count ? -1 : 1;
+    return a->fingerprint < b->fingerprint ? -1 : a->fingerprint > b->fingerprint;
+}
+
+/* Fingerprint every located candidate larger than the blocks and mark
+ * those alone with their type, length and fingerprint (unique_print).
+ * @return HPROF_OK or an error. */
+static int fingerprint_candidates(struct bitmaps *b)
+{
+    struct hprof_shrink_stats *st = b->ctx->stats;
+    struct candidate **by = malloc(b->n_cand * sizeof *by + 1);
+    uint8_t *buf = malloc(FP_BLOCK);
+    size_t n = 0;
+    int rc = by != NULL && buf != NULL ? HPROF_OK : nomem(b);
+    for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++) {
+        struct candidate *c = &b->cand[i];
+        if (c->unique_size || c->bytes <= (uint64_t)FP_BLOCKS * FP_BLOCK)
+            continue;
+        rc = fingerprint(b, c, buf);
+        by[n++] = c;
+        st->bitmap_fingerprinted++;
+        st->bitmap_bytes_fingerprinted += (uint64_t)FP_BLOCKS * FP_BLOCK;
+    }
+    if (rc == HPROF_OK) {
+        qsort(by, n, sizeof *by, compare_prints);
+        for (size_t i = 0; i < n; i++)
+            by[i]->unique_print = (i == 0 || compare_prints(&by[i - 1], &by[i]) != 0) &&
+                                  (i + 1 == n || compare_prints(&by[i], &by[i + 1]) != 0);
+    }
+    free(buf);
+    free(by);
+    return rc;
+}
+
+/* MD5 of located candidates on every core: workers take the largest
+ * remaining candidate each time and read with pread(), so that no page of
+ * a mapped input stays resident (a 2 GB dump's hashing held 585 MB). */
+struct hasher {
+    struct bitmaps *b;
+    struct candidate **jobs;
+    size_t n_jobs;
+    atomic_size_t next;
+};
+
+struct hash_worker {
+    struct hasher *h;
+    pthread_t thread;
+    int started, rc;
+    struct hprof_error err;
+};
+
+static int hash_one(const struct bitmaps *b, struct candidate *c, struct digest *d, uint8_t *buf,
+                    struct hprof_error *err)
+{
+    int rc = digest_begin(d);
+    for (uint64_t done = 0; rc == HPROF_OK && done < c->bytes; done += COMPARE_BUFFER) {
+        size_t n = c->bytes - done < COMPARE_BUFFER ? (size_t)(c->bytes - done) : COMPARE_BUFFER;
+        rc = reader_pread_unmapped(b->ctx->reader, c->data_offset + done, buf, n, err);
+        if (rc == HPROF_OK)
+            rc = digest_update(d, buf, n);
+    }
+    if (rc == HPROF_OK)
+        rc = digest_final(d, c->md5);
+    c->digested = rc == HPROF_OK;
+    return rc;
+}
+
+static void *hash_main(void *arg)
+{
+    struct hash_worker *w = arg;
+    struct hasher *h = w->h;
+    struct digest *d = digest_new(&w->err);
+    uint8_t *buf = malloc(COMPARE_BUFFER);
+    w->rc = d == NULL ? w->err.code
+            : buf == NULL ? hprof_error_set(&w->err, HPROF_ERR_NOMEM, "out of memory")
+                          : HPROF_OK;
+    while (w->rc == HPROF_OK) {
+        size_t i = atomic_fetch_add_explicit(&h->next, 1, memory_order_relaxed);
+        if (i >= h->n_jobs)
+            break;
+        w->rc = hash_one(h->b, h->jobs[i], d, buf, &w->err);
+    }
+    if (w->rc != HPROF_OK) /* the others stop at their next candidate */
+        atomic_store_explicit(&h->next, h->n_jobs, memory_order_relaxed);
+    free(buf);
+    digest_free(d);
+    return NULL;
+}
+
+static int larger_first(const void *pa, const void *pb)
+{
+    const struct candidate *a = *(const struct candidate *const *)pa;
+    const struct candidate *b = *(const struct candidate *const *)pb;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return a->data_offset < b->data_offset ? -1 : a->data_offset > b->data_offset;
+}
+
+/* Hash the located candidates that may have a twin, with up to
+ * ctx->threads threads (the caller is one).  @return HPROF_OK or an error. */
+static int hash_candidates(struct bitmaps *b)
+{
+    struct hprof_shrink_stats *st = b->ctx->stats;
+    struct hasher h = { .b = b, .jobs = malloc(b->n_cand * sizeof *h.jobs + 1) };
+    if (h.jobs == NULL)
+        return nomem(b);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < b->n_cand; i++)
+        if (!b->cand[i].unique_size && !b->cand[i].unique_print) {
+            h.jobs[h.n_jobs++] = &b->cand[i];
+            bytes += b->cand[i].bytes;
+        }
+    qsort(h.jobs, h.n_jobs, sizeof *h.jobs, larger_first);
+    atomic_init(&h.next, 0);
+    /* a thread for at least every 4 MiB to hash: starting one costs more */
+    unsigned n = b->ctx->threads ? b->ctx->threads : 1;
+    if (bytes / (4u << 20) + 1 < n)
+        n = (unsigned)(bytes / (4u << 20)) + 1;
+    struct hash_worker *w = calloc(n, sizeof *w);
+    int rc = w != NULL ? HPROF_OK : nomem(b);
+    for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
+        w[i].h = &h;
+        w[i].started = i > 0 && pthread_create(&w[i].thread, NULL, hash_main, &w[i]) == 0;
+    }
+    if (rc == HPROF_OK)
+        hash_main(&w[0]); /* the caller hashes too; unstarted threads' share falls to it */
+    for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
+        if (w[i].started)
+            pthread_join(w[i].thread, NULL);
+        if (w[i].rc != HPROF_OK && rc == HPROF_OK)
+            rc = hprof_error_set(b->ctx->err, w[i].rc, "%s", w[i].err.message);
+    }
+    for (size_t i = 0; rc == HPROF_OK && i < h.n_jobs; i++) {
+        st->bitmap_digested++;
+        st->bitmap_bytes_hashed += h.jobs[i]->bytes;
+    }
+    free(w);
+    free(h.jobs);
+    return rc;
+}
+
 /* Candidates whose arrays came before their Bitmap in pass 2 are located
  * from pass 1 when large; then, when every candidate that needs a digest
- * is located, their MD5s come from pread(), once each.  *all_located says
- * whether that was the case (nothing is hashed otherwise: the digest pass
- * will). */
+ * is located, they are fingerprinted and those that may still have a twin
+ * hashed, without a pass.  *all_located says whether that was the case
+ * (nothing is read otherwise: the digest pass hashes them). */
 static int digest_located(struct bitmaps *b, int *all_located)
 {
     *all_located = 0;
@@ -557,25 +747,9 @@ static int digest_located(struct bitmaps *b, int *all_located)
         if (!c->unique_size && !c->located)
             return HPROF_OK;
     }
-    uint8_t *buf = malloc(COMPARE_BUFFER);
-    int rc = buf ? HPROF_OK : nomem(b);
-    for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++) {
-        struct candidate *c = &b->cand[i];
-        if (c->unique_size)
-            continue;
-        rc = digest_begin(b->digest);
-        for (uint64_t done = 0; rc == HPROF_OK && done < c->bytes; done += COMPARE_BUFFER) {
-            size_t n = c->bytes - done < COMPARE_BUFFER ? (size_t)(c->bytes - done) : COMPARE_BUFFER;
-            rc = hprof_reader_pread(b->ctx->reader, c->data_offset + done, buf, n);
-            if (rc == HPROF_OK)
-                rc = digest_update(b->digest, buf, n);
-        }
-        if (rc == HPROF_OK)
-            rc = digest_final(b->digest, c->md5);
-        c->digested = 1;
-        b->ctx->stats->bitmap_digested++;
-    }
-    free(buf);
+    int rc = fingerprint_candidates(b);
+    if (rc == HPROF_OK)
+        rc = hash_candidates(b);
     *all_located = rc == HPROF_OK;
     return rc;
 }
@@ -653,16 +827,17 @@ int bitmaps_digest_located(struct bitmaps *b, int *digest_pass, int *merge)
     return rc;
 }
 
-/* Byte-for-byte comparison of two candidates' contents in the input. */
+/* Byte-for-byte comparison of two candidates' contents in the input (with
+ * pread(), so that no page stays mapped). */
 static int same_contents(struct bitmaps *b, const struct candidate *x, const struct candidate *y,
                          uint8_t *buf_x, uint8_t *buf_y, int *same)
 {
     *same = 1;
     for (uint64_t at = 0; at < x->bytes; at += COMPARE_BUFFER) {
         size_t n = x->bytes - at < COMPARE_BUFFER ? (size_t)(x->bytes - at) : COMPARE_BUFFER;
-        int rc = hprof_reader_pread(b->ctx->reader, x->data_offset + at, buf_x, n);
+        int rc = reader_pread_unmapped(b->ctx->reader, x->data_offset + at, buf_x, n, b->ctx->err);
         if (rc == HPROF_OK)
-            rc = hprof_reader_pread(b->ctx->reader, y->data_offset + at, buf_y, n);
+            rc = reader_pread_unmapped(b->ctx->reader, y->data_offset + at, buf_y, n, b->ctx->err);
         if (rc != HPROF_OK)
             return rc;
         if (memcmp(buf_x, buf_y, n) != 0) {

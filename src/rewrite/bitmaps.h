@@ -18,7 +18,8 @@
  *   expand     (only when pass 2 could not remember every byte[][])
  *              the elements of each DumpData.buffers array;
  *   digest     (only when candidates may have a twin and were not all
- *              located) MD5 of each candidate and what refers to them.
+ *              located) MD5 of each candidate and what refers to them;
+ *              located ones are fingerprinted and hashed without a pass.
  */
 #ifndef HPROF_REWRITE_BITMAPS_H
 #define HPROF_REWRITE_BITMAPS_H
@@ -36,7 +37,9 @@ struct candidate {
     uint8_t unique_size;    /* no other candidate has its size: no digest */
     uint8_t has_copies;     /* other candidates were merged into this one */
     uint8_t located;        /* type, count, bytes, data_offset known before pass 4 */
+    uint8_t unique_print;   /* no other candidate has its size and fingerprint: no digest */
     uint8_t md5[16];
+    uint64_t fingerprint;   /* of a few sampled blocks (large located candidates) */
 };
 
 /* A byte array seen lately: a Bitmap or a byte[][] usually comes right

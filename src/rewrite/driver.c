@@ -260,6 +260,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
         return rc;
     run.threads = shrink_threads(&run.opt, hprof_reader_size(r));
     run.ctx.helper_threads = run.threads > 1 && online_cores() > 1;
+    run.ctx.threads = run.ctx.helper_threads ? run.threads : 1;
     hprof_reader_set_strict(run.ctx.reader, 1);
     /* every pass but a parallel write pass reads every record */
     reader_set_readahead_thread(run.ctx.reader, run.ctx.helper_threads);

@@ -17,6 +17,7 @@ struct rewrite_ctx {
     const struct hprof_shrink_options *opt;
     unsigned ids;
     int helper_threads;     /* work may go to threads on other cores */
+    unsigned threads;       /* how many: the shrink's count (1: the caller alone) */
 };
 
 static inline int rewrite_nomem(const struct rewrite_ctx *ctx)
