@@ -154,6 +154,48 @@ int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v);
  * it on. */
 void hprof_reader_set_strict(struct hprof_reader *r, int strict);
 
+/* hprof_reader_set_salvage() :
+ * With `on`, a dump cut short (storage full, a process killed while
+ * dumping, a stopped upload) is read as far as it is complete instead of
+ * failing.  A record the end of the file cuts ends the run there: a heap
+ * record (HEAP_DUMP_SEGMENT or HEAP_DUMP) is delivered up to its last
+ * complete sub-record, as a segment of that length (heap_begin, the
+ * sub-records, heap_end); any other record, or a record header, is not
+ * delivered at all.  The run then calls the visitors' end as usual (a
+ * writer closes the open run of segments with HEAP_DUMP_END), and a run of
+ * segments left without HEAP_DUMP_END is no error even in strict mode.
+ * Every run, and every clone the shrink makes, stops at the same
+ * sub-record: the first run that reaches the cut reads the cut segment's
+ * sub-records ahead once to find it.  A problem other than the end of the
+ * file is still an error.  A cut inside the file header fails at open;
+ * one before the first complete record leaves nothing to salvage, an
+ * error in strict mode.  A file that ends exactly between two records
+ * after a closed heap dump cannot be told from a complete one.  Off by
+ * default. */
+void hprof_reader_set_salvage(struct hprof_reader *r, int on);
+
+/* What the last run of a salvaging reader found at the end of the input.
+ * All zero when the input was complete (or salvage is off). */
+struct hprof_salvage_report {
+    int cut;                    /* 1: the input is cut short */
+    uint64_t input_end;         /* size of the input: where it stops */
+    uint64_t kept_end;          /* end of the last complete record or sub-record */
+    uint64_t bytes_lost;        /* input_end - kept_end: bytes read and dropped */
+    uint64_t record_offset;     /* the record the end cuts (0: none, a cut
+                                   between records with a heap left open) */
+    uint8_t record_tag;         /* its tag (0: its first byte is missing too) */
+    uint8_t sub_tag;            /* the sub-record the end cuts, if any (0: none) */
+    uint64_t record_missing;    /* bytes its length announces past the end */
+    uint64_t records_lost;      /* 1: a record (or header) was dropped whole */
+    uint64_t sub_records_kept;  /* complete sub-records kept of a cut heap record */
+    uint64_t sub_records_lost;  /* 1: the sub-record the end cuts, dropped */
+    uint64_t unclosed_run;      /* offset of a run of HEAP_DUMP_SEGMENTs that no
+                                   HEAP_DUMP_END closes (0: none) */
+};
+
+/* The report of the reader's last run; valid while the reader lives. */
+const struct hprof_salvage_report *hprof_reader_salvage_report(const struct hprof_reader *r);
+
 /* Called during a run with the input offset reached, at most every few MB. */
 void hprof_reader_set_progress(struct hprof_reader *r,
                                void (*fn)(void *ctx, uint64_t done, uint64_t total),

@@ -15,6 +15,8 @@
 #include "cli.h"
 
 struct options {
+    int salvage;                        /* --salvage */
+    struct cli_salvage salvaged;
     int json, estimate;
     size_t top;
 };
@@ -31,6 +33,8 @@ static void usage(FILE *out)
             "  --estimate     also run hprof-shrink's passes to report its output\n"
             "                 size in each --arrays mode (nothing is written)\n"
             "  --json         one JSON object instead of the report\n"
+            "  --salvage      a dump cut short: report what is complete, and say\n"
+            "                 where the input stops and what was lost\n"
             "  -h, --help     show this help and exit\n"
             "  -V, --version  show the version and exit\n"
             "\n"
@@ -364,6 +368,8 @@ static void print_json(FILE *f, const char *path, const struct hprof_info *info,
     if (o->estimate)
         fprintf(f, ",\"estimate\":{\"empty\":%" PRIu64 ",\"zero\":%" PRIu64 ",\"remove\":%" PRIu64
                 "}", e->bytes[0], e->bytes[1], e->bytes[2]);
+    if (o->salvage)
+        cli_salvage_json(f, &o->salvaged);
     fprintf(f, "}\n");
 }
 
@@ -374,6 +380,7 @@ int main(int argc, char **argv)
         { "top", required_argument, NULL, OPT_TOP },
         { "estimate", no_argument, NULL, OPT_ESTIMATE },
         { "json", no_argument, NULL, OPT_JSON },
+        { "salvage", no_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -394,6 +401,7 @@ int main(int argc, char **argv)
             break;
         case OPT_ESTIMATE: o.estimate = 1; break;
         case OPT_JSON: o.json = 1; break;
+        case 'S': o.salvage = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
         default: usage(stderr); return EXIT_USAGE;
@@ -412,10 +420,16 @@ int main(int argc, char **argv)
     int fd = -1, analysed = 0;
     memset(&e, 0, sizeof e);
     int rc = cli_open_reader(path, &fd, &r, &err);
+    if (rc == HPROF_OK && o.salvage)
+        hprof_reader_set_salvage(r, 1);
     if (rc == HPROF_OK)
         analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
     if (rc == HPROF_OK && o.estimate)
         rc = estimate(r, &e, &err);
+    if (rc == HPROF_OK && o.salvage) {
+        cli_salvage_collect(&o.salvaged, r, 1);
+        cli_salvage_print(path, &o.salvaged);
+    }
     if (rc == HPROF_OK) {
         if (o.json)
             print_json(stdout, path, &info, &o, &e);

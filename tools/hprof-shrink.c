@@ -19,6 +19,8 @@
 
 #include "cli.h"
 
+#define OPT_SALVAGE 400 /* --salvage */
+
 struct options {
     struct hprof_shrink_options shrink;
     int gzip_level;         /* 0: plain output */
@@ -32,6 +34,8 @@ struct options {
     char **inputs;
     int n_inputs;
     const char *keep_rules[HPROF_REDACT_MAX_RULES];
+    int salvage;                /* --salvage: keep what a cut dump holds */
+    struct cli_salvage salvaged;
 };
 
 static void usage(FILE *out)
@@ -70,6 +74,8 @@ static void usage(FILE *out)
             "  --stats              print a report on standard error\n"
             "  --json               print the report as JSON (on standard output, or on\n"
             "                       standard error when OUT is standard output)\n"
+            "  --salvage            a dump cut short: keep every complete record and\n"
+            "                       sub-record, close the heap, and say what was lost\n"
             "  -q, --quiet          no progress line\n"
             "  -h, --help           show this help and exit\n"
             "  -V, --version        show the version and exit\n"
@@ -97,6 +103,7 @@ static int parse(int argc, char **argv, struct options *o)
         { "stats", no_argument, NULL, OPT_STATS },
         { "json", no_argument, NULL, OPT_JSON },
         { "segment-size", required_argument, NULL, OPT_SEGMENT },
+        { "salvage", no_argument, NULL, OPT_SALVAGE },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -174,6 +181,7 @@ static int parse(int argc, char **argv, struct options *o)
         case 'f': o->force = 1; break;
         case OPT_STATS: o->stats = 1; break;
         case OPT_JSON: o->json = 1; break;
+        case OPT_SALVAGE: o->salvage = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(EXIT_OK);
         case 'V': cli_version(); exit(EXIT_OK);
@@ -323,7 +331,10 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
             s->resolved_in_pass_1 ? "true" : "false");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);
-    fprintf(f, "]}\n");
+    fprintf(f, "]");
+    if (o->salvage)
+        cli_salvage_json(f, &o->salvaged);
+    fprintf(f, "}\n");
     fflush(f); /* batch children leave with _exit() */
 }
 
@@ -352,6 +363,8 @@ static int shrink_file(struct options *o)
     if (code != 0)
         return code;
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
+    if (rc == HPROF_OK && o->salvage)
+        hprof_reader_set_salvage(r, 1);
     if (rc == HPROF_OK) {
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &err)
                              : hprof_sink_new_fd(out.fd, &err);
@@ -367,6 +380,8 @@ static int shrink_file(struct options *o)
         rc = hprof_shrink(r, sink, &o->shrink, &stats, &err);
     if (rc == HPROF_OK)
         rc = hprof_sink_finish(sink);
+    if (rc == HPROF_OK && o->salvage) /* before the reader goes */
+        cli_salvage_collect(&o->salvaged, r, 1);
     cli_progress_done(&progress);
     uint64_t written = 0;
     if (rc == HPROF_OK && out.tmp != NULL) {
@@ -392,6 +407,8 @@ static int shrink_file(struct options *o)
                ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
         fflush(stdout);
     }
+    if (o->salvage)
+        cli_salvage_print(name, &o->salvaged);
     if (o->stats)
         print_stats(stderr, o, &stats, written);
     if (o->json)

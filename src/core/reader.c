@@ -93,6 +93,18 @@ struct hprof_reader {
     size_t cap_constants, cap_statics, cap_fields;
 
     int strict;
+    int salvage;                /* a record cut by the end of the file ends the run */
+    /* Salvage: where the input is cut, found by the first run that gets
+     * there (or copied by reader_clone()), so that every pass and every
+     * write-pass worker stops at the same sub-record. */
+    int cut_known;
+    uint64_t cut_record;        /* offset of the heap record the end of file cuts */
+    uint64_t cut_kept;          /* bytes of its body that hold complete sub-records */
+    uint64_t cut_subs;          /* how many complete sub-records that is */
+    uint8_t cut_sub_tag;        /* tag of the sub-record cut short (0: none) */
+    int scanning;               /* scan_cut_heap() is at work */
+    int scan_hit_end;           /* ... and a sub-record ran into the end of the file */
+    struct hprof_salvage_report report; /* of the last run */
     uint64_t records;           /* in this run */
     uint64_t open_run;          /* offset of an unclosed HEAP_DUMP_SEGMENT run, or 0 */
 
@@ -233,6 +245,8 @@ static void skip(struct hprof_reader *r, uint64_t n)
 
 static int overrun(struct hprof_reader *r, size_t n, uint64_t limit)
 {
+    if (r->scanning)
+        r->scan_hit_end = 1;
     FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
           "sub-record runs past the end of its segment (needs %zu bytes at 0x%" PRIx64
           ", %" PRIu64 " left)", n, r->pos, limit - r->pos);
@@ -628,6 +642,8 @@ static int next_chunk(struct hprof_reader *r, uint64_t left, unsigned esize, siz
 static int check_array_fits(struct hprof_reader *r, uint64_t bytes, uint32_t count,
                             uint64_t limit)
 {
+    if (bytes > limit - r->pos && r->scanning)
+        r->scan_hit_end = 1;
     if (bytes > limit - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
               "%" PRIu32 " elements (%" PRIu64 " bytes) run past the end of the segment "
@@ -761,6 +777,153 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
     return rc < 0 ? visitor_failed(r, rc) : HPROF_OK;
 }
 
+/* ---- Salvage: a dump cut short ------------------------------------------- */
+
+/* read_record() says the input is cut and nothing after it can be read;
+ * run_records() then ends the run as if the file ended there. */
+#define READER_CUT 2
+/* What a message about a cut adds, for the tools' users. */
+#define SALVAGE_HINT "; --salvage keeps what is complete"
+
+/* The scan only needs the size of each sub-record: arrays are skipped. */
+static int scan_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+static int scan_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+static const struct hprof_visitor_ops scan_ops = {
+    .object_array = scan_object_array,
+    .primitive_array = scan_primitive_array,
+};
+
+/* The heap record at r->rec_offset, whose body starts at the cursor, runs
+ * past the end of the file.  Reads its sub-records without visitors up to
+ * the first one the end of the file cuts, and remembers how many bytes of
+ * the body the complete ones take (r->cut_*): every pass, and every reader
+ * cloned after this one, then reads the record as that long, so all stop
+ * at the same sub-record.  A problem other than the end of the file is
+ * reported as a normal read would, with its message.  The cursor is put
+ * back at the body.  @return HPROF_OK or that error. */
+static int scan_cut_heap(struct hprof_reader *r)
+{
+    struct hprof_visitor scan = { &scan_ops, NULL };
+    struct hprof_error scratch = { 0 }, *err = r->err;
+    uint64_t body = r->pos, kept = body, subs = 0, next_check = r->next_check;
+    uint64_t next_release = body + CHECK_STEP;
+    int rc = HPROF_OK;
+    r->err = &scratch;
+    r->scanning = 1;
+    r->scan_hit_end = 0;
+    r->next_check = UINT64_MAX; /* no progress while going ahead of the run */
+    r->in_heap = 1;
+    while (r->pos < r->size) {
+        const uint8_t *p;
+        r->sub_offset = r->pos;
+        r->sub_tag = 0;
+        rc = take(r, 1, r->size, &p);
+        if (rc == HPROF_OK) {
+            r->sub_tag = *p;
+            rc = read_sub_record(r, &scan, r->size);
+        }
+        if (rc < 0)
+            break;
+        kept = r->pos;
+        subs++;
+        if (r->pos >= next_release) { /* a mapping's pages stay bounded */
+            release_behind(r);
+            next_release = r->pos + CHECK_STEP;
+        }
+    }
+    r->scanning = 0;
+    r->err = err;
+    r->next_check = next_check;
+    r->in_heap = 0;
+    if (rc < 0 && !r->scan_hit_end)
+        return hprof_error_set(err, scratch.code, "%s", scratch.message);
+    r->cut_known = 1;
+    r->cut_record = r->rec_offset;
+    r->cut_kept = kept - body;
+    r->cut_subs = subs;
+    r->cut_sub_tag = kept < r->size ? r->sub_tag : 0;
+    seek_to(r, body);
+    if (r->map != NULL && r->released > body) /* read again: give it back again */
+        r->released = body & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+    return HPROF_OK;
+}
+
+/* Salvage: the end of the file cuts the header of the record at the
+ * cursor.  Nothing of it is kept. */
+static int cut_record_header(struct hprof_reader *r)
+{
+    struct hprof_salvage_report *s = &r->report;
+    s->cut = 1;
+    s->input_end = r->size;
+    s->kept_end = r->pos;
+    s->bytes_lost = r->size - r->pos;
+    s->record_offset = r->pos;
+    s->record_tag = 0;
+    if (r->pos < r->size && hprof_reader_pread(r, r->pos, &s->record_tag, 1) != HPROF_OK)
+        return r->err->code;
+    s->records_lost = 1;
+    return READER_CUT;
+}
+
+/* Salvage: the record whose header was just read at r->rec_offset
+ * announces `length` bytes and the file ends first.  Any other record is
+ * lost whole; a heap record is read up to its last complete sub-record,
+ * and its visitors see a segment of that length, begun and ended as
+ * usual.  @return READER_CUT, or an error. */
+static int cut_record(struct hprof_reader *r, uint32_t time, uint32_t length,
+                      struct hprof_visitor *v)
+{
+    struct hprof_salvage_report *s = &r->report;
+    uint64_t body = r->pos;
+    s->cut = 1;
+    s->input_end = r->size;
+    s->record_offset = r->rec_offset;
+    s->record_tag = r->rec_tag;
+    s->record_missing = length - (r->size - body);
+    if (r->rec_tag != HPROF_TAG_HEAP_DUMP && r->rec_tag != HPROF_TAG_HEAP_DUMP_SEGMENT) {
+        r->records--;
+        s->kept_end = r->rec_offset;
+        s->bytes_lost = r->size - r->rec_offset;
+        s->records_lost = 1;
+        return READER_CUT;
+    }
+    int rc = HPROF_OK;
+    if (!r->cut_known || r->cut_record != r->rec_offset)
+        rc = scan_cut_heap(r);
+    if (rc != HPROF_OK)
+        return rc;
+    s->kept_end = body + r->cut_kept;
+    s->bytes_lost = r->size - s->kept_end;
+    s->sub_records_kept = r->cut_subs;
+    s->sub_records_lost = s->bytes_lost > 0;
+    s->sub_tag = r->cut_sub_tag;
+    struct hprof_segment seg = { r->rec_offset, r->rec_tag, time, (uint32_t)r->cut_kept };
+    rc = read_heap(r, v, &seg);
+    return rc == HPROF_OK ? READER_CUT : rc;
+}
+
+void hprof_reader_set_salvage(struct hprof_reader *r, int on)
+{
+    r->salvage = on;
+}
+
+const struct hprof_salvage_report *hprof_reader_salvage_report(const struct hprof_reader *r)
+{
+    return &r->report;
+}
+
 /* ---- Top-level records --------------------------------------------------- */
 
 /* A tag the format does not define: an error, before its length is
@@ -845,6 +1008,13 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     r->rec_offset = r->pos;
     r->rec_tag = 0;
     r->in_heap = 0;
+    if (r->size - r->pos < 9) {
+        if (r->salvage)
+            return cut_record_header(r);
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": record header: truncated: 9 bytes needed, "
+                               "%" PRIu64 " left" SALVAGE_HINT, r->pos, r->size - r->pos);
+    }
     int rc = need(r, 9);
     if (rc != HPROF_OK)
         return rc;
@@ -870,10 +1040,12 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
         r->open_run = 0;
     if (strcmp(hprof_tag_name(r->rec_tag), "unknown") == 0)
         return unknown_tag(r);
+    if (length > r->size - r->pos && r->salvage)
+        return cut_record(r, time, length, v);
     if (length > r->size - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
-              "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)",
-              length, r->size - r->pos);
+              "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)"
+              SALVAGE_HINT, length, r->size - r->pos);
 
     if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT) {
         struct hprof_segment seg = { r->rec_offset, r->rec_tag, time, length };
@@ -922,24 +1094,34 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     r->rec_tag = 0;
     r->records = 0;
     r->open_run = 0;
+    memset(&r->report, 0, sizeof r->report);
     int rc = hprof_visit_header(v, &r->header);
     if (rc < 0)
         return hprof_error_set(r->err, rc, "offset 0x0: header: a visitor failed");
     while (r->pos < r->size) {
         rc = read_record(r, v);
+        if (rc == READER_CUT)
+            break;
         if (rc != HPROF_OK)
             return rc;
         report_progress(r);
     }
+    if (r->salvage && r->open_run != 0) { /* the visitors' end closes it */
+        if (!r->report.cut)
+            r->report.input_end = r->report.kept_end = r->size;
+        r->report.cut = 1;
+        r->report.unclosed_run = r->open_run;
+    }
     if (r->strict && r->records == 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": end of file: no record after the header "
-                               "(truncated?)", r->size);
-    if (r->strict && r->open_run != 0)
+                               "offset 0x%" PRIx64 ": end of file: no %srecord after the header "
+                               "(truncated?)%s", r->size, r->report.cut ? "complete " : "",
+                               r->report.cut ? ": nothing to salvage" : "");
+    if (r->strict && r->open_run != 0 && !r->salvage)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": end of file: the HEAP_DUMP_SEGMENTs from "
-                               "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)",
-                               r->size, r->open_run);
+                               "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)"
+                               SALVAGE_HINT, r->size, r->open_run);
     if (r->progress != NULL)
         r->progress(r->progress_ctx, r->size, r->size);
     rc = hprof_visit_end(v);
@@ -966,8 +1148,15 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
         *out = NULL;
         return hprof_error_set(err, HPROF_ERR_IO, "the input changed size while reading");
     }
-    if (rc == HPROF_OK)
+    if (rc == HPROF_OK) {
         (*out)->strict = r->strict;
+        (*out)->salvage = r->salvage;
+        (*out)->cut_known = r->cut_known;
+        (*out)->cut_record = r->cut_record;
+        (*out)->cut_kept = r->cut_kept;
+        (*out)->cut_subs = r->cut_subs;
+        (*out)->cut_sub_tag = r->cut_sub_tag;
+    }
     return rc;
 }
 
@@ -1051,7 +1240,7 @@ int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_vis
     start_read_ahead(r, &ahead, offset);
     int rc = read_record(r, v);
     stop_read_ahead(r);
-    return rc;
+    return rc == READER_CUT ? HPROF_OK : rc;
 }
 
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
