@@ -164,9 +164,14 @@ void hprof_reader_set_strict(struct hprof_reader *r, int strict);
  * delivered at all.  The run then calls the visitors' end as usual (a
  * writer closes the open run of segments with HEAP_DUMP_END), and a run of
  * segments left without HEAP_DUMP_END is no error even in strict mode.
- * Every run, and every clone the shrink makes, stops at the same
- * sub-record: the first run that reaches the cut reads the cut segment's
- * sub-records ahead once to find it.  A problem other than the end of the
+ * So that what is delivered is a valid dump, a class dump whose superclass
+ * chain does not end in what is kept, and an instance whose class is not
+ * delivered, are dropped too (counted in the report): a cut dump lacks
+ * the classes a runtime dumps late (ART interleaves them with objects).
+ * To know which, the first run of a salvaging reader reads the record
+ * headers (pread) and, only if the input is cut, makes one census pass
+ * before delivering anything.  Every run, and every clone the shrink makes,
+ * stops at the same sub-record.  A problem other than the end of the
  * file is still an error.  A cut inside the file header fails at open;
  * one before the first complete record leaves nothing to salvage, an
  * error in strict mode.  A file that ends exactly between two records
@@ -191,6 +196,10 @@ struct hprof_salvage_report {
     uint64_t sub_records_lost;  /* 1: the sub-record the end cuts, dropped */
     uint64_t unclosed_run;      /* offset of a run of HEAP_DUMP_SEGMENTs that no
                                    HEAP_DUMP_END closes (0: none) */
+    uint64_t classes_dropped;   /* complete class dumps not delivered: a
+                                   superclass of theirs never arrived */
+    uint64_t instances_dropped; /* complete instances not delivered: their
+                                   class never arrived, or was dropped */
 };
 
 /* The report of the reader's last run; valid while the reader lives. */

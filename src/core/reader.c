@@ -62,6 +62,17 @@ struct read_ahead {
     _Atomic int stop;
 };
 
+/* Salvage, once the input is known to be cut: the classes whose superclass
+ * chain is complete in what is kept, found by a census pass before the
+ * first run delivers anything.  Shared read-only by the clones of a reader
+ * (the write pass's workers), hence counted. */
+struct salvage_state {
+    _Atomic unsigned refs;
+    struct idmap complete;      /* class ids delivered; others are dropped */
+    uint64_t classes_dropped;   /* class dumps whose superclass never arrived */
+    uint64_t instances_dropped; /* instances of a class not delivered */
+};
+
 struct hprof_reader {
     int fd;                     /* -1 when reading memory */
     const uint8_t *mem;         /* the whole input, when in memory or mapped */
@@ -103,6 +114,9 @@ struct hprof_reader {
     uint64_t cut_subs;          /* how many complete sub-records that is */
     uint8_t cut_sub_tag;        /* tag of the sub-record cut short (0: none) */
     int scanning;               /* scan_cut_heap() is at work */
+    int prepared;               /* salvage_prepare() ran (or was inherited) */
+    struct salvage_state *sv;   /* the input is cut: what to drop, or NULL */
+    const struct idmap *deliver;/* during runs: class ids delivered, or NULL */
     int scan_hit_end;           /* ... and a sub-record ran into the end of the file */
     struct hprof_salvage_report report; /* of the last run */
     uint64_t records;           /* in this run */
@@ -113,6 +127,8 @@ struct hprof_reader {
     uint64_t next_progress;
     uint64_t next_check;        /* report_progress() looks no sooner */
 };
+
+static void salvage_state_release(struct salvage_state *sv);
 
 /* ---- Messages ------------------------------------------------------------ */
 
@@ -453,6 +469,7 @@ void hprof_reader_free(struct hprof_reader *r)
     free(r->constants);
     free(r->statics);
     free(r->fields);
+    salvage_state_release(r->sv);
     free(r);
 }
 
@@ -591,6 +608,8 @@ static int read_class_dump(struct hprof_reader *r, struct hprof_visitor *v, uint
     cd.constants = r->constants;
     cd.statics = r->statics;
     cd.fields = r->fields;
+    if (r->deliver != NULL && !idmap_has(r->deliver, cd.id))
+        return HPROF_OK; /* salvage: its superclass never arrived */
     return hprof_visit_class_dump(v, &cd);
 }
 
@@ -613,6 +632,8 @@ static int read_instance(struct hprof_reader *r, struct hprof_visitor *v, uint64
     rc = take(r, o.length, limit, &o.values);
     if (rc != HPROF_OK)
         return rc;
+    if (r->deliver != NULL && !idmap_has(r->deliver, o.class_id))
+        return HPROF_OK; /* salvage: its class never arrived (whole) */
     return hprof_visit_instance(v, &o);
 }
 
@@ -914,6 +935,154 @@ static int cut_record(struct hprof_reader *r, uint32_t time, uint32_t length,
     return rc == HPROF_OK ? READER_CUT : rc;
 }
 
+static int run_records(struct hprof_reader *r, struct hprof_visitor *v);
+
+/* The census of a cut input: each class dump's superclass, and how many
+ * instances each class has. */
+struct census {
+    struct hprof_visitor base;
+    struct idmap supers;        /* class id -> superclass id */
+    struct idmap instances;     /* class id -> instances */
+};
+
+static int census_class(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    return idmap_put(&((struct census *)v)->supers, c->id, c->super_id);
+}
+
+static int census_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct census *cs = (struct census *)v;
+    uint64_t n = 0;
+    idmap_get(&cs->instances, o->class_id, &n);
+    return idmap_put(&cs->instances, o->class_id, n + 1);
+}
+
+static const struct hprof_visitor_ops census_ops = {
+    .class_dump = census_class,
+    .instance = census_instance,
+    .object_array = scan_object_array,
+    .primitive_array = scan_primitive_array,
+};
+
+/* Does the superclass chain of `id` end within what `supers` holds?  A
+ * cycle counts as complete: it is an error of its own, reported later. */
+static int chain_complete(const struct idmap *supers, uint64_t id)
+{
+    for (size_t steps = 0; steps <= supers->count; steps++) {
+        uint64_t super;
+        if (!idmap_get(supers, id, &super))
+            return 0;   /* never arrived */
+        if (super == 0)
+            return 1;
+        id = super;
+    }
+    return 1;
+}
+
+static void salvage_state_release(struct salvage_state *sv)
+{
+    if (sv != NULL && atomic_fetch_sub(&sv->refs, 1) == 1) {
+        idmap_free(&sv->complete);
+        free(sv);
+    }
+}
+
+/* Before the first run of a salvaging reader delivers anything: is the
+ * input cut (a record runs past its end, or a run of segments is left
+ * open)?  The record headers say, read with pread() (no page of a mapping
+ * touched).  If it is, a census pass (without visitors' output: arrays
+ * skipped) finds the classes whose superclass chain is complete in what is
+ * kept; the runs then deliver only those class dumps and the instances of
+ * those classes, so that what they deliver is a valid dump (validate.h,
+ * rules 2 and 3).  A complete input is read as without salvage.
+ * @return HPROF_OK or an error of the input. */
+static int salvage_prepare(struct hprof_reader *r)
+{
+    uint64_t pos = r->header.length, open_run = 0;
+    int cut = 0, rc = HPROF_OK;
+    r->prepared = 1;
+    while (pos < r->size && !cut) {
+        uint8_t h[9];
+        if (r->size - pos < sizeof h) {
+            cut = 1;
+            break;
+        }
+        if ((rc = hprof_reader_pread(r, pos, h, sizeof h)) != HPROF_OK)
+            return rc;
+        uint32_t length = get_u4(h + 5);
+        if (h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT && open_run == 0)
+            open_run = pos + 1;
+        else if (h[0] == HPROF_TAG_HEAP_DUMP_END)
+            open_run = 0;
+        if (length <= r->size - pos - sizeof h) {
+            pos += sizeof h + length;
+            continue;
+        }
+        cut = 1;
+        if (h[0] == HPROF_TAG_HEAP_DUMP || h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT) {
+            r->rec_offset = pos;
+            r->rec_tag = h[0];
+            seek_to(r, pos + sizeof h);
+            if ((rc = scan_cut_heap(r)) != HPROF_OK)
+                return rc;
+        }
+    }
+    if (!cut && open_run == 0)
+        return HPROF_OK;
+
+    struct census cs = { .base = { &census_ops, NULL } };
+    struct salvage_state *sv = calloc(1, sizeof *sv);
+    void (*progress)(void *, uint64_t, uint64_t) = r->progress;
+    if (sv == NULL || idmap_init(&cs.supers, 1) != HPROF_OK ||
+        idmap_init(&cs.instances, 1) != HPROF_OK || idmap_init(&sv->complete, 0) != HPROF_OK) {
+        rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    atomic_init(&sv->refs, 1);
+    r->progress = NULL; /* the run that follows reports progress */
+    rc = run_records(r, &cs.base);
+    r->progress = progress;
+    for (size_t i = 0; rc == HPROF_OK && i <= cs.supers.mask; i++) {
+        uint64_t id = cs.supers.keys[i];
+        if (id == 0)
+            continue;
+        if (chain_complete(&cs.supers, id))
+            rc = idmap_put(&sv->complete, id, 0);
+        else
+            sv->classes_dropped++;
+        if (rc != HPROF_OK)
+            rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; rc == HPROF_OK && i <= cs.instances.mask; i++)
+        if (cs.instances.keys[i] != 0 && !idmap_has(&sv->complete, cs.instances.keys[i]))
+            sv->instances_dropped += cs.instances.values[i];
+    if (rc == HPROF_OK) {
+        r->sv = sv;
+        sv = NULL;
+    }
+out:
+    if (sv != NULL) {
+        idmap_free(&sv->complete);
+        free(sv);
+    }
+    idmap_free(&cs.supers);
+    idmap_free(&cs.instances);
+    if (rc != HPROF_OK)
+        r->prepared = 0;
+    return rc;
+}
+
+/* Before a run: the census if it is due, and what to deliver. */
+static int salvage_begin(struct hprof_reader *r)
+{
+    int rc = HPROF_OK;
+    if (r->salvage && !r->prepared)
+        rc = salvage_prepare(r);
+    r->deliver = r->salvage && r->sv != NULL ? &r->sv->complete : NULL;
+    return rc;
+}
+
 void hprof_reader_set_salvage(struct hprof_reader *r, int on)
 {
     r->salvage = on;
@@ -1088,6 +1257,9 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
 
 static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
 {
+    int rc = salvage_begin(r);
+    if (rc != HPROF_OK)
+        return rc;
     seek_to(r, r->header.length);
     r->next_progress = r->next_check = 0;
     r->in_heap = 0;
@@ -1095,7 +1267,11 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     r->records = 0;
     r->open_run = 0;
     memset(&r->report, 0, sizeof r->report);
-    int rc = hprof_visit_header(v, &r->header);
+    if (r->deliver != NULL) {
+        r->report.classes_dropped = r->sv->classes_dropped;
+        r->report.instances_dropped = r->sv->instances_dropped;
+    }
+    rc = hprof_visit_header(v, &r->header);
     if (rc < 0)
         return hprof_error_set(r->err, rc, "offset 0x0: header: a visitor failed");
     while (r->pos < r->size) {
@@ -1115,8 +1291,8 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     if (r->strict && r->records == 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": end of file: no %srecord after the header "
-                               "(truncated?)%s", r->size, r->report.cut ? "complete " : "",
-                               r->report.cut ? ": nothing to salvage" : "");
+                               "(truncated?)%s", r->size, r->salvage ? "complete " : "",
+                               r->salvage ? ": nothing to salvage" : "");
     if (r->strict && r->open_run != 0 && !r->salvage)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": end of file: the HEAP_DUMP_SEGMENTs from "
@@ -1156,6 +1332,9 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
         (*out)->cut_kept = r->cut_kept;
         (*out)->cut_subs = r->cut_subs;
         (*out)->cut_sub_tag = r->cut_sub_tag;
+        (*out)->prepared = r->prepared;
+        if (((*out)->sv = r->sv) != NULL)
+            atomic_fetch_add(&r->sv->refs, 1);
     }
     return rc;
 }
@@ -1235,10 +1414,13 @@ static void stop_read_ahead(struct hprof_reader *r)
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v)
 {
     struct read_ahead ahead;
+    int rc = salvage_begin(r);
+    if (rc != HPROF_OK)
+        return rc;
     seek_to(r, offset);
     r->next_check = 0;
     start_read_ahead(r, &ahead, offset);
-    int rc = read_record(r, v);
+    rc = read_record(r, v);
     stop_read_ahead(r);
     return rc == READER_CUT ? HPROF_OK : rc;
 }
