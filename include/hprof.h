@@ -166,7 +166,9 @@ void hprof_reader_set_strict(struct hprof_reader *r, int strict);
  * segments left without HEAP_DUMP_END is no error even in strict mode.
  * So that what is delivered is a valid dump, a class dump whose superclass
  * chain does not end in what is kept, and an instance whose class is not
- * delivered, are dropped too (counted in the report): a cut dump lacks
+ * delivered, are dropped too, and so are the primitive arrays of a type
+ * whose array class is named but not delivered, which analyzers need
+ * (all counted in the report): a cut dump lacks
  * the classes a runtime dumps late (ART interleaves them with objects).
  * To know which, the first run of a salvaging reader reads the record
  * headers (pread) and, only if the input is cut, makes one census pass
@@ -200,6 +202,9 @@ struct hprof_salvage_report {
                                    superclass of theirs never arrived */
     uint64_t instances_dropped; /* complete instances not delivered: their
                                    class never arrived, or was dropped */
+    uint64_t arrays_dropped;    /* complete primitive arrays not delivered:
+                                   the class of their type ("[B", "byte[]")
+                                   is named by LOAD_CLASS and never arrived */
 };
 
 /* The report of the reader's last run; valid while the reader lives. */

@@ -71,6 +71,8 @@ struct salvage_state {
     struct idmap complete;      /* class ids delivered; others are dropped */
     uint64_t classes_dropped;   /* class dumps whose superclass never arrived */
     uint64_t instances_dropped; /* instances of a class not delivered */
+    unsigned drop_types;        /* bit t: drop primitive arrays of type t */
+    uint64_t arrays_dropped;    /* primitive arrays of those types */
 };
 
 struct hprof_reader {
@@ -120,6 +122,7 @@ struct hprof_reader {
     int scan_hit_end;           /* ... and a sub-record ran into the end of the file */
     struct hprof_salvage_report report; /* of the last run */
     uint64_t records;           /* in this run */
+    uint64_t heap_bytes;        /* bytes of heap records in this run */
     uint64_t open_run;          /* offset of an unclosed HEAP_DUMP_SEGMENT run, or 0 */
 
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
@@ -725,6 +728,10 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
     a.data_offset = r->pos;
     uint64_t left = r->sub_tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : (uint64_t)a.count * esize;
     rc = check_array_fits(r, left, a.count, limit);
+    if (rc == HPROF_OK && r->deliver != NULL && (r->sv->drop_types >> a.type & 1)) {
+        skip(r, left); /* salvage: the class of its type never arrived */
+        return HPROF_OK;
+    }
     do {
         size_t chunk;
         if (rc == HPROF_OK)
@@ -771,6 +778,7 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
                      const struct hprof_segment *seg)
 {
     int rc = hprof_visit_heap_begin(v, seg);
+    r->heap_bytes += seg->length;
     if (rc == HPROF_SKIP) {
         skip(r, seg->length);
         r->skipped_segment = r->map != NULL;
@@ -943,7 +951,38 @@ struct census {
     struct hprof_visitor base;
     struct idmap supers;        /* class id -> superclass id */
     struct idmap instances;     /* class id -> instances */
+    /* Primitive arrays name no class: analyzers find the class of each
+     * type by its name (VisualVM fails on a type whose class is missing). */
+    struct idmap type_names;    /* STRING id of "[B", "byte[]", ... -> type */
+    struct idmap type_classes;  /* class id of those names -> type */
+    uint64_t arrays[16];        /* primitive arrays by type */
 };
+
+static int census_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    static const char *const names[] = { "[Z", "[C", "[F", "[D", "[B", "[S", "[I", "[J",
+        "boolean[]", "char[]", "float[]", "double[]", "byte[]", "short[]", "int[]", "long[]" };
+    for (unsigned i = 0; i < 16; i++)
+        if (s->length == strlen(names[i]) && memcmp(s->utf8, names[i], s->length) == 0)
+            return idmap_put(&((struct census *)v)->type_names, s->id,
+                             HPROF_TYPE_BOOLEAN + i % 8);
+    return HPROF_OK;
+}
+
+static int census_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    struct census *cs = (struct census *)v;
+    uint64_t type;
+    if (idmap_get(&cs->type_names, c->name_id, &type))
+        return idmap_put(&cs->type_classes, c->class_id, type);
+    return HPROF_OK;
+}
+
+static int census_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    ((struct census *)v)->arrays[a->type & 15]++;
+    return HPROF_SKIP;
+}
 
 static int census_class(struct hprof_visitor *v, const struct hprof_class_dump *c)
 {
@@ -959,10 +998,12 @@ static int census_instance(struct hprof_visitor *v, const struct hprof_instance 
 }
 
 static const struct hprof_visitor_ops census_ops = {
+    .string = census_string,
+    .load_class = census_load_class,
     .class_dump = census_class,
     .instance = census_instance,
     .object_array = scan_object_array,
-    .primitive_array = scan_primitive_array,
+    .primitive_array = census_primitive_array,
 };
 
 /* Does the superclass chain of `id` end within what `supers` holds?  A
@@ -1035,7 +1076,8 @@ static int salvage_prepare(struct hprof_reader *r)
     struct salvage_state *sv = calloc(1, sizeof *sv);
     void (*progress)(void *, uint64_t, uint64_t) = r->progress;
     if (sv == NULL || idmap_init(&cs.supers, 1) != HPROF_OK ||
-        idmap_init(&cs.instances, 1) != HPROF_OK || idmap_init(&sv->complete, 0) != HPROF_OK) {
+        idmap_init(&cs.instances, 1) != HPROF_OK || idmap_init(&cs.type_names, 1) != HPROF_OK ||
+        idmap_init(&cs.type_classes, 1) != HPROF_OK || idmap_init(&sv->complete, 0) != HPROF_OK) {
         rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -1057,6 +1099,20 @@ static int salvage_prepare(struct hprof_reader *r)
     for (size_t i = 0; rc == HPROF_OK && i <= cs.instances.mask; i++)
         if (cs.instances.keys[i] != 0 && !idmap_has(&sv->complete, cs.instances.keys[i]))
             sv->instances_dropped += cs.instances.values[i];
+    /* A type whose array class is named but not delivered: its arrays go.
+     * One named nowhere is left alone (nothing says it is missing). */
+    unsigned named = 0, delivered = 0;
+    for (size_t i = 0; rc == HPROF_OK && i <= cs.type_classes.mask; i++) {
+        if (cs.type_classes.keys[i] == 0)
+            continue;
+        named |= 1u << cs.type_classes.values[i];
+        if (idmap_has(&sv->complete, cs.type_classes.keys[i]))
+            delivered |= 1u << cs.type_classes.values[i];
+    }
+    sv->drop_types = named & ~delivered;
+    for (unsigned t = 0; t < 16; t++)
+        if (sv->drop_types >> t & 1)
+            sv->arrays_dropped += cs.arrays[t];
     if (rc == HPROF_OK) {
         r->sv = sv;
         sv = NULL;
@@ -1068,6 +1124,8 @@ out:
     }
     idmap_free(&cs.supers);
     idmap_free(&cs.instances);
+    idmap_free(&cs.type_names);
+    idmap_free(&cs.type_classes);
     if (rc != HPROF_OK)
         r->prepared = 0;
     return rc;
@@ -1265,11 +1323,13 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     r->in_heap = 0;
     r->rec_tag = 0;
     r->records = 0;
+    r->heap_bytes = 0;
     r->open_run = 0;
     memset(&r->report, 0, sizeof r->report);
     if (r->deliver != NULL) {
         r->report.classes_dropped = r->sv->classes_dropped;
         r->report.instances_dropped = r->sv->instances_dropped;
+        r->report.arrays_dropped = r->sv->arrays_dropped;
     }
     rc = hprof_visit_header(v, &r->header);
     if (rc < 0)
@@ -1293,6 +1353,11 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
                                "offset 0x%" PRIx64 ": end of file: no %srecord after the header "
                                "(truncated?)%s", r->size, r->salvage ? "complete " : "",
                                r->salvage ? ": nothing to salvage" : "");
+    /* A cut before the heap: analyzers refuse a dump without one. */
+    if (r->strict && r->report.cut && r->heap_bytes == 0 && r->records > 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": end of file: cut before any complete heap "
+                               "sub-record: nothing to salvage", r->size);
     if (r->strict && r->open_run != 0 && !r->salvage)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": end of file: the HEAP_DUMP_SEGMENTs from "
