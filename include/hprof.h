@@ -166,9 +166,13 @@ void hprof_reader_set_strict(struct hprof_reader *r, int strict);
  * segments left without HEAP_DUMP_END is no error even in strict mode.
  * So that what is delivered is a valid dump, a class dump whose superclass
  * chain does not end in what is kept, and an instance whose class is not
- * delivered, are dropped too, and so are the primitive arrays of a type
- * whose array class is named but not delivered, which analyzers need
- * (all counted in the report): a cut dump lacks
+ * delivered, are dropped too (counted in the report).  Analyzers find
+ * the class of a primitive array by the name of its type ("[B",
+ * "byte[]"): when that class is named by LOAD_CLASS and never arrived, a
+ * class dump of it is rebuilt at the start of the first heap record (its
+ * id from LOAD_CLASS, java.lang.Object as superclass, nothing else, as
+ * runtimes dump it), so that String contents stay; with no heap record
+ * kept, the arrays of that type are dropped instead.  A cut dump lacks
  * the classes a runtime dumps late (ART interleaves them with objects).
  * To know which, the first run of a salvaging reader reads the record
  * headers (pread) and, only if the input is cut, makes one census pass
@@ -204,7 +208,9 @@ struct hprof_salvage_report {
                                    class never arrived, or was dropped */
     uint64_t arrays_dropped;    /* complete primitive arrays not delivered:
                                    the class of their type ("[B", "byte[]")
-                                   is named by LOAD_CLASS and never arrived */
+                                   is named by LOAD_CLASS and never arrived,
+                                   and could not be rebuilt */
+    uint64_t array_classes_rebuilt; /* such classes rebuilt instead */
 };
 
 /* The report of the reader's last run; valid while the reader lives. */

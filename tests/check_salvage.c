@@ -400,6 +400,50 @@ START_TEST(salvage_drops_classes_and_instances_whose_class_never_arrived)
 }
 END_TEST
 
+/* ART dumps the class of byte[] among the objects: a cut before it would
+ * leave byte arrays (String contents) with no class for analyzers to find
+ * by name.  It is rebuilt first in the first heap record, from LOAD_CLASS;
+ * char[], named too but with no array left, is not. */
+START_TEST(salvage_rebuilds_a_primitive_array_class_that_never_arrived)
+{
+    struct tbuf b;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 0x10, "java.lang.Object");
+    tb_string(&b, 0x11, "byte[]");
+    tb_string(&b, 0x12, "char[]");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_load_class(&b, 2, 0x400, 0x11);
+    tb_load_class(&b, 3, 0x500, 0x12);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_prim_array(&b, 0x200, HPROF_TYPE_BYTE, 3, "abc");
+    size_t cut = b.len + 2;
+    tb_class(&b, 0x400, 0x100, NULL, 0);
+    tb_class(&b, 0x500, 0x100, NULL, 0);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+    ck_assert_uint_eq(rep.array_classes_rebuilt, 1);
+    ck_assert_uint_eq(rep.arrays_dropped, 0);
+    ck_assert_int_eq(s.classes, 2);
+    ck_assert_int_eq(s.subs, 3);
+    salvaged_output_verifies(b.data, cut);
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report vr;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, cut, &err), HPROF_OK);
+    hprof_reader_set_salvage(r, 1);
+    ck_assert_int_eq(hprof_verify(r, &vr, &err), HPROF_OK);
+    ck_assert_uint_eq(vr.class_dumps, 2);
+    ck_assert_uint_eq(vr.primitive_arrays, 1);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
 START_TEST(salvage_still_reports_a_corrupt_sub_record_before_the_cut)
 {
     struct tbuf b;
@@ -664,6 +708,7 @@ static Suite *salvage_suite(void)
     tcase_add_loop_test(t, salvage_between_records_closes_an_open_heap, 0, 2);
     tcase_add_loop_test(t, salvage_keeps_nothing_when_no_record_is_complete, 0, 2);
     tcase_add_test(t, salvage_drops_classes_and_instances_whose_class_never_arrived);
+    tcase_add_test(t, salvage_rebuilds_a_primitive_array_class_that_never_arrived);
     tcase_add_test(t, salvage_still_reports_a_corrupt_sub_record_before_the_cut);
     tcase_add_loop_test(t, salvage_every_prefix_of_a_small_dump, 0, 2);
     tcase_add_loop_test(t, salvage_fixture_cuts_shrink_to_valid_dumps, 0, TL_N_FIXTURES);

@@ -113,11 +113,14 @@ for f in $inputs; do
         [ "$rc" = 0 ] || die "$n cut at $off: the salvaged output does not verify: $(cat "$T/err")"
         pick=$((pick + 1))
         if [ "$loads" = 1 ] && [ "$pick" = 20 ]; then
-            out="$T/cut.out"
+            # a name of its own: VisualVM caches what it learns of a file
+            # in FILE.hwcache, which a later file of the same name would reuse
+            out="$T/load-$n-$off.hprof"
+            cp "$T/cut.out" "$out"
             if head -c 18 "$out" | grep -q '1.0.3'; then
-                "$HPROF_CONV" "$out" "$T/cut.conv" > /dev/null 2>&1 ||
+                "$HPROF_CONV" "$out" "$out.conv" > /dev/null 2>&1 ||
                     die "$n cut at $off: hprof-conv rejects the salvaged output"
-                out="$T/cut.conv"
+                out="$out.conv"
             fi
             heapcount "$out" > "$T/count" 2>&1 ||
                 die "$n cut at $off: VisualVM cannot load the salvaged output: $(tail -3 "$T/count")"

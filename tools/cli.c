@@ -356,6 +356,9 @@ void cli_salvage_print(const char *name, const struct cli_salvage *s)
         fprintf(stderr, "; dropped as incomplete: %" PRIu64 " class dumps whose superclass "
                 "never arrived, %" PRIu64 " instances and %" PRIu64 " primitive arrays whose "
                 "class did not", p->classes_dropped, p->instances_dropped, p->arrays_dropped);
+    if (p->array_classes_rebuilt)
+        fprintf(stderr, "; %" PRIu64 " primitive array classes that never arrived rebuilt from "
+                "their LOAD_CLASS", p->array_classes_rebuilt);
     if (s->counted)
         fprintf(stderr, "; %" PRIu64 " references point at objects that never arrived\n",
                 s->dangling);
@@ -381,10 +384,10 @@ void cli_salvage_json(FILE *f, const struct cli_salvage *s)
         fprintf(f, ",\"bytes_missing\":%" PRIu64 ",\"records_lost\":%" PRIu64
                 ",\"sub_records_kept\":%" PRIu64 ",\"sub_records_lost\":%" PRIu64
                 ",\"heap_closed\":%s,\"classes_dropped\":%" PRIu64 ",\"instances_dropped\":%"
-                PRIu64 ",\"arrays_dropped\":%" PRIu64 ",\"dangling\":", p->record_missing,
-                p->records_lost, p->sub_records_kept, p->sub_records_lost,
-                p->unclosed_run ? "true" : "false", p->classes_dropped, p->instances_dropped,
-                p->arrays_dropped);
+                PRIu64 ",\"arrays_dropped\":%" PRIu64 ",\"array_classes_rebuilt\":%" PRIu64
+                ",\"dangling\":", p->record_missing, p->records_lost, p->sub_records_kept,
+                p->sub_records_lost, p->unclosed_run ? "true" : "false", p->classes_dropped,
+                p->instances_dropped, p->arrays_dropped, p->array_classes_rebuilt);
         if (s->counted)
             fprintf(f, "%" PRIu64, s->dangling);
         else

@@ -73,6 +73,13 @@ struct salvage_state {
     uint64_t instances_dropped; /* instances of a class not delivered */
     unsigned drop_types;        /* bit t: drop primitive arrays of type t */
     uint64_t arrays_dropped;    /* primitive arrays of those types */
+    /* Array classes rebuilt, first in the first heap record: the class
+     * dump of a primitive array type, named by LOAD_CLASS and never
+     * dumped, with java.lang.Object as its superclass, as runtimes dump
+     * it; analyzers need it to read the arrays of that type. */
+    struct { uint64_t id, super_id; } rebuilt[16];
+    unsigned n_rebuilt;
+    uint64_t first_heap;        /* offset of the first heap record: they go first in it */
 };
 
 struct hprof_reader {
@@ -774,6 +781,24 @@ static int read_sub_record(struct hprof_reader *r, struct hprof_visitor *v, uint
     }
 }
 
+/* Salvage: the array classes rebuilt (struct salvage_state), first in
+ * the first heap record. */
+static int deliver_rebuilt(struct hprof_reader *r, struct hprof_visitor *v)
+{
+    for (unsigned i = 0; i < r->sv->n_rebuilt; i++) {
+        struct hprof_class_dump cd = {
+            .offset = r->pos, .id = r->sv->rebuilt[i].id, .super_id = r->sv->rebuilt[i].super_id,
+            .constants = r->constants, .statics = r->statics, .fields = r->fields,
+        };
+        r->sub_offset = r->pos;
+        r->sub_tag = HPROF_CLASS_DUMP;
+        int rc = hprof_visit_class_dump(v, &cd);
+        if (rc < 0)
+            return visitor_failed(r, rc);
+    }
+    return HPROF_OK;
+}
+
 static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
                      const struct hprof_segment *seg)
 {
@@ -788,6 +813,9 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
         return visitor_failed(r, rc);
     uint64_t limit = r->pos + seg->length;
     r->in_heap = 1;
+    if (r->deliver != NULL && seg->offset == r->sv->first_heap &&
+        (rc = deliver_rebuilt(r, v)) != HPROF_OK)
+        return rc;
     while (r->pos < limit) {
         const uint8_t *p;
         r->sub_offset = r->pos;
@@ -956,6 +984,7 @@ struct census {
     struct idmap type_names;    /* STRING id of "[B", "byte[]", ... -> type */
     struct idmap type_classes;  /* class id of those names -> type */
     uint64_t arrays[16];        /* primitive arrays by type */
+    uint64_t object_class;      /* java.lang.Object, by its LOAD_CLASS */
 };
 
 static int census_string(struct hprof_visitor *v, const struct hprof_string *s)
@@ -966,6 +995,9 @@ static int census_string(struct hprof_visitor *v, const struct hprof_string *s)
         if (s->length == strlen(names[i]) && memcmp(s->utf8, names[i], s->length) == 0)
             return idmap_put(&((struct census *)v)->type_names, s->id,
                              HPROF_TYPE_BOOLEAN + i % 8);
+    if (s->length == 16 && (memcmp(s->utf8, "java.lang.Object", 16) == 0 ||
+                            memcmp(s->utf8, "java/lang/Object", 16) == 0))
+        return idmap_put(&((struct census *)v)->type_names, s->id, 0);
     return HPROF_OK;
 }
 
@@ -973,9 +1005,13 @@ static int census_load_class(struct hprof_visitor *v, const struct hprof_load_cl
 {
     struct census *cs = (struct census *)v;
     uint64_t type;
-    if (idmap_get(&cs->type_names, c->name_id, &type))
-        return idmap_put(&cs->type_classes, c->class_id, type);
-    return HPROF_OK;
+    if (!idmap_get(&cs->type_names, c->name_id, &type))
+        return HPROF_OK;
+    if (type == 0) {
+        cs->object_class = c->class_id;
+        return HPROF_OK;
+    }
+    return idmap_put(&cs->type_classes, c->class_id, type);
 }
 
 static int census_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
@@ -1040,7 +1076,7 @@ static void salvage_state_release(struct salvage_state *sv)
  * @return HPROF_OK or an error of the input. */
 static int salvage_prepare(struct hprof_reader *r)
 {
-    uint64_t pos = r->header.length, open_run = 0;
+    uint64_t pos = r->header.length, open_run = 0, first_heap = 0;
     int cut = 0, rc = HPROF_OK;
     r->prepared = 1;
     while (pos < r->size && !cut) {
@@ -1052,6 +1088,9 @@ static int salvage_prepare(struct hprof_reader *r)
         if ((rc = hprof_reader_pread(r, pos, h, sizeof h)) != HPROF_OK)
             return rc;
         uint32_t length = get_u4(h + 5);
+        if ((h[0] == HPROF_TAG_HEAP_DUMP || h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT) &&
+            first_heap == 0)
+            first_heap = pos;
         if (h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT && open_run == 0)
             open_run = pos + 1;
         else if (h[0] == HPROF_TAG_HEAP_DUMP_END)
@@ -1099,17 +1138,24 @@ static int salvage_prepare(struct hprof_reader *r)
     for (size_t i = 0; rc == HPROF_OK && i <= cs.instances.mask; i++)
         if (cs.instances.keys[i] != 0 && !idmap_has(&sv->complete, cs.instances.keys[i]))
             sv->instances_dropped += cs.instances.values[i];
-    /* A type whose array class is named but not delivered: its arrays go.
-     * One named nowhere is left alone (nothing says it is missing). */
-    unsigned named = 0, delivered = 0;
+    /* A type whose array class is named but not delivered: rebuilt first
+     * in the first heap record if there is one, else its arrays go.  One
+     * named nowhere is left alone (nothing says it is missing). */
+    sv->first_heap = first_heap;
+    uint64_t object = idmap_has(&sv->complete, cs.object_class) ? cs.object_class : 0;
     for (size_t i = 0; rc == HPROF_OK && i <= cs.type_classes.mask; i++) {
-        if (cs.type_classes.keys[i] == 0)
+        uint64_t id = cs.type_classes.keys[i], t = cs.type_classes.values[i];
+        if (id == 0 || idmap_has(&sv->complete, id) || cs.arrays[t] == 0)
             continue;
-        named |= 1u << cs.type_classes.values[i];
-        if (idmap_has(&sv->complete, cs.type_classes.keys[i]))
-            delivered |= 1u << cs.type_classes.values[i];
+        if (first_heap == 0 || sv->n_rebuilt == 16) {
+            sv->drop_types |= 1u << t;
+            continue;
+        }
+        sv->rebuilt[sv->n_rebuilt].id = id;
+        sv->rebuilt[sv->n_rebuilt++].super_id = object;
+        if (idmap_put(&sv->complete, id, 0) != HPROF_OK)
+            rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
     }
-    sv->drop_types = named & ~delivered;
     for (unsigned t = 0; t < 16; t++)
         if (sv->drop_types >> t & 1)
             sv->arrays_dropped += cs.arrays[t];
@@ -1330,6 +1376,7 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
         r->report.classes_dropped = r->sv->classes_dropped;
         r->report.instances_dropped = r->sv->instances_dropped;
         r->report.arrays_dropped = r->sv->arrays_dropped;
+        r->report.array_classes_rebuilt = r->sv->n_rebuilt;
     }
     rc = hprof_visit_header(v, &r->header);
     if (rc < 0)
