@@ -1085,7 +1085,13 @@ static int salvage_prepare(struct hprof_reader *r)
             cut = 1;
             break;
         }
-        if ((rc = hprof_reader_pread(r, pos, h, sizeof h)) != HPROF_OK)
+        /* pread() even when mapped: touching each header in the mapping
+         * would map most of an ART dump (a segment every few KiB) */
+        if (r->fd >= 0)
+            rc = pread_full(r, pos, h, sizeof h);
+        else
+            memcpy(h, r->mem + pos, sizeof h);
+        if (rc != HPROF_OK)
             return rc;
         uint32_t length = get_u4(h + 5);
         if ((h[0] == HPROF_TAG_HEAP_DUMP || h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT) &&
@@ -1124,6 +1130,10 @@ static int salvage_prepare(struct hprof_reader *r)
     r->progress = NULL; /* the run that follows reports progress */
     rc = run_records(r, &cs.base);
     r->progress = progress;
+    if (r->map != NULL) { /* the run starts from the top again */
+        madvise(r->map, (size_t)r->size, MADV_DONTNEED);
+        r->released = 0;
+    }
     for (size_t i = 0; rc == HPROF_OK && i <= cs.supers.mask; i++) {
         uint64_t id = cs.supers.keys[i];
         if (id == 0)
@@ -1540,8 +1550,11 @@ int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_vis
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
 {
     struct read_ahead ahead;
+    int rc = salvage_begin(r); /* its census before the read-ahead starts */
+    if (rc != HPROF_OK)
+        return rc;
     start_read_ahead(r, &ahead, 0);
-    int rc = run_records(r, v);
+    rc = run_records(r, v);
     stop_read_ahead(r); /* before the mapping's pages are given back */
     if (r->map != NULL) { /* the next run starts from the top again */
         madvise(r->map, (size_t)r->size, MADV_DONTNEED);
