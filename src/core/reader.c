@@ -16,6 +16,13 @@
  * reading position (hprof_reader_set_readahead_thread()): the page faults,
  * and reading any page not yet cached, then happen on another core.
  *
+ * A salvaging reader (hprof_reader_set_salvage()) reads a dump cut short
+ * as far as it is complete: before its first run it reads the record
+ * headers, and if the input is cut, the sub-records of the cut heap record
+ * up to the last complete one (scan_cut_heap()) and the class dumps of
+ * what is kept (salvage_prepare()'s census); every run then stops at the
+ * same sub-record and leaves out what would not make a valid dump.
+ *
  * Invariants:
  *  1. `pos` is the input offset of `cur`; bytes [cur, lim) are valid.
  *  2. Every length read from the input is checked against what encloses it
@@ -114,19 +121,19 @@ struct hprof_reader {
 
     int strict;
     int salvage;                /* a record cut by the end of the file ends the run */
-    /* Salvage: where the input is cut, found by the first run that gets
-     * there (or copied by reader_clone()), so that every pass and every
-     * write-pass worker stops at the same sub-record. */
+    /* Salvage: where the input is cut, found by salvage_prepare() before
+     * the first run (or copied by reader_clone()), so that every pass and
+     * every write-pass worker stops at the same sub-record. */
     int cut_known;
     uint64_t cut_record;        /* offset of the heap record the end of file cuts */
     uint64_t cut_kept;          /* bytes of its body that hold complete sub-records */
     uint64_t cut_subs;          /* how many complete sub-records that is */
     uint8_t cut_sub_tag;        /* tag of the sub-record cut short (0: none) */
-    int scanning;               /* scan_cut_heap() is at work */
     int prepared;               /* salvage_prepare() ran (or was inherited) */
     struct salvage_state *sv;   /* the input is cut: what to drop, or NULL */
-    const struct idmap *deliver;/* during runs: class ids delivered, or NULL */
+    int scanning;               /* scan_cut_heap() is at work */
     int scan_hit_end;           /* ... and a sub-record ran into the end of the file */
+    const struct idmap *deliver;/* during runs: class ids delivered, or NULL */
     struct hprof_salvage_report report; /* of the last run */
     uint64_t records;           /* in this run */
     uint64_t heap_bytes;        /* bytes of heap records in this run */
