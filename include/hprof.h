@@ -315,6 +315,20 @@ void hprof_writer_free(struct hprof_writer *w);
  * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip). */
 int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
 
+/* hprof_input_open_flags() :
+ * The same, with `flags`: HPROF_INPUT_SALVAGE keeps what a gzip stream cut
+ * short inflated to (a dump cut short, for a reader with
+ * hprof_reader_set_salvage()) instead of failing, and says where the
+ * compressed input stopped in *info. */
+#define HPROF_INPUT_SALVAGE 1u
+struct hprof_input_info {
+    int spooled;                /* a copy was made (pipe or gzip) */
+    int gzip_cut;               /* the gzip stream was cut short (salvage) */
+    uint64_t gzip_cut_offset;   /* where, in the compressed input */
+};
+int hprof_input_open_flags(const char *path, unsigned flags, int *fd,
+                           struct hprof_input_info *info, struct hprof_error *err);
+
 /* ---- Verification ------------------------------------------------------- */
 
 /* Kinds of referrer, for counting references to objects not in the file. */

@@ -696,6 +696,44 @@ START_TEST(salvage_mapped_file_gives_the_same_output)
 }
 END_TEST
 
+/* A gzip input cut short: with HPROF_INPUT_SALVAGE, what it inflated to
+ * (a prefix of the dump) and where it stopped; without, an error. */
+START_TEST(salvage_keeps_what_a_cut_gzip_input_inflated_to)
+{
+    size_t len;
+    uint8_t *data = load_fixture(1, &len);
+    char *plain = tl_temp_file(data, len, ".hprof");
+    char *gz = tl_temp_path(".hprof.gz");
+    ck_assert_int_eq(tl_system("gzip -c '%s' | head -c 40000 > '%s'", plain, gz), 0);
+    struct hprof_error err = { 0 };
+    struct hprof_input_info info;
+    int fd = -1;
+    ck_assert_int_eq(hprof_input_open_flags(gz, 0, &fd, &info, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "gzip input is truncated; --salvage") != NULL, "%s",
+                  err.message);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(hprof_input_open_flags(gz, HPROF_INPUT_SALVAGE, &fd, &info, &err),
+                     HPROF_OK);
+    ck_assert_int_eq(info.gzip_cut, 1);
+    ck_assert_int_eq(info.spooled, 1);
+    ck_assert_uint_le(info.gzip_cut_offset, 40000);
+    off_t n = lseek(fd, 0, SEEK_END);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_lt(n, (off_t)len);
+    uint8_t *got = malloc((size_t)n);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(pread(fd, got, (size_t)n, 0), n);
+    ck_assert_msg(memcmp(got, data, (size_t)n) == 0, "not a prefix of the dump");
+    close(fd);
+    unlink(plain);
+    unlink(gz);
+    free(got);
+    free(plain);
+    free(gz);
+    free(data);
+}
+END_TEST
+
 static Suite *salvage_suite(void)
 {
     Suite *s = suite_create("salvage");
@@ -713,6 +751,7 @@ static Suite *salvage_suite(void)
     tcase_add_loop_test(t, salvage_every_prefix_of_a_small_dump, 0, 2);
     tcase_add_loop_test(t, salvage_fixture_cuts_shrink_to_valid_dumps, 0, TL_N_FIXTURES);
     tcase_add_test(t, salvage_mapped_file_gives_the_same_output);
+    tcase_add_test(t, salvage_keeps_what_a_cut_gzip_input_inflated_to);
     suite_add_tcase(s, t);
     return s;
 }

@@ -80,6 +80,23 @@ run "$B/hprof-shrink" -f --salvage "$T/tiny.hprof" "$T/tiny.out"
 [ "$rc" = 1 ] || die "nothing to salvage: exit $rc"
 grep -q 'nothing to salvage' "$T/err" || die "nothing to salvage: $(cat "$T/err")"
 
+banner "salvage: a gzip input cut short"
+gzip -c "$f" > "$T/whole.hprof.gz"
+gsize=$(wc -c < "$T/whole.hprof.gz")
+head -c $((gsize * 9 / 10)) "$T/whole.hprof.gz" > "$T/cut.hprof.gz"
+run "$B/hprof-shrink" -f "$T/cut.hprof.gz" "$T/gz.out"
+[ "$rc" = 1 ] || die "a cut gzip input without --salvage: exit $rc"
+grep -q 'gzip input is truncated; --salvage keeps what is complete' "$T/err" ||
+    die "cut gzip: $(cat "$T/err")"
+run "$B/hprof-shrink" -f --salvage "$T/cut.hprof.gz" "$T/gz.out"
+[ "$rc" = 0 ] || die "a cut gzip input with --salvage: exit $rc: $(cat "$T/err")"
+grep -q "cut.hprof.gz: gzip input cut at offset 0x[0-9a-f]* (compressed): what it held is salvaged" "$T/err" ||
+    die "cut gzip report: $(cat "$T/err")"
+run "$B/hprof-verify" "$T/gz.out"
+[ "$rc" = 0 ] || die "the output of a cut gzip input does not verify: $(cat "$T/err")"
+run "$B/hprof-verify" --salvage "$T/cut.hprof.gz"
+[ "$rc" = 0 ] || die "hprof-verify --salvage of a cut gzip input: exit $rc: $(cat "$T/err")"
+
 banner "salvage: every fixture cut at 40 offsets and more"
 cuts=0 boundaries=0 loaded=0 before=0
 for f in $inputs; do

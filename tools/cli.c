@@ -263,13 +263,24 @@ void cli_output_abort(struct cli_output *o)
     o->fd = -1;
 }
 
+/* --salvage: how cli_open_reader() opens inputs, and what it found. */
+static unsigned input_flags;
+static struct hprof_input_info last_input;
+
+void cli_set_salvage(int on)
+{
+    input_flags = on ? HPROF_INPUT_SALVAGE : 0;
+}
+
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
 {
     *fd = -1;
     *r = NULL;
-    int rc = hprof_input_open(path, fd, NULL, err);
+    int rc = hprof_input_open_flags(path, input_flags, fd, &last_input, err);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);
+    if (rc == HPROF_OK && (input_flags & HPROF_INPUT_SALVAGE))
+        hprof_reader_set_salvage(*r, 1);
     /* Mapped unless HPROF_MMAP=0: no copy of what is parsed, and array
      * contents a pass skips are never touched.  If a mapping cannot be
      * had, pread() does the job. */
@@ -306,6 +317,8 @@ void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int coun
 {
     memset(s, 0, sizeof *s);
     s->report = *hprof_reader_salvage_report(r);
+    s->gzip_cut = last_input.gzip_cut;
+    s->gzip_cut_offset = last_input.gzip_cut_offset;
     if (!s->report.cut || !count)
         return;
     struct hprof_verify_report v;
@@ -341,6 +354,10 @@ static void salvage_what(char *out, size_t len, const struct hprof_salvage_repor
 void cli_salvage_print(const char *name, const struct cli_salvage *s)
 {
     const struct hprof_salvage_report *p = &s->report;
+    if (s->gzip_cut)
+        fprintf(stderr, "%s: %s: gzip input cut at offset 0x%" PRIx64 " (compressed): what it "
+                "held is salvaged%s\n", cli_progname, name, s->gzip_cut_offset,
+                p->cut ? "" : " (it ends between two records)");
     if (!p->cut)
         return;
     char what[256];
@@ -372,6 +389,8 @@ void cli_salvage_json(FILE *f, const struct cli_salvage *s)
 {
     const struct hprof_salvage_report *p = &s->report;
     fprintf(f, ",\"salvage\":{\"cut\":%s", p->cut ? "true" : "false");
+    if (s->gzip_cut)
+        fprintf(f, ",\"gzip_cut_offset\":%" PRIu64, s->gzip_cut_offset);
     if (p->cut) {
         fprintf(f, ",\"input_end\":%" PRIu64 ",\"kept_end\":%" PRIu64 ",\"bytes_lost\":%" PRIu64
                 ",\"record_offset\":%" PRIu64 ",\"record\":\"%s\",\"sub_record\":",

@@ -93,7 +93,12 @@ struct cli_salvage {
     int counted;                /* `dangling` is known */
     uint64_t dangling;
     char why[512];              /* why not, when counting failed */
+    int gzip_cut;               /* the gzip input was cut short */
+    uint64_t gzip_cut_offset;   /* where, compressed */
 };
+/* --salvage for every cli_open_reader() after it: a gzip input cut short
+ * keeps what it inflated to, and readers salvage (hprof_reader_set_salvage). */
+void cli_set_salvage(int on);
 /* After a successful run over `r`: its report and, when the input was cut
  * and `count`, the dangling references by hprof_verify() (two passes). */
 void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int count);

@@ -419,9 +419,8 @@ int main(int argc, char **argv)
     struct estimate e;
     int fd = -1, analysed = 0;
     memset(&e, 0, sizeof e);
+    cli_set_salvage(o.salvage);
     int rc = cli_open_reader(path, &fd, &r, &err);
-    if (rc == HPROF_OK && o.salvage)
-        hprof_reader_set_salvage(r, 1);
     if (rc == HPROF_OK)
         analysed = (rc = hprof_info_analyze(r, &info, &err)) == HPROF_OK;
     if (rc == HPROF_OK && o.estimate)

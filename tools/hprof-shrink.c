@@ -362,9 +362,8 @@ static int shrink_file(struct options *o)
     code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
     if (code != 0)
         return code;
+    cli_set_salvage(o->salvage);
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
-    if (rc == HPROF_OK && o->salvage)
-        hprof_reader_set_salvage(r, 1);
     if (rc == HPROF_OK) {
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &err)
                              : hprof_sink_new_fd(out.fd, &err);

@@ -59,9 +59,8 @@ static int verify_file(const char *path, int quiet)
     struct hprof_reader *r = NULL;
     struct hprof_verify_report report;
     int fd = -1;
+    cli_set_salvage(salvage);
     int rc = cli_open_reader(path, &fd, &r, &err);
-    if (rc == HPROF_OK && salvage)
-        hprof_reader_set_salvage(r, 1);
     if (rc == HPROF_OK)
         rc = hprof_verify(r, &report, &err);
     if (rc == HPROF_OK) {
