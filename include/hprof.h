@@ -157,6 +157,68 @@ HPROF_API int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v);
  * it on. */
 HPROF_API void hprof_reader_set_strict(struct hprof_reader *r, int strict);
 
+/* hprof_reader_set_salvage() :
+ * With `on`, a dump cut short (storage full, a process killed while
+ * dumping, a stopped upload) is read as far as it is complete instead of
+ * failing.  A record the end of the file cuts ends the run there: a heap
+ * record (HEAP_DUMP_SEGMENT or HEAP_DUMP) is delivered up to its last
+ * complete sub-record, as a segment of that length (heap_begin, the
+ * sub-records, heap_end); any other record, or a record header, is not
+ * delivered at all.  The run then calls the visitors' end as usual (a
+ * writer closes the open run of segments with HEAP_DUMP_END), and a run of
+ * segments left without HEAP_DUMP_END is no error even in strict mode.
+ * So that what is delivered is a valid dump, a class dump whose superclass
+ * chain does not end in what is kept, and an instance whose class is not
+ * delivered, are dropped too (counted in the report).  Analyzers find
+ * the class of a primitive array by the name of its type ("[B",
+ * "byte[]"): when that class is named by LOAD_CLASS and never arrived, a
+ * class dump of it is rebuilt at the start of the first heap record (its
+ * id from LOAD_CLASS, java.lang.Object as superclass, nothing else, as
+ * runtimes dump it), so that String contents stay; with no heap record
+ * kept, the arrays of that type are dropped instead.  A cut dump lacks
+ * the classes a runtime dumps late (ART interleaves them with objects).
+ * To know which, the first run of a salvaging reader reads the record
+ * headers (pread) and, only if the input is cut, makes one census pass
+ * before delivering anything.  Every run, and every clone the shrink makes,
+ * stops at the same sub-record.  A problem other than the end of the
+ * file is still an error.  A cut inside the file header fails at open;
+ * one before the first complete record leaves nothing to salvage, an
+ * error in strict mode.  A file that ends exactly between two records
+ * after a closed heap dump cannot be told from a complete one.  Off by
+ * default. */
+HPROF_API void hprof_reader_set_salvage(struct hprof_reader *r, int on);
+
+/* What the last run of a salvaging reader found at the end of the input.
+ * All zero when the input was complete (or salvage is off). */
+struct hprof_salvage_report {
+    int cut;                    /* 1: the input is cut short */
+    uint64_t input_end;         /* size of the input: where it stops */
+    uint64_t kept_end;          /* end of the last complete record or sub-record */
+    uint64_t bytes_lost;        /* input_end - kept_end: bytes read and dropped */
+    uint64_t record_offset;     /* the record the end cuts (0: none, a cut
+                                   between records with a heap left open) */
+    uint8_t record_tag;         /* its tag (0: its first byte is missing too) */
+    uint8_t sub_tag;            /* the sub-record the end cuts, if any (0: none) */
+    uint64_t record_missing;    /* bytes its length announces past the end */
+    uint64_t records_lost;      /* 1: a record (or header) was dropped whole */
+    uint64_t sub_records_kept;  /* complete sub-records kept of a cut heap record */
+    uint64_t sub_records_lost;  /* 1: the sub-record the end cuts, dropped */
+    uint64_t unclosed_run;      /* offset of a run of HEAP_DUMP_SEGMENTs that no
+                                   HEAP_DUMP_END closes (0: none) */
+    uint64_t classes_dropped;   /* complete class dumps not delivered: a
+                                   superclass of theirs never arrived */
+    uint64_t instances_dropped; /* complete instances not delivered: their
+                                   class never arrived, or was dropped */
+    uint64_t arrays_dropped;    /* complete primitive arrays not delivered:
+                                   the class of their type ("[B", "byte[]")
+                                   is named by LOAD_CLASS and never arrived,
+                                   and could not be rebuilt */
+    uint64_t array_classes_rebuilt; /* such classes rebuilt instead */
+};
+
+/* The report of the reader's last run; valid while the reader lives. */
+HPROF_API const struct hprof_salvage_report *hprof_reader_salvage_report(const struct hprof_reader *r);
+
 /* Called during a run with the input offset reached, at most every few MB. */
 HPROF_API void hprof_reader_set_progress(struct hprof_reader *r,
                                          void (*fn)(void *ctx, uint64_t done, uint64_t total),
@@ -260,6 +322,20 @@ HPROF_API void hprof_writer_free(struct hprof_writer *w);
  * `spooled` is not NULL, *spooled to 1 if a copy was made.
  * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip). */
 HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
+
+/* hprof_input_open_flags() :
+ * The same, with `flags`: HPROF_INPUT_SALVAGE keeps what a gzip stream cut
+ * short inflated to (a dump cut short, for a reader with
+ * hprof_reader_set_salvage()) instead of failing, and says where the
+ * compressed input stopped in *info. */
+#define HPROF_INPUT_SALVAGE 1u
+struct hprof_input_info {
+    int spooled;                /* a copy was made (pipe or gzip) */
+    int gzip_cut;               /* the gzip stream was cut short (salvage) */
+    uint64_t gzip_cut_offset;   /* where, in the compressed input */
+};
+HPROF_API int hprof_input_open_flags(const char *path, unsigned flags, int *fd,
+                                     struct hprof_input_info *info, struct hprof_error *err);
 
 /* ---- Verification ------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <fcntl.h>
 #include <dirent.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -468,6 +469,15 @@ static const char *other_compression(int fd)
     return NULL;
 }
 
+/* --salvage: how cli_open_reader() opens inputs, and what it found. */
+static unsigned input_flags;
+static struct hprof_input_info last_input;
+
+void cli_set_salvage(int on)
+{
+    input_flags = on ? HPROF_INPUT_SALVAGE : 0;
+}
+
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
 {
     *fd = -1;
@@ -477,7 +487,7 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "is a terminal; refusing to read a heap dump from it");
-    rc = hprof_input_open(path, fd, NULL, err);
+    rc = hprof_input_open_flags(path, input_flags, fd, &last_input, err);
     const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
     if (other != NULL)
         rc = hprof_error_set(err, HPROF_ERR_FORMAT,
@@ -485,6 +495,8 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
                              other, other);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);
+    if (rc == HPROF_OK && (input_flags & HPROF_INPUT_SALVAGE))
+        hprof_reader_set_salvage(*r, 1);
     /* Mapped unless HPROF_MMAP=0: no copy of what is parsed, and array
      * contents a pass skips are never touched.  If a mapping cannot be
      * had, pread() does the job. */
@@ -514,6 +526,110 @@ void cli_close_reader(int fd, struct hprof_reader *r)
     hprof_reader_free(r);
     if (fd >= 0)
         close(fd);
+}
+
+/* ---- --salvage ---------------------------------------------------------------- */
+
+void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int count)
+{
+    memset(s, 0, sizeof *s);
+    s->report = *hprof_reader_salvage_report(r);
+    s->gzip_cut = last_input.gzip_cut;
+    s->gzip_cut_offset = last_input.gzip_cut_offset;
+    if (!s->report.cut || !count)
+        return;
+    struct hprof_verify_report v;
+    struct hprof_error err = { 0 };
+    if (hprof_verify(r, &v, &err) == HPROF_OK) {
+        s->counted = 1;
+        s->dangling = v.dangling;
+    } else {
+        snprintf(s->why, sizeof s->why, "%s", err.message);
+    }
+}
+
+/* What was lost, in words: the record or sub-record the end cut. */
+static void salvage_what(char *out, size_t len, const struct hprof_salvage_report *p)
+{
+    if (p->sub_records_lost)
+        snprintf(out, len, "1 %s sub-record of the %s at 0x%" PRIx64 ", whose %" PRIu64
+                 " complete sub-records are kept", hprof_subtag_name(p->sub_tag),
+                 hprof_tag_name(p->record_tag), p->record_offset, p->sub_records_kept);
+    else if (p->records_lost && p->record_missing == 0)
+        snprintf(out, len, "a record header at 0x%" PRIx64, p->record_offset);
+    else if (p->records_lost)
+        snprintf(out, len, "the %s record at 0x%" PRIx64, hprof_tag_name(p->record_tag),
+                 p->record_offset);
+    else if (p->record_offset != 0)
+        snprintf(out, len, "the %s at 0x%" PRIx64 " ends after %" PRIu64
+                 " complete sub-records", hprof_tag_name(p->record_tag), p->record_offset,
+                 p->sub_records_kept);
+    else
+        snprintf(out, len, "the input ends between two records");
+}
+
+void cli_salvage_print(const char *name, const struct cli_salvage *s)
+{
+    const struct hprof_salvage_report *p = &s->report;
+    if (s->gzip_cut)
+        fprintf(stderr, "%s: %s: gzip input cut at offset 0x%" PRIx64 " (compressed): what it "
+                "held is salvaged%s\n", cli_progname, name, s->gzip_cut_offset,
+                p->cut ? "" : " (it ends between two records)");
+    if (!p->cut)
+        return;
+    char what[256];
+    salvage_what(what, sizeof what, p);
+    fflush(stdout);
+    fprintf(stderr, "%s: %s: input cut at offset 0x%" PRIx64 ": %" PRIu64 " bytes lost (%s)",
+            cli_progname, name, p->input_end, p->bytes_lost, what);
+    if (p->record_missing)
+        fprintf(stderr, ", %" PRIu64 " more bytes announced", p->record_missing);
+    if (p->unclosed_run)
+        fprintf(stderr, "; the heap dump had no HEAP_DUMP_END");
+    if (p->classes_dropped || p->instances_dropped || p->arrays_dropped)
+        fprintf(stderr, "; dropped as incomplete: %" PRIu64 " class dumps whose superclass "
+                "never arrived, %" PRIu64 " instances and %" PRIu64 " primitive arrays whose "
+                "class did not", p->classes_dropped, p->instances_dropped, p->arrays_dropped);
+    if (p->array_classes_rebuilt)
+        fprintf(stderr, "; %" PRIu64 " primitive array classes that never arrived rebuilt from "
+                "their LOAD_CLASS", p->array_classes_rebuilt);
+    if (s->counted)
+        fprintf(stderr, "; %" PRIu64 " references point at objects that never arrived\n",
+                s->dangling);
+    else if (s->why[0])
+        fprintf(stderr, "; references not counted: %s\n", s->why);
+    else
+        fputc('\n', stderr);
+}
+
+void cli_salvage_json(FILE *f, const struct cli_salvage *s)
+{
+    const struct hprof_salvage_report *p = &s->report;
+    fprintf(f, ",\"salvage\":{\"cut\":%s", p->cut ? "true" : "false");
+    if (s->gzip_cut)
+        fprintf(f, ",\"gzip_cut_offset\":%" PRIu64, s->gzip_cut_offset);
+    if (p->cut) {
+        fprintf(f, ",\"input_end\":%" PRIu64 ",\"kept_end\":%" PRIu64 ",\"bytes_lost\":%" PRIu64
+                ",\"record_offset\":%" PRIu64 ",\"record\":\"%s\",\"sub_record\":",
+                p->input_end, p->kept_end, p->bytes_lost, p->record_offset,
+                p->record_offset || p->records_lost ? hprof_tag_name(p->record_tag) : "");
+        if (p->sub_records_lost)
+            fprintf(f, "\"%s\"", hprof_subtag_name(p->sub_tag));
+        else
+            fprintf(f, "null");
+        fprintf(f, ",\"bytes_missing\":%" PRIu64 ",\"records_lost\":%" PRIu64
+                ",\"sub_records_kept\":%" PRIu64 ",\"sub_records_lost\":%" PRIu64
+                ",\"heap_closed\":%s,\"classes_dropped\":%" PRIu64 ",\"instances_dropped\":%"
+                PRIu64 ",\"arrays_dropped\":%" PRIu64 ",\"array_classes_rebuilt\":%" PRIu64
+                ",\"dangling\":", p->record_missing, p->records_lost, p->sub_records_kept,
+                p->sub_records_lost, p->unclosed_run ? "true" : "false", p->classes_dropped,
+                p->instances_dropped, p->arrays_dropped, p->array_classes_rebuilt);
+        if (s->counted)
+            fprintf(f, "%" PRIu64, s->dangling);
+        else
+            fprintf(f, "null");
+    }
+    fputc('}', f);
 }
 
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out)

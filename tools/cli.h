@@ -140,6 +140,27 @@ void cli_install_signal_handlers(void);
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);
 void cli_close_reader(int fd, struct hprof_reader *r);
 
+/* --salvage: what a salvaging reader found (hprof_reader_set_salvage()),
+ * and how many references of what it kept point at objects not in it. */
+struct cli_salvage {
+    struct hprof_salvage_report report;
+    int counted;                /* `dangling` is known */
+    uint64_t dangling;
+    char why[512];              /* why not, when counting failed */
+    int gzip_cut;               /* the gzip input was cut short */
+    uint64_t gzip_cut_offset;   /* where, compressed */
+};
+/* --salvage for every cli_open_reader() after it: a gzip input cut short
+ * keeps what it inflated to, and readers salvage (hprof_reader_set_salvage). */
+void cli_set_salvage(int on);
+/* After a successful run over `r`: its report and, when the input was cut
+ * and `count`, the dangling references by hprof_verify() (two passes). */
+void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int count);
+/* One line on stderr, "NAME: input cut at offset 0x...: ...", when cut. */
+void cli_salvage_print(const char *name, const struct cli_salvage *s);
+/* ,"salvage":{...} for a JSON report (keys in hprof-shrink(1)). */
+void cli_salvage_json(FILE *f, const struct cli_salvage *s);
+
 /* Parse a non-negative integer; @return 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
 

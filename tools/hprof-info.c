@@ -20,6 +20,9 @@
 
 /* --mapping: read once, for every file. */
 static struct hprof_mapping *mapping;
+/* --salvage: read cut dumps as far as they are complete; what each lost. */
+static int salvage;
+static struct cli_salvage salvaged;
 
 static void usage(FILE *out)
 {
@@ -35,6 +38,8 @@ static void usage(FILE *out)
             "                 written)\n"
             "  --json         one JSON object instead of the report\n"
             "  --mapping=FILE show the names a ProGuard/R8 mapping.txt restores\n"
+            "  --salvage      a dump cut short: report what is complete, and say\n"
+            "                 where the input stops and what was lost\n"
             "  -h, --help     show this help and exit\n"
             "  -V, --version  show the version and exit\n"
             "\n"
@@ -140,6 +145,7 @@ static int info_file(const char *path, const struct info_options *o)
     memset(&e, 0, sizeof e);
     cli_progress_init(&progress, path, 0);
     cli_progress_note(&progress, "reading the input");
+    cli_set_salvage(salvage);
     int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK) {
         hprof_reader_set_progress(r, cli_progress_bytes, &progress);
@@ -147,12 +153,18 @@ static int info_file(const char *path, const struct info_options *o)
     }
     if (rc == HPROF_OK && o->estimate)
         rc = estimate(r, &e, &progress, &err);
+    struct info_options shown = *o;
+    if (rc == HPROF_OK && salvage) {
+        cli_salvage_collect(&salvaged, r, 1);
+        cli_salvage_print(path, &salvaged);
+        shown.salvage = &salvaged;
+    }
     cli_progress_done(&progress);
     if (rc == HPROF_OK) {
         if (o->json)
-            info_print_json(stdout, path, &info, o, &e);
+            info_print_json(stdout, path, &info, &shown, &e);
         else
-            info_print_report(stdout, path, &info, o, &e);
+            info_print_report(stdout, path, &info, &shown, &e);
     } else {
         fflush(stdout);
         cli_file_error(path, err.message);
@@ -165,13 +177,14 @@ static int info_file(const char *path, const struct info_options *o)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_TOP = 256, OPT_ESTIMATE, OPT_JSON, OPT_MAPPING };
+    enum { OPT_TOP = 256, OPT_ESTIMATE, OPT_JSON, OPT_MAPPING, OPT_SALVAGE };
     const char *mapping_path = NULL;
     static const struct option long_options[] = {
         { "top", required_argument, NULL, OPT_TOP },
         { "estimate", no_argument, NULL, OPT_ESTIMATE },
         { "json", no_argument, NULL, OPT_JSON },
         { "mapping", required_argument, NULL, OPT_MAPPING },
+        { "salvage", no_argument, NULL, OPT_SALVAGE },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -193,6 +206,7 @@ int main(int argc, char **argv)
         case OPT_ESTIMATE: o.estimate = 1; break;
         case OPT_JSON: o.json = 1; break;
         case OPT_MAPPING: mapping_path = optarg; break;
+        case OPT_SALVAGE: salvage = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
         default: return cli_usage_error(NULL);

@@ -21,6 +21,8 @@
 
 #include "cli.h"
 
+#define OPT_SALVAGE 400 /* --salvage */
+
 struct options {
     struct hprof_shrink_options shrink;
     int gzip_level;         /* 0: plain output */
@@ -36,6 +38,8 @@ struct options {
     int n_inputs;
     const char *keep_rules[HPROF_REDACT_MAX_RULES];
     const char *mapping_path;   /* --mapping, loaded once for every input */
+    int salvage;                /* --salvage: keep what a cut dump holds */
+    struct cli_salvage salvaged;
 };
 
 static void usage(FILE *out)
@@ -83,6 +87,9 @@ static void usage(FILE *out)
             "  --json               print the report as JSON (on standard output, or on\n"
             "                       standard error when OUT is standard output)\n"
             "  --segment-size=BYTES largest heap segment to write [Default: 33554432]\n"
+            "  --salvage            a dump cut short: keep every complete record and\n"
+            "                       sub-record, close the heap, and say what was lost\n"
+
             "  -q, --quiet          no progress, summary or warnings\n"
             "  -h, --help           show this help and exit\n"
             "  -V, --version        show the version and exit\n"
@@ -115,6 +122,7 @@ static int parse(int argc, char **argv, struct options *o)
         { "stats", no_argument, NULL, OPT_STATS },
         { "json", no_argument, NULL, OPT_JSON },
         { "segment-size", required_argument, NULL, OPT_SEGMENT },
+        { "salvage", no_argument, NULL, OPT_SALVAGE },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -190,6 +198,7 @@ static int parse(int argc, char **argv, struct options *o)
         case 'f': o->force = 1; break;
         case OPT_STATS: o->stats = 1; break;
         case OPT_JSON: o->json = 1; break;
+        case OPT_SALVAGE: o->salvage = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(EXIT_OK);
         case 'V': cli_version(); exit(EXIT_OK);
@@ -359,7 +368,10 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
             s->resolved_in_pass_1 ? "true" : "false");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);
-    fprintf(f, "]}\n");
+    fprintf(f, "]");
+    if (o->salvage)
+        cli_salvage_json(f, &o->salvaged);
+    fprintf(f, "}\n");
     fflush(f); /* batch children leave with _exit() */
 }
 
@@ -438,6 +450,7 @@ static int shrink_file(struct options *o)
      * (decompressed) first, then the passes read it */
     cli_progress_init(&progress, name, o->quiet);
     cli_progress_note(&progress, "reading the input");
+    cli_set_salvage(o->salvage);
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
     if (rc == HPROF_OK) {
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &sink_err)
@@ -453,6 +466,8 @@ static int shrink_file(struct options *o)
         rc = hprof_shrink(r, sink, &o->shrink, &stats, &err);
     if (rc == HPROF_OK)
         rc = hprof_sink_finish(sink);
+    if (rc == HPROF_OK && o->salvage) /* before the reader goes */
+        cli_salvage_collect(&o->salvaged, r, 1);
     cli_progress_done(&progress);
     uint64_t written = 0;
     int out_is_file = out.tmp != NULL;
@@ -484,6 +499,8 @@ static int shrink_file(struct options *o)
                ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
         fflush(stdout);
     }
+    if (o->salvage)
+        cli_salvage_print(name, &o->salvaged);
     if (!o->batch && !o->quiet && !o->json && !o->stats)
         print_summary(o, &stats, written, out_is_file, cli_progress_seconds(&progress));
     if (o->stats)

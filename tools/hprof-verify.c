@@ -20,6 +20,8 @@ static void usage(FILE *out)
             "\n"
             "Options:\n"
             "  -q, --quiet     print only problems\n"
+            "  --salvage       a dump cut short: check what is complete, and say\n"
+            "                  where the input stops and what was lost\n"
             "  -h, --help      show this help and exit\n"
             "  -V, --version   show the version and exit\n"
             "\n"
@@ -49,6 +51,8 @@ static void print_report(const char *path, const struct hprof_header *h,
     printf("%s\n", r->dangling ? ")" : "");
 }
 
+static int salvage;    /* --salvage */
+
 static int verify_file(const char *path, int quiet)
 {
     struct hprof_error err = { 0 };
@@ -58,6 +62,7 @@ static int verify_file(const char *path, int quiet)
     int fd = -1;
     cli_progress_init(&progress, path, quiet);
     cli_progress_note(&progress, "reading the input");
+    cli_set_salvage(salvage);
     int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK) {
         hprof_reader_set_progress(r, cli_progress_bytes, &progress);
@@ -67,6 +72,13 @@ static int verify_file(const char *path, int quiet)
     if (rc == HPROF_OK) {
         if (!quiet)
             print_report(path, hprof_reader_header(r), &report);
+        if (salvage) {
+            struct cli_salvage s;
+            cli_salvage_collect(&s, r, 0);
+            s.counted = 1;
+            s.dangling = report.dangling;
+            cli_salvage_print(path, &s);
+        }
     } else {
         fflush(stdout);
         cli_file_error(path, err.message);
@@ -81,6 +93,7 @@ int main(int argc, char **argv)
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
+        { "salvage", no_argument, &salvage, 1 },
         { NULL, 0, NULL, 0 },
     };
     int quiet = 0, c, worst = EXIT_OK;
@@ -92,6 +105,7 @@ int main(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
+        case 0: break; /* a flag */
         default: return cli_usage_error(NULL);
         }
     }

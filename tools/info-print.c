@@ -361,5 +361,7 @@ void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
         fprintf(f, ",\"estimate\":{\"empty\":%" PRIu64 ",\"zero\":%" PRIu64 ",\"remove\":%" PRIu64
                 ",\"empty_gzip\":%" PRIu64 ",\"zero_gzip\":%" PRIu64 "}", e->bytes[0], e->bytes[1],
                 e->bytes[2], e->gzip[0], e->gzip[1]);
+    if (o->salvage != NULL)
+        cli_salvage_json(f, o->salvage);
     fprintf(f, "}\n");
 }

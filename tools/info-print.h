@@ -8,9 +8,12 @@
 
 #include "hprof.h"
 
+struct cli_salvage;
+
 struct info_options {
     int json, estimate;
     size_t top;
+    const struct cli_salvage *salvage; /* --salvage: what was lost, or NULL */
 };
 
 /* What hprof-shrink would write, from its passes over a null sink. */

@@ -318,6 +318,9 @@ double hprof_now(void);
 
 /* A second reader of the same input (file or memory), as strict as `r`. */
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
+/* What the runs of `from` (a clone) found of a cut input, as `to`'s own:
+ * a caller asks its reader, not the clones a shrink reads through. */
+void reader_copy_salvage_report(struct hprof_reader *to, const struct hprof_reader *from);
 /* Read the one top-level record at `offset` (a HEAP_DUMP or segment). */
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v);
 /* Copy `len` input bytes at `offset` into `buf` without mapping them:

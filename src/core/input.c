@@ -52,7 +52,23 @@ struct spool {
     size_t n_rec;
     uint8_t *in_buf, *out_buf;
     uint64_t in_offset;         /* of in_buf[0] in the (compressed) input */
+    int salvage;                /* HPROF_INPUT_SALVAGE */
+    struct hprof_input_info *info;
 };
+
+/* The gzip stream ends before its last member does.  With salvage, what
+ * was inflated stays (the reader then salvages the dump it holds), and
+ * `info` says where the compressed input stopped; else an error. */
+static int gzip_cut(struct spool *s, uint64_t at, struct hprof_error *err)
+{
+    if (!s->salvage)
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 " (compressed): gzip input is truncated"
+                               "; --salvage keeps what is complete", at);
+    s->info->gzip_cut = 1;
+    s->info->gzip_cut_offset = at;
+    return HPROF_OK;
+}
 
 static int temp_file(struct spool *s, struct hprof_error *err)
 {
@@ -215,6 +231,10 @@ static int inflate_all(struct spool *s, size_t prefix, struct hprof_error *err)
         if (!in_member) {
             if (z.avail_in == 0)
                 break; /* the end, after a whole member */
+            if (z.avail_in < 2 && !more && z.next_in[0] == 0x1f) { /* half a magic */
+                rc = gzip_cut(s, in_at(s, &z), err);
+                break;
+            }
             if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
                 rc = hprof_error_set(err, HPROF_ERR_FORMAT,
                                      "offset 0x%" PRIx64 " (compressed): gzip input has trailing "
@@ -226,9 +246,7 @@ static int inflate_all(struct spool *s, size_t prefix, struct hprof_error *err)
             in_member = 1;
         }
         if (z.avail_in == 0) {
-            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
-                                 "offset 0x%" PRIx64 " (compressed): gzip input is truncated",
-                                 in_at(s, &z));
+            rc = gzip_cut(s, in_at(s, &z), err);
             break;
         }
         z.next_out = s->out_buf;
@@ -248,9 +266,7 @@ static int inflate_all(struct spool *s, size_t prefix, struct hprof_error *err)
                                  in_at(s, &z), z.msg != NULL ? z.msg : "bad data");
             break;
         } else if (zrc == Z_BUF_ERROR && !more && z.avail_in == 0) {
-            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
-                                 "offset 0x%" PRIx64 " (compressed): gzip input is truncated",
-                                 in_at(s, &z));
+            rc = gzip_cut(s, in_at(s, &z), err);
             break;
         }
     }
@@ -279,7 +295,8 @@ static int copy_all(struct spool *s, const uint8_t *first, size_t n_first,
 
 /* Copy everything `from` yields, decompressed if gzip, into a temporary
  * file; *out is that file on success. */
-static int spool(int from, int *out, struct hprof_error *err)
+static int spool(int from, int *out, unsigned flags, struct hprof_input_info *info,
+                 struct hprof_error *err)
 {
     struct spool *s = calloc(1, sizeof *s);
     int rc = HPROF_OK;
@@ -288,6 +305,8 @@ static int spool(int from, int *out, struct hprof_error *err)
         rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
         goto out;
     }
+    s->salvage = (flags & HPROF_INPUT_SALVAGE) != 0;
+    s->info = info;
     s->in = from;
     s->out = -1;
     s->in_header = 1;
@@ -333,11 +352,20 @@ static int is_gzip(int fd)
 
 int hprof_input_open(const char *path, int *out, int *spooled, struct hprof_error *err)
 {
+    struct hprof_input_info info;
+    int rc = hprof_input_open_flags(path, 0, out, &info, err);
+    if (spooled)
+        *spooled = info.spooled;
+    return rc;
+}
+
+int hprof_input_open_flags(const char *path, unsigned flags, int *out,
+                           struct hprof_input_info *info, struct hprof_error *err)
+{
     int stdin_input = strcmp(path, "-") == 0;
     int fd = stdin_input ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (spooled)
-        *spooled = 0;
+    memset(info, 0, sizeof *info);
     if (fd < 0)
         return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
     if (fstat(fd, &st) != 0) {
@@ -357,10 +385,10 @@ int hprof_input_open(const char *path, int *out, int *spooled, struct hprof_erro
             return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
         return HPROF_OK;
     }
-    int rc = spool(fd, out, err);
+    int rc = spool(fd, out, flags, info, err);
     if (!stdin_input)
         close(fd);
-    if (rc == HPROF_OK && spooled)
-        *spooled = 1;
+    if (rc == HPROF_OK)
+        info->spooled = 1;
     return rc;
 }

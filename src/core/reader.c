@@ -16,6 +16,13 @@
  * reading position (hprof_reader_set_threads()): the page faults,
  * and reading any page not yet cached, then happen on another core.
  *
+ * A salvaging reader (hprof_reader_set_salvage()) reads a dump cut short
+ * as far as it is complete: before its first run it reads the record
+ * headers, and if the input is cut, the sub-records of the cut heap record
+ * up to the last complete one (scan_cut_heap()) and the class dumps of
+ * what is kept (salvage_prepare()'s census); every run then stops at the
+ * same sub-record and leaves out what would not make a valid dump.
+ *
  * Invariants:
  *  1. `pos` is the input offset of `cur`; bytes [cur, lim) are valid.
  *  2. Every length read from the input is checked against what encloses it
@@ -62,6 +69,26 @@ struct read_ahead {
     _Atomic int stop;
 };
 
+/* Salvage, once the input is known to be cut: the classes whose superclass
+ * chain is complete in what is kept, found by a census pass before the
+ * first run delivers anything.  Shared read-only by the clones of a reader
+ * (the write pass's workers), hence counted. */
+struct salvage_state {
+    _Atomic unsigned refs;
+    struct idmap complete;      /* class ids delivered; others are dropped */
+    uint64_t classes_dropped;   /* class dumps whose superclass never arrived */
+    uint64_t instances_dropped; /* instances of a class not delivered */
+    unsigned drop_types;        /* bit t: drop primitive arrays of type t */
+    uint64_t arrays_dropped;    /* primitive arrays of those types */
+    /* Array classes rebuilt, first in the first heap record: the class
+     * dump of a primitive array type, named by LOAD_CLASS and never
+     * dumped, with java.lang.Object as its superclass, as runtimes dump
+     * it; analyzers need it to read the arrays of that type. */
+    struct { uint64_t id, super_id; } rebuilt[16];
+    unsigned n_rebuilt;
+    uint64_t first_heap;        /* offset of the first heap record: they go first in it */
+};
+
 struct hprof_reader {
     int fd;                     /* -1 when reading memory */
     const uint8_t *mem;         /* the whole input, when in memory or mapped */
@@ -93,7 +120,23 @@ struct hprof_reader {
     size_t cap_constants, cap_statics, cap_fields;
 
     int strict;
+    int salvage;                /* a record cut by the end of the file ends the run */
+    /* Salvage: where the input is cut, found by salvage_prepare() before
+     * the first run (or copied by reader_clone()), so that every pass and
+     * every write-pass worker stops at the same sub-record. */
+    int cut_known;
+    uint64_t cut_record;        /* offset of the heap record the end of file cuts */
+    uint64_t cut_kept;          /* bytes of its body that hold complete sub-records */
+    uint64_t cut_subs;          /* how many complete sub-records that is */
+    uint8_t cut_sub_tag;        /* tag of the sub-record cut short (0: none) */
+    int prepared;               /* salvage_prepare() ran (or was inherited) */
+    struct salvage_state *sv;   /* the input is cut: what to drop, or NULL */
+    int scanning;               /* scan_cut_heap() is at work */
+    int scan_hit_end;           /* ... and a sub-record ran into the end of the file */
+    const struct idmap *deliver;/* during runs: class ids delivered, or NULL */
+    struct hprof_salvage_report report; /* of the last run */
     uint64_t records;           /* in this run */
+    uint64_t heap_bytes;        /* bytes of heap records in this run */
     uint64_t open_run;          /* offset of an unclosed HEAP_DUMP_SEGMENT run, or 0 */
 
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
@@ -101,6 +144,8 @@ struct hprof_reader {
     uint64_t next_progress;
     uint64_t next_check;        /* report_progress() looks no sooner */
 };
+
+static void salvage_state_release(struct salvage_state *sv);
 
 /* ---- Messages ------------------------------------------------------------ */
 
@@ -233,6 +278,8 @@ static void skip(struct hprof_reader *r, uint64_t n)
 
 static int overrun(struct hprof_reader *r, size_t n, uint64_t limit)
 {
+    if (r->scanning)
+        r->scan_hit_end = 1;
     FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
           "sub-record runs past the end of its segment (needs %zu bytes at 0x%" PRIx64
           ", %" PRIu64 " left)", n, r->pos, limit - r->pos);
@@ -464,6 +511,7 @@ void hprof_reader_free(struct hprof_reader *r)
     free(r->constants);
     free(r->statics);
     free(r->fields);
+    salvage_state_release(r->sv);
     free(r);
 }
 
@@ -575,6 +623,8 @@ static int read_class_dump(struct hprof_reader *r, struct hprof_visitor *v, uint
     cd.constants = r->constants;
     cd.statics = r->statics;
     cd.fields = r->fields;
+    if (r->deliver != NULL && !idmap_has(r->deliver, cd.id))
+        return HPROF_OK; /* salvage: its superclass never arrived */
     return hprof_visit_class_dump(v, &cd);
 }
 
@@ -594,6 +644,8 @@ static int read_instance(struct hprof_reader *r, struct hprof_visitor *v, uint64
     rc = take(r, o.length, limit, &o.values);
     if (rc != HPROF_OK)
         return rc;
+    if (r->deliver != NULL && !idmap_has(r->deliver, o.class_id))
+        return HPROF_OK; /* salvage: its class never arrived (whole) */
     return hprof_visit_instance(v, &o);
 }
 
@@ -623,6 +675,8 @@ static int next_chunk(struct hprof_reader *r, uint64_t left, unsigned esize, siz
 static int check_array_fits(struct hprof_reader *r, uint64_t bytes, uint32_t count,
                             uint64_t limit)
 {
+    if (bytes > limit - r->pos && r->scanning)
+        r->scan_hit_end = 1;
     if (bytes > limit - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->sub_offset,
               "%" PRIu32 " elements (%" PRIu64 " bytes) run past the end of the segment "
@@ -677,6 +731,10 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
     a.data_offset = r->pos;
     uint64_t left = r->sub_tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : (uint64_t)a.count * esize;
     rc = check_array_fits(r, left, a.count, limit);
+    if (rc == HPROF_OK && r->deliver != NULL && (r->sv->drop_types >> a.type & 1)) {
+        skip(r, left); /* salvage: the class of its type never arrived */
+        return HPROF_OK;
+    }
     do {
         size_t chunk;
         if (rc == HPROF_OK)
@@ -719,10 +777,29 @@ static int read_sub_record(struct hprof_reader *r, struct hprof_visitor *v, uint
     }
 }
 
+/* Salvage: the array classes rebuilt (struct salvage_state), first in
+ * the first heap record. */
+static int deliver_rebuilt(struct hprof_reader *r, struct hprof_visitor *v)
+{
+    for (unsigned i = 0; i < r->sv->n_rebuilt; i++) {
+        struct hprof_class_dump cd = {
+            .offset = r->pos, .id = r->sv->rebuilt[i].id, .super_id = r->sv->rebuilt[i].super_id,
+            .constants = r->constants, .statics = r->statics, .fields = r->fields,
+        };
+        r->sub_offset = r->pos;
+        r->sub_tag = HPROF_CLASS_DUMP;
+        int rc = hprof_visit_class_dump(v, &cd);
+        if (rc < 0)
+            return visitor_failed(r, rc);
+    }
+    return HPROF_OK;
+}
+
 static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
                      const struct hprof_segment *seg)
 {
     int rc = hprof_visit_heap_begin(v, seg);
+    r->heap_bytes += seg->length;
     if (rc == HPROF_SKIP) {
         skip(r, seg->length);
         r->skipped_segment = r->map != NULL;
@@ -732,6 +809,9 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
         return visitor_failed(r, rc);
     uint64_t limit = r->pos + seg->length;
     r->in_heap = 1;
+    if (r->deliver != NULL && seg->offset == r->sv->first_heap &&
+        (rc = deliver_rebuilt(r, v)) != HPROF_OK)
+        return rc;
     while (r->pos < limit) {
         const uint8_t *p;
         r->sub_offset = r->pos;
@@ -748,6 +828,384 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
     r->in_heap = 0;
     rc = hprof_visit_heap_end(v, seg);
     return rc < 0 ? visitor_failed(r, rc) : HPROF_OK;
+}
+
+/* ---- Salvage: a dump cut short ------------------------------------------- */
+
+/* read_record() says the input is cut and nothing after it can be read;
+ * run_records() then ends the run as if the file ended there. */
+#define READER_CUT 2
+/* What a message about a cut adds, for the tools' users. */
+#define SALVAGE_HINT "; --salvage keeps what is complete"
+
+/* The scan only needs the size of each sub-record: arrays are skipped. */
+static int scan_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+static int scan_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+static const struct hprof_visitor_ops scan_ops = {
+    .object_array = scan_object_array,
+    .primitive_array = scan_primitive_array,
+};
+
+/* The heap record at r->rec_offset, whose body starts at the cursor, runs
+ * past the end of the file.  Reads its sub-records without visitors up to
+ * the first one the end of the file cuts, and remembers how many bytes of
+ * the body the complete ones take (r->cut_*): every pass, and every reader
+ * cloned after this one, then reads the record as that long, so all stop
+ * at the same sub-record.  A problem other than the end of the file is
+ * reported as a normal read would, with its message.  The cursor is put
+ * back at the body.  @return HPROF_OK or that error. */
+static int scan_cut_heap(struct hprof_reader *r)
+{
+    struct hprof_visitor scan = { &scan_ops, NULL };
+    struct hprof_error scratch = { 0 }, *err = r->err;
+    uint64_t body = r->pos, kept = body, subs = 0, next_check = r->next_check;
+    uint64_t next_release = body + CHECK_STEP;
+    int rc = HPROF_OK;
+    r->err = &scratch;
+    r->scanning = 1;
+    r->scan_hit_end = 0;
+    r->next_check = UINT64_MAX; /* no progress while going ahead of the run */
+    r->in_heap = 1;
+    while (r->pos < r->size) {
+        const uint8_t *p;
+        r->sub_offset = r->pos;
+        r->sub_tag = 0;
+        rc = take(r, 1, r->size, &p);
+        if (rc == HPROF_OK) {
+            r->sub_tag = *p;
+            rc = read_sub_record(r, &scan, r->size);
+        }
+        if (rc < 0)
+            break;
+        kept = r->pos;
+        subs++;
+        if (r->pos >= next_release) { /* a mapping's pages stay bounded */
+            release_behind(r);
+            next_release = r->pos + CHECK_STEP;
+        }
+    }
+    r->scanning = 0;
+    r->err = err;
+    r->next_check = next_check;
+    r->in_heap = 0;
+    if (rc < 0 && !r->scan_hit_end)
+        return hprof_error_set(err, scratch.code, "%s", scratch.message);
+    r->cut_known = 1;
+    r->cut_record = r->rec_offset;
+    r->cut_kept = kept - body;
+    r->cut_subs = subs;
+    r->cut_sub_tag = kept < r->size ? r->sub_tag : 0;
+    seek_to(r, body);
+    if (r->map != NULL && r->released > body) /* read again: give it back again */
+        r->released = body & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+    return HPROF_OK;
+}
+
+/* Salvage: the end of the file cuts the header of the record at the
+ * cursor.  Nothing of it is kept. */
+static int cut_record_header(struct hprof_reader *r)
+{
+    struct hprof_salvage_report *s = &r->report;
+    s->cut = 1;
+    s->input_end = r->size;
+    s->kept_end = r->pos;
+    s->bytes_lost = r->size - r->pos;
+    s->record_offset = r->pos;
+    s->record_tag = 0;
+    if (r->pos < r->size && hprof_reader_pread(r, r->pos, &s->record_tag, 1) != HPROF_OK)
+        return r->err->code;
+    s->records_lost = 1;
+    return READER_CUT;
+}
+
+/* Salvage: the record whose header was just read at r->rec_offset
+ * announces `length` bytes and the file ends first.  Any other record is
+ * lost whole; a heap record is read up to its last complete sub-record,
+ * and its visitors see a segment of that length, begun and ended as
+ * usual.  @return READER_CUT, or an error. */
+static int cut_record(struct hprof_reader *r, uint32_t time, uint32_t length,
+                      struct hprof_visitor *v)
+{
+    struct hprof_salvage_report *s = &r->report;
+    uint64_t body = r->pos;
+    s->cut = 1;
+    s->input_end = r->size;
+    s->record_offset = r->rec_offset;
+    s->record_tag = r->rec_tag;
+    s->record_missing = length - (r->size - body);
+    if (r->rec_tag != HPROF_TAG_HEAP_DUMP && r->rec_tag != HPROF_TAG_HEAP_DUMP_SEGMENT) {
+        r->records--;
+        s->kept_end = r->rec_offset;
+        s->bytes_lost = r->size - r->rec_offset;
+        s->records_lost = 1;
+        return READER_CUT;
+    }
+    int rc = HPROF_OK;
+    if (!r->cut_known || r->cut_record != r->rec_offset)
+        rc = scan_cut_heap(r);
+    if (rc != HPROF_OK)
+        return rc;
+    s->kept_end = body + r->cut_kept;
+    s->bytes_lost = r->size - s->kept_end;
+    s->sub_records_kept = r->cut_subs;
+    s->sub_records_lost = s->bytes_lost > 0;
+    s->sub_tag = r->cut_sub_tag;
+    struct hprof_segment seg = { r->rec_offset, r->rec_tag, time, (uint32_t)r->cut_kept };
+    rc = read_heap(r, v, &seg);
+    return rc == HPROF_OK ? READER_CUT : rc;
+}
+
+static int run_records(struct hprof_reader *r, struct hprof_visitor *v);
+
+/* The census of a cut input: each class dump's superclass, and how many
+ * instances each class has. */
+struct census {
+    struct hprof_visitor base;
+    struct idmap supers;        /* class id -> superclass id */
+    struct idmap instances;     /* class id -> instances */
+    /* Primitive arrays name no class: analyzers find the class of each
+     * type by its name (VisualVM fails on a type whose class is missing). */
+    struct idmap type_names;    /* STRING id of "[B", "byte[]", ... -> type */
+    struct idmap type_classes;  /* class id of those names -> type */
+    uint64_t arrays[16];        /* primitive arrays by type */
+    uint64_t object_class;      /* java.lang.Object, by its LOAD_CLASS */
+};
+
+static int census_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    static const char *const names[] = { "[Z", "[C", "[F", "[D", "[B", "[S", "[I", "[J",
+        "boolean[]", "char[]", "float[]", "double[]", "byte[]", "short[]", "int[]", "long[]" };
+    for (unsigned i = 0; i < 16; i++)
+        if (s->length == strlen(names[i]) && memcmp(s->utf8, names[i], s->length) == 0)
+            return idmap_put(&((struct census *)v)->type_names, s->id,
+                             HPROF_TYPE_BOOLEAN + i % 8);
+    if (s->length == 16 && (memcmp(s->utf8, "java.lang.Object", 16) == 0 ||
+                            memcmp(s->utf8, "java/lang/Object", 16) == 0))
+        return idmap_put(&((struct census *)v)->type_names, s->id, 0);
+    return HPROF_OK;
+}
+
+static int census_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    struct census *cs = (struct census *)v;
+    uint64_t type;
+    if (!idmap_get(&cs->type_names, c->name_id, &type))
+        return HPROF_OK;
+    if (type == 0) {
+        cs->object_class = c->class_id;
+        return HPROF_OK;
+    }
+    return idmap_put(&cs->type_classes, c->class_id, type);
+}
+
+static int census_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    ((struct census *)v)->arrays[a->type & 15]++;
+    return HPROF_SKIP;
+}
+
+static int census_class(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    return idmap_put(&((struct census *)v)->supers, c->id, c->super_id);
+}
+
+static int census_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct census *cs = (struct census *)v;
+    uint64_t n = 0;
+    idmap_get(&cs->instances, o->class_id, &n);
+    return idmap_put(&cs->instances, o->class_id, n + 1);
+}
+
+static const struct hprof_visitor_ops census_ops = {
+    .string = census_string,
+    .load_class = census_load_class,
+    .class_dump = census_class,
+    .instance = census_instance,
+    .object_array = scan_object_array,
+    .primitive_array = census_primitive_array,
+};
+
+/* Does the superclass chain of `id` end within what `supers` holds?  A
+ * cycle counts as complete: it is an error of its own, reported later. */
+static int chain_complete(const struct idmap *supers, uint64_t id)
+{
+    for (size_t steps = 0; steps <= supers->count; steps++) {
+        uint64_t super;
+        if (!idmap_get(supers, id, &super))
+            return 0;   /* never arrived */
+        if (super == 0)
+            return 1;
+        id = super;
+    }
+    return 1;
+}
+
+static void salvage_state_release(struct salvage_state *sv)
+{
+    if (sv != NULL && atomic_fetch_sub(&sv->refs, 1) == 1) {
+        idmap_free(&sv->complete);
+        free(sv);
+    }
+}
+
+/* Before the first run of a salvaging reader delivers anything: is the
+ * input cut (a record runs past its end, or a run of segments is left
+ * open)?  The record headers say, read with pread() (no page of a mapping
+ * touched).  If it is, a census pass (without visitors' output: arrays
+ * skipped) finds the classes whose superclass chain is complete in what is
+ * kept; the runs then deliver only those class dumps and the instances of
+ * those classes, so that what they deliver is a valid dump (validate.h,
+ * rules 2 and 3).  A complete input is read as without salvage.
+ * @return HPROF_OK or an error of the input. */
+static int salvage_prepare(struct hprof_reader *r)
+{
+    uint64_t pos = r->header.length, open_run = 0, first_heap = 0;
+    int cut = 0, rc = HPROF_OK;
+    r->prepared = 1;
+    while (pos < r->size && !cut) {
+        uint8_t h[9];
+        if (r->size - pos < sizeof h) {
+            cut = 1;
+            break;
+        }
+        /* pread() even when mapped: touching each header in the mapping
+         * would map most of an ART dump (a segment every few KiB) */
+        if (r->fd >= 0)
+            rc = pread_full(r, pos, h, sizeof h);
+        else
+            memcpy(h, r->mem + pos, sizeof h);
+        if (rc != HPROF_OK)
+            return rc;
+        uint32_t length = get_u4(h + 5);
+        if ((h[0] == HPROF_TAG_HEAP_DUMP || h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT) &&
+            first_heap == 0)
+            first_heap = pos;
+        if (h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT && open_run == 0)
+            open_run = pos + 1;
+        else if (h[0] == HPROF_TAG_HEAP_DUMP_END)
+            open_run = 0;
+        if (length <= r->size - pos - sizeof h) {
+            pos += sizeof h + length;
+            continue;
+        }
+        cut = 1;
+        if (h[0] == HPROF_TAG_HEAP_DUMP || h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT) {
+            r->rec_offset = pos;
+            r->rec_tag = h[0];
+            seek_to(r, pos + sizeof h);
+            if ((rc = scan_cut_heap(r)) != HPROF_OK)
+                return rc;
+        }
+    }
+    if (!cut && open_run == 0)
+        return HPROF_OK;
+
+    struct census cs = { .base = { &census_ops, NULL } };
+    struct salvage_state *sv = calloc(1, sizeof *sv);
+    void (*progress)(void *, uint64_t, uint64_t) = r->progress;
+    if (sv == NULL || idmap_init(&cs.supers, 1) != HPROF_OK ||
+        idmap_init(&cs.instances, 1) != HPROF_OK || idmap_init(&cs.type_names, 1) != HPROF_OK ||
+        idmap_init(&cs.type_classes, 1) != HPROF_OK || idmap_init(&sv->complete, 0) != HPROF_OK) {
+        rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    atomic_init(&sv->refs, 1);
+    r->progress = NULL; /* the run that follows reports progress */
+    rc = run_records(r, &cs.base);
+    r->progress = progress;
+    if (r->map != NULL) { /* the run starts from the top again */
+        madvise(r->map, (size_t)r->size, MADV_DONTNEED);
+        r->released = 0;
+    }
+    for (size_t i = 0; rc == HPROF_OK && i <= cs.supers.mask; i++) {
+        uint64_t id = cs.supers.keys[i];
+        if (id == 0)
+            continue;
+        if (chain_complete(&cs.supers, id))
+            rc = idmap_put(&sv->complete, id, 0);
+        else
+            sv->classes_dropped++;
+        if (rc != HPROF_OK)
+            rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; rc == HPROF_OK && i <= cs.instances.mask; i++)
+        if (cs.instances.keys[i] != 0 && !idmap_has(&sv->complete, cs.instances.keys[i]))
+            sv->instances_dropped += cs.instances.values[i];
+    /* A type whose array class is named but not delivered: rebuilt first
+     * in the first heap record if there is one, else its arrays go.  One
+     * named nowhere is left alone (nothing says it is missing). */
+    sv->first_heap = first_heap;
+    uint64_t object = idmap_has(&sv->complete, cs.object_class) ? cs.object_class : 0;
+    for (size_t i = 0; rc == HPROF_OK && i <= cs.type_classes.mask; i++) {
+        uint64_t id = cs.type_classes.keys[i], t = cs.type_classes.values[i];
+        if (id == 0 || idmap_has(&sv->complete, id) || cs.arrays[t] == 0)
+            continue;
+        if (first_heap == 0 || sv->n_rebuilt == 16) {
+            sv->drop_types |= 1u << t;
+            continue;
+        }
+        sv->rebuilt[sv->n_rebuilt].id = id;
+        sv->rebuilt[sv->n_rebuilt++].super_id = object;
+        if (idmap_put(&sv->complete, id, 0) != HPROF_OK)
+            rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
+    }
+    for (unsigned t = 0; t < 16; t++)
+        if (sv->drop_types >> t & 1)
+            sv->arrays_dropped += cs.arrays[t];
+    if (rc == HPROF_OK) {
+        r->sv = sv;
+        sv = NULL;
+    }
+out:
+    if (sv != NULL) {
+        idmap_free(&sv->complete);
+        free(sv);
+    }
+    idmap_free(&cs.supers);
+    idmap_free(&cs.instances);
+    idmap_free(&cs.type_names);
+    idmap_free(&cs.type_classes);
+    if (rc != HPROF_OK)
+        r->prepared = 0;
+    return rc;
+}
+
+/* Before a run: the census if it is due, and what to deliver. */
+static int salvage_begin(struct hprof_reader *r)
+{
+    int rc = HPROF_OK;
+    if (r->salvage && !r->prepared)
+        rc = salvage_prepare(r);
+    r->deliver = r->salvage && r->sv != NULL ? &r->sv->complete : NULL;
+    return rc;
+}
+
+void hprof_reader_set_salvage(struct hprof_reader *r, int on)
+{
+    r->salvage = on;
+}
+
+const struct hprof_salvage_report *hprof_reader_salvage_report(const struct hprof_reader *r)
+{
+    return &r->report;
+}
+
+void reader_copy_salvage_report(struct hprof_reader *to, const struct hprof_reader *from)
+{
+    to->report = from->report;
 }
 
 /* ---- Top-level records --------------------------------------------------- */
@@ -834,10 +1292,13 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     r->rec_offset = r->pos;
     r->rec_tag = 0;
     r->in_heap = 0;
-    if (r->size - r->pos < 9) /* no tag yet to name: say what was cut */
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT, "offset 0x%" PRIx64 ": record header: "
-                               "truncated: 9 bytes needed, %" PRIu64 " left", r->pos,
-                               r->size - r->pos);
+    if (r->size - r->pos < 9) {
+        if (r->salvage)
+            return cut_record_header(r);
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": record header: truncated: 9 bytes needed, "
+                               "%" PRIu64 " left" SALVAGE_HINT, r->pos, r->size - r->pos);
+    }
     int rc = need(r, 9);
     if (rc != HPROF_OK)
         return rc;
@@ -863,10 +1324,12 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
         r->open_run = 0;
     if (strcmp(hprof_tag_name(r->rec_tag), "unknown") == 0)
         return unknown_tag(r);
+    if (length > r->size - r->pos && r->salvage)
+        return cut_record(r, time, length, v);
     if (length > r->size - r->pos)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
-              "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)",
-              length, r->size - r->pos);
+              "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)"
+              SALVAGE_HINT, length, r->size - r->pos);
 
     if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT) {
         struct hprof_segment seg = { r->rec_offset, r->rec_tag, time, length };
@@ -909,30 +1372,55 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
 
 static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
 {
+    int rc = salvage_begin(r);
+    if (rc != HPROF_OK)
+        return rc;
     seek_to(r, r->header.length);
     r->next_progress = r->next_check = 0;
     r->in_heap = 0;
     r->rec_tag = 0;
     r->records = 0;
+    r->heap_bytes = 0;
     r->open_run = 0;
-    int rc = hprof_visit_header(v, &r->header);
+    memset(&r->report, 0, sizeof r->report);
+    if (r->deliver != NULL) {
+        r->report.classes_dropped = r->sv->classes_dropped;
+        r->report.instances_dropped = r->sv->instances_dropped;
+        r->report.arrays_dropped = r->sv->arrays_dropped;
+        r->report.array_classes_rebuilt = r->sv->n_rebuilt;
+    }
+    rc = hprof_visit_header(v, &r->header);
     if (rc < 0)
         return hprof_error_set(r->err, rc, "offset 0x0: header: a visitor failed");
     while (r->pos < r->size) {
         rc = read_record(r, v);
+        if (rc == READER_CUT)
+            break;
         if (rc != HPROF_OK)
             return rc;
         report_progress(r);
     }
+    if (r->salvage && r->open_run != 0) { /* the visitors' end closes it */
+        if (!r->report.cut)
+            r->report.input_end = r->report.kept_end = r->size;
+        r->report.cut = 1;
+        r->report.unclosed_run = r->open_run;
+    }
     if (r->strict && r->records == 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": end of file: no record after the header "
-                               "(truncated?)", r->size);
-    if (r->strict && r->open_run != 0)
+                               "offset 0x%" PRIx64 ": end of file: no %srecord after the header "
+                               "(truncated?)%s", r->size, r->salvage ? "complete " : "",
+                               r->salvage ? ": nothing to salvage" : "");
+    /* A cut before the heap: analyzers refuse a dump without one. */
+    if (r->strict && r->report.cut && r->heap_bytes == 0 && r->records > 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": end of file: cut before any complete heap "
+                               "sub-record: nothing to salvage", r->size);
+    if (r->strict && r->open_run != 0 && !r->salvage)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": end of file: the HEAP_DUMP_SEGMENTs from "
-                               "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)",
-                               r->size, r->open_run);
+                               "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)"
+                               SALVAGE_HINT, r->size, r->open_run);
     if (r->progress != NULL)
         r->progress(r->progress_ctx, r->size, r->size);
     rc = hprof_visit_end(v);
@@ -959,8 +1447,18 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
         *out = NULL;
         return hprof_error_set(err, HPROF_ERR_IO, "the input changed size while reading");
     }
-    if (rc == HPROF_OK)
+    if (rc == HPROF_OK) {
         (*out)->strict = r->strict;
+        (*out)->salvage = r->salvage;
+        (*out)->cut_known = r->cut_known;
+        (*out)->cut_record = r->cut_record;
+        (*out)->cut_kept = r->cut_kept;
+        (*out)->cut_subs = r->cut_subs;
+        (*out)->cut_sub_tag = r->cut_sub_tag;
+        (*out)->prepared = r->prepared;
+        if (((*out)->sv = r->sv) != NULL)
+            atomic_fetch_add(&r->sv->refs, 1);
+    }
     return rc;
 }
 
@@ -1044,19 +1542,25 @@ static void stop_read_ahead(struct hprof_reader *r)
 int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v)
 {
     struct read_ahead ahead;
+    int rc = salvage_begin(r);
+    if (rc != HPROF_OK)
+        return rc;
     seek_to(r, offset);
     r->next_check = 0;
     start_read_ahead(r, &ahead, offset);
-    int rc = read_record(r, v);
+    rc = read_record(r, v);
     stop_read_ahead(r);
-    return rc;
+    return rc == READER_CUT ? HPROF_OK : rc;
 }
 
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
 {
     struct read_ahead ahead;
+    int rc = salvage_begin(r); /* its census before the read-ahead starts */
+    if (rc != HPROF_OK)
+        return rc;
     start_read_ahead(r, &ahead, 0);
-    int rc = run_records(r, v);
+    rc = run_records(r, v);
     stop_read_ahead(r); /* before the mapping's pages are given back */
     if (r->map != NULL) { /* the next run starts from the top again */
         madvise(r->map, (size_t)r->size, MADV_DONTNEED);

@@ -280,6 +280,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     }
     release(&run);
     deobf_filter_release(&run.restore);
+    reader_copy_salvage_report(r, run.ctx.reader);
     hprof_reader_free(run.ctx.reader);
     return rc;
 }

@@ -1,0 +1,762 @@
+/*
+ * check_salvage.c - hprof_reader_set_salvage(): a dump cut short is read up
+ * to its last complete record or sub-record, the heap is closed, what is
+ * delivered is a valid dump, and the report says what was lost.  Cuts in
+ * a record header, a record body, a segment header and a sub-record of a
+ * hand-made dump; every prefix of it; and cuts of every fixture, spread
+ * over the file and just inside or after record and sub-record headers,
+ * shrunk on one and on several threads.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hprof_private.h"
+#include "testlib.h"
+
+/* Where things are in the dump made by small_dump(). */
+struct layout {
+    size_t header_end, string_at, load_class_at, segment_at, root_at, class_at, instance_at,
+        array_at, segment_end, end_at, total;
+};
+
+/* tb_small_dump()'s content with every offset noted, and an instance of
+ * a class dumped after it (allowed, as ART does). */
+static void small_dump(struct tbuf *b, unsigned ids, struct layout *l)
+{
+    static const uint8_t types[] = { HPROF_TYPE_INT, HPROF_TYPE_OBJECT };
+    uint8_t values[12] = { 0, 0, 0, 42 };
+    tb_init(b, ids);
+    tb_header(b, ids == 4 ? "JAVA PROFILE 1.0.3" : "JAVA PROFILE 1.0.2");
+    l->header_end = l->string_at = b->len;
+    tb_string(b, 0x10, "Thing");
+    l->load_class_at = b->len;
+    tb_load_class(b, 1, 0x100, 0x10);
+    l->segment_at = b->len;
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    l->root_at = b->len;
+    tb_u1(b, HPROF_ROOT_STICKY_CLASS);
+    tb_id(b, 0x100);
+    l->class_at = b->len;
+    tb_class(b, 0x100, 0, types, 2);
+    values[4 + ids - 1] = 0x20; /* field 2 -> array 0x200 */
+    values[4 + ids - 2] = 0x02;
+    l->instance_at = b->len;
+    tb_instance(b, 0x110, 0x100, values, 4 + ids);
+    l->array_at = b->len;
+    tb_prim_array(b, 0x200, HPROF_TYPE_CHAR, 3, "\0a\0b\0c");
+    tb_segment_end(b);
+    l->segment_end = l->end_at = b->len;
+    tb_record(b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    l->total = b->len;
+}
+
+/* What a run delivered. */
+struct seen {
+    struct hprof_visitor base;
+    int begins, ends, subs, classes, instances, strings, records;
+    uint32_t last_segment_length;
+};
+
+static int seen_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    (void)s;
+    ((struct seen *)v)->strings++;
+    return HPROF_OK;
+}
+
+static int seen_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
+{
+    (void)c;
+    ((struct seen *)v)->records++;
+    return HPROF_OK;
+}
+
+static int seen_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct seen *x = (struct seen *)v;
+    x->begins++;
+    x->last_segment_length = s->length;
+    return HPROF_OK;
+}
+
+static int seen_end(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    (void)s;
+    ((struct seen *)v)->ends++;
+    return HPROF_OK;
+}
+
+static int seen_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    (void)r;
+    ((struct seen *)v)->subs++;
+    return HPROF_OK;
+}
+
+static int seen_class(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    (void)c;
+    ((struct seen *)v)->subs++;
+    ((struct seen *)v)->classes++;
+    return HPROF_OK;
+}
+
+static int seen_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    (void)o;
+    ((struct seen *)v)->subs++;
+    ((struct seen *)v)->instances++;
+    return HPROF_OK;
+}
+
+static int seen_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    if (a->first == 0)
+        ((struct seen *)v)->subs++;
+    return HPROF_OK;
+}
+
+static const struct hprof_visitor_ops seen_ops = {
+    .string = seen_string,
+    .load_class = seen_load_class,
+    .heap_begin = seen_begin,
+    .root = seen_root,
+    .class_dump = seen_class,
+    .instance = seen_instance,
+    .primitive_array = seen_array,
+    .heap_end = seen_end,
+};
+
+/* A salvaging run over the first `len` bytes of `b`, strict (as the tools
+ * run) unless `lax` is set. */
+static int lax;
+
+static int salvage_run(const struct tbuf *b, size_t len, struct seen *s,
+                       struct hprof_salvage_report *rep, struct hprof_error *err)
+{
+    struct hprof_reader *r = NULL;
+    memset(s, 0, sizeof *s);
+    s->base.ops = &seen_ops;
+    memset(err, 0, sizeof *err);
+    int rc = hprof_reader_open_memory(&r, b->data, len, err);
+    if (rc == HPROF_OK) {
+        hprof_reader_set_salvage(r, 1);
+        hprof_reader_set_strict(r, !lax);
+        rc = hprof_reader_run(r, &s->base);
+        *rep = *hprof_reader_salvage_report(r);
+    }
+    hprof_reader_free(r);
+    return rc;
+}
+
+/* The first `len` bytes of `b` through a salvaging reader and a writer:
+ * @return the output, which must verify strictly without salvage. */
+static void salvaged_output_verifies(const uint8_t *data, size_t len)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    struct hprof_writer *w = hprof_writer_new(sink, &err);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, data, len, &err), HPROF_OK);
+    hprof_reader_set_salvage(r, 1);
+    hprof_reader_set_strict(r, 1);
+    ck_assert_msg(hprof_reader_run(r, hprof_writer_visitor(w)) == HPROF_OK, "cut at %zu: %s",
+                  len, err.message);
+    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
+    size_t out_len;
+    const uint8_t *out = hprof_sink_memory_data(sink, &out_len);
+    struct hprof_verify_report rep;
+    ck_assert_msg(tl_verify_memory(out, out_len, &rep, &err) == HPROF_OK,
+                  "cut at %zu: the output does not verify: %s", len, err.message);
+    hprof_reader_free(r);
+    hprof_writer_free(w);
+    hprof_sink_free(sink);
+}
+
+START_TEST(salvage_cut_inside_a_record_header_drops_the_record)
+{
+    struct tbuf b;
+    struct layout l;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    small_dump(&b, _i ? 8 : 4, &l);
+    size_t cut = l.load_class_at + 4; /* tag, time: no length */
+    /* before the heap: strict runs have nothing to salvage */
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "nothing to salvage") != NULL, "%s", err.message);
+    lax = 1;
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+    lax = 0;
+    ck_assert_int_eq(s.strings, 1);
+    ck_assert_int_eq(s.records, 0);
+    ck_assert_int_eq(rep.cut, 1);
+    ck_assert_uint_eq(rep.input_end, cut);
+    ck_assert_uint_eq(rep.kept_end, l.load_class_at);
+    ck_assert_uint_eq(rep.bytes_lost, 4);
+    ck_assert_uint_eq(rep.record_offset, l.load_class_at);
+    ck_assert_uint_eq(rep.record_tag, HPROF_TAG_LOAD_CLASS);
+    ck_assert_uint_eq(rep.records_lost, 1);
+    ck_assert_uint_eq(rep.record_missing, 0);
+    ck_assert_uint_eq(rep.unclosed_run, 0);
+    /* without salvage: an error that says what to do */
+    struct hprof_verify_report vr;
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(tl_verify_memory(b.data, cut, &vr, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "record header: truncated") != NULL &&
+                      strstr(err.message, "--salvage") != NULL, "%s", err.message);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(salvage_cut_inside_a_record_body_drops_the_record)
+{
+    struct tbuf b;
+    struct layout l;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    small_dump(&b, _i ? 8 : 4, &l);
+    size_t cut = l.load_class_at + 9 + 3;
+    lax = 1;
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+    lax = 0;
+    ck_assert_int_eq(s.strings, 1);
+    ck_assert_int_eq(s.records, 0);
+    ck_assert_uint_eq(rep.kept_end, l.load_class_at);
+    ck_assert_uint_eq(rep.bytes_lost, 12);
+    ck_assert_uint_eq(rep.record_tag, HPROF_TAG_LOAD_CLASS);
+    ck_assert_uint_eq(rep.records_lost, 1);
+    ck_assert_uint_eq(rep.record_missing, l.segment_at - cut);
+    struct hprof_verify_report vr;
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(tl_verify_memory(b.data, cut, &vr, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "runs past the end of the file") != NULL &&
+                      strstr(err.message, "--salvage") != NULL, "%s", err.message);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(salvage_cut_inside_a_segment_header_drops_the_segment)
+{
+    struct tbuf b;
+    struct layout l;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    small_dump(&b, _i ? 8 : 4, &l);
+    size_t cut = l.segment_at + 6;
+    lax = 1;
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+    ck_assert_int_eq(s.begins, 0);
+    ck_assert_int_eq(s.records, 1);
+    ck_assert_uint_eq(rep.record_offset, l.segment_at);
+    ck_assert_uint_eq(rep.record_tag, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    ck_assert_uint_eq(rep.records_lost, 1);
+    ck_assert_uint_eq(rep.bytes_lost, 6);
+    /* a segment header whole, and nothing of its body */
+    cut = l.segment_at + 9;
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+    ck_assert_int_eq(s.begins, 1);
+    ck_assert_int_eq(s.ends, 1);
+    ck_assert_uint_eq(s.last_segment_length, 0);
+    ck_assert_uint_eq(rep.bytes_lost, 0);
+    ck_assert_uint_eq(rep.sub_records_kept, 0);
+    ck_assert_uint_eq(rep.unclosed_run, l.segment_at);
+    lax = 0;
+    /* an empty heap is no heap: analyzers refuse a dump without one */
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "nothing to salvage") != NULL, "%s", err.message);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(salvage_cut_inside_a_sub_record_keeps_those_before_it)
+{
+    struct tbuf b;
+    struct layout l;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    small_dump(&b, _i ? 8 : 4, &l);
+    for (size_t cut = l.array_at + 1; cut < l.segment_end; cut++) {
+        ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+        ck_assert_int_eq(s.begins, 1);
+        ck_assert_int_eq(s.ends, 1);      /* the heap is closed for the visitors */
+        ck_assert_int_eq(s.subs, 3);      /* root, class, instance */
+        ck_assert_uint_eq(s.last_segment_length, l.array_at - l.segment_at - 9);
+        ck_assert_uint_eq(rep.kept_end, l.array_at);
+        ck_assert_uint_eq(rep.bytes_lost, cut - l.array_at);
+        ck_assert_uint_eq(rep.sub_records_kept, 3);
+        ck_assert_uint_eq(rep.sub_records_lost, 1);
+        ck_assert_uint_eq(rep.sub_tag, HPROF_PRIMITIVE_ARRAY_DUMP);
+        ck_assert_uint_eq(rep.record_missing, l.segment_end - cut);
+        ck_assert_uint_eq(rep.unclosed_run, l.segment_at);
+        salvaged_output_verifies(b.data, cut);
+    }
+    /* exactly after a sub-record: nothing lost but the rest of the dump */
+    ck_assert_int_eq(salvage_run(&b, l.array_at, &s, &rep, &err), HPROF_OK);
+    ck_assert_uint_eq(rep.bytes_lost, 0);
+    ck_assert_uint_eq(rep.sub_records_lost, 0);
+    ck_assert_uint_eq(rep.sub_records_kept, 3);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(salvage_between_records_closes_an_open_heap)
+{
+    struct tbuf b;
+    struct layout l;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    struct hprof_verify_report vr;
+    small_dump(&b, _i ? 8 : 4, &l);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(tl_verify_memory(b.data, l.end_at, &vr, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "not closed by HEAP_DUMP_END (truncated?)") != NULL &&
+                      strstr(err.message, "--salvage") != NULL, "%s", err.message);
+    ck_assert_int_eq(salvage_run(&b, l.end_at, &s, &rep, &err), HPROF_OK);
+    ck_assert_int_eq(rep.cut, 1);
+    ck_assert_uint_eq(rep.bytes_lost, 0);
+    ck_assert_uint_eq(rep.record_offset, 0);
+    ck_assert_uint_eq(rep.unclosed_run, l.segment_at);
+    ck_assert_int_eq(s.subs, 4);
+    salvaged_output_verifies(b.data, l.end_at);
+    /* a complete dump: nothing to report, same as without salvage */
+    ck_assert_int_eq(salvage_run(&b, b.len, &s, &rep, &err), HPROF_OK);
+    ck_assert_int_eq(rep.cut, 0);
+    ck_assert_int_eq(s.subs, 4);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(salvage_keeps_nothing_when_no_record_is_complete)
+{
+    struct tbuf b;
+    struct layout l;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    small_dump(&b, _i ? 8 : 4, &l);
+    ck_assert_int_eq(salvage_run(&b, l.string_at + 5, &s, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "nothing to salvage") != NULL, "%s", err.message);
+    tb_free(&b);
+}
+END_TEST
+
+/* Each class after the cut takes its subclasses and their instances:
+ * 0x300 extends 0x310 which is dumped after the cut; 0x320's instance
+ * 0x330 comes before its class, which is after the cut too. */
+START_TEST(salvage_drops_classes_and_instances_whose_class_never_arrived)
+{
+    static const uint8_t one_int[] = { HPROF_TYPE_INT };
+    uint8_t values[4] = { 0 };
+    struct tbuf b;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, one_int, 1);
+    tb_instance(&b, 0x101, 0x100, values, 4);       /* kept */
+    tb_class(&b, 0x300, 0x310, NULL, 0);            /* superclass after the cut */
+    tb_instance(&b, 0x301, 0x300, values, 4);       /* its class is dropped */
+    tb_instance(&b, 0x330, 0x320, values, 4);       /* its class is after the cut */
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x330);                               /* dangles after salvage */
+    size_t cut = b.len + 3;
+    tb_class(&b, 0x310, 0, NULL, 0);
+    tb_class(&b, 0x320, 0, one_int, 1);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+    ck_assert_int_eq(s.classes, 1);
+    ck_assert_int_eq(s.instances, 1);
+    ck_assert_uint_eq(rep.classes_dropped, 1);
+    ck_assert_uint_eq(rep.instances_dropped, 2);
+    ck_assert_uint_eq(rep.sub_records_kept, 6);
+    salvaged_output_verifies(b.data, cut);
+    /* hprof_verify() of the salvaged part counts the dangling root */
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report vr;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, cut, &err), HPROF_OK);
+    hprof_reader_set_salvage(r, 1);
+    ck_assert_int_eq(hprof_verify(r, &vr, &err), HPROF_OK);
+    ck_assert_uint_eq(vr.dangling_by_kind[HPROF_REF_ROOT], 1);
+    ck_assert_uint_eq(vr.instances, 1);
+    hprof_reader_free(r);
+    /* the whole dump drops nothing */
+    ck_assert_int_eq(salvage_run(&b, b.len, &s, &rep, &err), HPROF_OK);
+    ck_assert_int_eq(s.instances, 3);
+    ck_assert_uint_eq(rep.instances_dropped, 0);
+    tb_free(&b);
+}
+END_TEST
+
+/* ART dumps the class of byte[] among the objects: a cut before it would
+ * leave byte arrays (String contents) with no class for analyzers to find
+ * by name.  It is rebuilt first in the first heap record, from LOAD_CLASS;
+ * char[], named too but with no array left, is not. */
+START_TEST(salvage_rebuilds_a_primitive_array_class_that_never_arrived)
+{
+    struct tbuf b;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 0x10, "java.lang.Object");
+    tb_string(&b, 0x11, "byte[]");
+    tb_string(&b, 0x12, "char[]");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_load_class(&b, 2, 0x400, 0x11);
+    tb_load_class(&b, 3, 0x500, 0x12);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_prim_array(&b, 0x200, HPROF_TYPE_BYTE, 3, "abc");
+    size_t cut = b.len + 2;
+    tb_class(&b, 0x400, 0x100, NULL, 0);
+    tb_class(&b, 0x500, 0x100, NULL, 0);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+    ck_assert_uint_eq(rep.array_classes_rebuilt, 1);
+    ck_assert_uint_eq(rep.arrays_dropped, 0);
+    ck_assert_int_eq(s.classes, 2);
+    ck_assert_int_eq(s.subs, 3);
+    salvaged_output_verifies(b.data, cut);
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report vr;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, cut, &err), HPROF_OK);
+    hprof_reader_set_salvage(r, 1);
+    ck_assert_int_eq(hprof_verify(r, &vr, &err), HPROF_OK);
+    ck_assert_uint_eq(vr.class_dumps, 2);
+    ck_assert_uint_eq(vr.primitive_arrays, 1);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
+START_TEST(salvage_still_reports_a_corrupt_sub_record_before_the_cut)
+{
+    struct tbuf b;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x100);
+    tb_u1(&b, 0x77); /* no such sub-record */
+    tb_id(&b, 0x100);
+    tb_u1(&b, HPROF_ROOT_UNKNOWN);
+    tb_id(&b, 0x100);
+    tb_segment_end(&b);
+    ck_assert_int_eq(salvage_run(&b, b.len - 2, &s, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "unknown sub-record tag 0x77") != NULL, "%s", err.message);
+    tb_free(&b);
+}
+END_TEST
+
+/* Every prefix of the small dump: with salvage, a valid dump comes out
+ * of every one that holds a complete record; without, an error unless
+ * the prefix is itself a complete dump. */
+START_TEST(salvage_every_prefix_of_a_small_dump)
+{
+    struct tbuf b;
+    struct layout l;
+    struct seen s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    struct hprof_verify_report vr;
+    small_dump(&b, _i ? 8 : 4, &l);
+    for (size_t cut = l.header_end; cut <= b.len; cut++) {
+        int whole = cut == l.load_class_at || cut == l.segment_at || cut == b.len;
+        memset(&err, 0, sizeof err);
+        int rc = tl_verify_memory(b.data, cut, &vr, &err);
+        if (whole) {
+            ck_assert_msg(rc == HPROF_OK, "cut at %zu: %s", cut, err.message);
+            continue;
+        }
+        ck_assert_msg(rc == HPROF_ERR_FORMAT, "cut at %zu verifies", cut);
+        if (cut > l.load_class_at)
+            ck_assert_msg(strstr(err.message, "--salvage") != NULL, "cut at %zu: %s", cut,
+                          err.message);
+        rc = salvage_run(&b, cut, &s, &rep, &err);
+        if (cut < l.class_at) { /* not one heap sub-record complete */
+            ck_assert_int_eq(rc, HPROF_ERR_FORMAT);
+            continue;
+        }
+        ck_assert_msg(rc == HPROF_OK, "cut at %zu: %s", cut, err.message);
+        ck_assert_int_eq(rep.cut, 1);
+        ck_assert_uint_eq(rep.input_end, cut);
+        ck_assert_uint_eq(rep.bytes_lost, cut - rep.kept_end);
+        salvaged_output_verifies(b.data, cut);
+    }
+    tb_free(&b);
+}
+END_TEST
+
+/* ---- Fixtures --------------------------------------------------------------- */
+
+/* Offsets of records and sub-records, to cut just inside and after them. */
+struct marks {
+    struct hprof_visitor base;
+    uint64_t records[64], subs[64];
+    size_t n_records, n_subs, seen_records, seen_subs;
+};
+
+/* Keep every k-th offset seen, with k growing so that at most 64 stay. */
+static void mark(uint64_t *list, size_t *n, size_t *seen, uint64_t offset)
+{
+    (*seen)++;
+    if (*n < 64)
+        list[(*n)++] = offset;
+    else if (*seen % 97 == 0)
+        list[(*seen / 97) % 64] = offset;
+}
+
+static int mark_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct marks *m = (struct marks *)v;
+    mark(m->records, &m->n_records, &m->seen_records, s->offset);
+    return HPROF_OK;
+}
+
+static int mark_segment(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct marks *m = (struct marks *)v;
+    mark(m->records, &m->n_records, &m->seen_records, s->offset);
+    return HPROF_OK;
+}
+
+static int mark_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct marks *m = (struct marks *)v;
+    mark(m->subs, &m->n_subs, &m->seen_subs, o->offset);
+    return HPROF_OK;
+}
+
+static int mark_class(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct marks *m = (struct marks *)v;
+    mark(m->subs, &m->n_subs, &m->seen_subs, c->offset);
+    return HPROF_OK;
+}
+
+static int mark_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct marks *m = (struct marks *)v;
+    if (a->first == 0)
+        mark(m->subs, &m->n_subs, &m->seen_subs, a->offset);
+    return HPROF_SKIP;
+}
+
+static const struct hprof_visitor_ops mark_ops = {
+    .string = mark_string,
+    .heap_begin = mark_segment,
+    .instance = mark_instance,
+    .class_dump = mark_class,
+    .primitive_array = mark_array,
+};
+
+/* A fixture, whole, in memory. */
+static uint8_t *load_fixture(int i, size_t *len)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    int fd = -1;
+    ck_assert_msg(tl_open_reader(tl_fixtures[i], &fd, &r, &err) == HPROF_OK, "%s",
+                  err.message);
+    *len = (size_t)hprof_reader_size(r);
+    uint8_t *data = malloc(*len);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_int_eq(hprof_reader_pread(r, 0, data, *len), HPROF_OK);
+    tl_close_reader(fd, r);
+    return data;
+}
+
+/* The shrink of the first `len` bytes with salvage, on `threads`. */
+static uint8_t *shrink_cut(const uint8_t *data, size_t len, unsigned threads, size_t *out_len)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_shrink_options o = { .threads = threads };
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, data, len, &err), HPROF_OK);
+    hprof_reader_set_salvage(r, 1);
+    int rc = hprof_shrink(r, sink, &o, NULL, &err);
+    if (rc == HPROF_ERR_FORMAT && strstr(err.message, "nothing to salvage") != NULL) {
+        hprof_reader_free(r);
+        hprof_sink_free(sink);
+        return NULL;
+    }
+    ck_assert_msg(rc == HPROF_OK, "cut at %zu, %u threads: %s", len, threads, err.message);
+    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
+    const uint8_t *out = hprof_sink_memory_data(sink, out_len);
+    uint8_t *copy = malloc(*out_len);
+    ck_assert_ptr_nonnull(copy);
+    memcpy(copy, out, *out_len);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    return copy;
+}
+
+static void cut_and_check(const uint8_t *data, size_t len, size_t cut, int threaded)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_verify_report vr;
+    size_t n1, n2;
+    uint8_t *one = shrink_cut(data, cut, 1, &n1);
+    if (one == NULL)
+        return;
+    ck_assert_msg(tl_verify_memory(one, n1, &vr, &err) == HPROF_OK,
+                  "cut at %zu of %zu: the output does not verify: %s", cut, len, err.message);
+    if (threaded) { /* workers, the cut segment among their jobs */
+        uint8_t *two = shrink_cut(data, cut, 3, &n2);
+        ck_assert_msg(n1 == n2 && memcmp(one, two, n1) == 0,
+                      "cut at %zu: 1 and 3 threads differ", cut);
+        free(two);
+    }
+    free(one);
+}
+
+START_TEST(salvage_fixture_cuts_shrink_to_valid_dumps)
+{
+    if (!tl_fixture_available(_i))
+        return;
+    size_t len;
+    uint8_t *data = load_fixture(_i, &len);
+    struct marks m = { .base = { &mark_ops, NULL } };
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, data, len, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_run(r, &m.base), HPROF_OK);
+    hprof_reader_free(r);
+    /* spread over the file */
+    for (int k = 1; k <= 12; k++)
+        cut_and_check(data, len, len / 13 * (size_t)k + (size_t)k, k % 4 == 0);
+    /* at, just inside and just after record and sub-record headers */
+    for (size_t k = 0; k < 6 && m.n_records > 0; k++) {
+        size_t at = (size_t)m.records[(k * 7 + 3) % m.n_records];
+        static const size_t d[] = { 0, 1, 8, 9, 10 };
+        for (size_t j = 0; j < sizeof d / sizeof *d; j++)
+            if (at + d[j] < len)
+                cut_and_check(data, len, at + d[j], 0);
+    }
+    for (size_t k = 0; k < 6 && m.n_subs > 0; k++) {
+        size_t at = (size_t)m.subs[(k * 11 + 5) % m.n_subs];
+        static const size_t d[] = { 0, 1, 5, 20 };
+        for (size_t j = 0; j < sizeof d / sizeof *d; j++)
+            if (at + d[j] < len)
+                cut_and_check(data, len, at + d[j], j == 1);
+    }
+    free(data);
+}
+END_TEST
+
+/* A cut file read through a mapping and a read-ahead thread, as the tools
+ * read: the same output as from memory. */
+START_TEST(salvage_mapped_file_gives_the_same_output)
+{
+    size_t len, n1, n2;
+    uint8_t *data = load_fixture(0, &len);
+    size_t cut = len / 3 * 2 + 7;
+    uint8_t *expect = shrink_cut(data, cut, 1, &n1);
+    char *path = tl_temp_file(data, cut, ".hprof");
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct hprof_shrink_options o = { .threads = 2 };
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(hprof_reader_open_fd(&r, fd, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    hprof_reader_set_salvage(r, 1);
+    ck_assert_msg(hprof_shrink(r, sink, &o, NULL, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
+    const uint8_t *got = hprof_sink_memory_data(sink, &n2);
+    ck_assert_msg(n1 == n2 && memcmp(expect, got, n1) == 0, "mapped and memory differ");
+    ck_assert_int_eq(hprof_reader_salvage_report(r)->cut, 1);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    close(fd);
+    unlink(path);
+    free(path);
+    free(expect);
+    free(data);
+}
+END_TEST
+
+/* A gzip input cut short: with HPROF_INPUT_SALVAGE, what it inflated to
+ * (a prefix of the dump) and where it stopped; without, an error. */
+START_TEST(salvage_keeps_what_a_cut_gzip_input_inflated_to)
+{
+    size_t len;
+    uint8_t *data = load_fixture(1, &len);
+    char *plain = tl_temp_file(data, len, ".hprof");
+    char *gz = tl_temp_path(".hprof.gz");
+    ck_assert_int_eq(tl_system("gzip -c '%s' | head -c 40000 > '%s'", plain, gz), 0);
+    struct hprof_error err = { 0 };
+    struct hprof_input_info info;
+    int fd = -1;
+    ck_assert_int_eq(hprof_input_open_flags(gz, 0, &fd, &info, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "gzip input is truncated; --salvage") != NULL, "%s",
+                  err.message);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(hprof_input_open_flags(gz, HPROF_INPUT_SALVAGE, &fd, &info, &err),
+                     HPROF_OK);
+    ck_assert_int_eq(info.gzip_cut, 1);
+    ck_assert_int_eq(info.spooled, 1);
+    ck_assert_uint_le(info.gzip_cut_offset, 40000);
+    off_t n = lseek(fd, 0, SEEK_END);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_lt(n, (off_t)len);
+    uint8_t *got = malloc((size_t)n);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(pread(fd, got, (size_t)n, 0), n);
+    ck_assert_msg(memcmp(got, data, (size_t)n) == 0, "not a prefix of the dump");
+    close(fd);
+    unlink(plain);
+    unlink(gz);
+    free(got);
+    free(plain);
+    free(gz);
+    free(data);
+}
+END_TEST
+
+static Suite *salvage_suite(void)
+{
+    Suite *s = suite_create("salvage");
+    TCase *t = tcase_create("cuts");
+    tcase_set_timeout(t, 120);
+    tcase_add_loop_test(t, salvage_cut_inside_a_record_header_drops_the_record, 0, 2);
+    tcase_add_loop_test(t, salvage_cut_inside_a_record_body_drops_the_record, 0, 2);
+    tcase_add_loop_test(t, salvage_cut_inside_a_segment_header_drops_the_segment, 0, 2);
+    tcase_add_loop_test(t, salvage_cut_inside_a_sub_record_keeps_those_before_it, 0, 2);
+    tcase_add_loop_test(t, salvage_between_records_closes_an_open_heap, 0, 2);
+    tcase_add_loop_test(t, salvage_keeps_nothing_when_no_record_is_complete, 0, 2);
+    tcase_add_test(t, salvage_drops_classes_and_instances_whose_class_never_arrived);
+    tcase_add_test(t, salvage_rebuilds_a_primitive_array_class_that_never_arrived);
+    tcase_add_test(t, salvage_still_reports_a_corrupt_sub_record_before_the_cut);
+    tcase_add_loop_test(t, salvage_every_prefix_of_a_small_dump, 0, 2);
+    tcase_add_loop_test(t, salvage_fixture_cuts_shrink_to_valid_dumps, 0, TL_N_FIXTURES);
+    tcase_add_test(t, salvage_mapped_file_gives_the_same_output);
+    tcase_add_test(t, salvage_keeps_what_a_cut_gzip_input_inflated_to);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(salvage_suite());
+}

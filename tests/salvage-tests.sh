@@ -1,0 +1,157 @@
+#!/bin/sh
+# salvage-tests.sh - dumps cut short, end to end: every fixture cut at 40
+# offsets spread over it and just inside and after its first records.
+# Without --salvage each tool fails (exit 1) with a message that mentions
+# --salvage, unless the cut falls exactly between two records outside a
+# heap dump, where what is left is itself a complete dump (exit 0).  With
+# --salvage hprof-shrink writes a dump that hprof-verify accepts strictly
+# and says on one line what was lost; a few outputs are loaded in
+# VisualVM's heap library (Android ones after hprof-conv).
+# Run by `make check`; HPROF_BUILD names the build directory.
+set -eu
+B=${HPROF_BUILD:-build}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+die() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+banner() { echo "===> $*"; }
+
+HPROF_CONV=/usr/lib/android-sdk/platform-tools/hprof-conv
+VISUALVM_JAR=/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar
+heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$1"; }
+loads=0
+if [ -x "$HPROF_CONV" ] && [ -f "$VISUALVM_JAR" ] && command -v javac >/dev/null; then
+    mkdir -p "$T/java"
+    javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java
+    loads=1
+else
+    die "hprof-conv, VisualVM or javac missing (make check installs them)"
+fi
+
+# run CMD... : its exit status in $rc, its output in $T/out and $T/err
+run() {
+    set +e
+    "$@" > "$T/out" 2> "$T/err"
+    rc=$?
+    set -e
+}
+
+inputs=""
+for f in fixtures/*.hprof.gz; do
+    n=$(basename "$f" .gz)
+    gzip -dc "$f" > "$T/$n"
+    inputs="$inputs $T/$n"
+done
+for f in ../shared/fixtures/*.hprof; do
+    [ -f "$f" ] && inputs="$inputs $f"
+done
+
+banner "salvage: options and messages"
+run "$B/hprof-shrink" --help
+grep -q -- '--salvage' "$T/out" || die "hprof-shrink --help lacks --salvage"
+run "$B/hprof-verify" --help
+grep -q -- '--salvage' "$T/out" || die "hprof-verify --help lacks --salvage"
+run "$B/hprof-info" --help
+grep -q -- '--salvage' "$T/out" || die "hprof-info --help lacks --salvage"
+f=$(echo $inputs | cut -d' ' -f1)
+size=$(wc -c < "$f")
+head -c $((size / 2)) "$f" > "$T/half.hprof"
+run "$B/hprof-shrink" -f "$T/half.hprof" "$T/half.out"
+[ "$rc" = 1 ] || die "a cut dump without --salvage: exit $rc"
+grep -q -- '--salvage keeps what is complete' "$T/err" || die "no hint at --salvage: $(cat "$T/err")"
+[ -e "$T/half.out" ] && die "a failed shrink left its output"
+run "$B/hprof-shrink" -f --salvage --json "$T/half.hprof" "$T/half.out"
+[ "$rc" = 0 ] || die "--salvage: exit $rc: $(cat "$T/err")"
+grep -q "half.hprof: input cut at offset 0x[0-9a-f]*: [0-9]* bytes lost (.*; [0-9]* references point at objects that never arrived$" "$T/err" ||
+    die "--salvage report: $(cat "$T/err")"
+grep -q '"salvage":{"cut":true,"input_end":'"$size"'\|"salvage":{"cut":true,"input_end":'$((size / 2)) "$T/out" ||
+    die "--json lacks the salvage object: $(cat "$T/out")"
+run "$B/hprof-info" --salvage --json "$T/half.hprof"
+[ "$rc" = 0 ] || die "hprof-info --salvage: exit $rc: $(cat "$T/err")"
+grep -q '"salvage":{"cut":true' "$T/out" || die "hprof-info --json lacks the salvage object"
+run "$B/hprof-shrink" -f --salvage --json "$f" "$T/whole.out"
+[ "$rc" = 0 ] || die "--salvage on a complete dump: exit $rc"
+[ -s "$T/err" ] && die "--salvage on a complete dump reports: $(cat "$T/err")"
+grep -q '"salvage":{"cut":false}' "$T/out" || die "complete dump: $(cat "$T/out")"
+run "$B/hprof-shrink" -f "$f" "$T/plain.out"
+cmp -s "$T/whole.out" "$T/plain.out" || die "--salvage changes the output of a complete dump"
+head -c 40 "$f" > "$T/tiny.hprof"
+run "$B/hprof-shrink" -f --salvage "$T/tiny.hprof" "$T/tiny.out"
+[ "$rc" = 1 ] || die "nothing to salvage: exit $rc"
+grep -q 'nothing to salvage' "$T/err" || die "nothing to salvage: $(cat "$T/err")"
+
+banner "salvage: a gzip input cut short"
+gzip -c "$f" > "$T/whole.hprof.gz"
+gsize=$(wc -c < "$T/whole.hprof.gz")
+head -c $((gsize * 9 / 10)) "$T/whole.hprof.gz" > "$T/cut.hprof.gz"
+run "$B/hprof-shrink" -f "$T/cut.hprof.gz" "$T/gz.out"
+[ "$rc" = 1 ] || die "a cut gzip input without --salvage: exit $rc"
+grep -q 'gzip input is truncated; --salvage keeps what is complete' "$T/err" ||
+    die "cut gzip: $(cat "$T/err")"
+run "$B/hprof-shrink" -f --salvage "$T/cut.hprof.gz" "$T/gz.out"
+[ "$rc" = 0 ] || die "a cut gzip input with --salvage: exit $rc: $(cat "$T/err")"
+grep -q "cut.hprof.gz: gzip input cut at offset 0x[0-9a-f]* (compressed): what it held is salvaged" "$T/err" ||
+    die "cut gzip report: $(cat "$T/err")"
+run "$B/hprof-verify" "$T/gz.out"
+[ "$rc" = 0 ] || die "the output of a cut gzip input does not verify: $(cat "$T/err")"
+run "$B/hprof-verify" --salvage "$T/cut.hprof.gz"
+[ "$rc" = 0 ] || die "hprof-verify --salvage of a cut gzip input: exit $rc: $(cat "$T/err")"
+
+banner "salvage: every fixture cut at 40 offsets and more"
+cuts=0 boundaries=0 loaded=0 before=0
+for f in $inputs; do
+    n=$(basename "$f" .hprof)
+    size=$(wc -c < "$f")
+    # the header's end: the NUL of the version string, then 12 bytes
+    hdr=$(($(head -c 64 "$f" | tr '\0' '\n' | head -1 | wc -c) + 12))
+    offsets="$hdr $((hdr + 1)) $((hdr + 8)) $((hdr + 9)) $((hdr + 10)) $((hdr + 40))"
+    for k in $(seq 1 40); do
+        offsets="$offsets $((size / 41 * k + k * 7))"
+    done
+    pick=0
+    for off in $offsets; do
+        [ "$off" -lt "$size" ] || continue
+        cuts=$((cuts + 1))
+        head -c "$off" "$f" > "$T/cut.hprof"
+        run "$B/hprof-verify" "$T/cut.hprof"
+        if [ "$rc" = 0 ]; then
+            boundaries=$((boundaries + 1)) # a complete dump: a cut between records
+        else
+            [ "$rc" = 1 ] || die "$n cut at $off: hprof-verify exit $rc"
+            grep -q -- '--salvage\|(truncated?)' "$T/err" || die "$n cut at $off: $(cat "$T/err")"
+        fi
+        run "$B/hprof-shrink" -q -f --salvage "$T/cut.hprof" "$T/cut.out"
+        if [ "$rc" = 1 ] && grep -q 'nothing to salvage' "$T/err"; then
+            before=$((before + 1)) # cut before the first complete heap sub-record
+            continue
+        fi
+        [ "$rc" = 0 ] || { die "$n cut at $off: --salvage exit $rc: $(cat "$T/err")"; continue; }
+        run "$B/hprof-verify" "$T/cut.out"
+        [ "$rc" = 0 ] || die "$n cut at $off: the salvaged output does not verify: $(cat "$T/err")"
+        pick=$((pick + 1))
+        if [ "$loads" = 1 ] && [ "$pick" = 20 ]; then
+            # a name of its own: VisualVM caches what it learns of a file
+            # in FILE.hwcache, which a later file of the same name would reuse
+            out="$T/load-$n-$off.hprof"
+            cp "$T/cut.out" "$out"
+            if head -c 18 "$out" | grep -q '1.0.3'; then
+                "$HPROF_CONV" "$out" "$out.conv" > /dev/null 2>&1 ||
+                    die "$n cut at $off: hprof-conv rejects the salvaged output"
+                out="$out.conv"
+            fi
+            heapcount "$out" > "$T/count" 2>&1 ||
+                die "$n cut at $off: VisualVM cannot load the salvaged output: $(tail -3 "$T/count")"
+            loaded=$((loaded + 1))
+        fi
+    done
+    # hprof-verify and hprof-info report on the last cut too
+    run "$B/hprof-verify" --salvage "$T/cut.hprof"
+    [ "$rc" = 0 ] || die "$n: hprof-verify --salvage exit $rc: $(cat "$T/err")"
+    run "$B/hprof-info" --salvage "$T/cut.hprof"
+    [ "$rc" = 0 ] || die "$n: hprof-info --salvage exit $rc: $(cat "$T/err")"
+done
+echo "    $cuts cuts ($boundaries between records, already complete; $before before any heap" \
+    "sub-record, nothing to salvage), $loaded outputs loaded in VisualVM"
+
+[ "$fails" = 0 ] || { echo "$fails salvage test(s) failed" >&2; exit 1; }
+echo "salvage tests passed"
