@@ -95,19 +95,6 @@ static void add(struct hprof_count *c, uint64_t bytes)
     c->bytes += bytes;
 }
 
-static void *grow(void *array, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return array;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *grown = realloc(array, n * size);
-    if (grown != NULL)
-        *cap = n;
-    return grown;
-}
-
 /* ---- Pass 1 ------------------------------------------------------------------ */
 
 /* The well-known name `s` holds, or NAME_NONE (src/common/names.c). */
@@ -191,7 +178,7 @@ static int count_in(struct analyzer *a, struct idmap *map, uint64_t class_id, ui
 {
     uint64_t at;
     if (!idmap_get(map, class_id, &at)) {
-        struct counter *grown = grow(a->counters, &a->cap_counters, a->n_counters + 1,
+        struct counter *grown = grow_array(a->counters, &a->cap_counters, a->n_counters + 1,
                                      sizeof *a->counters);
         if (grown == NULL)
             return nomem(a);
@@ -244,12 +231,12 @@ static int add_bitmap(struct analyzer *a, const struct hprof_info_bitmap *b)
      * looking at every other bitmap for every buffer. */
     struct hprof_info *info = a->info;
     size_t cap = a->cap_bitmaps;
-    struct hprof_info_bitmap *grown = grow(info->bitmaps, &cap, info->n_bitmaps + 1,
+    struct hprof_info_bitmap *grown = grow_array(info->bitmaps, &cap, info->n_bitmaps + 1,
                                            sizeof *grown);
     if (grown == NULL)
         return nomem(a);
     info->bitmaps = grown;
-    size_t *same = grow(a->same_buffer, &a->cap_bitmaps, info->n_bitmaps + 1, sizeof *same);
+    size_t *same = grow_array(a->same_buffer, &a->cap_bitmaps, info->n_bitmaps + 1, sizeof *same);
     if (same == NULL)
         return nomem(a);
     a->same_buffer = same;
@@ -322,7 +309,7 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
     }
     if (a->n_byte_arrays + 2 * (size_t)arr->n > 2 * (size_t)MAX_BYTE_ARRAY_ELEMENTS)
         return HPROF_SKIP; /* a report of bitmaps, not a promise: stop remembering */
-    uint64_t *grown = grow(a->byte_arrays, &a->cap_byte_arrays,
+    uint64_t *grown = grow_array(a->byte_arrays, &a->cap_byte_arrays,
                            a->n_byte_arrays + 2 * (size_t)arr->n, sizeof *a->byte_arrays);
     if (grown == NULL)
         return nomem(a);

@@ -14,19 +14,6 @@ static int nomem(struct hprof_error *err)
     return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
 }
 
-static void *grow(void *array, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return array;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *grown = realloc(array, n * size);
-    if (grown != NULL)
-        *cap = n;
-    return grown;
-}
-
 /* ---- Texts: "u32 length, bytes" records in one buffer -------------------- */
 
 struct texts {
@@ -36,7 +23,7 @@ struct texts {
 
 static int text_add(struct texts *t, const void *s, uint32_t len, uint32_t *at)
 {
-    char *grown = grow(t->buf, &t->cap, t->len + 4 + len, 1);
+    char *grown = grow_array(t->buf, &t->cap, t->len + 4 + len, 1);
     if (grown == NULL)
         return HPROF_ERR_NOMEM;
     t->buf = grown;
@@ -137,7 +124,7 @@ static int new_name(struct deobf_collect *c, const char *s, uint32_t len, uint32
             h = (h + 2) | 1;
             struct texts t = { p->text, p->text_len, p->text_cap };
             uint32_t off;
-            uint32_t *grown = grow(p->string_at, &p->cap_strings, p->n_strings + 1, sizeof *grown);
+            uint32_t *grown = grow_array(p->string_at, &p->cap_strings, p->n_strings + 1, sizeof *grown);
             if (grown == NULL || text_add(&t, s, len, &off) != HPROF_OK)
                 return HPROF_ERR_NOMEM;
             p->string_at = grown;
@@ -150,7 +137,7 @@ static int new_name(struct deobf_collect *c, const char *s, uint32_t len, uint32
     uint64_t h = hash_text(s, len);
     struct texts t = { p->text, p->text_len, p->text_cap };
     uint32_t off;
-    uint32_t *grown = grow(p->string_at, &p->cap_strings, p->n_strings + 1, sizeof *grown);
+    uint32_t *grown = grow_array(p->string_at, &p->cap_strings, p->n_strings + 1, sizeof *grown);
     if (grown == NULL)
         return HPROF_ERR_NOMEM;
     p->string_at = grown;
@@ -215,7 +202,7 @@ static int collect_load_class(struct hprof_visitor *v, const struct hprof_load_c
     size_t n = mapping_class_name(c->m, obf, len, NULL, 0);
     if (n == 0)
         return HPROF_OK;
-    char *grown = grow(c->scratch, &c->scratch_cap, n + 1, 1);
+    char *grown = grow_array(c->scratch, &c->scratch_cap, n + 1, 1);
     if (grown == NULL)
         return nomem(c->err);
     c->scratch = grown;
@@ -240,7 +227,7 @@ static int rename_field(struct deobf_collect *c, const char *cls, uint32_t cls_l
     if (orig == NULL || (strlen(orig) == len && memcmp(orig, obf, len) == 0))
         return HPROF_OK;
     uint32_t k;
-    struct deobf_rename *grown = grow(p->renames, &p->cap_renames, p->n_renames + 1, sizeof *grown);
+    struct deobf_rename *grown = grow_array(p->renames, &p->cap_renames, p->n_renames + 1, sizeof *grown);
     if (grown == NULL)
         return HPROF_ERR_NOMEM;
     p->renames = grown;
@@ -308,36 +295,15 @@ static int collect_header(struct hprof_visitor *v, const struct hprof_header *h)
     return HPROF_OK;
 }
 
-static int skip_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
-{
-    (void)v;
-    (void)a;
-    return HPROF_SKIP;
-}
-
-static int skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
-{
-    (void)v;
-    (void)a;
-    return HPROF_SKIP;
-}
-
-static int skip_instance(struct hprof_visitor *v, const struct hprof_instance *o)
-{
-    (void)v;
-    (void)o;
-    return HPROF_OK;
-}
-
 static const struct hprof_visitor_ops collect_ops = {
     .header = collect_header,
     .string = collect_string,
     .load_class = collect_load_class,
     .record = collect_record,
     .class_dump = collect_class_dump,
-    .instance = skip_instance,
-    .object_array = skip_object_array,
-    .primitive_array = skip_primitive_array,
+    .instance = visit_ignore_instance,
+    .object_array = visit_skip_object_array,
+    .primitive_array = visit_skip_primitive_array,
 };
 
 int deobf_collect_new(struct deobf_collect **out, const struct hprof_mapping *m,

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "hprof.h"
 
@@ -310,6 +311,28 @@ int digest_begin(struct digest *d);
 int digest_update(struct digest *d, const void *data, size_t len);
 int digest_final(struct digest *d, uint8_t out[16]);
 void digest_free(struct digest *d);
+
+/* `array` (of *cap elements of `size` bytes) grown by doubling, from 64, to
+ * hold at least `need`.  @return it (perhaps moved), or NULL when out of
+ * memory (`array` is then unchanged). */
+static inline void *grow_array(void *array, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return array;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *grown = realloc(array, n * size);
+    if (grown != NULL)
+        *cap = n;
+    return grown;
+}
+
+/* Visitor slots for passes that want no array contents (HPROF_SKIP: the
+ * reader seeks over them) or no instances (visitor.c). */
+int visit_skip_object_array(struct hprof_visitor *v, const struct hprof_object_array *a);
+int visit_skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
+int visit_ignore_instance(struct hprof_visitor *v, const struct hprof_instance *o);
 
 /* Monotonic seconds, for the passes' timings. */
 double hprof_now(void);

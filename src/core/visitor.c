@@ -34,3 +34,24 @@ int hprof_visit_end(struct hprof_visitor *v)
             return v->ops->end(v);
     return HPROF_OK;
 }
+
+int visit_skip_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+int visit_skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    (void)v;
+    (void)a;
+    return HPROF_SKIP;
+}
+
+int visit_ignore_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    (void)v;
+    (void)o;
+    return HPROF_OK;
+}

@@ -358,13 +358,6 @@ static struct bitmaps *self(struct hprof_visitor *v)
     return ((struct module_visitor *)v)->state;
 }
 
-static int skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
-{
-    (void)v;
-    (void)a;
-    return HPROF_SKIP;
-}
-
 static int expand_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
 {
     struct bitmaps *b = self(v);
@@ -381,7 +374,7 @@ static int expand_object_array(struct hprof_visitor *v, const struct hprof_objec
 
 static const struct hprof_visitor_ops expand_ops = {
     .object_array = expand_object_array,
-    .primitive_array = skip_primitive_array,
+    .primitive_array = visit_skip_primitive_array,
 };
 
 struct hprof_visitor *bitmaps_expand_visitor(struct bitmaps *b)

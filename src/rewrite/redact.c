@@ -254,24 +254,10 @@ static int exempt_instance(struct hprof_visitor *v, const struct hprof_instance 
     return value == 0 || idmap_put(&r->exempt_values, value, 0) == HPROF_OK ? HPROF_OK : nomem(r);
 }
 
-static int skip_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
-{
-    (void)v;
-    (void)a;
-    return HPROF_SKIP;
-}
-
-static int skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
-{
-    (void)v;
-    (void)a;
-    return HPROF_SKIP;
-}
-
 static const struct hprof_visitor_ops exempt_ops = {
     .instance = exempt_instance,
-    .object_array = skip_object_array,
-    .primitive_array = skip_primitive_array,
+    .object_array = visit_skip_object_array,
+    .primitive_array = visit_skip_primitive_array,
 };
 
 struct hprof_visitor *redact_exempt_visitor(struct redaction *r)
