@@ -11,7 +11,8 @@
 # present, and generated dumps (hprof-synth, both formats, with the NODATA
 # record, and with several bitmaps) under $DIGEST_DIR (default BUILD/digests).
 # Modes: every --arrays mode, with and without --keep-system-heaps, --redact
-# and -z, at -j1 and -j2 (48 runs per input).
+# and -z, at -j1 and -j2 (48 runs per input); DIGEST_FLAGS adds options to
+# every run (e.g. --keep-names, to compare with code older than that rule).
 set -eu
 B=$1
 OUT=$2
@@ -48,7 +49,7 @@ for input in "$@"; do
                     for j in -j1 -j2; do
                         mode="--arrays=$arrays $heaps $redact $gz $j"
                         # shellcheck disable=SC2086 # the mode is words
-                        if "$B/hprof-shrink" -q -f $mode "$input" "$tmp" 2> "$D/err.$$"; then
+                        if "$B/hprof-shrink" -q -f ${DIGEST_FLAGS:-} $mode "$input" "$tmp" 2> "$D/err.$$"; then
                             sum=$(sha256sum < "$tmp" | cut -c1-64)
                         else
                             sum="exit$?:$(head -c 200 "$D/err.$$" | tr '\n' ' ')"

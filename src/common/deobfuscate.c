@@ -105,36 +105,9 @@ static uint64_t hash_text(const char *s, size_t len)
     return h | 1;
 }
 
-/* The index k of restored name `s`, added if new (probing past hashes that
- * another text holds).  @return HPROF_OK or HPROF_ERR_NOMEM. */
-static int new_name(struct deobf_collect *c, const char *s, uint32_t len, uint32_t *k)
+/* Append restored name `s` to the plan; its index in *k. */
+static int plan_add_string(struct deobf_plan *p, const char *s, uint32_t len, uint32_t *k)
 {
-    struct deobf_plan *p = c->plan;
-    for (uint64_t h = hash_text(s, len);; h = (h + 2) | 1) {
-        uint64_t at;
-        if (!idmap_get(&c->new_names, h, &at))
-            break;
-        uint32_t have_len;
-        const char *have = plan_string(p, (uint32_t)at - 1, &have_len);
-        if (have_len == len && memcmp(have, s, len) == 0) {
-            *k = (uint32_t)at - 1;
-            return HPROF_OK;
-        }
-        if (idmap_get(&c->new_names, (h + 2) | 1, NULL) == 0) {
-            h = (h + 2) | 1;
-            struct texts t = { p->text, p->text_len, p->text_cap };
-            uint32_t off;
-            uint32_t *grown = grow_array(p->string_at, &p->cap_strings, p->n_strings + 1, sizeof *grown);
-            if (grown == NULL || text_add(&t, s, len, &off) != HPROF_OK)
-                return HPROF_ERR_NOMEM;
-            p->string_at = grown;
-            p->text = t.buf, p->text_len = t.len, p->text_cap = t.cap;
-            p->string_at[p->n_strings] = off;
-            *k = (uint32_t)p->n_strings++;
-            return idmap_put(&c->new_names, h, *k + 1);
-        }
-    }
-    uint64_t h = hash_text(s, len);
     struct texts t = { p->text, p->text_len, p->text_cap };
     uint32_t off;
     uint32_t *grown = grow_array(p->string_at, &p->cap_strings, p->n_strings + 1, sizeof *grown);
@@ -143,10 +116,30 @@ static int new_name(struct deobf_collect *c, const char *s, uint32_t len, uint32
     p->string_at = grown;
     if (text_add(&t, s, len, &off) != HPROF_OK)
         return HPROF_ERR_NOMEM;
-    p->text = t.buf, p->text_len = t.len, p->text_cap = t.cap;
+    p->text = t.buf;
+    p->text_len = t.len;
+    p->text_cap = t.cap;
     p->string_at[p->n_strings] = off;
     *k = (uint32_t)p->n_strings++;
-    return idmap_put(&c->new_names, h, *k + 1);
+    return HPROF_OK;
+}
+
+/* The index k of restored name `s`, added if new (probing past hashes
+ * that another text holds).  @return HPROF_OK or HPROF_ERR_NOMEM. */
+static int new_name(struct deobf_collect *c, const char *s, uint32_t len, uint32_t *k)
+{
+    struct deobf_plan *p = c->plan;
+    uint64_t h = hash_text(s, len), at;
+    for (; idmap_get(&c->new_names, h, &at); h = (h + 2) | 1) {
+        uint32_t have_len;
+        const char *have = plan_string(p, (uint32_t)at - 1, &have_len);
+        if (have_len == len && memcmp(have, s, len) == 0) {
+            *k = (uint32_t)at - 1;
+            return HPROF_OK;
+        }
+    }
+    int rc = plan_add_string(p, s, len, k);
+    return rc == HPROF_OK ? idmap_put(&c->new_names, h, (uint64_t)*k + 1) : rc;
 }
 
 /* The text of STRING `id` if it may be an obfuscated name. */

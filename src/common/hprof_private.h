@@ -106,6 +106,9 @@ struct idmap {
 
 int idmap_init(struct idmap *m, int with_values);
 void idmap_free(struct idmap *m);
+/* Forget every key (values kept as a map has them or not), to fill the
+ * map again.  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idmap_reset(struct idmap *m);
 /* Insert or overwrite.  @return HPROF_OK or HPROF_ERR_NOMEM. */
 int idmap_put(struct idmap *m, uint64_t key, uint64_t value);
 /* @return 1 and *value (if not NULL) when present, else 0.  Inline: it runs
@@ -326,6 +329,20 @@ static inline void *grow_array(void *array, size_t *cap, size_t need, size_t siz
     if (grown != NULL)
         *cap = n;
     return grown;
+}
+
+/* The first chunk of array `a` as a zero-length array of the same id and
+ * element type (a NODATA record becomes a plain one). */
+static inline struct hprof_primitive_array primitive_array_emptied(
+    const struct hprof_primitive_array *a)
+{
+    struct hprof_primitive_array empty = *a;
+    empty.tag = HPROF_PRIMITIVE_ARRAY_DUMP;
+    empty.count = 0;
+    empty.first = 0;
+    empty.length = 0;
+    empty.data = NULL;
+    return empty;
 }
 
 /* Visitor slots for passes that want no array contents (HPROF_SKIP: the

@@ -81,6 +81,13 @@ static int grow(struct idmap *m)
     return HPROF_OK;
 }
 
+int idmap_reset(struct idmap *m)
+{
+    int with_values = m->values != NULL;
+    idmap_free(m);
+    return idmap_init(m, with_values);
+}
+
 int idmap_put(struct idmap *m, uint64_t key, uint64_t value)
 {
     if (key == 0)

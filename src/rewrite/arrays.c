@@ -141,11 +141,7 @@ static int forward_zeros(struct arrays_filter *z, const struct hprof_primitive_a
 
 static int forward_empty(struct rewrite_filter *f, const struct hprof_primitive_array *a)
 {
-    struct hprof_primitive_array empty = *a;
-    empty.tag = HPROF_PRIMITIVE_ARRAY_DUMP;
-    empty.count = 0;
-    empty.length = 0;
-    empty.data = NULL;
+    struct hprof_primitive_array empty = primitive_array_emptied(a);
     return forward_primitive_array(f, &empty);
 }
 

@@ -310,20 +310,14 @@ int bitmaps_resolve_byte_arrays(struct bitmaps *b, const struct hprof_object_arr
     return HPROF_OK;
 }
 
-static int reset_map(struct idmap *m, int with_values)
-{
-    idmap_free(m);
-    return idmap_init(m, with_values);
-}
-
 int bitmaps_forget(struct bitmaps *b)
 {
     b->n_cand = 0;
     b->n_byte_arrays = 0;
     b->byte_arrays_overflow = 0;
     idlist_clear(&b->natives);
-    if (reset_map(&b->candidates, 1) || reset_map(&b->dump_buffers, 0) ||
-        reset_map(&b->pinned, 0))
+    if (idmap_reset(&b->candidates) || idmap_reset(&b->dump_buffers) ||
+        idmap_reset(&b->pinned))
         return nomem(b);
     return HPROF_OK;
 }

@@ -70,16 +70,26 @@ static void report(void *ctx, uint64_t done, uint64_t total)
     run->opt.progress(run->opt.progress_ctx, run->pass, run->passes, done, total);
 }
 
-/* Pass `pass + 1`, timed and counted. */
+/* A pass begins: counted, and its start time returned. */
+static double pass_begin(struct shrink_run *run)
+{
+    run->pass++;
+    run->ctx.stats->passes = run->pass;
+    return hprof_now();
+}
+
+static void pass_end(struct shrink_run *run, double start)
+{
+    if (run->pass <= HPROF_SHRINK_MAX_PASSES)
+        run->ctx.stats->pass_seconds[run->pass - 1] = hprof_now() - start;
+}
+
+/* Pass `pass + 1` through `v`, timed and counted. */
 static int run_pass(struct shrink_run *run, struct hprof_visitor *v)
 {
-    double start = hprof_now();
-    struct hprof_shrink_stats *st = run->ctx.stats;
-    run->pass++;
+    double start = pass_begin(run);
     int rc = hprof_reader_run(run->ctx.reader, v);
-    if (run->pass <= HPROF_SHRINK_MAX_PASSES)
-        st->pass_seconds[run->pass - 1] = hprof_now() - start;
-    st->passes = run->pass;
+    pass_end(run, start);
     return rc;
 }
 
@@ -102,12 +112,9 @@ static int write_pass(struct shrink_run *run, struct hprof_sink *sink)
             .progress = run->opt.progress ? report : NULL,
             .progress_ctx = run,
         };
-        double start = hprof_now();
-        run->pass++;
+        double start = pass_begin(run);
         rc = write_pass_run(&cfg);
-        if (run->pass <= HPROF_SHRINK_MAX_PASSES)
-            run->ctx.stats->pass_seconds[run->pass - 1] = hprof_now() - start;
-        run->ctx.stats->passes = run->pass;
+        pass_end(run, start);
     }
     hprof_writer_free(w);
     return rc;

@@ -65,12 +65,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
 {
     if (a->tag != HPROF_PRIMITIVE_ARRAY_NODATA)
         return hprof_visit_primitive_array(v->next, a);
-    struct hprof_primitive_array empty = *a;
-    empty.tag = HPROF_PRIMITIVE_ARRAY_DUMP;
-    empty.count = 0;
-    empty.first = 0;
-    empty.length = 0;
-    empty.data = NULL;
+    struct hprof_primitive_array empty = primitive_array_emptied(a);
     self(v)->counts.nodata_arrays++;
     if (self(v)->report != NULL)
         self(v)->report->jvm_nodata_arrays++;

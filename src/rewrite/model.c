@@ -98,6 +98,5 @@ int model_resolve_kinds(struct dump_model *m, struct hprof_error *err)
 int model_forget_kinds(struct dump_model *m, struct hprof_error *err)
 {
     m->n_layouts = 0;
-    idmap_free(&m->kinds);
-    return idmap_init(&m->kinds, 1) == HPROF_OK ? HPROF_OK : nomem(err);
+    return idmap_reset(&m->kinds) == HPROF_OK ? HPROF_OK : nomem(err);
 }

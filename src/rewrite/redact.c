@@ -225,18 +225,12 @@ int redact_resolve_instance(struct redaction *r, const struct hprof_instance *o)
     return HPROF_OK;
 }
 
-static int reset_map(struct idmap *m, int with_values)
-{
-    idmap_free(m);
-    return idmap_init(m, with_values);
-}
-
 int redact_forget(struct redaction *r)
 {
     r->n_exempt_at = 0;
-    if (reset_map(&r->exempt_fields, 1) || reset_map(&r->app_classes, 0) ||
-        reset_map(&r->rule_class, 1) ||
-        reset_map(&r->exempt_strings, 0))
+    if (idmap_reset(&r->exempt_fields) || idmap_reset(&r->app_classes) ||
+        idmap_reset(&r->rule_class) ||
+        idmap_reset(&r->exempt_strings))
         return nomem(r);
     return HPROF_OK;
 }

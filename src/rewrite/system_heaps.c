@@ -76,8 +76,7 @@ int system_heaps_refer_deferred(struct system_heaps *s)
 
 int system_heaps_forget(struct system_heaps *s)
 {
-    idmap_free(&s->standins);
-    return idmap_init(&s->standins, 0);
+    return idmap_reset(&s->standins);
 }
 
 void system_heaps_publish(struct system_heaps *s, struct system_plan *plan)
@@ -162,11 +161,7 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
         count_add(&f->st->system_dropped, bytes);
         return HPROF_SKIP;
     }
-    struct hprof_primitive_array empty = *a;
-    empty.tag = HPROF_PRIMITIVE_ARRAY_DUMP;
-    empty.count = 0;
-    empty.length = 0;
-    empty.data = NULL;
+    struct hprof_primitive_array empty = primitive_array_emptied(a);
     count_add(&f->st->system_standins, bytes);
     int rc = forward_primitive_array(f, &empty);
     return rc == HPROF_OK ? HPROF_SKIP : rc;
