@@ -65,6 +65,77 @@ START_TEST(objcheck_confirms_exactly_with_a_saturated_filter)
 }
 END_TEST
 
+/* Settle a pass of `ids` (dumped at offsets 1, 2, ...) by objcheck with
+ * `budget`: the error message of the confirming pass, or "" when none. */
+static void first_duplicate(const uint64_t *ids, size_t n, size_t budget, char *msg, size_t len,
+                            size_t *pending)
+{
+    struct objcheck oc;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(objcheck_init(&oc, budget), HPROF_OK);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(objcheck_add(&oc, ids[i], i + 1, HPROF_INSTANCE_DUMP, &err), HPROF_OK);
+    ck_assert_int_eq(objcheck_seal(&oc, &err), HPROF_OK);
+    *pending = objcheck_pending(&oc);
+    int rc = HPROF_OK;
+    for (size_t i = 0; i < n && rc == HPROF_OK; i++)
+        rc = objcheck_confirm(&oc, ids[i], i + 1, HPROF_INSTANCE_DUMP, &err);
+    snprintf(msg, len, "%s", rc == HPROF_OK ? "" : err.message);
+    ck_assert_uint_le(oc.n_pages, budget / 4096); /* the pages keep to the budget */
+    objcheck_free(&oc);
+}
+
+/* Ids as runtimes write them (8-byte aligned addresses, in order) are set
+ * exactly: no id is a suspect unless it is dumped twice, so a dump with
+ * none needs no confirming pass at all. */
+START_TEST(objcheck_holds_aligned_ids_exactly)
+{
+    enum { N = 1000000 };
+    uint64_t *ids = malloc((N + 1) * sizeof *ids);
+    for (uint32_t i = 0; i < N; i++)
+        ids[i] = ID(i);
+    char msg[sizeof ((struct hprof_error *)0)->message];
+    size_t pending;
+    first_duplicate(ids, N, objcheck_filter_bytes(40ull * N), msg, sizeof msg, &pending);
+    ck_assert_uint_eq(pending, 0);
+    ck_assert_str_eq(msg, "");
+    ids[N] = ID(777); /* dumped again, last */
+    first_duplicate(ids, N + 1, objcheck_filter_bytes(40ull * N), msg, sizeof msg, &pending);
+    ck_assert_uint_eq(pending, 1);
+    ck_assert_str_eq(msg, "offset 0xf4241: INSTANCE_DUMP: object 0x12c01848 is dumped twice");
+    free(ids);
+}
+END_TEST
+
+/* Ids the pages do not hold (not 8-byte aligned, or spread over more pages
+ * than the budget buys) go to the filter; a duplicate is found either way,
+ * and the one reported is the first in file order, as hprof-verify's. */
+START_TEST(objcheck_finds_duplicates_outside_its_pages_first_in_file_order)
+{
+    enum { N = 3000 };
+    uint64_t ids[N + 2];
+    for (uint32_t i = 0; i < N; i++) /* 1 MiB apart: a page each; odd ones unaligned */
+        ids[i] = 0x40000000 + ((uint64_t)i << 20) + (i % 2 ? 4 : 0);
+    char msg[sizeof ((struct hprof_error *)0)->message];
+    size_t pending;
+    ids[N] = ids[11];    /* unaligned, again */
+    ids[N + 1] = ids[2]; /* aligned, again: found after the one before it */
+    for (size_t budget = 8192; budget <= (64u << 20); budget *= 8192) {
+        first_duplicate(ids, N + 2, budget, msg, sizeof msg, &pending);
+        ck_assert_uint_ge(pending, 2);
+        ck_assert_str_eq(msg, "offset 0xbb9: INSTANCE_DUMP: object 0x40b00004 is dumped twice");
+        first_duplicate(ids, N, budget, msg, sizeof msg, &pending);
+        ck_assert_str_eq(msg, "");
+        uint64_t swapped[N + 2]; /* the aligned one first */
+        memcpy(swapped, ids, sizeof swapped);
+        swapped[N] = ids[2];
+        swapped[N + 1] = ids[11];
+        first_duplicate(swapped, N + 2, budget, msg, sizeof msg, &pending);
+        ck_assert_str_eq(msg, "offset 0xbb9: INSTANCE_DUMP: object 0x40200000 is dumped twice");
+    }
+}
+END_TEST
+
 START_TEST(objcheck_rejects_id_zero)
 {
     struct objcheck oc;
@@ -151,6 +222,8 @@ static Suite *validate_suite(void)
     tcase_add_test(t, objcheck_finds_no_duplicate_among_distinct_ids);
     tcase_add_test(t, objcheck_confirms_exactly_with_a_saturated_filter);
     tcase_add_test(t, objcheck_rejects_id_zero);
+    tcase_add_test(t, objcheck_holds_aligned_ids_exactly);
+    tcase_add_test(t, objcheck_finds_duplicates_outside_its_pages_first_in_file_order);
     tcase_add_test(t, objcheck_visitor_and_confirming_pass_agree_with_verify);
     tcase_add_test(t, objcheck_confirming_pass_is_skipped_when_nothing_is_pending);
     tcase_add_test(t, objcheck_filter_grows_with_the_input_within_bounds);

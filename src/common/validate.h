@@ -31,13 +31,19 @@ int object_dumped_twice(uint64_t id, uint64_t offset, uint8_t subtag, struct hpr
 
 /* ---- objcheck: no id dumped twice, in bounded memory ---------------------
  * An exact set of every object id of a multi-GB dump does not fit the
- * shrink's memory bound.  objcheck keeps instead a Bloom filter of the ids
- * (a fixed size, chosen from the input's size) and the few ids for which it
- * answered "maybe seen already": every id dumped twice is among them (a
- * Bloom filter has no false negatives), with some ids seen once.  Most
- * dumps end the first pass with none; otherwise one later pass over the
+ * shrink's memory bound in general, but it does for the ids runtimes
+ * write: addresses, 8-byte aligned, packed in a few ranges.  objcheck keeps
+ *  - an exact bit per 8-byte step of id space, in 4 KiB pages (one per
+ *    256 KiB of id space, made when an id first lands there) up to the
+ *    budget given to objcheck_init(): ids that come in address order set
+ *    bits side by side, a few cycles each;
+ *  - for the other ids (not 8-byte aligned, or in a page past the budget), a
+ *    Bloom filter of the same budget, made when the first such id comes;
+ *  - the few ids either answered "maybe seen already" for (every id dumped
+ *    twice is among them: neither has false negatives).
+ * Most dumps end the first pass with none; otherwise one later pass over the
  * object headers, in file order, settles them exactly with a map of those
- * few ids.
+ * few ids, so that the duplicate reported is the first in file order.
  *
  * Use (any pass structure; each call names the sub-record for messages):
  *   objcheck_init(&oc, objcheck_filter_bytes(hprof_reader_size(r)));
@@ -55,26 +61,36 @@ int object_dumped_twice(uint64_t id, uint64_t offset, uint8_t subtag, struct hpr
 #define OBJCHECK_BATCH 32
 
 struct objcheck {
-    uint64_t *words;            /* the filter: 8 words (one cache line) per block */
+    /* The exact pages: id >> 18 -> index in `pages`, at most max_pages. */
+    struct idmap page_of;
+    uint64_t **pages;
+    size_t n_pages, cap_pages, max_pages;
+    uint64_t last_key;          /* the page of the last id, looked up once */
+    uint64_t *last_page;        /* NULL: that key has no page (budget spent) */
+    int last_valid;
+    /* The Bloom filter: 8 words (one cache line) per block; NULL until an
+     * id needs it. */
+    uint64_t *words;
     size_t words_bytes;
     size_t block_mask;
-    /* Ids are tested and set in batches whose lines are prefetched together:
-     * one cache miss per object, overlapped (a shrink of the Android-style
-     * 300 MB dump spent 0.29 s of user time with one miss at a time, 0.12 s
-     * without the check). */
+    size_t budget;              /* bytes for each of pages and filter */
+    /* Ids are tested and set in the filter in batches whose lines are
+     * prefetched together: one cache miss per object, overlapped. */
     uint64_t queued[OBJCHECK_BATCH];
     unsigned n_queued;
-    struct idlist suspects;     /* ids the filter had maybe seen */
+    struct idlist suspects;     /* ids maybe seen before */
     struct idmap met;           /* confirming: suspects met so far -> offset */
     int sealed;
 };
 
-/* A filter size for an input of `input_bytes`: 1 byte per 32 of input
- * (about 8 bits per object for the smallest objects, so that few ids are
- * suspects), from 64 KiB to 32 MiB. */
+/* A budget for an input of `input_bytes`: 1 byte per 32 of input (pages:
+ * a bit per 8 bytes of heap, twice the heap a dump of that size holds;
+ * filter: about 8 bits per object for the smallest objects, so that few
+ * ids are suspects), from 64 KiB to 32 MiB. */
 size_t objcheck_filter_bytes(uint64_t input_bytes);
-/* @return HPROF_OK or HPROF_ERR_NOMEM (nothing to free then). */
-int objcheck_init(struct objcheck *oc, size_t filter_bytes);
+/* `budget` bytes for the exact pages and as much for the filter, if one
+ * is needed.  @return HPROF_OK or HPROF_ERR_NOMEM (nothing to free then). */
+int objcheck_init(struct objcheck *oc, size_t budget);
 void objcheck_free(struct objcheck *oc);
 /* First pass: object `id` dumped at `offset` by a sub-record `subtag`.
  * @return HPROF_OK, a format error for id 0, or HPROF_ERR_NOMEM. */
