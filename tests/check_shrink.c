@@ -509,6 +509,39 @@ START_TEST(shrink_through_a_mapping_writes_the_same_bytes)
 }
 END_TEST
 
+/* Into a file, kept array contents go from the input's file by the kernel
+ * (copy_file_range): the bytes must be those written into memory, where
+ * nothing is copied so, in every mode that changes contents on their way
+ * (--arrays=zero, --redact: a copy of the input's bytes there would leak
+ * what was to be hidden), on one thread and on several. */
+START_TEST(shrink_into_a_file_writes_the_bytes_it_writes_into_memory)
+{
+    static const struct hprof_shrink_options modes[] = {
+        { .threads = 1 },
+        { .threads = 2 },
+        { .threads = 1, .arrays = HPROF_ARRAYS_ZERO },
+        { .threads = 2, .redact = HPROF_REDACT_ALL },
+        { .threads = 1, .redact = HPROF_REDACT_ALL, .keep_duplicates = 1 },
+    };
+    /* pixels in big arrays: 64 KiB and more, in and out of big segments */
+    char *dump = tl_temp_path(".hprof"), *tool = tl_tool("hprof-synth");
+    ck_assert_int_eq(tl_system("%s --scale 4 --big-bitmap 6000000 --pixels 12000000 -f %s", tool,
+                               dump), 0);
+    struct hprof_shrink_stats s1, s2;
+    size_t alen, blen;
+    uint8_t *a = tl_shrink_file_via(dump, &modes[_i], &alen, &s1, 1);
+    uint8_t *b = tl_shrink_file_into_file(dump, &modes[_i], &blen, &s2);
+    ck_assert_uint_gt(s1.bitmap_buffers_kept.bytes, 6000000);
+    ck_assert_uint_eq(alen, blen);
+    ck_assert_mem_eq(a, b, alen);
+    unlink(dump);
+    free(dump);
+    free(tool);
+    free(a);
+    free(b);
+}
+END_TEST
+
 /* The first pass's shortcut changes nothing but time.  A LOAD_CLASS repeated
  * after the heap (same class, same name) makes the shrink give up the
  * shortcut and run the separate pass; the record itself passes through, so
@@ -1027,6 +1060,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, shrink_matches_the_generators_bookkeeping, 0, N_MODES);
     tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);
     tcase_add_loop_test(t, shrink_through_a_mapping_writes_the_same_bytes, 0, n);
+    tcase_add_loop_test(t, shrink_into_a_file_writes_the_bytes_it_writes_into_memory, 0, 5);
     return s;
 }
 

@@ -558,6 +558,102 @@ START_TEST(fd_sink_refuses_even_small_writes_once_failed_or_finished)
 }
 END_TEST
 
+/* A file of `len` patterned bytes (its path, to free); *data gets them. */
+static char *pattern_file(size_t len, uint8_t **data)
+{
+    *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        (*data)[i] = (uint8_t)(i * 7 + (i >> 9));
+    char *path = tl_temp_file(*data, len, ".bin");
+    return path;
+}
+
+/* sink_copy() into a file: the kernel copies from the input file, between
+ * buffered writes, in order.  The bytes passed along are zeros here, so
+ * the output shows which way each range went: from the file. */
+START_TEST(fd_sink_copies_file_ranges_between_its_writes)
+{
+    size_t len = 3u << 20;
+    uint8_t *data, *zeros = calloc(1, len);
+    char *in = pattern_file(len, &data), *out = tl_temp_path(".bin");
+    int in_fd = open(in, O_RDONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
+    ck_assert(sink_can_copy(s));
+    ck_assert_int_eq(hprof_sink_write(s, "head", 4), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 100, zeros, 1u << 20), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_write(s, "mid", 3), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 2u << 20, zeros, 65536), HPROF_OK);
+    ck_assert_uint_eq(hprof_sink_bytes(s), 4 + (1u << 20) + 3 + 65536);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(out_fd);
+    size_t got_len;
+    uint8_t *got = tl_read_file(out, &got_len);
+    ck_assert_uint_eq(got_len, 4 + (1u << 20) + 3 + 65536);
+    ck_assert_mem_eq(got, "head", 4);
+    ck_assert_mem_eq(got + 4, data + 100, 1u << 20);
+    ck_assert_mem_eq(got + 4 + (1u << 20), "mid", 3);
+    ck_assert_mem_eq(got + 7 + (1u << 20), data + (2u << 20), 65536);
+    close(in_fd);
+    unlink(in);
+    unlink(out);
+    free(got);
+    free(in);
+    free(out);
+    free(data);
+    free(zeros);
+}
+END_TEST
+
+/* Where the kernel cannot copy it all (here: the file ends first), the
+ * rest comes from the bytes passed along; a pipe never offers the copy. */
+START_TEST(fd_sink_copy_falls_back_to_the_bytes_it_was_given)
+{
+    size_t len = 1u << 20;
+    uint8_t *data, *given = malloc(len);
+    memset(given, 0xab, len);
+    char *in = pattern_file(len, &data), *out = tl_temp_path(".bin");
+    int in_fd = open(in, O_RDONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
+    ck_assert_int_eq(sink_copy(s, in_fd, len - 1000, given, 5000), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(out_fd);
+    size_t got_len;
+    uint8_t *got = tl_read_file(out, &got_len);
+    ck_assert_uint_eq(got_len, 5000);
+    ck_assert_mem_eq(got, data + len - 1000, 1000);
+    ck_assert_mem_eq(got + 1000, given + 1000, 4000);
+    free(got);
+
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    s = hprof_sink_new_fd(p[1], &err);
+    ck_assert(!sink_can_copy(s));
+    ck_assert_int_eq(sink_copy(s, in_fd, 0, given, 4000), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(p[1]);
+    uint8_t back[4001];
+    size_t n = 0;
+    ssize_t k;
+    while ((k = read(p[0], back + n, sizeof back - n)) > 0)
+        n += (size_t)k;
+    ck_assert_uint_eq(n, 4000);
+    ck_assert_mem_eq(back, given, 4000);
+    close(p[0]);
+    close(in_fd);
+    unlink(in);
+    unlink(out);
+    free(in);
+    free(out);
+    free(data);
+    free(given);
+}
+END_TEST
+
 /* Writes `blocks` blocks of 1 MiB to `fd` through a sink asking for
  * writeback every `step` bytes; returns how many times it asked. */
 static uint64_t writebacks_for(int fd, unsigned blocks, uint64_t step)
@@ -942,6 +1038,8 @@ static Suite *writer_suite(void)
     tcase_add_test(t, isal_backend_refuses_levels_above_1);
 #endif
     tcase_add_test(t, fd_sink_reports_a_full_disk);
+    tcase_add_test(t, fd_sink_copies_file_ranges_between_its_writes);
+    tcase_add_test(t, fd_sink_copy_falls_back_to_the_bytes_it_was_given);
     suite_add_tcase(s, t);
     return s;
 }

@@ -228,6 +228,29 @@ uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options 
     return copy;
 }
 
+uint8_t *tl_shrink_file_into_file(const char *path, const struct hprof_shrink_options *o,
+                                  size_t *len, struct hprof_shrink_stats *stats)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    int fd;
+    char *out = tl_temp_path(".hprof");
+    int out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(out_fd, 0);
+    struct hprof_sink *sink = hprof_sink_new_fd(out_fd, &err);
+    ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
+    ck_assert_msg(hprof_shrink(r, sink, o, stats, &err) == HPROF_OK, "%s: %s", path, err.message);
+    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
+    hprof_sink_free(sink);
+    tl_close_reader(fd, r);
+    close(out_fd);
+    uint8_t *bytes = tl_read_file(out, len);
+    unlink(out);
+    free(out);
+    return bytes;
+}
+
 int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *rep,
                      struct hprof_error *err)
 {

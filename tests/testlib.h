@@ -29,6 +29,11 @@ uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, 
 uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options *o, size_t *len,
                             struct hprof_shrink_stats *stats, int mapped);
 
+/* The same through a mapping into a file (an fd sink), read back: the
+ * way the tool writes, kept array contents copied file to file. */
+uint8_t *tl_shrink_file_into_file(const char *path, const struct hprof_shrink_options *o,
+                                  size_t *len, struct hprof_shrink_stats *stats);
+
 /* hprof_verify() over bytes in memory. */
 int tl_verify_memory(const void *data, size_t len, struct hprof_verify_report *rep,
                      struct hprof_error *err);

@@ -375,6 +375,20 @@ int reader_pread_unmapped(const struct hprof_reader *r, uint64_t offset, void *b
 void reader_set_readahead_thread(struct hprof_reader *r, int on);
 int reader_readahead_thread(const struct hprof_reader *r);
 
+/* The file a mapped reader maps, and where: *map and *size, and its fd
+ * as the result; -1 when `r` does not map a file. */
+int reader_mapped_file(const struct hprof_reader *r, const uint8_t **map, uint64_t *size);
+
+/* hprof_writer_copy_input() :
+ * Array contents that `w` gets straight from the mapping of `fd` (map,
+ * size bytes: what reader_mapped_file() says of the reader in front of it)
+ * go to a file sink as a copy the kernel makes, file to file
+ * (copy_file_range), instead of through this process: pages of kept pixel
+ * buffers are then never faulted in nor copied twice.  Contents a filter
+ * changed are elsewhere in memory and written as usual.  fd -1 stops it.
+ * @return whether contents will be copied so (the sink is a file). */
+int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size, int fd);
+
 /* A writer that will only see heap segments, into `sink`, with `id_size`. */
 void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink);
 /* Append what such a writer made of one input segment. */

@@ -311,7 +311,7 @@ static void gzip_free(struct hprof_sink *sink)
     free(g);
 }
 
-static const struct sink_ops gzip_ops = { gzip_write, gzip_finish, gzip_free, NULL };
+static const struct sink_ops gzip_ops = { .write = gzip_write, .finish = gzip_finish, .free = gzip_free };
 
 static unsigned online_cores(void)
 {

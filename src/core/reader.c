@@ -424,6 +424,13 @@ int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t
     return open_common(out, r);
 }
 
+int reader_mapped_file(const struct hprof_reader *r, const uint8_t **map, uint64_t *size)
+{
+    *map = r->map;
+    *size = r->map != NULL ? r->size : 0;
+    return r->map != NULL ? r->fd : -1;
+}
+
 int hprof_reader_map(struct hprof_reader *r)
 {
     if (r->map != NULL)

@@ -2,7 +2,7 @@
  * sink.c - sinks for plain output: a file descriptor behind a 1 MiB buffer,
  * and memory (for tests and fuzzing).  gzip lives in gzip_out.c.
  */
-#define _GNU_SOURCE /* sync_file_range() */
+#define _GNU_SOURCE /* sync_file_range(), copy_file_range() */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -64,6 +64,20 @@ int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len)
     return rc;
 }
 
+int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len)
+{
+    if (s->ops->copy == NULL || s->failed || s->finished || len == 0)
+        return hprof_sink_write(s, buf, len);
+    int rc = s->ops->copy(s, from, offset, buf, len);
+    if (rc != HPROF_OK) {
+        s->failed = 1;
+        close_room(s);
+    } else {
+        s->bytes += len;
+    }
+    return rc;
+}
+
 int hprof_sink_finish(struct hprof_sink *s)
 {
     if (s->failed)
@@ -105,12 +119,12 @@ void hprof_sink_free(struct hprof_sink *s)
 
 /* ---- File descriptor ---------------------------------------------------- */
 
-int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len)
+/* `n` more bytes are in the file: start writing it back when due. */
+static void wrote(struct hprof_sink *s, int fd, uint64_t n)
 {
-    int rc = sink_write_fd(fd, buf, len, s->err);
-    if (rc != HPROF_OK || s->writeback_step == 0)
-        return rc;
-    s->unsynced += len;
+    if (s->writeback_step == 0)
+        return;
+    s->unsynced += n;
     if (s->unsynced >= s->writeback_step) {
         s->unsynced = 0;
         s->writebacks++;
@@ -119,9 +133,18 @@ int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len)
          * the fd's offset need not be known.  A failure (a pipe, a file
          * system without it) only means the final fsync() does the work. */
         (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+        (void)fd;
 #endif
     }
-    return HPROF_OK;
+}
+
+int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len)
+{
+    int rc = sink_write_fd(fd, buf, len, s->err);
+    if (rc == HPROF_OK)
+        wrote(s, fd, len);
+    return rc;
 }
 
 void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step)
@@ -134,6 +157,7 @@ struct fd_sink {
     struct hprof_sink base;
     int fd;
     uint64_t start;         /* the file offset of the first byte (seekable files) */
+    int no_copy;            /* copy_file_range() refused: write instead */
 };
 
 static int fd_flush(struct fd_sink *f)
@@ -155,6 +179,38 @@ static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
     memcpy(s->room, buf, len);
     s->room_len = len;
     return HPROF_OK;
+}
+
+/* What copy_file_range() may refuse for this pair of files; the bytes are
+ * then written the usual way, and so is every later copy. */
+static int copy_refused(int e)
+{
+    return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF ||
+           e == EPERM || e == ETXTBSY;
+}
+
+static int fd_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len)
+{
+    struct fd_sink *f = (struct fd_sink *)s;
+    int rc = fd_flush(f);
+    size_t done = 0;
+    while (rc == HPROF_OK && done < len && !f->no_copy) {
+        off_t at = (off_t)(offset + done);
+        ssize_t n = copy_file_range(from, &at, f->fd, NULL, len - done, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && !copy_refused(errno))
+            return hprof_error_set(s->err, HPROF_ERR_IO, "write: %s", strerror(errno));
+        if (n <= 0) /* refused, or the input shorter than it was (a file changed) */
+            f->no_copy = 1;
+        else
+            done += (size_t)n;
+    }
+    if (done > 0)
+        wrote(s, f->fd, done);
+    if (rc == HPROF_OK && done < len)
+        rc = sink_write_file(s, f->fd, (const uint8_t *)buf + done, len - done);
+    return rc;
 }
 
 static int fd_finish(struct hprof_sink *s)
@@ -188,8 +244,10 @@ static int fd_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t l
     return HPROF_OK;
 }
 
-static const struct sink_ops fd_ops = { fd_write, fd_finish, fd_free, NULL };
-static const struct sink_ops fd_seekable_ops = { fd_write, fd_finish, fd_free, fd_patch };
+static const struct sink_ops fd_ops = { .write = fd_write, .finish = fd_finish, .free = fd_free };
+static const struct sink_ops fd_seekable_ops = {
+    .write = fd_write, .finish = fd_finish, .free = fd_free, .patch = fd_patch, .copy = fd_copy,
+};
 
 struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
 {
@@ -262,7 +320,7 @@ static void mem_free(struct hprof_sink *s)
     free(m);
 }
 
-static const struct sink_ops mem_ops = { mem_write, mem_finish, mem_free, NULL };
+static const struct sink_ops mem_ops = { .write = mem_write, .finish = mem_finish, .free = mem_free };
 
 struct hprof_sink *hprof_sink_new_memory(struct hprof_error *err)
 {
@@ -331,7 +389,7 @@ static void null_free(struct hprof_sink *s)
     free(s);
 }
 
-static const struct sink_ops null_ops = { null_write, mem_finish, null_free, NULL };
+static const struct sink_ops null_ops = { .write = null_write, .finish = mem_finish, .free = null_free };
 
 struct hprof_sink *hprof_sink_new_null(struct hprof_error *err)
 {

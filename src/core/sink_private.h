@@ -16,6 +16,10 @@ struct sink_ops {
     /* Overwrite bytes already written (sink_patch()); NULL where they are
      * gone for good: a pipe, a gzip member. */
     int (*patch)(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
+    /* Append the `len` bytes at `offset` of file `from`, which are also
+     * at `buf`, having the kernel copy them (sink_copy()); NULL where the
+     * sink wants the bytes themselves. */
+    int (*copy)(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len);
 };
 
 struct hprof_sink {
@@ -47,6 +51,17 @@ static inline int sink_put(struct hprof_sink *s, const void *buf, size_t len)
         return HPROF_OK;
     }
     return hprof_sink_write(s, buf, len);
+}
+
+/* hprof_sink_write() of `len` bytes that are also those of file `from` at
+ * `offset`: a file sink has the kernel copy them, file to file, and falls
+ * back to writing `buf` where it cannot (another file system, a pipe). */
+int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len);
+
+/* Whether sink_copy() has the kernel copy, rather than write the bytes. */
+static inline int sink_can_copy(const struct hprof_sink *s)
+{
+    return s->ops->copy != NULL;
 }
 
 /* Whether sink_patch() works on `s`. */

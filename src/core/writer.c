@@ -72,7 +72,17 @@ struct hprof_writer {
     uint64_t array_left;        /* data bytes still expected */
     uint64_t array_next;        /* chunk offset (bytes or elements) expected */
     int array_direct;           /* data goes straight to the sink */
+
+    /* writer_copy_input(): the input's mapping, whose bytes a file sink
+     * copies itself. */
+    uintptr_t copy_map;
+    uint64_t copy_size;
+    int copy_fd;
 };
+
+/* Chunks of array contents smaller than this are written with the rest:
+ * a system call each would cost more than the copy it saves. */
+#define COPY_MIN (64u << 10)
 
 static int io(struct hprof_writer *w, const void *buf, size_t len)
 {
@@ -256,8 +266,13 @@ static int array_data(struct hprof_writer *w, const uint8_t *data, size_t len)
                                "writer: array 0x%" PRIx64 " got more data than its count",
                                w->array_id);
     w->array_left -= len;
-    if (w->array_direct || w->streaming) /* counted in seg_len by stream() */
+    if (w->array_direct || w->streaming) { /* counted in seg_len by stream() */
+        uint64_t at = (uintptr_t)data - w->copy_map;
+        if (w->copy_fd >= 0 && len >= COPY_MIN && (uintptr_t)data >= w->copy_map &&
+            at <= w->copy_size && len <= w->copy_size - at)
+            return sink_copy(w->sink, w->copy_fd, at, data, len);
         return io(w, data, len);
+    }
     if (len > 0) /* data may be NULL for an empty array */
         memcpy(w->seg + w->seg_len, data, len);
     w->seg_len += len;
@@ -542,6 +557,14 @@ static const struct hprof_visitor_ops writer_ops = {
 
 /* ---- Segments written elsewhere (the parallel write pass) ----------------- */
 
+int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size, int fd)
+{
+    w->copy_map = (uintptr_t)map;
+    w->copy_size = size;
+    w->copy_fd = map != NULL && sink_can_copy(w->sink) ? fd : -1;
+    return w->copy_fd >= 0;
+}
+
 void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink)
 {
     w->id_size = id_size;
@@ -582,6 +605,7 @@ struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_erro
     w->base.ops = &writer_ops;
     w->sink = sink;
     w->streaming = sink_can_patch(sink);
+    w->copy_fd = -1;
     w->err = err;
     w->id_size = 4;
     w->seg_tag = HPROF_TAG_HEAP_DUMP_SEGMENT;

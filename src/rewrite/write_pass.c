@@ -72,6 +72,7 @@ struct write_pass {
     unsigned n_workers;
     struct ordered_pool *pool;
     int failed;                 /* a job or a segment written here failed */
+    int copying;                /* the writer copies kept arrays file to file */
 };
 
 /* ---- Counts --------------------------------------------------------------- */
@@ -185,13 +186,15 @@ static void report_progress(struct write_pass *wp, uint64_t done)
 
 /* Filter and write segments here, streaming, as one thread would.  With
  * `big` (a segment too big for a worker), a read-ahead thread runs with
- * it; the segments of a job whose output grew too big are small, and a
+ * it, unless the kernel copies what is kept of its arrays (what a big
+ * segment mostly holds): the thread would fault in pages nothing reads.
+ * The segments of a job whose output grew too big are small, and a
  * thread each would cost more than it saves. */
 static int write_inline(struct write_pass *wp, const uint64_t *offsets, size_t n, int big)
 {
     struct hprof_visitor *chain = wp->base.next;
     int rc = HPROF_OK;
-    reader_set_readahead_thread(wp->inline_reader, big);
+    reader_set_readahead_thread(wp->inline_reader, big && !wp->copying);
     for (size_t i = 0; rc == HPROF_OK && i < n; i++)
         rc = reader_run_segment(wp->inline_reader, offsets[i], chain);
     wp->failed |= rc != HPROF_OK;
@@ -394,10 +397,24 @@ static int write_pass_init(struct write_pass *wp, const struct write_pass_config
     return start_pool(wp);
 }
 
+/* Kept array contents `reader` maps go from file to file where both ends
+ * are files; NULL stops it, before that reader goes.  @return whether
+ * they do. */
+static int copy_from(const struct write_pass_config *cfg, const struct hprof_reader *reader)
+{
+    const uint8_t *map = NULL;
+    uint64_t size = 0;
+    int fd = reader != NULL ? reader_mapped_file(reader, &map, &size) : -1;
+    return writer_copy_input(cfg->writer, map, size, fd);
+}
+
 /* The whole pass on the calling thread, through the caller's reader. */
 static int write_on_one_thread(const struct write_pass_config *cfg, struct hprof_visitor *chain)
 {
-    return hprof_reader_run(cfg->reader, chain);
+    (void)copy_from(cfg, cfg->reader);
+    int rc = hprof_reader_run(cfg->reader, chain);
+    (void)copy_from(cfg, NULL);
+    return rc;
 }
 
 static int write_on_threads(const struct write_pass_config *cfg, struct hprof_visitor *chain,
@@ -407,6 +424,7 @@ static int write_on_threads(const struct write_pass_config *cfg, struct hprof_vi
     int rc = write_pass_init(&wp, cfg, chain, threads);
     if (rc == HPROF_OK) {
         report_progress(&wp, 0);
+        wp.copying = copy_from(cfg, wp.inline_reader);
         rc = hprof_reader_run(wp.walk_reader, &wp.base);
         if (rc != HPROF_OK && !wp.failed) {
             /* the reader stopped on a later record: an error in a segment
@@ -418,6 +436,7 @@ static int write_on_threads(const struct write_pass_config *cfg, struct hprof_vi
             rc = cfg->err->code;
         }
     }
+    (void)copy_from(cfg, NULL);
     write_pass_free(&wp);
     return rc;
 }
