@@ -20,15 +20,80 @@
 _Static_assert(sizeof(void *) < 8 || sizeof(struct class_info) <= 56,
                "class_info grew: a class costs more than the documented bound");
 
+/* ---- The index: class id -> position in info[] ---------------------------
+ * Open addressing with linear probing, grown at half full, as struct idmap
+ * (the same hash), but each slot packs 32 more bits of the id's hash above
+ * the class's position + 1, 0 being a free slot: 8 bytes a slot where an
+ * idmap's id and value take 16; info[] is looked at only when those bits
+ * match, so a hit costs a cache miss in the slots and one in info[], which
+ * the caller reads anyway (an idmap's costs one more, in its values), and
+ * a miss costs the slots alone.  The index holds exactly the classes of
+ * info[], so growing re-inserts them from there, in order. */
+
+#define INDEX_SLOTS 1024
+
+static uint64_t id_hash(uint64_t id)
+{
+    return id * 0x9E3779B97F4A7C15ull;
+}
+
+static size_t home_slot(uint64_t hash, size_t mask)
+{
+    return (size_t)(hash >> 32 ^ hash) & mask;
+}
+
+/* Class `at` (whose id hashes to `hash`) into the first free slot from its
+ * home; the caller has made room. */
+static void index_place(uint64_t *slots, size_t mask, uint64_t hash, uint32_t at)
+{
+    size_t s = home_slot(hash, mask);
+    while (slots[s] != 0)
+        s = (s + 1) & mask;
+    slots[s] = (hash >> 32) << 32 | ((uint64_t)at + 1);
+}
+
+/* Twice the slots, or the old ones untouched when memory is short. */
+static int index_grow(struct classes *c)
+{
+    size_t n = (c->index_mask + 1) * 2;
+    uint64_t *slots = n <= SIZE_MAX / sizeof *slots ? calloc(n, sizeof *slots) : NULL;
+    if (slots == NULL)
+        return HPROF_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_info; i++)
+        index_place(slots, n - 1, id_hash(c->info[i].id), (uint32_t)i);
+    free(c->index);
+    c->index = slots;
+    c->index_mask = n - 1;
+    return HPROF_OK;
+}
+
+struct class_info *classes_find(const struct classes *c, uint64_t class_id)
+{
+    if (c->n_info == 0) /* also after classes_free() */
+        return NULL;
+    uint64_t hash = id_hash(class_id);
+    uint32_t bits = (uint32_t)(hash >> 32);
+    for (size_t s = home_slot(hash, c->index_mask); c->index[s] != 0;
+         s = (s + 1) & c->index_mask) {
+        uint64_t slot = c->index[s];
+        if ((uint32_t)(slot >> 32) == bits && c->info[(uint32_t)slot - 1].id == class_id)
+            return &c->info[(uint32_t)slot - 1];
+    }
+    return NULL;
+}
+
+/* ---- Layouts ---------------------------------------------------------------- */
+
 int classes_init(struct classes *c, unsigned id_size)
 {
-    *c = (struct classes){ .id_size = id_size };
-    return idmap_init(&c->index, 1);
+    *c = (struct classes){ .id_size = id_size, .index_mask = INDEX_SLOTS - 1 };
+    c->index = calloc(INDEX_SLOTS, sizeof *c->index);
+    return c->index != NULL ? HPROF_OK : HPROF_ERR_NOMEM;
 }
 
 void classes_free(struct classes *c)
 {
-    idmap_free(&c->index);
+    free(c->index);
     free(c->info);
     free(c->fields);
     free(c->refs);
@@ -77,18 +142,19 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
     int rc = valid_object_id(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
     if (rc != HPROF_OK)
         return rc;
-    if (idmap_has(&c->index, cd->id))
+    if (classes_find(c, cd->id) != NULL)
         return object_dumped_twice(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
     if (c->n_info >= UINT32_MAX || c->n_fields + cd->n_fields > UINT32_MAX)
         return hprof_error_set(err, HPROF_ERR_NOMEM, "too many classes or fields");
     if (reserve((void **)&c->info, &c->cap_info, c->n_info + 1, sizeof *c->info) != HPROF_OK ||
         reserve((void **)&c->fields, &c->cap_fields, c->n_fields + cd->n_fields,
                 sizeof *c->fields) != HPROF_OK ||
-        idmap_put(&c->index, cd->id, c->n_info) != HPROF_OK)
+        ((c->n_info + 1) * 2 > c->index_mask + 1 && index_grow(c) != HPROF_OK))
         return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for class layouts");
     /* its layout known from itself up to itself: its own fields */
     uint32_t at = (uint32_t)c->n_info++;
     struct class_info *ci = &c->info[at];
+    index_place(c->index, c->index_mask, id_hash(cd->id), at);
     *ci = (struct class_info){
         .id = cd->id, .offset = cd->offset, .super_id = cd->super_id,
         .first_field = (uint32_t)c->n_fields, .n_fields = cd->n_fields,
@@ -99,12 +165,6 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
         ci->total_bytes += type_size(cd->fields[i].type, c->id_size);
     }
     return HPROF_OK;
-}
-
-struct class_info *classes_find(const struct classes *c, uint64_t class_id)
-{
-    uint64_t at;
-    return idmap_get(&c->index, class_id, &at) ? &c->info[at] : NULL;
 }
 
 

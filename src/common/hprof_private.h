@@ -247,7 +247,11 @@ struct class_ref {
 };
 
 struct classes {
-    struct idmap index;         /* class id -> position in `info` */
+    /* class id -> position in `info`: open addressing, at most half full,
+     * a slot holding 32 bits of the id's hash and the position + 1 (0: a
+     * free slot), the id itself being in `info` (classes.c) */
+    uint64_t *index;
+    size_t index_mask;          /* slots - 1; slots is a power of two */
     struct class_info *info;
     size_t n_info, cap_info;
     struct class_field *fields;
