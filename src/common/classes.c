@@ -32,21 +32,11 @@ _Static_assert(sizeof(void *) < 8 || sizeof(struct class_info) <= 56,
 
 #define INDEX_SLOTS 1024
 
-static uint64_t id_hash(uint64_t id)
-{
-    return id * 0x9E3779B97F4A7C15ull;
-}
-
-static size_t home_slot(uint64_t hash, size_t mask)
-{
-    return (size_t)(hash >> 32 ^ hash) & mask;
-}
-
 /* Class `at` (whose id hashes to `hash`) into the first free slot from its
  * home; the caller has made room. */
 static void index_place(uint64_t *slots, size_t mask, uint64_t hash, uint32_t at)
 {
-    size_t s = home_slot(hash, mask);
+    size_t s = class_home_slot(hash, mask);
     while (slots[s] != 0)
         s = (s + 1) & mask;
     slots[s] = (hash >> 32) << 32 | ((uint64_t)at + 1);
@@ -60,26 +50,11 @@ static int index_grow(struct classes *c)
     if (slots == NULL)
         return HPROF_ERR_NOMEM;
     for (size_t i = 0; i < c->n_info; i++)
-        index_place(slots, n - 1, id_hash(c->info[i].id), (uint32_t)i);
+        index_place(slots, n - 1, class_id_hash(c->info[i].id), (uint32_t)i);
     free(c->index);
     c->index = slots;
     c->index_mask = n - 1;
     return HPROF_OK;
-}
-
-struct class_info *classes_find(const struct classes *c, uint64_t class_id)
-{
-    if (c->n_info == 0) /* also after classes_free() */
-        return NULL;
-    uint64_t hash = id_hash(class_id);
-    uint32_t bits = (uint32_t)(hash >> 32);
-    for (size_t s = home_slot(hash, c->index_mask); c->index[s] != 0;
-         s = (s + 1) & c->index_mask) {
-        uint64_t slot = c->index[s];
-        if ((uint32_t)(slot >> 32) == bits && c->info[(uint32_t)slot - 1].id == class_id)
-            return &c->info[(uint32_t)slot - 1];
-    }
-    return NULL;
 }
 
 /* ---- Layouts ---------------------------------------------------------------- */
@@ -154,7 +129,7 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
     /* its layout known from itself up to itself: its own fields */
     uint32_t at = (uint32_t)c->n_info++;
     struct class_info *ci = &c->info[at];
-    index_place(c->index, c->index_mask, id_hash(cd->id), at);
+    index_place(c->index, c->index_mask, class_id_hash(cd->id), at);
     *ci = (struct class_info){
         .id = cd->id, .offset = cd->offset, .super_id = cd->super_id,
         .first_field = (uint32_t)c->n_fields, .n_fields = cd->n_fields,

@@ -267,7 +267,34 @@ int classes_init(struct classes *c, unsigned id_size);
 void classes_free(struct classes *c);
 /* Record a class dump.  A second dump of the same id is an error. */
 int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hprof_error *err);
-struct class_info *classes_find(const struct classes *c, uint64_t class_id);
+
+/* The index's hash (idmap_get()'s) and the slot a probe starts from. */
+static inline uint64_t class_id_hash(uint64_t id)
+{
+    return id * 0x9E3779B97F4A7C15ull;
+}
+
+static inline size_t class_home_slot(uint64_t hash, size_t mask)
+{
+    return (size_t)(hash >> 32 ^ hash) & mask;
+}
+
+/* The class of id `class_id`, or NULL.  Inline: it runs for nearly every
+ * object of every pass. */
+static inline struct class_info *classes_find(const struct classes *c, uint64_t class_id)
+{
+    if (c->n_info == 0) /* also after classes_free() */
+        return NULL;
+    uint64_t hash = class_id_hash(class_id);
+    uint32_t bits = (uint32_t)(hash >> 32);
+    for (size_t s = class_home_slot(hash, c->index_mask); c->index[s] != 0;
+         s = (s + 1) & c->index_mask) {
+        uint64_t slot = c->index[s];
+        if ((uint32_t)(slot >> 32) == bits && c->info[(uint32_t)slot - 1].id == class_id)
+            return &c->info[(uint32_t)slot - 1];
+    }
+    return NULL;
+}
 /* Total field bytes of an instance of `ci`, superclasses included; checks
  * that the chain ends and has no cycle.  Each class's chain is walked once
  * in all (what a walk learns is kept for every class it passes), so
