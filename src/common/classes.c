@@ -119,8 +119,10 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
         return rc;
     if (classes_find(c, cd->id) != NULL)
         return object_dumped_twice(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
-    if (c->n_info >= UINT32_MAX || c->n_fields + cd->n_fields > UINT32_MAX)
-        return hprof_error_set(err, HPROF_ERR_NOMEM, "too many classes or fields");
+    if (c->n_info >= UINT32_MAX || c->n_fields + cd->n_fields > UINT32_MAX) /* 32-bit indexes */
+        return hprof_error_set(err, HPROF_ERR_NOMEM,
+                               "offset 0x%" PRIx64 ": CLASS_DUMP: too many classes or fields",
+                               cd->offset);
     if (reserve((void **)&c->info, &c->cap_info, c->n_info + 1, sizeof *c->info) != HPROF_OK ||
         reserve((void **)&c->fields, &c->cap_fields, c->n_fields + cd->n_fields,
                 sizeof *c->fields) != HPROF_OK ||
@@ -141,7 +143,6 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
     }
     return HPROF_OK;
 }
-
 
 static uint32_t index_of(const struct classes *c, const struct class_info *k)
 {
