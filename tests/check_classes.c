@@ -63,7 +63,7 @@ static void check_chain(struct classes *c)
     for (unsigned i = 0; i < CHAIN; i++) {
         struct class_info *ci = classes_find(c, ID(i));
         ck_assert_ptr_nonnull(ci);
-        ck_assert_int_eq(ci->state, 2);
+        ck_assert(ci->resolved);
         ck_assert_msg(ci->total_bytes == expected_bytes(i), "class %u: %" PRIu64, i,
                       ci->total_bytes);
     }
@@ -129,16 +129,16 @@ START_TEST(chain_completed_one_class_at_a_time_resolves_when_complete)
         snprintf(want, sizeof want, "class 0x%" PRIx64 " has superclass 0x%" PRIx64
                  " which is not dumped", ID(i), ID(i - 1));
         ck_assert_msg(strstr(err.message, want) != NULL, "%s", err.message);
-        ck_assert_int_ne(leaf->state, 2);
+        ck_assert(!leaf->resolved);
     }
     add_class(&c, 0);
     struct class_info *leaf = classes_find(&c, ID(N - 1));
     ck_assert_int_eq(classes_resolve(&c, leaf, &err), HPROF_OK);
     ck_assert_uint_eq(leaf->total_bytes, expected_bytes(N - 1));
     /* The classes passed on the way are known, but only asked-for ones
-     * say so in `state` (the shrink's eager pass works on that). */
+     * say so in `resolved` (the shrink's eager pass works on that). */
     struct class_info *mid = classes_find(&c, ID(N / 2));
-    ck_assert_int_ne(mid->state, 2);
+    ck_assert(!mid->resolved);
     ck_assert_int_eq(classes_resolve(&c, mid, &err), HPROF_OK);
     ck_assert_uint_eq(mid->total_bytes, expected_bytes(N / 2));
     classes_free(&c);
@@ -169,6 +169,43 @@ START_TEST(cycle_is_reported_for_every_class_leading_into_it)
             ck_assert_str_eq(err.message, want);
         }
     classes_free(&c);
+}
+END_TEST
+
+/* The index keeps 32 bits of each id's hash: ids whose hashes agree on
+ * them, and ids never added, must still be told apart by the id itself,
+ * across every growth of the index. */
+START_TEST(index_finds_every_class_and_no_other)
+{
+    enum { N = 300000 };
+    const uint64_t golden = 0x9E3779B97F4A7C15ull; /* classes.c's multiplier */
+    uint64_t inverse = golden; /* golden * inverse == 1 (mod 2^64), by Newton */
+    for (int i = 0; i < 6; i++)
+        inverse *= 2 - golden * inverse;
+    ck_assert_uint_eq(golden * inverse, 1);
+    struct classes c;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(classes_init(&c, 8), HPROF_OK);
+    /* id(i)'s hash is i << 33; id(i) + twin hashes to that plus 2^31: the
+     * same top 32 bits, the same home slot in any index under 2^31 slots */
+    const uint64_t twin = (1ull << 31) * inverse;
+    for (uint64_t i = 1; i <= N; i++) {
+        struct hprof_class_dump cd = { .offset = i, .id = (i << 33) * inverse };
+        ck_assert_msg(classes_add(&c, &cd, &err) == HPROF_OK, "%s", err.message);
+        if (i % 4096 == 0 || i == N)
+            for (uint64_t j = 1; j <= i; j += 97) {
+                uint64_t id = (j << 33) * inverse;
+                struct class_info *ci = classes_find(&c, id);
+                ck_assert_msg(ci != NULL && ci->id == id, "class %" PRIu64 " of %" PRIu64, j, i);
+                ck_assert_ptr_null(classes_find(&c, id + twin));
+                ck_assert_ptr_null(classes_find(&c, ((j + N) << 33) * inverse));
+            }
+    }
+    struct hprof_class_dump again = { .offset = 0x99, .id = (7ull << 33) * inverse };
+    ck_assert_int_eq(classes_add(&c, &again, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "is dumped twice") != NULL, "%s", err.message);
+    classes_free(&c);
+    ck_assert_ptr_null(classes_find(&c, again.id)); /* freed: empty, not a crash */
 }
 END_TEST
 
@@ -224,6 +261,7 @@ static Suite *classes_suite(void)
     tcase_add_test(t, chain_of_200k_classes_resolves_root_first);
     tcase_add_test(t, chain_completed_one_class_at_a_time_resolves_when_complete);
     tcase_add_test(t, cycle_is_reported_for_every_class_leading_into_it);
+    tcase_add_test(t, index_finds_every_class_and_no_other);
     tcase_add_test(t, dump_of_200k_chained_classes_leaf_first_verifies_and_shrinks);
     tcase_add_test(t, dump_of_200k_chained_classes_root_first_verifies_and_shrinks);
     suite_add_tcase(s, t);

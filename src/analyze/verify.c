@@ -11,6 +11,11 @@
  * superclasses, and counts references to ids that are not in the dump
  * (dangling) by kind of referrer.  Dangling references are reported, not
  * rejected: real runtimes write some (roots of objects outside the dump).
+ *
+ * The ids dumped are those of the object set and those of the class
+ * layouts' index: a class id is not put in the set as well, which cost 16
+ * bytes a class (a dump may hold a million classes); an object's id is
+ * looked up in both, a lookup in a small index that is cached.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -22,7 +27,7 @@ struct verifier {
     struct hprof_verify_report *report;
     struct hprof_error *err;
     struct classes classes;
-    struct idmap objects;
+    struct idmap objects;       /* every dumped id but the classes' */
     unsigned id_size;
     int pass;
 };
@@ -32,12 +37,18 @@ static struct verifier *self(struct hprof_visitor *v)
     return (struct verifier *)v;
 }
 
+static inline int dumped(const struct verifier *vf, uint64_t id)
+{
+    return idmap_has(&vf->objects, id) || classes_find(&vf->classes, id) != NULL;
+}
+
+/* An object other than a class (classes_add() keeps those). */
 static int add_object(struct verifier *vf, uint64_t id, uint64_t offset, uint8_t subtag)
 {
     int rc = valid_object_id(id, offset, subtag, vf->err);
     if (rc != HPROF_OK)
         return rc;
-    if (idmap_has(&vf->objects, id))
+    if (dumped(vf, id))
         return object_dumped_twice(id, offset, subtag, vf->err);
     if (idmap_put(&vf->objects, id, 0) != HPROF_OK)
         return hprof_error_set(vf->err, HPROF_ERR_NOMEM, "out of memory for the object set");
@@ -46,7 +57,7 @@ static int add_object(struct verifier *vf, uint64_t id, uint64_t offset, uint8_t
 
 static void check_ref(struct verifier *vf, uint64_t id, int kind)
 {
-    if (id != 0 && !idmap_has(&vf->objects, id)) {
+    if (id != 0 && !dumped(vf, id)) {
         vf->report->dangling++;
         vf->report->dangling_by_kind[kind]++;
     }
@@ -120,8 +131,10 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
     struct verifier *vf = self(v);
     if (vf->pass == 1) {
         vf->report->class_dumps++;
-        int rc = add_object(vf, c->id, c->offset, HPROF_CLASS_DUMP);
-        return rc == HPROF_OK ? classes_add(&vf->classes, c, vf->err) : rc;
+        /* classes_add() rejects id 0 and a class dumped twice */
+        if (idmap_has(&vf->objects, c->id))
+            return object_dumped_twice(c->id, c->offset, HPROF_CLASS_DUMP, vf->err);
+        return classes_add(&vf->classes, c, vf->err);
     }
     uint64_t refs[] = { c->super_id, c->loader_id, c->signers_id, c->protection_domain_id };
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)

@@ -6,28 +6,96 @@
  * the CLASS_DUMP of every class in the chain, and those may come after the
  * instances.  We keep, per class, its superclass and its own instance fields
  * (name id and type: 9 or 13 bytes in a dump become 16 here), in one pooled
- * array so a dump with 100k classes costs a few MB.
+ * array so a dump with 100k classes costs a few MB.  A class costs 56 bytes
+ * of class_info (a dump may hold millions: every field there is as narrow
+ * as it can be, and what the resolution needs only for a while shares
+ * space with its result).
  */
 #include <inttypes.h>
 #include <stdlib.h>
 
 #include "validate.h"
 
+/* The memory bound of docs/design.md counts on it (on 64-bit targets). */
+_Static_assert(sizeof(void *) < 8 || sizeof(struct class_info) <= 56,
+               "class_info grew: a class costs more than the documented bound");
+
+/* ---- The index: class id -> position in info[] ---------------------------
+ * Open addressing with linear probing, grown at half full, as struct idmap
+ * (the same hash), but each slot packs 32 more bits of the id's hash above
+ * the class's position + 1, 0 being a free slot: 8 bytes a slot where an
+ * idmap's id and value take 16; info[] is looked at only when those bits
+ * match, so a hit costs a cache miss in the slots and one in info[], which
+ * the caller reads anyway (an idmap's costs one more, in its values), and
+ * a miss costs the slots alone.  The index holds exactly the classes of
+ * info[], so growing re-inserts them from there, in order. */
+
+#define INDEX_SLOTS 1024
+
+/* Class `at` (whose id hashes to `hash`) into the first free slot from its
+ * home; the caller has made room. */
+static void index_place(uint64_t *slots, size_t mask, uint64_t hash, uint32_t at)
+{
+    size_t s = class_home_slot(hash, mask);
+    while (slots[s] != 0)
+        s = (s + 1) & mask;
+    slots[s] = (hash >> 32) << 32 | ((uint64_t)at + 1);
+}
+
+/* Twice the slots, or the old ones untouched when memory is short. */
+static int index_grow(struct classes *c)
+{
+    size_t n = (c->index_mask + 1) * 2;
+    uint64_t *slots = n <= SIZE_MAX / sizeof *slots ? calloc(n, sizeof *slots) : NULL;
+    if (slots == NULL)
+        return HPROF_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_info; i++)
+        index_place(slots, n - 1, class_id_hash(c->info[i].id), (uint32_t)i);
+    free(c->index);
+    c->index = slots;
+    c->index_mask = n - 1;
+    return HPROF_OK;
+}
+
+/* ---- Layouts ---------------------------------------------------------------- */
+
 int classes_init(struct classes *c, unsigned id_size)
 {
-    *c = (struct classes){ .id_size = id_size };
-    return idmap_init(&c->index, 1);
+    *c = (struct classes){ .id_size = id_size, .index_mask = INDEX_SLOTS - 1 };
+    c->index = calloc(INDEX_SLOTS, sizeof *c->index);
+    return c->index != NULL ? HPROF_OK : HPROF_ERR_NOMEM;
 }
 
 void classes_free(struct classes *c)
 {
-    idmap_free(&c->index);
+    free(c->index);
     free(c->info);
     free(c->fields);
     free(c->refs);
     free(c->path);
     *c = (struct classes){ 0 };
 }
+
+/* Layout resolution, per class (class_info.layout):
+ *  PARTIAL  the layout is known from this class up to class `blocked`,
+ *           whose superclass is not dumped (yet), or not looked up yet:
+ *           `total_bytes` holds the own bytes of the classes from this one
+ *           up to that one, `up_fields` the nearest of them (above this
+ *           one) with fields, so that a later walk jumps straight there.
+ *           A class starts so, known up to itself;
+ *  BUSY     on the walk under way (met again: a cycle);
+ *  DONE     total_bytes and up_fields are final;
+ *  BROKEN   the chain runs into a cycle: superclasses never change, so it
+ *           stays broken.
+ * A walk pushes every class it passes, then sets all of them DONE (or
+ * PARTIAL, or BROKEN) on its way back down: no class is walked over twice
+ * except a PARTIAL one, which is jumped over, so that resolving N classes
+ * in any order costs O(N) (amortised), without recursion. */
+enum { LAYOUT_PARTIAL, LAYOUT_BUSY, LAYOUT_DONE, LAYOUT_BROKEN };
+
+/* class_info.refs_listed: whether its reference fields are listed in
+ * classes.refs (once its layout is DONE), or cannot be (walk the chain). */
+enum { REFS_UNLISTED, REFS_LISTED, REFS_WALKED };
 
 static int reserve(void **array, size_t *cap, size_t need, size_t size)
 {
@@ -49,46 +117,32 @@ int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hpr
     int rc = valid_object_id(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
     if (rc != HPROF_OK)
         return rc;
-    if (idmap_has(&c->index, cd->id))
+    if (classes_find(c, cd->id) != NULL)
         return object_dumped_twice(cd->id, cd->offset, HPROF_CLASS_DUMP, err);
+    if (c->n_info >= UINT32_MAX || c->n_fields + cd->n_fields > UINT32_MAX) /* 32-bit indexes */
+        return hprof_error_set(err, HPROF_ERR_NOMEM,
+                               "offset 0x%" PRIx64 ": CLASS_DUMP: too many classes or fields",
+                               cd->offset);
     if (reserve((void **)&c->info, &c->cap_info, c->n_info + 1, sizeof *c->info) != HPROF_OK ||
         reserve((void **)&c->fields, &c->cap_fields, c->n_fields + cd->n_fields,
                 sizeof *c->fields) != HPROF_OK ||
-        idmap_put(&c->index, cd->id, c->n_info) != HPROF_OK)
+        ((c->n_info + 1) * 2 > c->index_mask + 1 && index_grow(c) != HPROF_OK))
         return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for class layouts");
-    struct class_info *ci = &c->info[c->n_info++];
+    /* its layout known from itself up to itself: its own fields */
+    uint32_t at = (uint32_t)c->n_info++;
+    struct class_info *ci = &c->info[at];
+    index_place(c->index, c->index_mask, class_id_hash(cd->id), at);
     *ci = (struct class_info){
-        .id = cd->id, .offset = cd->offset, .super_id = cd->super_id, .first_field = (uint32_t)c->n_fields,
-        .n_fields = cd->n_fields, .total_bytes = UINT64_MAX,
+        .id = cd->id, .offset = cd->offset, .super_id = cd->super_id,
+        .first_field = (uint32_t)c->n_fields, .n_fields = cd->n_fields,
+        .blocked = at, .layout = LAYOUT_PARTIAL,
     };
     for (unsigned i = 0; i < cd->n_fields; i++) {
         c->fields[c->n_fields++] = (struct class_field){ cd->fields[i].name_id, cd->fields[i].type };
-        ci->own_bytes += type_size(cd->fields[i].type, c->id_size);
+        ci->total_bytes += type_size(cd->fields[i].type, c->id_size);
     }
     return HPROF_OK;
 }
-
-struct class_info *classes_find(const struct classes *c, uint64_t class_id)
-{
-    uint64_t at;
-    return idmap_get(&c->index, class_id, &at) ? &c->info[at] : NULL;
-}
-
-/* Layout resolution, per class (class_info.layout):
- *  NEW      not walked yet;
- *  BUSY     on the walk under way (met again: a cycle);
- *  DONE     total_bytes and up_fields are known;
- *  BLOCKED  the chain stops at class `blocked`, whose superclass is not
- *           dumped (yet); `partial` holds the own bytes of the classes from
- *           this one up to that one, `up_fields` the nearest of them (above
- *           this one) with fields, so that a later walk jumps straight there;
- *  BROKEN   the chain runs into a cycle: superclasses never change, so it
- *           stays broken.
- * A walk pushes every class it passes, then sets all of them DONE (or
- * BLOCKED, or BROKEN) on its way back down: no class is walked over twice
- * except a BLOCKED one, which is jumped over, so that resolving N classes
- * in any order costs O(N) (amortised), without recursion. */
-enum { LAYOUT_NEW, LAYOUT_BUSY, LAYOUT_DONE, LAYOUT_BLOCKED, LAYOUT_BROKEN };
 
 static uint32_t index_of(const struct classes *c, const struct class_info *k)
 {
@@ -112,12 +166,12 @@ static int resolve_failed(struct classes *c, size_t n, const struct class_info *
         }
         if (i + 1 < n) { /* x's span continues into the one above it */
             const struct class_info *above = &c->info[c->path[i + 1]];
-            x->partial += above->partial;
+            x->total_bytes += above->total_bytes;
             if (x->up_fields == 0)
                 x->up_fields = fields_at_or_above(c, above);
         }
         x->blocked = stop;
-        x->layout = LAYOUT_BLOCKED;
+        x->layout = LAYOUT_PARTIAL;
     }
     if (cycle)
         return hprof_error_set(err, HPROF_ERR_FORMAT,
@@ -132,10 +186,10 @@ static int resolve_failed(struct classes *c, size_t n, const struct class_info *
 
 int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err)
 {
-    if (ci->state == 2)
+    if (ci->resolved)
         return HPROF_OK;
     if (ci->layout == LAYOUT_DONE) {
-        ci->state = 2;
+        ci->resolved = 1;
         return HPROF_OK;
     }
     size_t n = 0;
@@ -148,16 +202,11 @@ int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error
         if (k->layout == LAYOUT_BUSY || k->layout == LAYOUT_BROKEN)
             return resolve_failed(c, n, ci, 1, 0, err);
         if (reserve((void **)&c->path, &c->cap_path, n + 1, sizeof *c->path) != HPROF_OK) {
-            for (size_t i = 0; i < n; i++) /* leave them as a later walk expects */
-                c->info[c->path[i]].layout = LAYOUT_NEW;
+            for (size_t i = 0; i < n; i++) /* as they were: nothing else changed yet */
+                c->info[c->path[i]].layout = LAYOUT_PARTIAL;
             return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for class layouts");
         }
-        if (k->layout == LAYOUT_NEW) {
-            k->blocked = index_of(c, k);
-            k->partial = k->own_bytes;
-            k->up_fields = 0;
-        }
-        /* else BLOCKED: jump to the class it stopped at */
+        /* PARTIAL: jump to the class where its known chain stops */
         k->layout = LAYOUT_BUSY;
         c->path[n++] = index_of(c, k);
         const struct class_info *end = &c->info[k->blocked];
@@ -171,12 +220,12 @@ int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error
     for (size_t i = n; i-- > 0;) {
         struct class_info *x = &c->info[c->path[i]];
         const struct class_info *above = i + 1 < n ? &c->info[c->path[i + 1]] : top;
-        x->total_bytes = x->partial + (above != NULL ? above->total_bytes : 0);
+        x->total_bytes += above != NULL ? above->total_bytes : 0;
         if (x->up_fields == 0)
             x->up_fields = fields_at_or_above(c, above);
         x->layout = LAYOUT_DONE;
     }
-    ci->state = 2;
+    ci->resolved = 1;
     return HPROF_OK;
 }
 
@@ -244,7 +293,7 @@ static int walk_chain(struct classes *c, const struct class_info *ci, const uint
 static void list_refs(struct classes *c, struct class_info *ci)
 {
     size_t first = c->n_refs;
-    ci->refs_listed = -1;
+    ci->refs_listed = REFS_WALKED;
     if (ci->total_bytes > UINT32_MAX ||
         walk_chain(c, ci, NULL, (uint32_t)ci->total_bytes, NULL, NULL) != 0) {
         c->n_refs = first;
@@ -252,15 +301,15 @@ static void list_refs(struct classes *c, struct class_info *ci)
     }
     ci->first_ref = (uint32_t)first;
     ci->n_refs = (uint32_t)(c->n_refs - first);
-    ci->refs_listed = 1;
+    ci->refs_listed = REFS_LISTED;
 }
 
 int classes_each_ref(struct classes *c, struct class_info *ci, const uint8_t *values,
                      uint32_t length, field_ref_fn fn, void *ctx)
 {
-    if (ci->refs_listed == 0 && ci->layout == LAYOUT_DONE)
+    if (ci->refs_listed == REFS_UNLISTED && ci->layout == LAYOUT_DONE)
         list_refs(c, ci);
-    if (ci->refs_listed != 1)
+    if (ci->refs_listed != REFS_LISTED)
         return walk_chain(c, ci, values, length, fn, ctx);
     if (ci->n_refs == 0)
         return 0; /* c->refs may still be NULL */

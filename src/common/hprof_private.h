@@ -220,23 +220,24 @@ struct class_field {
     uint8_t type;
 };
 
+/* One per class, so packed: 56 bytes on LP64 (a dump may hold millions). */
 struct class_info {
     uint64_t id;
     uint64_t offset;            /* of its CLASS_DUMP, for messages */
     uint64_t super_id;
-    uint64_t name_id;           /* from LOAD_CLASS, 0 if none */
+    /* Field bytes of an instance, all superclasses' included, once the
+     * layout is resolved; until then classes.c's running sum over the
+     * classes from this one up to `blocked` (see classes_resolve()). */
+    uint64_t total_bytes;
     uint32_t first_field;       /* index into classes.fields */
-    uint16_t n_fields;
-    uint32_t own_bytes;         /* bytes of own field values */
-    uint64_t total_bytes;       /* with all superclasses; UINT64_MAX = unknown */
-    int state;                  /* 2 once classes_resolve(this class) succeeded */
     /* classes.c's memo of the chain above (see classes_resolve()): */
-    uint8_t layout;             /* LAYOUT_NEW, _BUSY, _DONE, _BLOCKED, _BROKEN */
     uint32_t up_fields;         /* 1 + index of the nearest superclass with fields, or 0 */
-    uint32_t blocked;           /* BLOCKED: index of the class whose superclass is missing */
-    uint64_t partial;           /* BLOCKED: own bytes of the classes up to that one */
-    int refs_listed;            /* 1: its reference fields are in classes.refs */
-    uint32_t first_ref, n_refs;
+    uint32_t blocked;           /* index of the class where the known chain stops */
+    uint32_t first_ref, n_refs; /* its reference fields in classes.refs, once listed */
+    uint16_t n_fields;
+    uint8_t layout;             /* LAYOUT_PARTIAL, _BUSY, _DONE, _BROKEN */
+    unsigned resolved : 1;      /* classes_resolve(this class) succeeded */
+    unsigned refs_listed : 2;   /* REFS_UNLISTED, REFS_LISTED or REFS_WALKED */
 };
 
 /* A reference field of an instance, superclasses' included, by offset. */
@@ -246,7 +247,11 @@ struct class_ref {
 };
 
 struct classes {
-    struct idmap index;         /* class id -> position in `info` */
+    /* class id -> position in `info`: open addressing, at most half full,
+     * a slot holding 32 bits of the id's hash and the position + 1 (0: a
+     * free slot), the id itself being in `info` (classes.c) */
+    uint64_t *index;
+    size_t index_mask;          /* slots - 1; slots is a power of two */
     struct class_info *info;
     size_t n_info, cap_info;
     struct class_field *fields;
@@ -262,14 +267,41 @@ int classes_init(struct classes *c, unsigned id_size);
 void classes_free(struct classes *c);
 /* Record a class dump.  A second dump of the same id is an error. */
 int classes_add(struct classes *c, const struct hprof_class_dump *cd, struct hprof_error *err);
-struct class_info *classes_find(const struct classes *c, uint64_t class_id);
+
+/* The index's hash (idmap_get()'s) and the slot a probe starts from. */
+static inline uint64_t class_id_hash(uint64_t id)
+{
+    return id * 0x9E3779B97F4A7C15ull;
+}
+
+static inline size_t class_home_slot(uint64_t hash, size_t mask)
+{
+    return (size_t)(hash >> 32 ^ hash) & mask;
+}
+
+/* The class of id `class_id`, or NULL.  Inline: it runs for nearly every
+ * object of every pass. */
+static inline struct class_info *classes_find(const struct classes *c, uint64_t class_id)
+{
+    if (c->n_info == 0) /* also after classes_free() */
+        return NULL;
+    uint64_t hash = class_id_hash(class_id);
+    uint32_t bits = (uint32_t)(hash >> 32);
+    for (size_t s = class_home_slot(hash, c->index_mask); c->index[s] != 0;
+         s = (s + 1) & c->index_mask) {
+        uint64_t slot = c->index[s];
+        if ((uint32_t)(slot >> 32) == bits && c->info[(uint32_t)slot - 1].id == class_id)
+            return &c->info[(uint32_t)slot - 1];
+    }
+    return NULL;
+}
 /* Total field bytes of an instance of `ci`, superclasses included; checks
  * that the chain ends and has no cycle.  Each class's chain is walked once
  * in all (what a walk learns is kept for every class it passes), so
  * resolving every class costs time linear in the classes, in any order.
  * A missing superclass may be dumped later: the walk is then taken up again
  * from where it stopped.  @return HPROF_OK or a format error (and the
- * class's state is 2 from its first success on). */
+ * class is `resolved` from its first success on). */
 int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err);
 
 /* The next class up from `k` whose fields an instance holds: once k's

@@ -172,7 +172,7 @@ static int collect_heap_info(struct hprof_visitor *v, const struct hprof_heap_in
 /* Eager resolution looks into an instance only once its class's layout is
  * complete (the whole superclass chain dumped); the first time it is, the
  * class's kind and redaction fields are worked out.  While eager, a class
- * is resolved (state 2) exactly when that has been done.
+ * is `resolved` exactly when that has been done.
  * @return 1 when `ci` is ready, 0 when not yet (or on error, in *rc). */
 static int eager_prepare(struct collect *c, struct class_info *ci, int *rc)
 {
@@ -188,7 +188,7 @@ static int eager_prepare(struct collect *c, struct class_info *ci, int *rc)
 static inline int eager_ready(struct collect *c, struct class_info *ci, int *rc)
 {
     *rc = HPROF_OK;
-    return ci->state == 2 || eager_prepare(c, ci, rc);
+    return ci->resolved || eager_prepare(c, ci, rc);
 }
 
 static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *cd)
