@@ -316,9 +316,10 @@ static void opened_free(struct opened *o)
     o->data = NULL;
 }
 
-/* Open `gz` (a file) streaming and in parallel on 1, 2 and 3 threads, with
- * `flags`; every parallel result must be the streaming one.  *ref is the
- * streaming result, *par the one on `threads` (both to be freed). */
+/* Open the gzip file `path` streaming, and in parallel on 1, 2 and 3
+ * threads, with `flags`; every parallel result must be the streaming one.
+ * *ref is the streaming result, *par the one on `threads` (both to be
+ * freed). */
 static void same_both_ways(const char *path, unsigned flags, unsigned threads, struct opened *ref,
                            struct opened *par)
 {
