@@ -4,8 +4,17 @@
  * bounded by the room of its directory, trailing garbage and truncation
  * reported, and messages that do not repeat the input's name (the tools
  * print it before them).
+ *
+ * A gzip file's members are inflated in parallel: every case here is also
+ * opened the way a pipe is inflated (INPUT_INFLATE_STREAM, zlib member after
+ * member, the code from before the parallel path), and the copy, the code,
+ * the message and the salvage offset must be the same, on 1, 2 and 3
+ * threads.  The statistics prove each case took the path it is about.
  */
+#define _GNU_SOURCE /* memmem */
 #include <check.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +23,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "input_private.h"
 #include "testlib.h"
 
 /* `len` bytes gzipped (level 0 for speed when `stored`) into a new buffer. */
@@ -270,6 +280,555 @@ START_TEST(gzip_copy_larger_than_the_temporary_directory_names_it)
 }
 END_TEST
 
+/* ---- The parallel path against the streaming one ---------------------------- */
+
+/* A copy made by input_open(), or what stopped it. */
+struct opened {
+    int rc;
+    char message[sizeof ((struct hprof_error *)0)->message];
+    struct hprof_input_info info;
+    struct input_stats stats;
+    uint8_t *data;
+    size_t len;
+};
+
+static void open_as(const char *path, unsigned flags, unsigned threads, enum input_inflate how,
+                    struct opened *o)
+{
+    struct hprof_error err = { 0 };
+    int fd = -1;
+    memset(o, 0, sizeof *o);
+    o->rc = input_open(path, flags, threads, how, &fd, &o->info, &o->stats, &err);
+    snprintf(o->message, sizeof o->message, "%s", err.message);
+    if (o->rc == HPROF_OK) {
+        off_t end = lseek(fd, 0, SEEK_END);
+        ck_assert_int_ge(end, 0);
+        o->len = (size_t)end;
+        o->data = malloc(o->len + 1);
+        ck_assert_int_eq(pread(fd, o->data, o->len, 0), (ssize_t)o->len);
+        close(fd);
+    }
+}
+
+static void opened_free(struct opened *o)
+{
+    free(o->data);
+    o->data = NULL;
+}
+
+/* Open the gzip file `path` streaming, and in parallel on 1, 2 and 3
+ * threads, with `flags`; every parallel result must be the streaming one.
+ * *ref is the streaming result, *par the one on `threads` (both to be
+ * freed). */
+static void same_both_ways(const char *path, unsigned flags, unsigned threads, struct opened *ref,
+                           struct opened *par)
+{
+    open_as(path, flags, 1, INPUT_INFLATE_STREAM, ref);
+    ck_assert_uint_eq(ref->stats.members_parallel, 0);
+    for (unsigned t = 1; t <= 3; t++) {
+        struct opened o;
+        open_as(path, flags, t, INPUT_INFLATE_PARALLEL, &o);
+        ck_assert_msg(o.rc == ref->rc && strcmp(o.message, ref->message) == 0,
+                      "%u threads: %d \"%s\"; streaming: %d \"%s\"", t, o.rc, o.message,
+                      ref->rc, ref->message);
+        ck_assert_int_eq(o.info.gzip_cut, ref->info.gzip_cut);
+        ck_assert_uint_eq(o.info.gzip_cut_offset, ref->info.gzip_cut_offset);
+        ck_assert_uint_eq(o.len, ref->len);
+        ck_assert_msg(o.len == 0 || memcmp(o.data, ref->data, o.len) == 0,
+                      "%u threads: the copy differs", t);
+        ck_assert_uint_eq(o.stats.workers, t > 1 ? t : 0);
+        if (t == threads)
+            *par = o;
+        else
+            opened_free(&o);
+    }
+}
+
+/* A dump of `len` bytes (at least 64) whose records frame: a header, then
+ * STRING records of 1000-70000 bytes, text and noise in turn, so that
+ * members compress to varied sizes.  Deterministic. */
+static uint8_t *framed_dump(size_t len)
+{
+    uint8_t *d = malloc(len);
+    static const char header[31] = "JAVA PROFILE 1.0.2\0\0\0\0\4";
+    memcpy(d, header, sizeof header);
+    uint32_t x = 12345;
+    size_t at = sizeof header;
+    for (unsigned n = 0; at < len; n++) {
+        x = x * 1103515245u + 12345u;
+        size_t body = 1000 + (x >> 8) % 69000;
+        if (at + 9 + body > len || len - (at + 9 + body) < 9)
+            body = len - at - 9;
+        d[at] = HPROF_TAG_STRING;
+        memset(d + at + 1, 0, 4);
+        d[at + 5] = (uint8_t)(body >> 24), d[at + 6] = (uint8_t)(body >> 16);
+        d[at + 7] = (uint8_t)(body >> 8), d[at + 8] = (uint8_t)body;
+        at += 9;
+        for (size_t i = 0; i < body; i++, at++) {
+            x = x * 1103515245u + 12345u;
+            d[at] = n % 3 == 0 ? (uint8_t)(x >> 16) : (uint8_t)("some text of a heap "[i % 20]);
+        }
+    }
+    return d;
+}
+
+/* The dump gzipped by our sink: 1 MiB members, as jcmd -gz writes them. */
+static uint8_t *sink_gzip(const uint8_t *data, size_t len, size_t *out_len)
+{
+    char *path = tl_temp_file("", 0, ".gz");
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    ck_assert_int_ge(fd, 0);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *sink = hprof_sink_new_gzip(fd, 6, 2, &err);
+    ck_assert_ptr_nonnull(sink);
+    ck_assert_int_eq(hprof_sink_write(sink, data, len), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
+    hprof_sink_free(sink);
+    close(fd);
+    uint8_t *gz = tl_read_file(path, out_len);
+    ck_assert_ptr_nonnull(gz);
+    unlink(path);
+    free(path);
+    return gz;
+}
+
+/* One gzip member of `len` bytes at `level`, its header with what `h`
+ * says (NULL: none), appended to *gz. */
+static void add_member(uint8_t **gz, size_t *gz_len, const void *data, size_t len, int level,
+                       gz_header *h)
+{
+    z_stream z = { 0 };
+    ck_assert_int_eq(deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    if (h != NULL)
+        ck_assert_int_eq(deflateSetHeader(&z, h), Z_OK);
+    size_t cap = deflateBound(&z, len) + 1024;
+    *gz = realloc(*gz, *gz_len + cap);
+    z.next_in = (Bytef *)data;
+    z.avail_in = (uInt)len;
+    z.next_out = *gz + *gz_len;
+    z.avail_out = (uInt)cap;
+    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+    *gz_len += cap - z.avail_out;
+    deflateEnd(&z);
+}
+
+/* `data` cut into members at the offsets `cuts` (ascending, then 0). */
+static uint8_t *members_at(const uint8_t *data, size_t len, const size_t *cuts, int level,
+                           size_t *gz_len)
+{
+    uint8_t *gz = NULL;
+    size_t from = 0;
+    *gz_len = 0;
+    for (const size_t *c = cuts;; c++) {
+        size_t to = *c ? *c : len;
+        add_member(&gz, gz_len, data + from, to - from, level, NULL);
+        from = to;
+        if (*c == 0)
+            break;
+    }
+    return gz;
+}
+
+/* Open gz both ways on `threads`, expecting `data`; *par the parallel
+ * result (to be freed). */
+static void expect_copy(const uint8_t *gz, size_t gz_len, const uint8_t *data, size_t len,
+                        struct opened *par)
+{
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    struct opened ref;
+    same_both_ways(path, 0, 2, &ref, par);
+    ck_assert_msg(ref.rc == HPROF_OK, "%s", ref.message);
+    ck_assert_uint_eq(ref.len, len);
+    ck_assert_int_eq(memcmp(ref.data, data, len), 0);
+    opened_free(&ref);
+    unlink(path);
+    free(path);
+}
+
+START_TEST(gzip_members_of_our_sink_inflate_in_parallel_to_the_same_copy)
+{
+    enum { LEN = (6 << 20) + 12345 };
+    uint8_t *data = framed_dump(LEN);
+    size_t gz_len;
+    uint8_t *gz = sink_gzip(data, LEN, &gz_len);
+    ck_assert_msg(memmem(gz, 64, "HPROF BLOCKSIZE=1048576", 23) != NULL, "not the JDK's format");
+    struct opened par;
+    expect_copy(gz, gz_len, data, LEN, &par);
+    ck_assert_uint_eq(par.stats.members_parallel, 7);
+    ck_assert_uint_eq(par.stats.members_streamed, 0);
+    ck_assert_uint_eq(par.stats.jobs_discarded + par.stats.jobs_failed, 0);
+    opened_free(&par);
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* `cat a.gz b.gz`, gzip(1)'s members of any size, an empty one among them. */
+START_TEST(gzip_members_concatenated_inflate_in_parallel_to_the_same_copy)
+{
+    enum { LEN = 5 << 20 };
+    uint8_t *data = framed_dump(LEN);
+    static const size_t cuts[] = { 100, 100, 70000, 1 << 20, (1 << 20) + 3, 3 << 20, 0 };
+    size_t gz_len;
+    uint8_t *gz = members_at(data, LEN, cuts, 6, &gz_len);
+    struct opened par;
+    expect_copy(gz, gz_len, data, LEN, &par);
+    ck_assert_uint_eq(par.stats.members_parallel, 7);
+    opened_free(&par);
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* FEXTRA, FNAME and FCOMMENT are skipped by the workers as zlib skips them;
+ * FHCRC, whose CRC zlib checks and libdeflate does not, is left to zlib. */
+START_TEST(gzip_headers_with_extra_name_comment_and_crc_inflate_to_the_same_copy)
+{
+    enum { LEN = 3 << 20 };
+    uint8_t *data = framed_dump(LEN);
+    static uint8_t extra[300];
+    memset(extra, 0x1f, sizeof extra); /* candidates in the header itself */
+    gz_header h[4];
+    memset(h, 0, sizeof h);
+    h[0].extra = extra, h[0].extra_len = sizeof extra;
+    h[1].name = (Bytef *)"dump.hprof";
+    h[2].comment = (Bytef *)"HPROF BLOCKSIZE=1048576";
+    h[2].name = (Bytef *)"x";
+    h[3].hcrc = 1, h[3].name = (Bytef *)"crc";
+    uint8_t *gz = NULL;
+    size_t gz_len = 0, step = LEN / 5, crc_at = 0;
+    for (unsigned i = 0; i < 5; i++) {
+        if (i == 3)
+            crc_at = gz_len + 10 + sizeof "crc";
+        add_member(&gz, &gz_len, data + i * step, i < 4 ? step : LEN - 4 * step, 6,
+                   i < 4 ? &h[i] : NULL);
+    }
+    struct opened ref, par;
+    expect_copy(gz, gz_len, data, LEN, &par);
+    ck_assert_uint_eq(par.stats.members_parallel, 4);
+    ck_assert_uint_eq(par.stats.members_streamed, 1); /* the one with FHCRC */
+    opened_free(&par);
+    /* a wrong header CRC: zlib's error, which libdeflate would not see */
+    gz[crc_at] ^= 1;
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    same_both_ways(path, 0, 2, &ref, &par);
+    ck_assert_msg(strstr(par.message, "gzip input is corrupt: header crc mismatch") != NULL, "%s",
+                  par.message);
+    opened_free(&ref);
+    opened_free(&par);
+    unlink(path);
+    free(path);
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* A stored member whose data holds a whole gzip member: the scan takes it
+ * for one, a worker may even inflate it, and it is dropped because the
+ * member around it does not end there. */
+START_TEST(gzip_member_inside_a_stored_member_is_not_taken_for_one)
+{
+    enum { LEN = 2 << 20, AT = 300000 };
+    uint8_t *data = framed_dump(LEN);
+    size_t fake_len;
+    uint8_t *fake = gzip_bytes("inside", 6, 0, &fake_len);
+    memcpy(data + AT, fake, fake_len); /* inside a STRING's body */
+    static const size_t cuts[] = { AT - 1000, AT + 50000, 0 };
+    uint8_t *gz = NULL;
+    size_t gz_len = 0;
+    add_member(&gz, &gz_len, data, cuts[0], 6, NULL);
+    add_member(&gz, &gz_len, data + cuts[0], cuts[1] - cuts[0], 0, NULL); /* stored */
+    add_member(&gz, &gz_len, data + cuts[1], LEN - cuts[1], 6, NULL);
+    ck_assert_ptr_nonnull(memmem(gz, gz_len, fake, fake_len));
+    struct opened par;
+    expect_copy(gz, gz_len, data, LEN, &par);
+    ck_assert_uint_ge(par.stats.jobs_discarded, 1);
+    ck_assert_uint_eq(par.stats.members_parallel + par.stats.members_streamed, 3);
+    opened_free(&par);
+    free(gz);
+    free(fake);
+    free(data);
+}
+END_TEST
+
+/* Members bigger than a job may hold are inflated on the spot by zlib,
+ * between members inflated in parallel; one member alone too. */
+START_TEST(gzip_member_over_the_cap_and_single_members_inflate_to_the_same_copy)
+{
+    enum { LEN = 14 << 20 };
+    uint8_t *data = framed_dump(LEN);
+    static const size_t cuts[] = { 1 << 20, 11 << 20, 12 << 20, 0 };
+    size_t gz_len;
+    uint8_t *gz = members_at(data, LEN, cuts, 1, &gz_len);
+    struct opened par;
+    expect_copy(gz, gz_len, data, LEN, &par);
+    ck_assert_uint_eq(par.stats.members_streamed, 1);
+    ck_assert_uint_eq(par.stats.members_parallel, 3);
+    opened_free(&par);
+    free(gz);
+    /* gzip(1): one member, over the cap (streamed) or not (one job) */
+    static const size_t none[] = { 0 };
+    gz = members_at(data, LEN, none, 1, &gz_len);
+    expect_copy(gz, gz_len, data, LEN, &par);
+    ck_assert_uint_eq(par.stats.members_streamed, 1);
+    opened_free(&par);
+    free(gz);
+    gz = members_at(data, 3 << 20, none, 1, &gz_len);
+    expect_copy(gz, gz_len, data, 3 << 20, &par);
+    ck_assert_uint_eq(par.stats.members_parallel, 1);
+    opened_free(&par);
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* Three small members: the inputs of the cut and corruption loops. */
+static uint8_t *small_members(uint8_t **data, size_t *len, size_t *gz_len, size_t *ends)
+{
+    *len = 200000;
+    *data = framed_dump(*len);
+    uint8_t *gz = NULL;
+    *gz_len = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        size_t from = i * (*len / 3), to = i < 2 ? (i + 1) * (*len / 3) : *len;
+        add_member(&gz, gz_len, *data + from, to - from, 6, NULL);
+        ends[i] = *gz_len;
+    }
+    return gz;
+}
+
+/* What follows the last member: nothing more is a member, half a magic is
+ * a cut, a header that stops is a cut, garbage is an error. */
+START_TEST(gzip_bytes_after_the_last_member_end_as_in_a_stream)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } tails[] = {
+        { "garbage\n", 8 }, { "\x1f", 1 }, { "\x1f\x8b", 2 }, { "\x1f\x8b\x08\x00\x00", 5 },
+        { "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff", 13 }, { "\0\0\0\0", 4 },
+        { "\x1f\x8b\x09\x00\x00\x00\x00\x00\x00\x03garbage garbage", 25 },
+    };
+    uint8_t *data;
+    size_t len, gz_len, ends[3];
+    uint8_t *gz = small_members(&data, &len, &gz_len, ends);
+    gz = realloc(gz, gz_len + 64);
+    for (unsigned i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        memcpy(gz + gz_len, tails[i].bytes, tails[i].len);
+        char *path = tl_temp_file(gz, gz_len + tails[i].len, ".hprof.gz");
+        for (unsigned salvage = 0; salvage < 2; salvage++) {
+            struct opened ref, par;
+            same_both_ways(path, salvage ? HPROF_INPUT_SALVAGE : 0, 2, &ref, &par);
+            ck_assert_msg(ref.rc != HPROF_OK || (salvage && ref.info.gzip_cut),
+                          "tail %u: %d %s", i, ref.rc, ref.message);
+            opened_free(&ref);
+            opened_free(&par);
+        }
+        unlink(path);
+        free(path);
+    }
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* Cut offsets: a few bytes either side of each end of member, then every
+ * 997th byte. */
+#define CUTS_NEAR 12
+#define CUTS_STRIDE 997
+#define CUT_TESTS (3 * 2 * CUTS_NEAR + 100)
+
+static size_t cut_offset(int i, const size_t *ends, size_t gz_len)
+{
+    ck_assert_uint_lt(gz_len, (CUT_TESTS - 3 * 2 * CUTS_NEAR) * CUTS_STRIDE);
+    if (i < 3 * 2 * CUTS_NEAR)
+        return ends[i / (2 * CUTS_NEAR)] - CUTS_NEAR + (size_t)(i % (2 * CUTS_NEAR));
+    return (size_t)(i - 3 * 2 * CUTS_NEAR) * CUTS_STRIDE;
+}
+
+/* The three small members cut at offset `at`: an error, or with salvage
+ * the copy of what is complete and the offset, as when streamed. */
+START_TEST(gzip_cut_anywhere_fails_or_salvages_as_in_a_stream)
+{
+    uint8_t *data;
+    size_t len, gz_len, ends[3];
+    uint8_t *gz = small_members(&data, &len, &gz_len, ends);
+    size_t at = cut_offset(_i, ends, gz_len);
+    if (at >= 2 && at <= gz_len) { /* shorter is not gzip */
+        char *path = tl_temp_file(gz, at, ".hprof.gz");
+        for (unsigned salvage = 0; salvage < 2; salvage++) {
+            struct opened ref, par;
+            same_both_ways(path, salvage ? HPROF_INPUT_SALVAGE : 0, 2, &ref, &par);
+            if (at != ends[0] && at != ends[1] && at != ends[2] && !salvage) /* else whole */
+                ck_assert_msg(ref.rc == HPROF_ERR_FORMAT &&
+                              strstr(ref.message, "gzip input is truncated") != NULL,
+                              "cut at %zu: %s", at, ref.message);
+            opened_free(&ref);
+            opened_free(&par);
+        }
+        unlink(path);
+        free(path);
+    }
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* A byte of the middle member changed: the same error at the same
+ * compressed offset as when streamed (or the same copy, if the change
+ * happens not to matter, as in the header's time stamp). */
+START_TEST(gzip_corrupt_middle_member_says_where_as_in_a_stream)
+{
+    uint8_t *data;
+    size_t len, gz_len, ends[3];
+    uint8_t *gz = small_members(&data, &len, &gz_len, ends);
+    size_t span = ends[1] - ends[0], at = ends[0] + (size_t)_i * span / 40;
+    gz[at] ^= (uint8_t)(0x55 + _i);
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    struct opened ref, par;
+    same_both_ways(path, 0, 2, &ref, &par);
+    if (at >= ends[0] + 10 && at < ends[1] - 8) /* in the deflate data */
+        ck_assert_msg(ref.rc == HPROF_ERR_FORMAT &&
+                      strstr(ref.message, "(compressed): gzip input is corrupt") != NULL,
+                      "byte %zu: %s", at, ref.message);
+    opened_free(&ref);
+    opened_free(&par);
+    unlink(path);
+    free(path);
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* Zeros behind a valid header, in a file of 1 MiB members: the copy stops
+ * at the first record whichever member holds it, after inflating a few
+ * members at most (one job in flight until the magic is checked, then four
+ * per worker), not the 64 MiB the file holds. */
+START_TEST(gzip_file_of_zeros_behind_a_header_stops_after_a_few_members)
+{
+    enum { BIG = 64 << 20, MIB = 1 << 20 };
+    static const uint8_t header[31] = "JAVA PROFILE 1.0.3\0\0\0\0\4";
+    uint8_t *raw = calloc(1, BIG);
+    for (unsigned alone = 0; alone < 2; alone++) {
+        uint8_t *gz = NULL;
+        size_t gz_len = 0, zeros_len;
+        if (alone)
+            memset(raw, 0, sizeof header);
+        else
+            memcpy(raw, header, sizeof header);
+        if (alone) /* the header in a member of its own, the zeros after */
+            add_member(&gz, &gz_len, header, sizeof header, 6, NULL);
+        uint8_t *zeros = sink_gzip(raw, BIG, &zeros_len);
+        gz = realloc(gz, gz_len + zeros_len);
+        memcpy(gz + gz_len, zeros, zeros_len);
+        char *path = tl_temp_file(gz, gz_len + zeros_len, ".hprof.gz");
+        struct opened ref, par;
+        same_both_ways(path, 0, 2, &ref, &par);
+        ck_assert_int_eq(par.rc, HPROF_ERR_FORMAT);
+        ck_assert_str_eq(par.message, "offset 0x1f: tag 0x00: unknown record tag");
+        ck_assert_uint_le(par.stats.bytes_spooled, sizeof header);
+        ck_assert_uint_le(par.stats.bytes_speculated,
+                          alone ? sizeof header + (4 * 2 + 1) * MIB : MIB);
+        opened_free(&ref);
+        opened_free(&par);
+        unlink(path);
+        free(path);
+        free(zeros);
+        free(gz);
+    }
+    free(raw);
+}
+END_TEST
+
+/* A file that does not inflate to a dump: given up after its first member. */
+START_TEST(gzip_file_that_is_not_a_dump_stops_after_its_first_member)
+{
+    enum { BIG = 32 << 20, MIB = 1 << 20 };
+    uint8_t *raw = malloc(BIG);
+    for (size_t i = 0; i < BIG; i++)
+        raw[i] = (uint8_t)(i * 2654435761u >> 13);
+    memcpy(raw, "NOT A HEAP DUMP", 15);
+    size_t gz_len;
+    uint8_t *gz = sink_gzip(raw, BIG, &gz_len);
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    struct opened ref, par;
+    same_both_ways(path, 0, 3, &ref, &par);
+    ck_assert_str_eq(par.message,
+                     "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)");
+    ck_assert_uint_le(par.stats.bytes_speculated, MIB);
+    opened_free(&ref);
+    opened_free(&par);
+    unlink(path);
+    free(path);
+    free(gz);
+    free(raw);
+}
+END_TEST
+
+/* Members as big as a job may be, many in flight: the buffers held stay
+ * within the bound hprof.h states (17 MiB and 12 MiB per thread), whatever
+ * the file's size. */
+START_TEST(gzip_members_in_flight_hold_bounded_buffers)
+{
+    enum { LEN = 96 << 20, MEMBER = 8 << 20 };
+    uint8_t *data = calloc(1, LEN);
+    static const uint8_t header[31] = "JAVA PROFILE 1.0.3\0\0\0\0\4";
+    memcpy(data, header, sizeof header);
+    for (size_t at = sizeof header; at < LEN;) { /* STRING records of zeros */
+        uint32_t body = (uint32_t)(LEN - at - 9 < 5000000 ? LEN - at - 9 : 5000000);
+        data[at] = HPROF_TAG_STRING;
+        data[at + 5] = (uint8_t)(body >> 24), data[at + 6] = (uint8_t)(body >> 16);
+        data[at + 7] = (uint8_t)(body >> 8), data[at + 8] = (uint8_t)body;
+        at += 9 + body;
+    }
+    size_t cuts[LEN / MEMBER + 1], n = 0;
+    for (size_t at = MEMBER; at < LEN; at += MEMBER)
+        cuts[n++] = at;
+    cuts[n] = 0;
+    size_t gz_len;
+    uint8_t *gz = members_at(data, LEN, cuts, 1, &gz_len);
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    for (unsigned threads = 1; threads <= 4; threads *= 2) {
+        struct opened o;
+        open_as(path, 0, threads, INPUT_INFLATE_PARALLEL, &o);
+        ck_assert_msg(o.rc == HPROF_OK, "%s", o.message);
+        ck_assert_uint_eq(o.len, LEN);
+        ck_assert_int_eq(memcmp(o.data, data, LEN), 0);
+        ck_assert_uint_eq(o.stats.members_parallel, LEN / MEMBER);
+        uint64_t workers = threads > 1 ? threads : 0;
+        ck_assert_msg(o.stats.buffers_peak <= (17u << 20) + (12u << 20) * (workers ? workers : 1),
+                      "%u threads: %" PRIu64 " bytes of buffers", threads, o.stats.buffers_peak);
+        opened_free(&o);
+    }
+    unlink(path);
+    free(path);
+    free(gz);
+    free(data);
+}
+END_TEST
+
+/* -j1: no thread; 0 (one per core): none either for a small file. */
+START_TEST(gzip_one_thread_starts_no_worker)
+{
+    uint8_t *data;
+    size_t len, gz_len, ends[3];
+    uint8_t *gz = small_members(&data, &len, &gz_len, ends);
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    struct opened o;
+    open_as(path, 0, 1, INPUT_INFLATE_PARALLEL, &o);
+    ck_assert_uint_eq(o.stats.workers, 0);
+    ck_assert_uint_eq(o.stats.members_parallel, 3);
+    opened_free(&o);
+    open_as(path, 0, 0, INPUT_INFLATE_PARALLEL, &o);
+    ck_assert_uint_eq(o.stats.workers, 0);
+    opened_free(&o);
+    unlink(path);
+    free(path);
+    free(gz);
+    free(data);
+}
+END_TEST
+
 static Suite *input_suite(void)
 {
     Suite *s = suite_create("input");
@@ -283,6 +842,22 @@ static Suite *input_suite(void)
     tcase_add_test(t, gzip_corrupt_says_where);
     tcase_add_test(t, gzip_copy_larger_than_the_temporary_directory_names_it);
     suite_add_tcase(s, t);
+
+    TCase *p = tcase_create("parallel");
+    tcase_set_timeout(p, 120);
+    tcase_add_test(p, gzip_members_of_our_sink_inflate_in_parallel_to_the_same_copy);
+    tcase_add_test(p, gzip_members_concatenated_inflate_in_parallel_to_the_same_copy);
+    tcase_add_test(p, gzip_headers_with_extra_name_comment_and_crc_inflate_to_the_same_copy);
+    tcase_add_test(p, gzip_member_inside_a_stored_member_is_not_taken_for_one);
+    tcase_add_test(p, gzip_member_over_the_cap_and_single_members_inflate_to_the_same_copy);
+    tcase_add_test(p, gzip_bytes_after_the_last_member_end_as_in_a_stream);
+    tcase_add_loop_test(p, gzip_cut_anywhere_fails_or_salvages_as_in_a_stream, 0, CUT_TESTS);
+    tcase_add_loop_test(p, gzip_corrupt_middle_member_says_where_as_in_a_stream, 0, 40);
+    tcase_add_test(p, gzip_file_of_zeros_behind_a_header_stops_after_a_few_members);
+    tcase_add_test(p, gzip_file_that_is_not_a_dump_stops_after_its_first_member);
+    tcase_add_test(p, gzip_members_in_flight_hold_bounded_buffers);
+    tcase_add_test(p, gzip_one_thread_starts_no_worker);
+    suite_add_tcase(s, p);
     return s;
 }
 

@@ -598,6 +598,62 @@ head -c 64 "$T/file.hprof.gz" | grep -aq 'HPROF BLOCKSIZE=1048576' || die "no BL
     die "--gzip=1 differs after gunzip"
 "$B/hprof-verify" "$T/file.hprof.gz" > /dev/null || die "gzip output does not verify"
 
+banner "hprof-shrink: .gz inputs of many members inflate on every core as through a pipe"
+# members by our -z (1 MiB each, the first commented as jcmd writes it), by
+# gzip(1) concatenated (cat a.gz b.gz ...), and gzip(1)'s single member;
+# a jcmd -gz=1 dump of FixtureApp (below) has the JDK's own members
+"$B/hprof-synth" --scale 60 --pixels 3000000 -f "$T/gzm.hprof"
+"$B/hprof-shrink" -q -z --arrays=zero --keep-system-heaps --keep-duplicates --keep-names \
+    "$T/gzm.hprof" "$T/gzm-z.hprof.gz" || die "-z of the members input"
+split -b 700000 "$T/gzm.hprof" "$T/gzm-part."
+for p in "$T"/gzm-part.*; do gzip -c "$p"; done > "$T/gzm-cat.hprof.gz"
+gzip -c "$T/gzm.hprof" > "$T/gzm-one.hprof.gz"
+rm -f "$T"/gzm-part.*
+mkdir -p "$T/java"
+javac -d "$T/java" tools/java/FixtureApp.java
+java -Xmx24m -XX:+UseSerialGC -Xshare:off -cp "$T/java" FixtureApp > "$T/app.log" 2>&1 &
+app=$!
+i=0
+until grep -q ready "$T/app.log"; do
+    i=$((i + 1)); [ $i -lt 300 ] || break
+    sleep 0.1
+done
+jcmd $app GC.heap_dump -gz=1 "$T/gzm-jcmd.hprof.gz" > /dev/null || die "jcmd -gz=1 failed"
+kill $app; wait $app 2>/dev/null || true
+head -c 64 "$T/gzm-jcmd.hprof.gz" | grep -aq 'HPROF BLOCKSIZE=1048576' || die "jcmd -gz=1: no BLOCKSIZE comment"
+for gz in gzm-z gzm-cat gzm-one gzm-jcmd; do
+    gzip -dc "$T/$gz.hprof.gz" | "$B/hprof-shrink" -q - - > "$T/$gz.pipe" || die "$gz through a pipe"
+    for j in 1 2 3 0; do
+        "$B/hprof-shrink" -q -f -j$j "$T/$gz.hprof.gz" "$T/$gz.out" || die "$gz -j$j"
+        cmp -s "$T/$gz.pipe" "$T/$gz.out" || die "$gz -j$j: not what the pipe gives"
+    done
+    expect 0 "$B/hprof-verify" "$T/$gz.hprof.gz"
+done
+# -j1 is one thread, inflating included (-j2 shows that clones are seen)
+traced_asan="${ASAN_OPTIONS:-}:detect_leaks=0"
+for j in 1 2; do
+    ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=clone,clone3 -o "$T/gzm.strace" \
+        "$B/hprof-shrink" -q -f -j$j "$T/gzm-z.hprof.gz" "$T/gzm-z.out" || die "-j$j under strace"
+    n=$(grep -c 'clone' "$T/gzm.strace" || true)
+    if [ $j = 1 ]; then
+        [ "$n" = 0 ] || die "-j1 on a .gz input started $n threads"
+    else
+        [ "$n" -ge 2 ] || die "-j2 on a .gz input started $n threads"
+    fi
+done
+# a cut: the same message, at the same offset, from a file as from a pipe
+head -c $(( $(wc -c < "$T/gzm-z.hprof.gz") * 2 / 3 )) "$T/gzm-z.hprof.gz" > "$T/gzm-cut.hprof.gz"
+expect 1 "$B/hprof-verify" "$T/gzm-cut.hprof.gz"
+sed 's/^[^:]*: [^:]*: //' "$T/err" > "$T/gzm-cut.file"
+set +e
+cat "$T/gzm-cut.hprof.gz" | "$B/hprof-verify" - > /dev/null 2> "$T/err"
+[ $? = 1 ] || die "a cut .gz through a pipe: not exit 1"
+set -e
+sed 's/^[^:]*: [^:]*: //' "$T/err" > "$T/gzm-cut.pipe"
+grep -q 'gzip input is truncated' "$T/gzm-cut.file" && cmp -s "$T/gzm-cut.file" "$T/gzm-cut.pipe" ||
+    die "cut .gz: file says '$(cat "$T/gzm-cut.file")', pipe '$(cat "$T/gzm-cut.pipe")'"
+rm -f "$T"/gzm*
+
 banner "hprof-shrink: --stats and --json"
 "$B/hprof-shrink" --json fixtures/android-synth.hprof.gz "$T/j.hprof" > "$T/json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['bitmap_groups']==3, d; assert d['bytes_out']==$(wc -c < "$T/j.hprof"), d" "$T/json" ||
@@ -757,12 +813,16 @@ done
 # the 130 MB the mapping would hold otherwise (a kept 16 MB bitmap included);
 # with write-pass workers each maps the file and gives back its own pages
 # (under ASan its quarantine of freed blocks counts too: one thread there)
+# (a .gz input of 1 MiB members adds the members being inflated: a few per
+# thread, whatever the size of the file)
 "$B/hprof-synth" --scale 1300 --big-bitmap 16777216 -f "$T/big.hprof"
+"$B/hprof-shrink" -q -z1 --arrays=zero --keep-system-heaps --keep-duplicates --keep-names \
+    "$T/big.hprof" "$T/big.hprof.gz"
 workers=-j2
 [ "${SANITIZE:-}" = 1 ] && workers=-j1
 for tool in "hprof-shrink -j1 -f $T/big.hprof $T/big-out.hprof" \
             "hprof-shrink $workers -f $T/big.hprof $T/big-out.hprof" "hprof-verify $T/big.hprof" \
-            "hprof-info $T/big.hprof"; do
+            "hprof-info $T/big.hprof" "hprof-shrink $workers -f $T/big.hprof.gz $T/big-out.hprof"; do
     for map in 1 0; do
         HPROF_MMAP=$map /usr/bin/time -f %M -o "$T/rss" "$B"/$tool > /dev/null ||
             die "$tool (HPROF_MMAP=$map) failed"
@@ -770,7 +830,7 @@ for tool in "hprof-shrink -j1 -f $T/big.hprof $T/big-out.hprof" \
             die "$tool (HPROF_MMAP=$map): peak RSS $(tail -n 1 "$T/rss") KB"
     done
 done
-rm -f "$T/big.hprof" "$T/big-out.hprof"
+rm -f "$T/big.hprof" "$T/big.hprof.gz" "$T/big-out.hprof"
 
 banner "the output's writeback starts while a small dump is shrunk, not only at the fsync"
 # a 64th of this 2.7 MB input is under 1 MiB, so the step is 1 MiB; the

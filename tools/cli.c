@@ -469,13 +469,19 @@ static const char *other_compression(int fd)
     return NULL;
 }
 
-/* --salvage: how cli_open_reader() opens inputs, and what it found. */
+/* --salvage and -j: how cli_open_reader() opens inputs, and what it found. */
 static unsigned input_flags;
+static unsigned input_threads;
 static struct hprof_input_info last_input;
 
 void cli_set_salvage(int on)
 {
     input_flags = on ? HPROF_INPUT_SALVAGE : 0;
+}
+
+void cli_set_input_threads(unsigned threads)
+{
+    input_threads = threads;
 }
 
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
@@ -487,7 +493,7 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "is a terminal; refusing to read a heap dump from it");
-    rc = hprof_input_open_flags(path, input_flags, fd, &last_input, err);
+    rc = hprof_input_open_threads(path, input_flags, input_threads, fd, &last_input, err);
     const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
     if (other != NULL)
         rc = hprof_error_set(err, HPROF_ERR_FORMAT,

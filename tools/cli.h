@@ -153,6 +153,9 @@ struct cli_salvage {
 /* --salvage for every cli_open_reader() after it: a gzip input cut short
  * keeps what it inflated to, and readers salvage (hprof_reader_set_salvage). */
 void cli_set_salvage(int on);
+/* Threads that inflate a gzip input in every cli_open_reader() after it:
+ * 0 (the default) one per core, 1 the calling thread alone. */
+void cli_set_input_threads(unsigned threads);
 /* After a successful run over `r`: its report and, when the input was cut
  * and `count`, the dangling references by hprof_verify() (two passes). */
 void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int count);

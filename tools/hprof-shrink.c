@@ -75,7 +75,8 @@ static void usage(FILE *out)
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6];\n"
             "                       attach the level: -z9, --gzip=9, or -1 ... -9\n"
             "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: for one\n"
-            "                       file, write-pass, gzip and read-ahead threads;\n"
+            "                       file, inflating a .gz input, write-pass, gzip and\n"
+            "                       read-ahead threads;\n"
             "                       in batch mode, files at once\n"
             "  -o, --output-dir=DIR batch: write each IN to DIR under its own name\n"
             "                       (.hprof, or .hprof.gz with -z); skip outputs newer\n"
@@ -451,6 +452,7 @@ static int shrink_file(struct options *o)
     cli_progress_init(&progress, name, o->quiet);
     cli_progress_note(&progress, "reading the input");
     cli_set_salvage(o->salvage);
+    cli_set_input_threads(o->threads);
     int rc = cli_open_reader(o->in, &in_fd, &r, &err);
     if (rc == HPROF_OK) {
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &sink_err)
