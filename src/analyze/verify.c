@@ -90,7 +90,7 @@ static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
     struct verifier *vf = self(v);
     if (vf->pass == 1) {
         vf->report->records++;
-        if (strcmp(hprof_tag_name(r->tag), "unknown") == 0)
+        if (!hprof_tag_known(r->tag))
             vf->report->unknown_records++;
     }
     return HPROF_OK;

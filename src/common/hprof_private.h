@@ -383,6 +383,23 @@ int visit_skip_object_array(struct hprof_visitor *v, const struct hprof_object_a
 int visit_skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
 int visit_ignore_instance(struct hprof_visitor *v, const struct hprof_instance *o);
 
+/* Is `tag` a top-level record tag the format defines (what
+ * hprof_tag_name() names)?  Asked of every record: a switch, not a
+ * string compare. */
+static inline int hprof_tag_known(uint8_t tag)
+{
+    switch (tag) {
+    case HPROF_TAG_STRING: case HPROF_TAG_LOAD_CLASS: case HPROF_TAG_UNLOAD_CLASS:
+    case HPROF_TAG_STACK_FRAME: case HPROF_TAG_STACK_TRACE: case HPROF_TAG_ALLOC_SITES:
+    case HPROF_TAG_HEAP_SUMMARY: case HPROF_TAG_START_THREAD: case HPROF_TAG_END_THREAD:
+    case HPROF_TAG_HEAP_DUMP: case HPROF_TAG_CPU_SAMPLES: case HPROF_TAG_CONTROL_SETTINGS:
+    case HPROF_TAG_HEAP_DUMP_SEGMENT: case HPROF_TAG_HEAP_DUMP_END:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* Monotonic seconds, for the passes' timings. */
 double hprof_now(void);
 

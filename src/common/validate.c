@@ -24,6 +24,8 @@
 #define PAGE_BYTES 4096u
 #define PAGE_SHIFT 18           /* a page's bits cover 2^18 bytes of ids */
 #define ID_STEP_SHIFT 3         /* at 8-byte steps */
+_Static_assert(PAGE_SHIFT == 18 && ID_STEP_SHIFT == 3 && PAGE_BYTES * 8 == 1u << 15,
+               "objcheck_add_fast() in validate.h uses these constants");
 
 int valid_object_id(uint64_t id, uint64_t offset, uint8_t subtag, struct hprof_error *err)
 {
@@ -258,7 +260,7 @@ int objcheck_confirm(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t 
 static int check(struct objcheck_visitor *v, uint64_t id, uint64_t offset, uint8_t subtag)
 {
     switch (v->mode) {
-    case OBJCHECK_ADD: return objcheck_add(v->oc, id, offset, subtag, v->err);
+    case OBJCHECK_ADD: return objcheck_add_fast(v->oc, id, offset, subtag, v->err);
     case OBJCHECK_CONFIRM: return objcheck_confirm(v->oc, id, offset, subtag, v->err);
     default: return HPROF_OK;
     }

@@ -170,7 +170,7 @@ static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error
             s->n_rec += used;
             if (s->n_rec == 9) {
                 s->n_rec = 0;
-                if (strcmp(hprof_tag_name(s->rec[0]), "unknown") == 0)
+                if (!hprof_tag_known(s->rec[0]))
                     return hprof_error_set(err, HPROF_ERR_FORMAT,
                                            "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
                                            at + used - 9, s->rec[0]);

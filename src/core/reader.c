@@ -1329,7 +1329,7 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
         r->open_run = r->rec_offset;
     else if (r->rec_tag == HPROF_TAG_HEAP_DUMP_END)
         r->open_run = 0;
-    if (strcmp(hprof_tag_name(r->rec_tag), "unknown") == 0)
+    if (!hprof_tag_known(r->rec_tag))
         return unknown_tag(r);
     if (length > r->size - r->pos && r->salvage)
         return cut_record(r, time, length, v);
