@@ -136,6 +136,31 @@ START_TEST(objcheck_finds_duplicates_outside_its_pages_first_in_file_order)
 }
 END_TEST
 
+/* Ids below 256 KiB share the page of key 0, the null key of an idmap:
+ * that page is found again after another page's ids, so an id among them
+ * dumped twice is still found, and the pages keep to the budget. */
+START_TEST(objcheck_finds_duplicates_among_ids_below_its_first_page)
+{
+    static const uint64_t ids[] = { 0x1000, 0x40000000, 0x2000, 0x40000008, 0x1000 };
+    char msg[sizeof ((struct hprof_error *)0)->message];
+    size_t pending;
+    first_duplicate(ids, 5, 1 << 16, msg, sizeof msg, &pending);
+    ck_assert_uint_eq(pending, 1);
+    ck_assert_str_eq(msg, "offset 0x5: INSTANCE_DUMP: object 0x1000 is dumped twice");
+    /* through objcheck_add_fast(), as the visitor calls it */
+    struct objcheck oc;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(objcheck_init(&oc, 1 << 16), HPROF_OK);
+    for (unsigned i = 0; i < 5; i++)
+        ck_assert_int_eq(objcheck_add_fast(&oc, ids[i], i + 1, HPROF_INSTANCE_DUMP, &err),
+                         HPROF_OK);
+    ck_assert_int_eq(objcheck_seal(&oc, &err), HPROF_OK);
+    ck_assert_uint_eq(objcheck_pending(&oc), 1);
+    ck_assert_uint_eq(oc.n_pages, 2);
+    objcheck_free(&oc);
+}
+END_TEST
+
 START_TEST(objcheck_rejects_id_zero)
 {
     struct objcheck oc;
@@ -224,6 +249,7 @@ static Suite *validate_suite(void)
     tcase_add_test(t, objcheck_rejects_id_zero);
     tcase_add_test(t, objcheck_holds_aligned_ids_exactly);
     tcase_add_test(t, objcheck_finds_duplicates_outside_its_pages_first_in_file_order);
+    tcase_add_test(t, objcheck_finds_duplicates_among_ids_below_its_first_page);
     tcase_add_test(t, objcheck_visitor_and_confirming_pass_agree_with_verify);
     tcase_add_test(t, objcheck_confirming_pass_is_skipped_when_nothing_is_pending);
     tcase_add_test(t, objcheck_filter_grows_with_the_input_within_bounds);

@@ -115,13 +115,16 @@ void objcheck_free(struct objcheck *oc)
     memset(oc, 0, sizeof *oc);
 }
 
-/* The exact page of ids with `key`, made if the budget allows.
+/* The exact page of ids with `key`, made if the budget allows.  The map
+ * holds key + 1: key 0 (ids below 256 KiB) is an idmap's free slot, which
+ * it would neither keep nor find, giving such ids a new, empty page each
+ * time they follow another page's ids.  (key + 1 cannot wrap: key < 2^46.)
  * @return it, NULL when it has none, or MAKE_FAILED. */
 #define MAKE_FAILED ((uint64_t *)1)
 static uint64_t *page_for(struct objcheck *oc, uint64_t key)
 {
     uint64_t index;
-    if (idmap_get(&oc->page_of, key, &index))
+    if (idmap_get(&oc->page_of, key + 1, &index))
         return oc->pages[index];
     if (oc->n_pages == oc->max_pages)
         return NULL;
@@ -134,7 +137,7 @@ static uint64_t *page_for(struct objcheck *oc, uint64_t key)
         oc->cap_pages = cap;
     }
     uint64_t *page = calloc(1, PAGE_BYTES);
-    if (page == NULL || idmap_put(&oc->page_of, key, oc->n_pages) != HPROF_OK) {
+    if (page == NULL || idmap_put(&oc->page_of, key + 1, oc->n_pages) != HPROF_OK) {
         free(page);
         return MAKE_FAILED;
     }
