@@ -829,6 +829,30 @@ START_TEST(gzip_one_thread_starts_no_worker)
 }
 END_TEST
 
+/* A dump followed by 100,000 empty members (20 bytes each): each would be
+ * a job, a read and hand-overs between threads, 100x what streaming them
+ * costs; after a run of small members the rest is streamed, so the jobs
+ * stay few, and the copy is the stream's. */
+START_TEST(gzip_many_tiny_members_are_streamed_not_made_jobs)
+{
+    enum { LEN = 300000, EMPTY = 20000 };
+    uint8_t *data = framed_dump(LEN), *gz;
+    size_t gz_len;
+    static const size_t cuts[] = { 100000, 200000, 0 };
+    gz = members_at(data, LEN, cuts, 6, &gz_len);
+    for (unsigned i = 0; i < EMPTY; i++)
+        add_member(&gz, &gz_len, "", 0, 6, NULL);
+    struct opened par;
+    expect_copy(gz, gz_len, data, LEN, &par);
+    ck_assert_uint_lt(par.stats.members_parallel + par.stats.jobs_discarded +
+                      par.stats.jobs_failed, 1000);
+    ck_assert_uint_gt(par.stats.members_streamed, EMPTY - 1000);
+    opened_free(&par);
+    free(gz);
+    free(data);
+}
+END_TEST
+
 static Suite *input_suite(void)
 {
     Suite *s = suite_create("input");
@@ -857,6 +881,7 @@ static Suite *input_suite(void)
     tcase_add_test(p, gzip_file_that_is_not_a_dump_stops_after_its_first_member);
     tcase_add_test(p, gzip_members_in_flight_hold_bounded_buffers);
     tcase_add_test(p, gzip_one_thread_starts_no_worker);
+    tcase_add_test(p, gzip_many_tiny_members_are_streamed_not_made_jobs);
     suite_add_tcase(s, p);
     return s;
 }
