@@ -28,23 +28,12 @@ int hprof_error_set(struct hprof_error *err, int code, const char *fmt, ...)
 
 const char *hprof_tag_name(uint8_t tag)
 {
+#define HPROF_TAG_NAME(tag, name) case tag: return name;
     switch (tag) {
-    case HPROF_TAG_STRING: return "STRING";
-    case HPROF_TAG_LOAD_CLASS: return "LOAD_CLASS";
-    case HPROF_TAG_UNLOAD_CLASS: return "UNLOAD_CLASS";
-    case HPROF_TAG_STACK_FRAME: return "STACK_FRAME";
-    case HPROF_TAG_STACK_TRACE: return "STACK_TRACE";
-    case HPROF_TAG_ALLOC_SITES: return "ALLOC_SITES";
-    case HPROF_TAG_HEAP_SUMMARY: return "HEAP_SUMMARY";
-    case HPROF_TAG_START_THREAD: return "START_THREAD";
-    case HPROF_TAG_END_THREAD: return "END_THREAD";
-    case HPROF_TAG_HEAP_DUMP: return "HEAP_DUMP";
-    case HPROF_TAG_CPU_SAMPLES: return "CPU_SAMPLES";
-    case HPROF_TAG_CONTROL_SETTINGS: return "CONTROL_SETTINGS";
-    case HPROF_TAG_HEAP_DUMP_SEGMENT: return "HEAP_DUMP_SEGMENT";
-    case HPROF_TAG_HEAP_DUMP_END: return "HEAP_DUMP_END";
+    HPROF_TAGS(HPROF_TAG_NAME)
     default: return "unknown";
     }
+#undef HPROF_TAG_NAME
 }
 
 const char *hprof_subtag_name(uint8_t subtag)

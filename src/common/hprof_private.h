@@ -383,21 +383,37 @@ int visit_skip_object_array(struct hprof_visitor *v, const struct hprof_object_a
 int visit_skip_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
 int visit_ignore_instance(struct hprof_visitor *v, const struct hprof_instance *o);
 
+/* The top-level record tags the format defines, with their names: one
+ * list for hprof_tag_name() and hprof_tag_known(). */
+#define HPROF_TAGS(X)                                                          \
+    X(HPROF_TAG_STRING, "STRING")                                              \
+    X(HPROF_TAG_LOAD_CLASS, "LOAD_CLASS")                                      \
+    X(HPROF_TAG_UNLOAD_CLASS, "UNLOAD_CLASS")                                  \
+    X(HPROF_TAG_STACK_FRAME, "STACK_FRAME")                                    \
+    X(HPROF_TAG_STACK_TRACE, "STACK_TRACE")                                    \
+    X(HPROF_TAG_ALLOC_SITES, "ALLOC_SITES")                                    \
+    X(HPROF_TAG_HEAP_SUMMARY, "HEAP_SUMMARY")                                  \
+    X(HPROF_TAG_START_THREAD, "START_THREAD")                                  \
+    X(HPROF_TAG_END_THREAD, "END_THREAD")                                      \
+    X(HPROF_TAG_HEAP_DUMP, "HEAP_DUMP")                                        \
+    X(HPROF_TAG_CPU_SAMPLES, "CPU_SAMPLES")                                    \
+    X(HPROF_TAG_CONTROL_SETTINGS, "CONTROL_SETTINGS")                          \
+    X(HPROF_TAG_HEAP_DUMP_SEGMENT, "HEAP_DUMP_SEGMENT")                        \
+    X(HPROF_TAG_HEAP_DUMP_END, "HEAP_DUMP_END")
+
 /* Is `tag` a top-level record tag the format defines (what
  * hprof_tag_name() names)?  Asked of every record: a switch, not a
  * string compare. */
 static inline int hprof_tag_known(uint8_t tag)
 {
+#define HPROF_TAG_CASE(tag, name) case tag:
     switch (tag) {
-    case HPROF_TAG_STRING: case HPROF_TAG_LOAD_CLASS: case HPROF_TAG_UNLOAD_CLASS:
-    case HPROF_TAG_STACK_FRAME: case HPROF_TAG_STACK_TRACE: case HPROF_TAG_ALLOC_SITES:
-    case HPROF_TAG_HEAP_SUMMARY: case HPROF_TAG_START_THREAD: case HPROF_TAG_END_THREAD:
-    case HPROF_TAG_HEAP_DUMP: case HPROF_TAG_CPU_SAMPLES: case HPROF_TAG_CONTROL_SETTINGS:
-    case HPROF_TAG_HEAP_DUMP_SEGMENT: case HPROF_TAG_HEAP_DUMP_END:
+    HPROF_TAGS(HPROF_TAG_CASE)
         return 1;
     default:
         return 0;
     }
+#undef HPROF_TAG_CASE
 }
 
 /* Monotonic seconds, for the passes' timings. */

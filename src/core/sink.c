@@ -46,15 +46,10 @@ static void close_room(struct hprof_sink *s)
     s->room_len = 0;
 }
 
-int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len)
+/* What a write or copy of `len` bytes that returned `rc` leaves: the bytes
+ * counted, or a failed sink that takes nothing more. */
+static int took(struct hprof_sink *s, int rc, size_t len)
 {
-    if (s->failed || s->finished)
-        return hprof_error_set(s->err, HPROF_ERR_USAGE, "write to a failed or finished sink");
-    if (len == 0)
-        return HPROF_OK;
-    if (len <= s->room_cap - s->room_len)
-        return sink_put(s, buf, len);
-    int rc = s->ops->write(s, buf, len);
     if (rc != HPROF_OK) {
         s->failed = 1;
         close_room(s);
@@ -64,18 +59,22 @@ int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len)
     return rc;
 }
 
+int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len)
+{
+    if (s->failed || s->finished)
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "write to a failed or finished sink");
+    if (len == 0)
+        return HPROF_OK;
+    if (len <= s->room_cap - s->room_len)
+        return sink_put(s, buf, len);
+    return took(s, s->ops->write(s, buf, len), len);
+}
+
 int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len)
 {
     if (s->ops->copy == NULL || s->failed || s->finished || len == 0)
         return hprof_sink_write(s, buf, len);
-    int rc = s->ops->copy(s, from, offset, buf, len);
-    if (rc != HPROF_OK) {
-        s->failed = 1;
-        close_room(s);
-    } else {
-        s->bytes += len;
-    }
-    return rc;
+    return took(s, s->ops->copy(s, from, offset, buf, len), len);
 }
 
 int hprof_sink_finish(struct hprof_sink *s)
