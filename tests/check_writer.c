@@ -923,7 +923,7 @@ START_TEST(writer_put_segments_opens_a_run_only_after_segments)
     ck_assert_uint_eq(part_len, 14);
     ck_assert_uint_eq(bytes[0], tag);
     ck_assert_int_eq(hprof_visit_header(hprof_writer_visitor(w), &h), HPROF_OK);
-    ck_assert_int_eq(writer_put_segments(w, bytes, part_len), HPROF_OK);
+    ck_assert_int_eq(writer_put_segments(w, bytes, part_len, writer_run_state(part), 1), HPROF_OK);
     ck_assert_int_eq(hprof_visit_string(hprof_writer_visitor(w), &str), HPROF_OK);
     ck_assert_int_eq(hprof_visit_end(hprof_writer_visitor(w)), HPROF_OK);
     const uint8_t *out = hprof_sink_memory_data(sink, &out_len);

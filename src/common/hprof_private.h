@@ -457,7 +457,20 @@ int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size,
 /* A writer that will only see heap segments, into `sink`, with `id_size`. */
 void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink);
 /* Append what such a writer made of one input segment. */
-int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len);
+/* Where a writer's run of segments stands: what a writer of one job of
+ * segments leaves for the writer its bytes go to. */
+struct writer_run {
+    int in_run;                 /* segments written, HEAP_DUMP_END not yet */
+    int closed_by_us;           /* an END written that the input has yet to send */
+};
+/* A job of segments starts with no run open, whatever the last job left:
+ * its bytes then depend on its records alone, not on which worker ran it. */
+void writer_begin_job(struct hprof_writer *w);
+struct writer_run writer_run_state(const struct hprof_writer *w);
+/* Append what such a writer made of `records` input heap records, ending
+ * in state `after`, leaving this writer as if it had written them. */
+int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len,
+                        struct writer_run after, size_t records);
 
 /* A memory sink refusing to hold more than `max` bytes (then
  * mem_sink_over() is 1).  mem_sink_swap() hands over what it holds (*data,

@@ -576,21 +576,30 @@ void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_
  * would have written, leaving it in the same state (a run of segments open
  * after HEAP_DUMP_SEGMENTs, none after a HEAP_DUMP).  `bytes` are whole
  * records; only their headers are read, to know which kind ends them. */
-int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len)
+void writer_begin_job(struct hprof_writer *w)
+{
+    w->in_run = 0;
+    w->closed_by_us = 0;
+}
+
+struct writer_run writer_run_state(const struct hprof_writer *w)
+{
+    return (struct writer_run){ w->in_run, w->closed_by_us };
+}
+
+int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len,
+                        struct writer_run after, size_t records)
 {
     int rc = check_no_array_pending(w);
     if (rc == HPROF_OK)
         rc = flush_segment(w);
-    uint8_t first = len >= 9 ? bytes[0] : HPROF_TAG_HEAP_DUMP_SEGMENT, last = first;
-    for (size_t at = 0; at + 9 <= len; at += 9 + (size_t)get_u4(bytes + at + 5))
-        last = bytes[at];
-    if (rc == HPROF_OK && first == HPROF_TAG_HEAP_DUMP && w->in_run) {
+    /* A job starts with no run open: a HEAP_DUMP first in it closes the run
+     * this writer has open, as one writer would have. */
+    int closes = len >= 9 && bytes[0] == HPROF_TAG_HEAP_DUMP && w->in_run;
+    if (rc == HPROF_OK && closes)
         rc = end_run(w, 0);
-        w->closed_by_us = 1;
-    } else {
-        w->closed_by_us = 0;
-    }
-    w->in_run = last != HPROF_TAG_HEAP_DUMP;
+    w->in_run = after.in_run;
+    w->closed_by_us = after.closed_by_us || (closes && records == 1);
     w->have_info = 0;
     return rc == HPROF_OK ? io(w, bytes, len) : rc;
 }

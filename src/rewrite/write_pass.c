@@ -48,6 +48,7 @@ struct job {
     size_t out_len, out_cap;
     struct hprof_shrink_stats stats;
     struct hprof_error err;
+    struct writer_run run;      /* where the worker's writer left its run */
 };
 
 struct worker {
@@ -159,9 +160,11 @@ static void run_job(void *worker, void *job)
     memset(&w->stats, 0, sizeof w->stats);
     memset(&w->err, 0, sizeof w->err);
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* write into the slot's buffer */
+    writer_begin_job(w->writer);
     int rc = HPROF_OK;
     for (size_t i = 0; rc == HPROF_OK && i < j->n; i++)
         rc = reader_run_segment(w->reader, j->offsets[i], shrink_chain_head(w->chain));
+    j->run = writer_run_state(w->writer);
     int over = mem_sink_over(w->sink);
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* and back */
     j->too_big = rc != HPROF_OK && over;
@@ -213,7 +216,7 @@ static int write_oldest(struct write_pass *wp)
         wp->failed = 1;
     } else {
         add_filter_counts(wp->cfg->stats, &j->stats);
-        rc = writer_put_segments(wp->cfg->writer, j->out, j->out_len);
+        rc = writer_put_segments(wp->cfg->writer, j->out, j->out_len, j->run, j->n);
         wp->failed |= rc != HPROF_OK;
     }
     uint64_t end = j->end;
