@@ -40,19 +40,25 @@ results="$D/results.txt"
 
 free_mb() { df -Pm "$D" | awk 'NR == 2 { print $4 }'; }
 
-hotspot_dump() { # SIZE_MB OUT
-    [ -s "$2" ] && return 0
+# Start the JVM program tools/java/CLASS.java holding about SIZE_MB of heap
+# and wait (at most TRIES quarter-seconds) until it says "ready"; $pid is
+# its process.  @return 1 with no JDK or no "ready".
+start_jvm() { # CLASS SIZE_MB TRIES
     command -v jcmd >/dev/null || { echo "bench: no JDK, skipping HotSpot inputs" >&2; return 1; }
     mkdir -p "$D/java"
-    javac -d "$D/java" tools/java/BenchHeap.java
-    heap=$(( $1 * 2 + 200 ))
-    java -Xmx${heap}m -XX:+UseParallelGC -cp "$D/java" BenchHeap "$1" > "$D/java/log" 2>&1 &
+    javac -d "$D/java" -sourcepath tools/java "tools/java/$1.java"
+    java -Xmx$(( $2 * 2 + 200 ))m -XX:+UseParallelGC -cp "$D/java" "$1" "$2" > "$D/java/log" 2>&1 &
     pid=$!
     i=0
     until grep -q ready "$D/java/log"; do
-        i=$((i + 1)); [ $i -lt 1200 ] || { kill $pid; return 1; }
+        i=$((i + 1)); [ $i -lt "$3" ] || { kill $pid; return 1; }
         sleep 0.25
     done
+}
+
+hotspot_dump() { # SIZE_MB OUT
+    [ -s "$2" ] && return 0
+    start_jvm BenchHeap "$1" 1200 || return 1
     jcmd $pid GC.heap_dump "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")" > /dev/null
     kill $pid; wait $pid 2>/dev/null || true
 }
@@ -60,17 +66,7 @@ hotspot_dump() { # SIZE_MB OUT
 # A bitmap-heavy HotSpot dump and its -gz=1 twin, from the same JVM.
 hotspot_bitmap_dump() { # SIZE_MB OUT OUT_GZ
     rm -f "$2" "$3"
-    command -v jcmd >/dev/null || { echo "bench: no JDK, skipping HotSpot inputs" >&2; return 1; }
-    mkdir -p "$D/java"
-    javac -d "$D/java" -sourcepath tools/java tools/java/BitmapHeap.java
-    heap=$(( $1 * 2 + 200 ))
-    java -Xmx${heap}m -XX:+UseParallelGC -cp "$D/java" BitmapHeap "$1" > "$D/java/log" 2>&1 &
-    pid=$!
-    i=0
-    until grep -q ready "$D/java/log"; do
-        i=$((i + 1)); [ $i -lt 2400 ] || { kill $pid; return 1; }
-        sleep 0.25
-    done
+    start_jvm BitmapHeap "$1" 2400 || return 1
     dir=$(cd "$(dirname "$2")" && pwd)
     jcmd $pid GC.heap_dump -gz=1 "$dir/$(basename "$3")" > /dev/null
     jcmd $pid GC.heap_dump "$dir/$(basename "$2")" > /dev/null

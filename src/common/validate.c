@@ -22,10 +22,10 @@
 #define MIN_FILTER (64u << 10)
 #define MAX_FILTER (32u << 20)
 #define PAGE_BYTES 4096u
-#define PAGE_SHIFT 18           /* a page's bits cover 2^18 bytes of ids */
-#define ID_STEP_SHIFT 3         /* at 8-byte steps */
-_Static_assert(PAGE_SHIFT == 18 && ID_STEP_SHIFT == 3 && PAGE_BYTES * 8 == 1u << 15,
-               "objcheck_add_fast() in validate.h uses these constants");
+#define PAGE_SHIFT OBJCHECK_PAGE_SHIFT
+#define ID_STEP_SHIFT OBJCHECK_STEP_SHIFT
+_Static_assert(PAGE_BYTES * 8 == 1u << (PAGE_SHIFT - ID_STEP_SHIFT),
+               "a page holds a bit for every 8-byte step of its id space");
 
 int valid_object_id(uint64_t id, uint64_t offset, uint8_t subtag, struct hprof_error *err)
 {
@@ -163,11 +163,7 @@ static int exact_test_and_set(struct objcheck *oc, uint64_t id)
     }
     if (oc->last_page == NULL)
         return -1;
-    uint64_t bit = (id >> ID_STEP_SHIFT) & ((1u << (PAGE_SHIFT - ID_STEP_SHIFT)) - 1);
-    uint64_t *word = &oc->last_page[bit >> 6], mask = 1ull << (bit & 63);
-    int seen = (*word & mask) != 0;
-    *word |= mask;
-    return seen;
+    return objcheck_page_test_and_set(oc->last_page, id);
 }
 
 static uint64_t id_hash(uint64_t id)

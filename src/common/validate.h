@@ -96,19 +96,30 @@ void objcheck_free(struct objcheck *oc);
  * @return HPROF_OK, a format error for id 0, or HPROF_ERR_NOMEM. */
 int objcheck_add(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t subtag,
                  struct hprof_error *err);
+/* An exact page holds the ids of 2^18 bytes of id space, a bit per 8. */
+#define OBJCHECK_PAGE_SHIFT 18
+#define OBJCHECK_STEP_SHIFT 3
+
+/* Set aligned `id`'s bit in its exact page.  @return 1 when it was set. */
+static inline int objcheck_page_test_and_set(uint64_t *page, uint64_t id)
+{
+    uint64_t bit = (id >> OBJCHECK_STEP_SHIFT) &
+                   ((1u << (OBJCHECK_PAGE_SHIFT - OBJCHECK_STEP_SHIFT)) - 1);
+    uint64_t *word = &page[bit >> 6], mask = 1ull << (bit & 63);
+    int seen = (*word & mask) != 0;
+    *word |= mask;
+    return seen;
+}
+
 /* objcheck_add() inline for the usual id: aligned, in the page of the last
- * one, not seen before (a bit set beside the last; a call otherwise). */
+ * one, not seen before (a bit set beside the last; a call otherwise, which
+ * finds the bit set and makes the id a suspect). */
 static inline int objcheck_add_fast(struct objcheck *oc, uint64_t id, uint64_t offset,
                                     uint8_t subtag, struct hprof_error *err)
 {
-    if (id != 0 && (id & 7) == 0 && oc->last_page != NULL && id >> 18 == oc->last_key) {
-        uint64_t bit = (id >> 3) & ((1u << 15) - 1);
-        uint64_t *word = &oc->last_page[bit >> 6], mask = 1ull << (bit & 63);
-        if (!(*word & mask)) {
-            *word |= mask;
-            return HPROF_OK;
-        }
-    }
+    if (id != 0 && (id & ((1u << OBJCHECK_STEP_SHIFT) - 1)) == 0 && oc->last_page != NULL &&
+        id >> OBJCHECK_PAGE_SHIFT == oc->last_key && !objcheck_page_test_and_set(oc->last_page, id))
+        return HPROF_OK;
     return objcheck_add(oc, id, offset, subtag, err);
 }
 /* After the first pass.  @return HPROF_OK or HPROF_ERR_NOMEM. */
