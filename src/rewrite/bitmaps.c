@@ -21,6 +21,7 @@
 
 #include "bitmaps.h"
 #include "filter.h"
+#include "md5_lanes.h"
 #include "system_heaps.h"
 
 /* Byte arrays of at least this many elements (a bitmap of 32 x 32 pixels)
@@ -610,68 +611,34 @@ static int fingerprint_candidates(struct bitmaps *b)
     return rc;
 }
 
-/* MD5 of located candidates on every core: workers take the largest
- * remaining candidate each time and read with pread(), so that no page of
- * a mapped input stays resident (a 2 GB dump's hashing held 585 MB). */
-struct hasher {
-    struct bitmaps *b;
-    struct candidate **jobs;
-    size_t n_jobs;
-    atomic_size_t next;
-};
-
+/* MD5 of located candidates on every core, many at once on each
+ * (md5_lanes.h).  Reads go through pread(), so that no page of a mapped
+ * input stays resident (a 2 GB dump's hashing held 585 MB). */
 struct hash_worker {
-    struct hasher *h;
+    struct md5_queue *q;
     pthread_t thread;
     int started, rc;
     struct hprof_error err;
 };
 
-static int hash_one(const struct bitmaps *b, struct candidate *c, struct digest *d, uint8_t *buf,
-                    struct hprof_error *err)
+static int read_input(void *arg, uint64_t offset, void *buf, size_t len, struct hprof_error *err)
 {
-    int rc = digest_begin(d);
-    for (uint64_t done = 0; rc == HPROF_OK && done < c->bytes; done += COMPARE_BUFFER) {
-        size_t n = c->bytes - done < COMPARE_BUFFER ? (size_t)(c->bytes - done) : COMPARE_BUFFER;
-        rc = reader_pread_unmapped(b->ctx->reader, c->data_offset + done, buf, n, err);
-        if (rc == HPROF_OK)
-            rc = digest_update(d, buf, n);
-    }
-    if (rc == HPROF_OK)
-        rc = digest_final(d, c->md5);
-    c->digested = rc == HPROF_OK;
-    return rc;
+    return reader_pread_unmapped(arg, offset, buf, len, err);
 }
 
 static void *hash_main(void *arg)
 {
     struct hash_worker *w = arg;
-    struct hasher *h = w->h;
-    struct digest *d = digest_new(&w->err);
-    uint8_t *buf = malloc(COMPARE_BUFFER);
-    w->rc = d == NULL ? w->err.code
-            : buf == NULL ? hprof_error_set(&w->err, HPROF_ERR_NOMEM, "out of memory")
-                          : HPROF_OK;
-    while (w->rc == HPROF_OK) {
-        size_t i = atomic_fetch_add_explicit(&h->next, 1, memory_order_relaxed);
-        if (i >= h->n_jobs)
-            break;
-        w->rc = hash_one(h->b, h->jobs[i], d, buf, &w->err);
-    }
-    if (w->rc != HPROF_OK) /* the others stop at their next candidate */
-        atomic_store_explicit(&h->next, h->n_jobs, memory_order_relaxed);
-    free(buf);
-    digest_free(d);
+    w->rc = md5_queue_run(w->q, &w->err);
     return NULL;
 }
 
 static int larger_first(const void *pa, const void *pb)
 {
-    const struct candidate *a = *(const struct candidate *const *)pa;
-    const struct candidate *b = *(const struct candidate *const *)pb;
+    const struct md5_job *a = pa, *b = pb;
     if (a->bytes != b->bytes)
         return a->bytes > b->bytes ? -1 : 1;
-    return a->data_offset < b->data_offset ? -1 : a->data_offset > b->data_offset;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
 /* Hash the located candidates that may have a twin, with up to
@@ -679,25 +646,34 @@ static int larger_first(const void *pa, const void *pb)
 static int hash_candidates(struct bitmaps *b)
 {
     struct hprof_shrink_stats *st = b->ctx->stats;
-    struct hasher h = { .b = b, .jobs = malloc(b->n_cand * sizeof *h.jobs + 1) };
-    if (h.jobs == NULL)
+    struct md5_queue q = { .read = read_input, .read_arg = b->ctx->reader };
+    struct md5_job *jobs = malloc(b->n_cand * sizeof *jobs + 1);
+    if (jobs == NULL)
         return nomem(b);
     uint64_t bytes = 0;
-    for (size_t i = 0; i < b->n_cand; i++)
-        if (!b->cand[i].unique_size && !b->cand[i].unique_print) {
-            h.jobs[h.n_jobs++] = &b->cand[i];
-            bytes += b->cand[i].bytes;
-        }
-    qsort(h.jobs, h.n_jobs, sizeof *h.jobs, larger_first);
-    atomic_init(&h.next, 0);
-    /* a thread for at least every 4 MiB to hash: starting one costs more */
+    int rc = HPROF_OK;
+    for (size_t i = 0; i < b->n_cand; i++) {
+        struct candidate *c = &b->cand[i];
+        if (c->unique_size || c->unique_print)
+            continue;
+        jobs[q.n_jobs++] = (struct md5_job){ .offset = c->data_offset, .bytes = c->bytes, .tag = i };
+        bytes += c->bytes;
+    }
+    qsort(jobs, q.n_jobs, sizeof *jobs, larger_first); /* lanes then finish close together */
+    q.jobs = jobs;
+    atomic_init(&q.next, 0);
+    /* a thread for at least every 4 MiB and every lane-full of buffers to
+     * hash: starting one costs more */
     unsigned n = b->ctx->threads ? b->ctx->threads : 1;
     if (bytes / (4u << 20) + 1 < n)
         n = (unsigned)(bytes / (4u << 20)) + 1;
-    struct hash_worker *w = calloc(n, sizeof *w);
-    int rc = w != NULL ? HPROF_OK : nomem(b);
+    if (q.n_jobs / md5_queue_width(&q) + 1 < n)
+        n = (unsigned)(q.n_jobs / md5_queue_width(&q)) + 1;
+    struct hash_worker *w = rc == HPROF_OK ? calloc(n, sizeof *w) : NULL;
+    if (rc == HPROF_OK && w == NULL)
+        rc = nomem(b);
     for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
-        w[i].h = &h;
+        w[i].q = &q;
         w[i].started = i > 0 && pthread_create(&w[i].thread, NULL, hash_main, &w[i]) == 0;
     }
     if (rc == HPROF_OK)
@@ -708,12 +684,15 @@ static int hash_candidates(struct bitmaps *b)
         if (w[i].rc != HPROF_OK && rc == HPROF_OK)
             rc = hprof_error_set(b->ctx->err, w[i].rc, "%s", w[i].err.message);
     }
-    for (size_t i = 0; rc == HPROF_OK && i < h.n_jobs; i++) {
+    for (size_t i = 0; rc == HPROF_OK && i < q.n_jobs; i++) {
+        struct candidate *c = &b->cand[jobs[i].tag];
+        memcpy(c->md5, jobs[i].md5, 16);
+        c->digested = 1;
         st->bitmap_digested++;
-        st->bitmap_bytes_hashed += h.jobs[i]->bytes;
+        st->bitmap_bytes_hashed += c->bytes;
     }
     free(w);
-    free(h.jobs);
+    free(jobs);
     return rc;
 }
 

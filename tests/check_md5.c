@@ -1,0 +1,244 @@
+/*
+ * check_md5.c - MD5 of many buffers at once (src/common/md5_lanes.c) gives
+ * what OpenSSL's MD5 gives, for every kernel this machine can run: at every
+ * length around a block's and a lane buffer's end, with lanes full and
+ * draining, with a job begun on the lanes and finished alone, and with
+ * threads sharing a queue; and a failed read stops the queue.
+ */
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "md5_lanes.h"
+#include "testlib.h"
+
+static const enum md5_kernel KERNELS[] = { MD5_KERNEL_PORTABLE, MD5_KERNEL_AVX512,
+                                           MD5_KERNEL_BEST };
+
+/* The source: a buffer of pseudo-random bytes. */
+struct source {
+    uint8_t *bytes;
+    size_t size;
+    uint64_t fail_at; /* a read covering this offset fails (UINT64_MAX: none) */
+};
+
+static int read_source(void *arg, uint64_t offset, void *buf, size_t len, struct hprof_error *err)
+{
+    struct source *s = arg;
+    ck_assert_uint_le(offset + len, s->size);
+    if (s->fail_at >= offset && s->fail_at < offset + len)
+        return hprof_error_set(err, HPROF_ERR_IO, "offset %llu: read failed",
+                               (unsigned long long)s->fail_at);
+    memcpy(buf, s->bytes + offset, len);
+    return HPROF_OK;
+}
+
+static struct source new_source(size_t size)
+{
+    struct source s = { malloc(size), size, UINT64_MAX };
+    ck_assert_ptr_nonnull(s.bytes);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < size; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        s.bytes[i] = (uint8_t)x;
+    }
+    return s;
+}
+
+static void openssl_md5(const uint8_t *p, size_t n, uint8_t out[16])
+{
+    unsigned len = 0;
+    ck_assert_int_eq(EVP_Digest(p, n, out, &len, EVP_md5(), NULL), 1);
+    ck_assert_uint_eq(len, 16);
+}
+
+/* Is `kernel` runnable here?  If not, a queue asking for it is refused,
+ * which the test asserts instead. */
+static int kernel_or_refusal(enum md5_kernel kernel, struct md5_job *jobs, size_t n,
+                             struct source *s)
+{
+    if (md5_kernel_available(kernel))
+        return 1;
+    struct md5_queue q = { .jobs = jobs, .n_jobs = n, .read = read_source, .read_arg = s,
+                           .kernel = kernel };
+    struct hprof_error err = { 0 };
+    atomic_init(&q.next, 0);
+    ck_assert_int_eq(md5_queue_run(&q, &err), HPROF_ERR_USAGE);
+    fprintf(stderr, "check_md5: this CPU has no AVX-512; its refusal was tested instead\n");
+    return 0;
+}
+
+static void run_queue(struct md5_job *jobs, size_t n, struct source *s, enum md5_kernel kernel)
+{
+    struct md5_queue q = { .jobs = jobs, .n_jobs = n, .read = read_source, .read_arg = s,
+                           .kernel = kernel };
+    struct hprof_error err = { 0 };
+    atomic_init(&q.next, 0);
+    ck_assert_msg(md5_queue_run(&q, &err) == HPROF_OK, "%s", err.message);
+}
+
+static void assert_jobs_match_openssl(const struct md5_job *jobs, size_t n, const struct source *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t want[16];
+        openssl_md5(s->bytes + jobs[i].offset, (size_t)jobs[i].bytes, want);
+        ck_assert_msg(memcmp(jobs[i].md5, want, 16) == 0, "job %zu (%llu bytes at %llu) differs",
+                      i, (unsigned long long)jobs[i].bytes, (unsigned long long)jobs[i].offset);
+    }
+}
+
+START_TEST(md5_of_the_rfc1321_test_suite)
+{
+    static const char *const text[] = {
+        "", "a", "abc", "message digest", "abcdefghijklmnopqrstuvwxyz",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+        "12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+    };
+    static const char *const hex[] = {
+        "d41d8cd98f00b204e9800998ecf8427e", "0cc175b9c0f1b6a831c399e269772661",
+        "900150983cd24fb0d6963f7d28e17f72", "f96b697d7cb7938d525a2f31aaf161d0",
+        "c3fcd3d76192e4007dfb496cca67e13b", "d174ab98d277d9f5a5611c2c9f419d9f",
+        "57edf4a22be3c955ac49da2e2107b67a",
+    };
+    enum { N = sizeof text / sizeof *text };
+    struct source s = { 0 };
+    struct md5_job jobs[N];
+    s.size = 0;
+    for (size_t i = 0; i < N; i++)
+        s.size += strlen(text[i]);
+    s.bytes = malloc(s.size + 1);
+    s.fail_at = UINT64_MAX;
+    for (size_t i = 0, at = 0; i < N; at += strlen(text[i]), i++) {
+        memcpy(s.bytes + at, text[i], strlen(text[i]));
+        jobs[i] = (struct md5_job){ .offset = at, .bytes = strlen(text[i]) };
+    }
+    if (kernel_or_refusal(KERNELS[_i], jobs, N, &s)) {
+        run_queue(jobs, N, &s, KERNELS[_i]);
+        for (size_t i = 0; i < N; i++) {
+            char got[33];
+            for (unsigned k = 0; k < 16; k++)
+                snprintf(got + 2 * k, 3, "%02x", jobs[i].md5[k]);
+            ck_assert_str_eq(got, hex[i]);
+        }
+    }
+    free(s.bytes);
+}
+END_TEST
+
+/* Lengths 0..300 (every way a block and its padding can end) and around
+ * the end of a 64 KiB lane buffer, at odd offsets; more jobs than lanes. */
+START_TEST(md5_matches_openssl_at_every_length_around_block_and_buffer_ends)
+{
+    struct source s = new_source(8u << 20);
+    size_t n = 0;
+    struct md5_job *jobs = calloc(600, sizeof *jobs);
+    uint64_t at = 1;
+    for (uint64_t len = 0; len <= 300; len++, at += len + 3)
+        jobs[n++] = (struct md5_job){ .offset = at, .bytes = len };
+    for (uint64_t len = 65536 - 72; len <= 65536 + 72; len++, at += 7)
+        jobs[n++] = (struct md5_job){ .offset = at % (4u << 20), .bytes = len };
+    jobs[n++] = (struct md5_job){ .offset = 5, .bytes = 3 * 65536 + 55 };
+    jobs[n++] = (struct md5_job){ .offset = 0, .bytes = 4u << 20 };
+    if (kernel_or_refusal(KERNELS[_i], jobs, n, &s)) {
+        run_queue(jobs, n, &s, KERNELS[_i]);
+        assert_jobs_match_openssl(jobs, n, &s);
+    }
+    free(jobs);
+    free(s.bytes);
+}
+END_TEST
+
+/* A large job taken first outlives the small ones: begun on sixteen lanes,
+ * it is finished alone from the state the lanes left. */
+START_TEST(md5_of_a_job_begun_on_the_lanes_and_finished_alone)
+{
+    struct source s = new_source(3u << 20);
+    struct md5_job jobs[20];
+    jobs[0] = (struct md5_job){ .offset = 17, .bytes = (2u << 20) + 13 };
+    for (unsigned i = 1; i < 20; i++)
+        jobs[i] = (struct md5_job){ .offset = 1000u * i, .bytes = 70000u + 100u * i };
+    if (kernel_or_refusal(KERNELS[_i], jobs, 20, &s)) {
+        run_queue(jobs, 20, &s, KERNELS[_i]);
+        assert_jobs_match_openssl(jobs, 20, &s);
+    }
+    free(s.bytes);
+}
+END_TEST
+
+struct shared_run {
+    struct md5_queue *q;
+    int rc;
+    struct hprof_error err;
+};
+
+static void *run_shared(void *arg)
+{
+    struct shared_run *r = arg;
+    r->rc = md5_queue_run(r->q, &r->err);
+    return NULL;
+}
+
+START_TEST(md5_threads_sharing_a_queue_hash_each_job_once)
+{
+    enum { JOBS = 200, THREADS = 3 };
+    struct source s = new_source(2u << 20);
+    struct md5_job jobs[JOBS];
+    for (unsigned i = 0; i < JOBS; i++)
+        jobs[i] = (struct md5_job){ .offset = 4099u * i, .bytes = 1000u + 977u * (i % 50) };
+    struct md5_queue q = { .jobs = jobs, .n_jobs = JOBS, .read = read_source, .read_arg = &s };
+    atomic_init(&q.next, 0);
+    pthread_t t[THREADS];
+    struct shared_run r[THREADS];
+    for (unsigned i = 0; i < THREADS; i++) {
+        r[i] = (struct shared_run){ .q = &q };
+        ck_assert_int_eq(pthread_create(&t[i], NULL, run_shared, &r[i]), 0);
+    }
+    for (unsigned i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(r[i].rc == HPROF_OK, "%s", r[i].err.message);
+    }
+    assert_jobs_match_openssl(jobs, JOBS, &s);
+    free(s.bytes);
+}
+END_TEST
+
+START_TEST(md5_queue_stops_at_a_failed_read_and_says_where)
+{
+    struct source s = new_source(1u << 20);
+    struct md5_job jobs[40];
+    for (unsigned i = 0; i < 40; i++)
+        jobs[i] = (struct md5_job){ .offset = 20000u * i, .bytes = 20000 };
+    s.fail_at = 20000u * 7 + 5;
+    if (kernel_or_refusal(KERNELS[_i], jobs, 40, &s)) {
+        struct md5_queue q = { .jobs = jobs, .n_jobs = 40, .read = read_source, .read_arg = &s,
+                               .kernel = KERNELS[_i] };
+        struct hprof_error err = { 0 };
+        atomic_init(&q.next, 0);
+        ck_assert_int_eq(md5_queue_run(&q, &err), HPROF_ERR_IO);
+        ck_assert_str_eq(err.message, "offset 140005: read failed");
+        ck_assert_uint_eq(atomic_load(&q.next), 40); /* other threads take nothing more */
+    }
+    free(s.bytes);
+}
+END_TEST
+
+static Suite *md5_suite(void)
+{
+    Suite *s = suite_create("md5");
+    TCase *t = tcase_create("md5");
+    int kernels = sizeof KERNELS / sizeof *KERNELS;
+    tcase_add_loop_test(t, md5_of_the_rfc1321_test_suite, 0, kernels);
+    tcase_add_loop_test(t, md5_matches_openssl_at_every_length_around_block_and_buffer_ends, 0,
+                        kernels);
+    tcase_add_loop_test(t, md5_of_a_job_begun_on_the_lanes_and_finished_alone, 0, kernels);
+    tcase_add_test(t, md5_threads_sharing_a_queue_hash_each_job_once);
+    tcase_add_loop_test(t, md5_queue_stops_at_a_failed_read_and_says_where, 0, kernels);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(md5_suite());
+}
