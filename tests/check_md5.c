@@ -1,9 +1,10 @@
 /*
  * check_md5.c - MD5 of many buffers at once (src/common/md5_lanes.c) gives
  * what OpenSSL's MD5 gives, for every kernel this machine can run: at every
- * length around a block's and a lane buffer's end, with lanes full and
+ * length around a block's and a lane's chunk's end, with lanes full and
  * draining, with a job begun on the lanes and finished alone, and with
- * threads sharing a queue; and a failed read stops the queue.
+ * threads sharing a queue; viewed in place or read into the lanes'
+ * buffers; and a failed read stops the queue.
  */
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -15,28 +16,42 @@
 
 static const enum md5_kernel KERNELS[] = { MD5_KERNEL_PORTABLE, MD5_KERNEL_AVX512,
                                            MD5_KERNEL_BEST };
+enum { N_KERNELS = sizeof KERNELS / sizeof *KERNELS };
+/* Loop tests run every kernel on a source viewed in place, then copied. */
+#define KERNEL KERNELS[_i % N_KERNELS]
+#define COPIED (_i / N_KERNELS)
 
-/* The source: a buffer of pseudo-random bytes. */
+/* The source: a buffer of pseudo-random bytes, viewed in place (as a
+ * mapping is) or copied into the lane's buffer (as pread() does). */
 struct source {
     uint8_t *bytes;
     size_t size;
-    uint64_t fail_at; /* a read covering this offset fails (UINT64_MAX: none) */
+    uint64_t fail_at;       /* a view covering this offset fails (UINT64_MAX: none) */
+    int copy;
+    atomic_ullong viewed; /* bytes */
 };
 
-static int read_source(void *arg, uint64_t offset, void *buf, size_t len, struct hprof_error *err)
+static int view_source(void *arg, uint64_t offset, size_t len, uint8_t *buf, const uint8_t **p,
+                       struct hprof_error *err)
 {
     struct source *s = arg;
     ck_assert_uint_le(offset + len, s->size);
     if (s->fail_at >= offset && s->fail_at < offset + len)
         return hprof_error_set(err, HPROF_ERR_IO, "offset %llu: read failed",
                                (unsigned long long)s->fail_at);
-    memcpy(buf, s->bytes + offset, len);
+    if (s->copy) {
+        memcpy(buf, s->bytes + offset, len);
+        *p = buf;
+    } else {
+        *p = s->bytes + offset;
+    }
+    atomic_fetch_add(&s->viewed, len);
     return HPROF_OK;
 }
 
 static struct source new_source(size_t size)
 {
-    struct source s = { malloc(size), size, UINT64_MAX };
+    struct source s = { .bytes = malloc(size), .size = size, .fail_at = UINT64_MAX };
     ck_assert_ptr_nonnull(s.bytes);
     uint64_t x = 0x9E3779B97F4A7C15ull;
     for (size_t i = 0; i < size; i++) {
@@ -60,7 +75,7 @@ static int kernel_or_refusal(enum md5_kernel kernel, struct md5_job *jobs, size_
 {
     if (md5_kernel_available(kernel))
         return 1;
-    struct md5_queue q = { .jobs = jobs, .n_jobs = n, .read = read_source, .read_arg = s,
+    struct md5_queue q = { .jobs = jobs, .n_jobs = n, .view = view_source, .source = s,
                            .kernel = kernel };
     struct hprof_error err = { 0 };
     atomic_init(&q.next, 0);
@@ -71,15 +86,19 @@ static int kernel_or_refusal(enum md5_kernel kernel, struct md5_job *jobs, size_
 
 static void run_queue(struct md5_job *jobs, size_t n, struct source *s, enum md5_kernel kernel)
 {
-    struct md5_queue q = { .jobs = jobs, .n_jobs = n, .read = read_source, .read_arg = s,
+    struct md5_queue q = { .jobs = jobs, .n_jobs = n, .view = view_source, .source = s,
                            .kernel = kernel };
     struct hprof_error err = { 0 };
     atomic_init(&q.next, 0);
     ck_assert_msg(md5_queue_run(&q, &err) == HPROF_OK, "%s", err.message);
 }
 
-static void assert_jobs_match_openssl(const struct md5_job *jobs, size_t n, const struct source *s)
+static void assert_jobs_match_openssl(const struct md5_job *jobs, size_t n, struct source *s)
 {
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += jobs[i].bytes;
+    ck_assert_uint_eq(atomic_load(&s->viewed), bytes); /* each byte viewed once */
     for (size_t i = 0; i < n; i++) {
         uint8_t want[16];
         openssl_md5(s->bytes + jobs[i].offset, (size_t)jobs[i].bytes, want);
@@ -109,12 +128,13 @@ START_TEST(md5_of_the_rfc1321_test_suite)
         s.size += strlen(text[i]);
     s.bytes = malloc(s.size + 1);
     s.fail_at = UINT64_MAX;
+    s.copy = COPIED;
     for (size_t i = 0, at = 0; i < N; at += strlen(text[i]), i++) {
         memcpy(s.bytes + at, text[i], strlen(text[i]));
         jobs[i] = (struct md5_job){ .offset = at, .bytes = strlen(text[i]) };
     }
-    if (kernel_or_refusal(KERNELS[_i], jobs, N, &s)) {
-        run_queue(jobs, N, &s, KERNELS[_i]);
+    if (kernel_or_refusal(KERNEL, jobs, N, &s)) {
+        run_queue(jobs, N, &s, KERNEL);
         for (size_t i = 0; i < N; i++) {
             char got[33];
             for (unsigned k = 0; k < 16; k++)
@@ -127,21 +147,22 @@ START_TEST(md5_of_the_rfc1321_test_suite)
 END_TEST
 
 /* Lengths 0..300 (every way a block and its padding can end) and around
- * the end of a 64 KiB lane buffer, at odd offsets; more jobs than lanes. */
+ * the end of a lane's 128 KiB chunk, at odd offsets; more jobs than lanes. */
 START_TEST(md5_matches_openssl_at_every_length_around_block_and_buffer_ends)
 {
     struct source s = new_source(8u << 20);
+    s.copy = COPIED;
     size_t n = 0;
     struct md5_job *jobs = calloc(600, sizeof *jobs);
     uint64_t at = 1;
     for (uint64_t len = 0; len <= 300; len++, at += len + 3)
         jobs[n++] = (struct md5_job){ .offset = at, .bytes = len };
-    for (uint64_t len = 65536 - 72; len <= 65536 + 72; len++, at += 7)
+    for (uint64_t len = (128u << 10) - 72; len <= (128u << 10) + 72; len++, at += 7)
         jobs[n++] = (struct md5_job){ .offset = at % (4u << 20), .bytes = len };
-    jobs[n++] = (struct md5_job){ .offset = 5, .bytes = 3 * 65536 + 55 };
+    jobs[n++] = (struct md5_job){ .offset = 5, .bytes = 3 * (128u << 10) + 55 };
     jobs[n++] = (struct md5_job){ .offset = 0, .bytes = 4u << 20 };
-    if (kernel_or_refusal(KERNELS[_i], jobs, n, &s)) {
-        run_queue(jobs, n, &s, KERNELS[_i]);
+    if (kernel_or_refusal(KERNEL, jobs, n, &s)) {
+        run_queue(jobs, n, &s, KERNEL);
         assert_jobs_match_openssl(jobs, n, &s);
     }
     free(jobs);
@@ -154,12 +175,13 @@ END_TEST
 START_TEST(md5_of_a_job_begun_on_the_lanes_and_finished_alone)
 {
     struct source s = new_source(3u << 20);
+    s.copy = COPIED;
     struct md5_job jobs[20];
     jobs[0] = (struct md5_job){ .offset = 17, .bytes = (2u << 20) + 13 };
     for (unsigned i = 1; i < 20; i++)
         jobs[i] = (struct md5_job){ .offset = 1000u * i, .bytes = 70000u + 100u * i };
-    if (kernel_or_refusal(KERNELS[_i], jobs, 20, &s)) {
-        run_queue(jobs, 20, &s, KERNELS[_i]);
+    if (kernel_or_refusal(KERNEL, jobs, 20, &s)) {
+        run_queue(jobs, 20, &s, KERNEL);
         assert_jobs_match_openssl(jobs, 20, &s);
     }
     free(s.bytes);
@@ -186,7 +208,8 @@ START_TEST(md5_threads_sharing_a_queue_hash_each_job_once)
     struct md5_job jobs[JOBS];
     for (unsigned i = 0; i < JOBS; i++)
         jobs[i] = (struct md5_job){ .offset = 4099u * i, .bytes = 1000u + 977u * (i % 50) };
-    struct md5_queue q = { .jobs = jobs, .n_jobs = JOBS, .read = read_source, .read_arg = &s };
+    struct md5_queue q = { .jobs = jobs, .n_jobs = JOBS, .view = view_source,
+                           .source = &s };
     atomic_init(&q.next, 0);
     pthread_t t[THREADS];
     struct shared_run r[THREADS];
@@ -206,13 +229,14 @@ END_TEST
 START_TEST(md5_queue_stops_at_a_failed_read_and_says_where)
 {
     struct source s = new_source(1u << 20);
+    s.copy = COPIED;
     struct md5_job jobs[40];
     for (unsigned i = 0; i < 40; i++)
         jobs[i] = (struct md5_job){ .offset = 20000u * i, .bytes = 20000 };
     s.fail_at = 20000u * 7 + 5;
-    if (kernel_or_refusal(KERNELS[_i], jobs, 40, &s)) {
-        struct md5_queue q = { .jobs = jobs, .n_jobs = 40, .read = read_source, .read_arg = &s,
-                               .kernel = KERNELS[_i] };
+    if (kernel_or_refusal(KERNEL, jobs, 40, &s)) {
+        struct md5_queue q = { .jobs = jobs, .n_jobs = 40, .view = view_source, .source = &s,
+                               .kernel = KERNEL };
         struct hprof_error err = { 0 };
         atomic_init(&q.next, 0);
         ck_assert_int_eq(md5_queue_run(&q, &err), HPROF_ERR_IO);
@@ -227,7 +251,7 @@ static Suite *md5_suite(void)
 {
     Suite *s = suite_create("md5");
     TCase *t = tcase_create("md5");
-    int kernels = sizeof KERNELS / sizeof *KERNELS;
+    int kernels = 2 * N_KERNELS; /* in place, copied */
     tcase_add_loop_test(t, md5_of_the_rfc1321_test_suite, 0, kernels);
     tcase_add_loop_test(t, md5_matches_openssl_at_every_length_around_block_and_buffer_ends, 0,
                         kernels);

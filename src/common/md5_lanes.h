@@ -27,9 +27,10 @@ struct md5_job {
     uint8_t md5[16];    /* the result */
 };
 
-/* Reads len bytes at offset of the source into buf. */
-typedef int (*md5_read_fn)(void *arg, uint64_t offset, void *buf, size_t len,
-                           struct hprof_error *err);
+/* Points *p at len bytes at offset of the source: into a mapping of it,
+ * or into buf (room for len bytes) after reading them there. */
+typedef int (*md5_view_fn)(void *arg, uint64_t offset, size_t len, uint8_t *buf,
+                           const uint8_t **p, struct hprof_error *err);
 
 enum md5_kernel {
     MD5_KERNEL_BEST,     /* AVX-512 lanes where the CPU has them */
@@ -43,8 +44,8 @@ struct md5_queue {
     struct md5_job *jobs;
     size_t n_jobs;
     atomic_size_t next;     /* the next job to take */
-    md5_read_fn read;
-    void *read_arg;
+    md5_view_fn view;
+    void *source;           /* its first argument */
     enum md5_kernel kernel;
 };
 
@@ -55,8 +56,9 @@ int md5_kernel_available(enum md5_kernel kernel);
 unsigned md5_queue_width(const struct md5_queue *q);
 
 /* Takes jobs from q and hashes them until none is left; any number of
- * threads may run one queue.  Memory: 16 buffers of 64 KiB.
- * @return HPROF_OK, or the error of a read (the queue is then emptied, so
+ * threads may run one queue.  Memory: 16 buffers of 128 KiB, touched only
+ * by views that read into them.
+ * @return HPROF_OK, or the error of a view (the queue is then emptied, so
  * that the other threads stop at their next job) or of memory. */
 int md5_queue_run(struct md5_queue *q, struct hprof_error *err);
 
