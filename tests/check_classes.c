@@ -145,6 +145,32 @@ START_TEST(chain_completed_one_class_at_a_time_resolves_when_complete)
 }
 END_TEST
 
+/* A class the leaf's walk jumped over (its span was learnt while the root
+ * was missing) holds a running sum until its own layout is finished, which
+ * redaction does for a keep rule's class up a resolved chain: the total is
+ * then final, and the class is still not `resolved` (the eager pass 1
+ * works out each class's kind and exempt fields when it first resolves). */
+START_TEST(finishing_a_layout_gives_its_total_without_resolving_the_class)
+{
+    struct classes c;
+    struct hprof_error err = { 0 };
+    enum { N = 15 };
+    ck_assert_int_eq(classes_init(&c, 4), HPROF_OK);
+    for (unsigned i = N; i-- > 1;)
+        add_class(&c, i);
+    struct class_info *leaf = classes_find(&c, ID(N - 1));
+    ck_assert_int_eq(classes_resolve(&c, leaf, &err), HPROF_ERR_FORMAT);
+    add_class(&c, 0);
+    err = (struct hprof_error){ 0 };
+    ck_assert_int_eq(classes_resolve(&c, leaf, &err), HPROF_OK);
+    struct class_info *mid = classes_find(&c, ID(7));
+    ck_assert_int_eq(classes_finish_layout(&c, mid, &err), HPROF_OK);
+    ck_assert_uint_eq(mid->total_bytes, expected_bytes(7));
+    ck_assert(!mid->resolved);
+    classes_free(&c);
+}
+END_TEST
+
 START_TEST(cycle_is_reported_for_every_class_leading_into_it)
 {
     struct classes c;
@@ -260,6 +286,7 @@ static Suite *classes_suite(void)
     tcase_add_test(t, chain_of_200k_classes_resolves_leaf_first);
     tcase_add_test(t, chain_of_200k_classes_resolves_root_first);
     tcase_add_test(t, chain_completed_one_class_at_a_time_resolves_when_complete);
+    tcase_add_test(t, finishing_a_layout_gives_its_total_without_resolving_the_class);
     tcase_add_test(t, cycle_is_reported_for_every_class_leading_into_it);
     tcase_add_test(t, index_finds_every_class_and_no_other);
     tcase_add_test(t, dump_of_200k_chained_classes_leaf_first_verifies_and_shrinks);

@@ -228,6 +228,164 @@ START_TEST(redact_resolves_a_deep_hierarchy_once_per_class)
 }
 END_TEST
 
+/* Hand-made dumps for the keep rules (4-byte ids, every name first): class
+ * X extends Keep extends Z extends W, each with one int field but Keep,
+ * which has `key` and, with keep_fields 2, `other` (both Object).  X, Keep
+ * and Z are dumped subclass first, then an instance of X (its Keep fields
+ * refer to Strings 0 and 1), with `keep_instance` an instance of Keep (its
+ * `key` refers to String 2), and only then W: resolving X on W's arrival
+ * jumps over Keep and Z, whose span was learnt while W was missing. */
+static const char *const keep_texts[] = { "text-the-rule-keeps", "text-nobody-keeps",
+                                          "text-the-rule-keeps-in-Keep" };
+#define N_KEEP_TEXTS (sizeof keep_texts / sizeof keep_texts[0])
+static const char *const keep_key[] = { "Keep.key" };
+
+enum {
+    N_STRING = 0x10, N_X, N_KEEP, N_Z, N_W, N_VALUE, N_KEY, N_OTHER, N_PAD,
+    C_STRING = 0x100, C_X = 0x110, C_KEEP = 0x120, C_Z = 0x130, C_W = 0x140,
+    O_X = 0x500, O_KEEP = 0x510, O_STRING = 0x600, O_CHARS = 0x700,
+};
+
+/* tb_class() with the fields' names given. */
+static void named_class(struct tbuf *b, uint64_t id, uint64_t super_id, const uint64_t *names,
+                        const uint8_t *types, unsigned n)
+{
+    tb_u1(b, HPROF_CLASS_DUMP);
+    tb_id(b, id);
+    tb_u4(b, 1);
+    tb_id(b, super_id);
+    for (int i = 0; i < 5; i++)
+        tb_id(b, 0);
+    tb_u4(b, 0);
+    tb_u2(b, 0);    /* constants */
+    tb_u2(b, 0);    /* statics */
+    tb_u2(b, (uint16_t)n);
+    for (unsigned i = 0; i < n; i++) {
+        tb_id(b, names[i]);
+        tb_u1(b, types[i]);
+    }
+}
+
+static void put_id4(uint8_t *at, uint32_t id)
+{
+    for (int k = 0; k < 4; k++)
+        at[k] = (uint8_t)(id >> (24 - 8 * k));
+}
+
+/* `text` as an hprof char[] holds it: big-endian UTF-16. */
+static size_t utf16be(const char *text, uint8_t *out)
+{
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = 0;
+        out[2 * i + 1] = (uint8_t)text[i];
+    }
+    return 2 * n;
+}
+
+static char *keep_rule_dump(unsigned keep_fields, int keep_instance)
+{
+    static const uint8_t an_int[1] = { HPROF_TYPE_INT };
+    static const uint8_t objects[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
+    static const uint64_t pad[1] = { N_PAD };
+    static const uint64_t keep_names[2] = { N_KEY, N_OTHER };
+    static const uint64_t value_name[1] = { N_VALUE };
+    static const char *const names[] = { "java.lang.String", "X", "Keep", "Z", "W",
+                                         "value", "key", "other", "pad" };
+    static const uint64_t classes[][2] = { { C_STRING, N_STRING }, { C_X, N_X },
+                                           { C_KEEP, N_KEEP }, { C_Z, N_Z }, { C_W, N_W } };
+    uint8_t values[4 + 2 * 4 + 4 + 4] = { 0 };
+    uint8_t chars[64];
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+        tb_string(&b, N_STRING + i, names[i]);
+    for (unsigned i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        tb_load_class(&b, i + 1, classes[i][0], classes[i][1]);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    named_class(&b, C_STRING, 0, value_name, objects, 1);
+    named_class(&b, C_X, C_KEEP, pad, an_int, 1);
+    named_class(&b, C_KEEP, C_Z, keep_names, objects, keep_fields);
+    named_class(&b, C_Z, C_W, pad, an_int, 1);
+    /* X's int, Keep's fields, Z's int, W's int */
+    for (unsigned i = 0; i < keep_fields; i++)
+        put_id4(values + 4 + 4 * i, O_STRING + 16 * i);
+    tb_instance(&b, O_X, C_X, values, 4 + 4 * keep_fields + 4 + 4);
+    if (keep_instance) { /* Keep's fields, Z's int, W's int */
+        memset(values, 0, sizeof values);
+        put_id4(values, O_STRING + 16 * 2);
+        tb_instance(&b, O_KEEP, C_KEEP, values, 4 * keep_fields + 4 + 4);
+    }
+    named_class(&b, C_W, 0, pad, an_int, 1);
+    for (unsigned i = 0; i < N_KEEP_TEXTS; i++) {
+        uint8_t ref[4];
+        put_id4(ref, O_CHARS + 16 * i);
+        size_t n = utf16be(keep_texts[i], chars);
+        tb_instance(&b, O_STRING + 16 * i, C_STRING, ref, 4);
+        tb_prim_array(&b, O_CHARS + 16 * i, HPROF_TYPE_CHAR, (uint32_t)(n / 2), chars);
+    }
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(b.data, b.len, ".hprof");
+    tb_free(&b);
+    return path;
+}
+
+/* Shrink keep_rule_dump(keep_fields, keep_instance) with --redact
+ * --redact-keep=Keep.key: which of keep_texts are still in the output, a
+ * bit each. */
+static unsigned texts_left_by_keep_rule(unsigned keep_fields, int keep_instance)
+{
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_keep = keep_key,
+                                      .n_redact_keep = 1 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t chars[64];
+    unsigned left = 0;
+    char *path = keep_rule_dump(keep_fields, keep_instance);
+    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    for (unsigned i = 0; i < N_KEEP_TEXTS; i++)
+        if (memmem(out, len, chars, utf16be(keep_texts[i], chars)) != NULL)
+            left |= 1u << i;
+    unlink(path);
+    free(path);
+    free(out);
+    return left;
+}
+
+/* The String that X's `key` names keeps its text, as when W comes before
+ * the instance (the rule's field used to be looked for W's bytes too far
+ * into the instance, past it: X's offset of Keep's fields was taken from
+ * Keep's running sum, which missed W). */
+START_TEST(redact_keep_rule_finds_its_field_when_the_chain_completes_late)
+{
+    ck_assert_msg(texts_left_by_keep_rule(1, 0) & 1, "the String X's Keep.key names was redacted");
+}
+END_TEST
+
+/* With `other` just past `key` in Keep, only key's String keeps its text
+ * (the offset off by W's bytes exempted other's instead: a leak). */
+START_TEST(redact_keep_rule_never_exempts_a_field_it_does_not_name)
+{
+    unsigned left = texts_left_by_keep_rule(2, 0);
+    ck_assert_msg(!(left & 2), "the String of X's Keep.other kept its text");
+    ck_assert_msg(left & 1, "the String X's Keep.key names was redacted");
+}
+END_TEST
+
+/* Finishing Keep's layout for X's sake leaves Keep to be worked out on its
+ * own: an instance of Keep itself keeps the String its `key` names too
+ * (taking Keep's `resolved` mark then made the eager pass 1 skip Keep's
+ * exempt fields). */
+START_TEST(redact_keep_rule_still_applies_to_the_rule_class_itself)
+{
+    unsigned left = texts_left_by_keep_rule(1, 1);
+    ck_assert_msg(left & 4, "the String Keep's own key names was redacted");
+    ck_assert_msg(left & 1, "the String X's Keep.key names was redacted");
+}
+END_TEST
+
 static Suite *redact_suite(void)
 {
     Suite *s = suite_create("redact");
@@ -237,6 +395,9 @@ static Suite *redact_suite(void)
     tcase_add_loop_test(t, redact_keeps_shapes_counts_and_references, 0, N_FIXTURES);
     tcase_add_loop_test(t, redact_fields_zeroes_numbers_of_application_classes_only, 0, 2);
     tcase_add_test(t, redact_resolves_a_deep_hierarchy_once_per_class);
+    tcase_add_test(t, redact_keep_rule_finds_its_field_when_the_chain_completes_late);
+    tcase_add_test(t, redact_keep_rule_never_exempts_a_field_it_does_not_name);
+    tcase_add_test(t, redact_keep_rule_still_applies_to_the_rule_class_itself);
     suite_add_tcase(s, t);
     return s;
 }

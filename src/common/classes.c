@@ -184,14 +184,10 @@ static int resolve_failed(struct classes *c, size_t n, const struct class_info *
                            k->super_id);
 }
 
-int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err)
+int classes_finish_layout(struct classes *c, struct class_info *ci, struct hprof_error *err)
 {
-    if (ci->resolved)
+    if (ci->layout == LAYOUT_DONE)
         return HPROF_OK;
-    if (ci->layout == LAYOUT_DONE) {
-        ci->resolved = 1;
-        return HPROF_OK;
-    }
     size_t n = 0;
     const struct class_info *top = NULL; /* the resolved class above the path */
     for (struct class_info *k = ci;;) {
@@ -225,8 +221,16 @@ int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error
             x->up_fields = fields_at_or_above(c, above);
         x->layout = LAYOUT_DONE;
     }
-    ci->resolved = 1;
     return HPROF_OK;
+}
+
+int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err)
+{
+    if (ci->resolved)
+        return HPROF_OK;
+    int rc = classes_finish_layout(c, ci, err);
+    ci->resolved = rc == HPROF_OK;
+    return rc;
 }
 
 /* The next class up from `k` that can hold fields: once k's layout is

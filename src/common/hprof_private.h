@@ -303,6 +303,14 @@ static inline struct class_info *classes_find(const struct classes *c, uint64_t 
  * from where it stopped.  @return HPROF_OK or a format error (and the
  * class is `resolved` from its first success on). */
 int classes_resolve(struct classes *c, struct class_info *ci, struct hprof_error *err);
+/* classes_resolve() without the `resolved` mark: makes ci's layout final
+ * (total_bytes, and classes_up() jumping over classes without fields).
+ * A class up the chain of a resolved one may still hold a running sum,
+ * since a walk jumps over the middle of the spans learnt while the chain
+ * was incomplete: who reads such a class's total_bytes finishes its layout
+ * first, and leaves `resolved` to the eager pass 1, which marks with it
+ * the classes whose kind and exempt fields it has worked out. */
+int classes_finish_layout(struct classes *c, struct class_info *ci, struct hprof_error *err);
 
 /* The next class up from `k` whose fields an instance holds: once k's
  * layout is resolved, the nearest superclass with fields (those without

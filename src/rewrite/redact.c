@@ -128,16 +128,16 @@ static uint64_t rule_class_bits(const struct redaction *r, const struct class_in
  * or NULL.  Memoised for every class the walk passes, so that each class
  * is walked once whatever the depth of the hierarchy (a chain of a million
  * classes would otherwise be walked a million times). */
-static const struct class_info *rule_class_from(struct redaction *r, const struct class_info *k)
+static struct class_info *rule_class_from(struct redaction *r, struct class_info *k)
 {
     const struct classes *classes = &r->model->classes;
     size_t n = 0;
     uint64_t memo = 0;
-    const struct class_info *found = NULL;
+    struct class_info *found = NULL;
     for (; k != NULL && !idmap_get(&r->rule_class, k->id, &memo); k = classes_up(classes, k)) {
         if (n == r->cap_path) {
             size_t cap = r->cap_path ? 2 * r->cap_path : 64;
-            const struct class_info **grown = realloc(r->path, cap * sizeof *grown);
+            struct class_info **grown = realloc(r->path, cap * sizeof *grown);
             if (grown == NULL)
                 return k; /* out of memory: walk without the memo */
             r->path = grown;
@@ -156,13 +156,20 @@ static const struct class_info *rule_class_from(struct redaction *r, const struc
     return found;
 }
 
-/* Where instances of `ci` hold the fields of class `k` (up its chain) that
- * a keep rule names: into exempt_at. */
+/* Where instances of `ci` (resolved) hold the fields of class `k` (up its
+ * chain) that a keep rule names: into exempt_at.  k's fields start where
+ * the bytes of k and the classes above it do, counted from the end; but
+ * k's total_bytes is final only once its own layout is: resolving ci may
+ * have jumped over k (a span learnt while the chain was incomplete), and
+ * the bytes of the classes dumped since would then be missing from it. */
 static int exempt_fields_of(struct redaction *r, const struct class_info *ci,
-                            const struct class_info *k)
+                            struct class_info *k)
 {
-    const struct classes *classes = &r->model->classes;
+    struct classes *classes = &r->model->classes;
     uint64_t class_bits = rule_class_bits(r, k);
+    int rc = classes_finish_layout(classes, k, r->ctx->err);
+    if (rc != HPROF_OK)
+        return rc;
     uint64_t at = ci->total_bytes - k->total_bytes; /* k's own fields in ci's values */
     for (unsigned f = 0; f < k->n_fields; f++) {
         const struct class_field *fl = &classes->fields[k->first_field + f];
@@ -181,13 +188,13 @@ static int exempt_fields_of(struct redaction *r, const struct class_info *ci,
     return HPROF_OK;
 }
 
-int redact_resolve_class(struct redaction *r, const struct class_info *ci)
+int redact_resolve_class(struct redaction *r, struct class_info *ci)
 {
     const struct classes *classes = &r->model->classes;
     const struct idmap *class_names = &r->model->class_names;
     if (r->n_rules > 0) {
         size_t start = r->n_exempt_at;
-        for (const struct class_info *k = rule_class_from(r, ci); k != NULL;
+        for (struct class_info *k = rule_class_from(r, ci); k != NULL;
              k = rule_class_from(r, classes_up(classes, k))) {
             int rc = exempt_fields_of(r, ci, k);
             if (rc != HPROF_OK)

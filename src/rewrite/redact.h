@@ -32,7 +32,7 @@ struct redaction {
     struct idmap rule_names;    /* STRING id -> bits: 2i class, 2i+1 field of rule i */
     struct idmap exempt_fields; /* class id -> start << 16 | count in exempt_at */
     struct idmap rule_class;    /* class id -> nearest class up that a rule names, or 0 */
-    const struct class_info **path; /* scratch of rule_class_from() */
+    struct class_info **path;   /* scratch of rule_class_from() */
     size_t cap_path;
     int64_t *exempt_at;         /* offsets of fields whose Strings keep their text */
     size_t n_exempt_at, cap_exempt_at;
@@ -52,7 +52,7 @@ void redact_free(struct redaction *r);
 int redact_note_string(struct redaction *r, const struct hprof_string *s);
 /* Where instances of `ci` (resolved) hold a rule's field, and whether `ci`
  * is the application's. */
-int redact_resolve_class(struct redaction *r, const struct class_info *ci);
+int redact_resolve_class(struct redaction *r, struct class_info *ci);
 int redact_resolve_classes(struct redaction *r);
 /* A kept instance: the Strings its rule fields name. */
 int redact_resolve_instance(struct redaction *r, const struct hprof_instance *o);
