@@ -799,15 +799,16 @@ int bitmaps_digest_located(struct bitmaps *b, int *digest_pass, int *merge)
 
 /* Byte-for-byte comparison of two candidates' contents in the input (with
  * pread(), so that no page stays mapped). */
-static int same_contents(struct bitmaps *b, const struct candidate *x, const struct candidate *y,
-                         uint8_t *buf_x, uint8_t *buf_y, int *same)
+static int same_contents(const struct hprof_reader *r, const struct candidate *x,
+                         const struct candidate *y, uint8_t *buf_x, uint8_t *buf_y, int *same,
+                         struct hprof_error *err)
 {
     *same = 1;
     for (uint64_t at = 0; at < x->bytes; at += COMPARE_BUFFER) {
         size_t n = x->bytes - at < COMPARE_BUFFER ? (size_t)(x->bytes - at) : COMPARE_BUFFER;
-        int rc = reader_pread_unmapped(b->ctx->reader, x->data_offset + at, buf_x, n, b->ctx->err);
+        int rc = reader_pread_unmapped(r, x->data_offset + at, buf_x, n, err);
         if (rc == HPROF_OK)
-            rc = reader_pread_unmapped(b->ctx->reader, y->data_offset + at, buf_y, n, b->ctx->err);
+            rc = reader_pread_unmapped(r, y->data_offset + at, buf_y, n, err);
         if (rc != HPROF_OK)
             return rc;
         if (memcmp(buf_x, buf_y, n) != 0) {
@@ -818,49 +819,145 @@ static int same_contents(struct bitmaps *b, const struct candidate *x, const str
     return HPROF_OK;
 }
 
-/* Group digested candidates; within a group (same type, length, MD5) each
- * member is compared with the group's distinct contents so far and merged
- * into the first equal one, which is the earliest in the file.  An MD5
- * match alone never merges. */
+/* The merge's comparisons, a group (same type, length, MD5) at a time on
+ * every thread; what each candidate merges into is applied in order after,
+ * so the plan and the counts are those of one thread. */
+struct merge_work {
+    struct bitmaps *b;
+    size_t *groups;         /* [start, end) pairs of groups of two or more */
+    size_t n_groups;
+    size_t *original;       /* per candidate: the index + 1 it merges into, or 0 */
+    atomic_size_t next;
+};
+
+struct merge_worker {
+    struct merge_work *mw;
+    pthread_t thread;
+    int started, rc;
+    size_t failed;          /* the group it failed on */
+    struct hprof_error err;
+};
+
+/* Each member is compared with the group's distinct contents so far and
+ * merges into the first equal one, which is the earliest in the file. */
+static int merge_group(struct merge_work *mw, size_t start, size_t end, uint8_t *buf_x,
+                       uint8_t *buf_y, struct hprof_error *err)
+{
+    const struct candidate *cand = mw->b->cand;
+    for (size_t m = start + 1; m < end; m++)
+        for (size_t k = start; k < m; k++) {
+            int same = 0;
+            if (mw->original[k] != 0)
+                continue; /* merged itself: not a distinct content */
+            int rc = same_contents(mw->b->ctx->reader, &cand[k], &cand[m], buf_x, buf_y, &same,
+                                   err);
+            if (rc != HPROF_OK)
+                return rc;
+            if (same) {
+                mw->original[m] = k + 1;
+                break;
+            }
+        }
+    return HPROF_OK;
+}
+
+static void *merge_main(void *arg)
+{
+    struct merge_worker *w = arg;
+    struct merge_work *mw = w->mw;
+    uint8_t *buf_x = malloc(COMPARE_BUFFER), *buf_y = malloc(COMPARE_BUFFER);
+    w->rc = buf_x && buf_y ? HPROF_OK : hprof_error_set(&w->err, HPROF_ERR_NOMEM, "out of memory");
+    w->failed = SIZE_MAX;
+    while (w->rc == HPROF_OK) {
+        size_t g = atomic_fetch_add_explicit(&mw->next, 1, memory_order_relaxed);
+        if (g >= mw->n_groups)
+            break;
+        w->rc = merge_group(mw, mw->groups[2 * g], mw->groups[2 * g + 1], buf_x, buf_y, &w->err);
+        if (w->rc != HPROF_OK)
+            w->failed = g;
+    }
+    /* the others take no new group; those before this one are all taken,
+     * so the first failure in file order is among the workers' */
+    if (w->rc != HPROF_OK)
+        atomic_store_explicit(&mw->next, mw->n_groups, memory_order_relaxed);
+    free(buf_x);
+    free(buf_y);
+    return NULL;
+}
+
+/* Run the comparisons of mw on up to ctx->threads threads (the caller is
+ * one), a thread for at least every 4 MiB to compare. */
+static int compare_groups(struct bitmaps *b, struct merge_work *mw, uint64_t bytes)
+{
+    unsigned n = b->ctx->threads ? b->ctx->threads : 1;
+    if (bytes / (4u << 20) + 1 < n)
+        n = (unsigned)(bytes / (4u << 20)) + 1;
+    if (mw->n_groups < n)
+        n = mw->n_groups > 0 ? (unsigned)mw->n_groups : 1;
+    struct merge_worker *w = calloc(n, sizeof *w);
+    if (w == NULL)
+        return nomem(b);
+    atomic_init(&mw->next, 0);
+    for (unsigned i = 0; i < n; i++) {
+        w[i].mw = mw;
+        w[i].started = i > 0 && pthread_create(&w[i].thread, NULL, merge_main, &w[i]) == 0;
+    }
+    merge_main(&w[0]); /* the caller compares too; unstarted threads' share falls to it */
+    struct merge_worker *first = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        if (w[i].started)
+            pthread_join(w[i].thread, NULL);
+        if (w[i].rc != HPROF_OK && (first == NULL || w[i].failed < first->failed))
+            first = &w[i];
+    }
+    int rc = first ? hprof_error_set(b->ctx->err, first->rc, "%s", first->err.message) : HPROF_OK;
+    free(w);
+    return rc;
+}
+
+/* Group digested candidates by type, length and MD5; within a group each
+ * member merges into the first earlier one with equal bytes.  An MD5 match
+ * alone never merges. */
 int bitmaps_merge(struct bitmaps *b)
 {
     struct hprof_shrink_stats *st = b->ctx->stats;
-    uint8_t *buf_x = malloc(COMPARE_BUFFER), *buf_y = malloc(COMPARE_BUFFER);
-    int rc = buf_x && buf_y ? HPROF_OK : nomem(b);
+    struct merge_work mw = { .b = b };
+    uint64_t bytes = 0;
     qsort(b->cand, b->n_cand, sizeof *b->cand, compare_candidates);
+    mw.groups = malloc(b->n_cand * sizeof *mw.groups + 1);
+    mw.original = calloc(b->n_cand + 1, sizeof *mw.original);
+    int rc = mw.groups && mw.original ? HPROF_OK : nomem(b);
     for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++)
         if (idmap_put(&b->candidates, b->cand[i].id, i + 1) != HPROF_OK)
             rc = nomem(b);
     for (size_t start = 0, end; rc == HPROF_OK && start < b->n_cand; start = end) {
         for (end = start + 1; end < b->n_cand && same_key(&b->cand[start], &b->cand[end]);)
             end++;
-        for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
-            struct candidate *copy = &b->cand[m], *original = NULL;
-            for (size_t k = start; k < m && rc == HPROF_OK && original == NULL; k++) {
-                int same = 0;
-                if (idmap_has(&b->remap, b->cand[k].id))
-                    continue; /* merged itself: not a distinct content */
-                rc = same_contents(b, &b->cand[k], copy, buf_x, buf_y, &same);
-                if (same)
-                    original = &b->cand[k];
-            }
-            if (rc != HPROF_OK || original == NULL)
-                continue;
-            if (idmap_put(&b->remap, copy->id, original->id) != HPROF_OK ||
-                (!idmap_has(&b->pinned, copy->id) &&
-                 idmap_put(&b->dropped, copy->id, 0) != HPROF_OK)) {
-                rc = nomem(b);
-                break;
-            }
-            if (!original->has_copies)
-                st->bitmap_groups++;
-            original->has_copies = 1;
-            st->bitmap_duplicates.count++;
-            st->bitmap_duplicates.bytes += copy->bytes;
+        if (end - start > 1) { /* at most n_cand / 2 groups: two slots each fit */
+            mw.groups[2 * mw.n_groups] = start;
+            mw.groups[2 * mw.n_groups++ + 1] = end;
+            bytes += (end - start) * b->cand[start].bytes;
         }
     }
-    free(buf_x);
-    free(buf_y);
+    if (rc == HPROF_OK && mw.n_groups > 0)
+        rc = compare_groups(b, &mw, bytes);
+    for (size_t m = 0; rc == HPROF_OK && m < b->n_cand; m++) {
+        if (mw.original[m] == 0)
+            continue;
+        struct candidate *copy = &b->cand[m], *original = &b->cand[mw.original[m] - 1];
+        if (idmap_put(&b->remap, copy->id, original->id) != HPROF_OK ||
+            (!idmap_has(&b->pinned, copy->id) && idmap_put(&b->dropped, copy->id, 0) != HPROF_OK)) {
+            rc = nomem(b);
+            break;
+        }
+        if (!original->has_copies)
+            st->bitmap_groups++;
+        original->has_copies = 1;
+        st->bitmap_duplicates.count++;
+        st->bitmap_duplicates.bytes += copy->bytes;
+    }
+    free(mw.groups);
+    free(mw.original);
     return rc;
 }
 
