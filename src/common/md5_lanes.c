@@ -118,11 +118,12 @@ static void md5_blocks_portable(uint32_t h[4], const uint8_t *p, size_t blocks)
 /* Word w of every lane's block in m[w], lane l in element l: a 16 x 16
  * transpose of the blocks, in four rounds of shuffles. */
 __attribute__((target("avx512f"))) static inline void transpose16(__m512i m[16],
-                                                                   const uint8_t *const p[LANES])
+                                                                   const uint8_t *const p[LANES],
+                                                                   size_t at)
 {
     __m512i r[16], t[16];
     for (unsigned l = 0; l < 16; l++)
-        r[l] = _mm512_loadu_si512((const void *)p[l]);
+        r[l] = _mm512_loadu_si512((const void *)(p[l] + at));
     for (unsigned i = 0; i < 16; i += 2) { /* pairs of lanes, words interleaved */
         t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
@@ -153,13 +154,9 @@ __attribute__((target("avx512f"))) static void md5_blocks_avx512(uint32_t h[4][L
 {
     __m512i A = _mm512_loadu_si512(h[0]), B = _mm512_loadu_si512(h[1]);
     __m512i C = _mm512_loadu_si512(h[2]), D = _mm512_loadu_si512(h[3]);
-    const uint8_t *at[LANES];
-    memcpy(at, p, sizeof at);
-    for (; blocks > 0; blocks--) {
+    for (size_t at = 0; at < 64 * blocks; at += 64) {
         __m512i m[16];
-        transpose16(m, at);
-        for (unsigned l = 0; l < LANES; l++)
-            at[l] += 64;
+        transpose16(m, p, at);
         __m512i a = A, b = B, c = C, d = D;
         MD5_STEPS(F16, G16, H16, I16);
         A = _mm512_add_epi32(A, a);
