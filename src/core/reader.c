@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,12 +167,22 @@ static int fail(struct hprof_reader *r, int code, uint64_t offset, const char *w
                            where(r, w, sizeof w), what);
 }
 
-#define FAILF(r, code, offset, ...)                                     \
-    do {                                                                \
-        char msg_[256];                                                 \
-        snprintf(msg_, sizeof msg_, __VA_ARGS__);                       \
-        return fail((r), (code), (offset), msg_);                       \
-    } while (0)
+/* fail() with a formatted message.  Out of line and cold: formatted in
+ * place, each message gave the reader that can fail a 256-byte buffer on
+ * its stack, and stack frames that large keep GCC from inlining the
+ * per-record readers into their loop (--param large-stack-frame-growth). */
+__attribute__((cold, format(printf, 4, 5)))
+static int failf(struct hprof_reader *r, int code, uint64_t offset, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail(r, code, offset, msg);
+}
+
+#define FAILF(r, code, offset, ...) return failf((r), (code), (offset), __VA_ARGS__)
 
 /* A visitor returned an error: keep its message, or say which record. */
 static int visitor_failed(struct hprof_reader *r, int rc)
