@@ -27,9 +27,18 @@ enum known_name {
     NAME_COUNT
 };
 
+/* Bit n set: some known name is n bytes long (all are under 64). */
+extern const uint64_t known_name_lengths;
+enum known_name known_name_lookup(const uint8_t *text, size_t length);
+
 /* The code of the name `text` (`length` bytes, not NUL-terminated), or
  * NAME_NONE.  Cheap for the names it does not know: every STRING record of
- * a dump comes here. */
-enum known_name known_name(const uint8_t *text, size_t length);
+ * a dump comes here, and most are ruled out by their length, inline. */
+static inline enum known_name known_name(const uint8_t *text, size_t length)
+{
+    if (length >= 64 || !(known_name_lengths >> length & 1))
+        return NAME_NONE;
+    return known_name_lookup(text, length);
+}
 
 #endif
