@@ -79,14 +79,13 @@ static int walk_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
     return rc;
 }
 
-/* Instance `o` of class `ci`, whose layout it has been checked against. */
-static int resolve_checked(struct collect *c, const struct hprof_instance *o, struct class_info *ci)
+/* Instance `o` of class `ci`, whose layout it has been checked against,
+ * known not to be a system object. */
+static int resolve_kept(struct collect *c, const struct hprof_instance *o, struct class_info *ci)
 {
     struct rewrites *rw = c->rw;
     const struct kind_layout *k;
     struct field_walk walk = { rw, -1 };
-    if (system_heaps_has(&rw->system, o->id))
-        return HPROF_OK; /* dropped or hollow: what it refers to does not matter */
     int rc = redact_resolve_instance(&rw->redact, o);
     int kind = rc == HPROF_OK ? model_kind(&rw->model, o->class_id, &k) : NAME_NONE;
     if (kind == NAME_CLASS_STRING &&
@@ -98,6 +97,14 @@ static int resolve_checked(struct collect *c, const struct hprof_instance *o, st
         return rc;
     rc = classes_each_ref(&rw->model.classes, ci, o->values, o->length, walk_field, &walk);
     return rc == HPROF_ERR_NOMEM ? nomem(c) : rc;
+}
+
+/* The same for any instance. */
+static int resolve_checked(struct collect *c, const struct hprof_instance *o, struct class_info *ci)
+{
+    if (system_heaps_has(&c->rw->system, o->id))
+        return HPROF_OK; /* dropped or hollow: what it refers to does not matter */
+    return resolve_kept(c, o, ci);
 }
 
 static int resolve_object_array(struct collect *c, const struct hprof_object_array *a)
@@ -272,7 +279,7 @@ static int collect_instance(struct hprof_visitor *v, const struct hprof_instance
         abandon_eager(c); /* pass 2 will say what is wrong */
         return HPROF_OK;
     }
-    return resolve_checked(c, o, ci);
+    return resolve_kept(c, o, ci); /* not a system object: looked up above */
 }
 
 static int collect_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
