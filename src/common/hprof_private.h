@@ -57,13 +57,27 @@ static inline uint8_t *put_u2(uint8_t *p, uint16_t v)
     return p + 2;
 }
 
+/* put_u4() and put_u8() store the value once, byte-swapped, rather than
+ * byte by byte: GCC did not merge the byte stores in the writer's headers
+ * (a uint8_t store may alias the record being written, so each field was
+ * read and shifted apart), which cost it about 90 instructions per
+ * instance. */
 static inline uint8_t *put_u4(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    __builtin_memcpy(p, &v, 4);
     return p + 4;
+}
+
+static inline uint8_t *put_u8(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    __builtin_memcpy(p, &v, 8);
+    return p + 8;
 }
 
 static inline uint8_t *put_value(uint8_t *p, uint64_t v, unsigned size)
@@ -75,9 +89,12 @@ static inline uint8_t *put_value(uint8_t *p, uint64_t v, unsigned size)
     return p + size;
 }
 
+/* An identifier of 4 or 8 bytes (what readers and writers accept), as
+ * get_id() reads it: put_value()'s loop over an unknown size cost the
+ * writer about 35 instructions per 8-byte id, and ids are in every record. */
 static inline uint8_t *put_id(uint8_t *p, uint64_t id, unsigned id_size)
 {
-    return put_value(p, id, id_size);
+    return id_size == 4 ? put_u4(p, (uint32_t)id) : put_u8(p, id);
 }
 
 /* hprof_type_size(), inline for the per-field and per-array paths. */

@@ -25,20 +25,22 @@
     X("mRecycled", NAME_FIELD_RECYCLED)
 #define NAME_ENTRY(text, code) { text, sizeof text - 1, code },
 #define NAME_LENGTH_BIT(text, code) 1ull << (sizeof text - 1) |
+#define NAME_FIRST_BIT(text, code) 1ull << (text[0] & 63) |
 
-enum known_name known_name(const uint8_t *text, size_t length)
+const uint64_t known_name_lengths = KNOWN_NAMES(NAME_LENGTH_BIT) 0;
+const uint64_t known_name_firsts = KNOWN_NAMES(NAME_FIRST_BIT) 0;
+
+enum known_name known_name_lookup(const uint8_t *text, size_t length)
 {
     static const struct {
         const char *text;
         size_t length;
         enum known_name code;
     } names[] = { KNOWN_NAMES(NAME_ENTRY) };
-    /* first a bit per length that some name has (all are under 64) */
-    static const uint64_t lengths = KNOWN_NAMES(NAME_LENGTH_BIT) 0;
-    if (length >= 64 || !(lengths >> length & 1))
-        return NAME_NONE;
+    /* the first byte before a call to memcmp() */
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (names[i].length == length && memcmp(names[i].text, text, length) == 0)
+        if (names[i].length == length && names[i].text[0] == text[0] &&
+            memcmp(names[i].text, text, length) == 0)
             return names[i].code;
     return NAME_NONE;
 }

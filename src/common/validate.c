@@ -256,7 +256,9 @@ int objcheck_confirm(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t 
 
 /* ---- As a visitor ------------------------------------------------------------ */
 
-static int check(struct objcheck_visitor *v, uint64_t id, uint64_t offset, uint8_t subtag)
+/* Inline: it runs for every object of the first pass, and with four
+ * callers GCC kept it out of line (a call and a switch more per object). */
+static inline int check(struct objcheck_visitor *v, uint64_t id, uint64_t offset, uint8_t subtag)
 {
     switch (v->mode) {
     case OBJCHECK_ADD: return objcheck_add_fast(v->oc, id, offset, subtag, v->err);

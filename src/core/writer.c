@@ -266,6 +266,11 @@ static int array_data(struct hprof_writer *w, const uint8_t *data, size_t len)
                                "writer: array 0x%" PRIx64 " got more data than its count",
                                w->array_id);
     w->array_left -= len;
+    /* An empty array, as --arrays=empty makes most: nothing to write, and
+     * hprof_sink_write(), where sink_put() sends 0 bytes, would only check
+     * that the sink is still usable. */
+    if (len == 0 && !w->sink->failed && !w->sink->finished)
+        return HPROF_OK;
     if (w->array_direct || w->streaming) { /* counted in seg_len by stream() */
         uint64_t at = (uintptr_t)data - w->copy_map;
         if (w->copy_fd >= 0 && len >= COPY_MIN && (uintptr_t)data >= w->copy_map &&

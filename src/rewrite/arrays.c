@@ -36,7 +36,7 @@ static struct rewrite_filter *self(struct hprof_visitor *v)
     return (struct rewrite_filter *)v;
 }
 
-static uint64_t array_bytes(const struct rewrite_filter *f, const struct hprof_primitive_array *a)
+static inline uint64_t array_bytes(const struct rewrite_filter *f, const struct hprof_primitive_array *a)
 {
     return (uint64_t)a->count * type_size(a->type, f->plan->ids);
 }

@@ -19,9 +19,10 @@ static int nomem(const struct collect *c)
 
 static const struct hprof_visitor_ops pass_1_ops, resolve_ops;
 
-void collect_init(struct collect *c, const struct rewrite_ctx *ctx, struct rewrites *rw)
+void collect_init(struct collect *c, const struct rewrite_ctx *ctx, struct rewrites *rw,
+                  struct objcheck *ids_seen)
 {
-    *c = (struct collect){ .ctx = ctx, .rw = rw };
+    *c = (struct collect){ .ctx = ctx, .rw = rw, .ids_seen = ids_seen };
     c->pass_1.ops = &pass_1_ops;
     c->resolve.ops = &resolve_ops;
     idlist_init(&c->deferred);
@@ -78,14 +79,13 @@ static int walk_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
     return rc;
 }
 
-/* Instance `o` of class `ci`, whose layout it has been checked against. */
-static int resolve_checked(struct collect *c, const struct hprof_instance *o, struct class_info *ci)
+/* Instance `o` of class `ci`, whose layout it has been checked against,
+ * known not to be a system object. */
+static int resolve_kept(struct collect *c, const struct hprof_instance *o, struct class_info *ci)
 {
     struct rewrites *rw = c->rw;
     const struct kind_layout *k;
     struct field_walk walk = { rw, -1 };
-    if (system_heaps_has(&rw->system, o->id))
-        return HPROF_OK; /* dropped or hollow: what it refers to does not matter */
     int rc = redact_resolve_instance(&rw->redact, o);
     int kind = rc == HPROF_OK ? model_kind(&rw->model, o->class_id, &k) : NAME_NONE;
     if (kind == NAME_CLASS_STRING &&
@@ -97,6 +97,14 @@ static int resolve_checked(struct collect *c, const struct hprof_instance *o, st
         return rc;
     rc = classes_each_ref(&rw->model.classes, ci, o->values, o->length, walk_field, &walk);
     return rc == HPROF_ERR_NOMEM ? nomem(c) : rc;
+}
+
+/* The same for any instance. */
+static int resolve_checked(struct collect *c, const struct hprof_instance *o, struct class_info *ci)
+{
+    if (system_heaps_has(&c->rw->system, o->id))
+        return HPROF_OK; /* dropped or hollow: what it refers to does not matter */
+    return resolve_kept(c, o, ci);
 }
 
 static int resolve_object_array(struct collect *c, const struct hprof_object_array *a)
@@ -124,6 +132,13 @@ static int resolve_object_array(struct collect *c, const struct hprof_object_arr
 }
 
 /* ---- Pass 1 ----------------------------------------------------------------- */
+
+/* Object `id`, dumped at `offset` by a sub-record `subtag`, into the
+ * duplicate check (see collect_init()). */
+static inline int add_object_id(struct collect *c, uint64_t id, uint64_t offset, uint8_t subtag)
+{
+    return objcheck_add_fast(c->ids_seen, id, offset, subtag, c->ctx->err);
+}
 
 static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
 {
@@ -195,7 +210,10 @@ static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_
 {
     struct collect *c = from_pass_1(v);
     struct rewrites *rw = c->rw;
-    int rc = classes_add(&rw->model.classes, cd, c->ctx->err);
+    int rc = add_object_id(c, cd->id, cd->offset, HPROF_CLASS_DUMP);
+    if (rc != HPROF_OK)
+        return rc;
+    rc = classes_add(&rw->model.classes, cd, c->ctx->err);
     bitmaps_note_class_dump(&rw->bitmaps, cd);
     if (rc != HPROF_OK || c->eager == EAGER_ABANDONED)
         return rc;
@@ -222,8 +240,10 @@ static int start_eager(struct collect *c)
 /* Objects of the zygote and image heaps are dropped unless asked not to.
  * A kept object that refers to one makes it a stand-in, so every such
  * object must be known before a kept object's references are looked at:
- * one that comes after a kept object ends eager resolution. */
-static int note_heap(struct collect *c, uint64_t id)
+ * one that comes after a kept object ends eager resolution.  Inline in
+ * each callback, start_eager() out of line: called for every object, on
+ * its own it needed a frame for start_eager()'s loop, half its cost. */
+static inline int note_heap(struct collect *c, uint64_t id)
 {
     struct system_heaps *system = &c->rw->system;
     if (system_heaps_drops(system, c->heap)) {
@@ -240,7 +260,9 @@ static int note_heap(struct collect *c, uint64_t id)
 static int collect_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
     struct collect *c = from_pass_1(v);
-    int rc = note_heap(c, o->id);
+    int rc = add_object_id(c, o->id, o->offset, HPROF_INSTANCE_DUMP);
+    if (rc == HPROF_OK)
+        rc = note_heap(c, o->id);
     if (rc != HPROF_OK || c->eager != EAGER_ON || system_heaps_has(&c->rw->system, o->id))
         return rc;
     struct class_info *ci = classes_find(&c->rw->model.classes, o->class_id);
@@ -257,13 +279,16 @@ static int collect_instance(struct hprof_visitor *v, const struct hprof_instance
         abandon_eager(c); /* pass 2 will say what is wrong */
         return HPROF_OK;
     }
-    return resolve_checked(c, o, ci);
+    return resolve_kept(c, o, ci); /* not a system object: looked up above */
 }
 
 static int collect_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
 {
     struct collect *c = from_pass_1(v);
-    int rc = a->first == 0 ? note_heap(c, a->id) : HPROF_OK;
+    int rc = HPROF_OK;
+    if (a->first == 0 &&
+        (rc = add_object_id(c, a->id, a->offset, HPROF_OBJECT_ARRAY_DUMP)) == HPROF_OK)
+        rc = note_heap(c, a->id);
     if (rc != HPROF_OK)
         return rc;
     return c->eager == EAGER_ON ? resolve_object_array(c, a) : HPROF_SKIP;
@@ -272,7 +297,9 @@ static int collect_object_array(struct hprof_visitor *v, const struct hprof_obje
 static int collect_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
 {
     struct collect *c = from_pass_1(v);
-    int rc = note_heap(c, a->id);
+    int rc = add_object_id(c, a->id, a->offset, a->tag); /* the first chunk: the rest is skipped */
+    if (rc == HPROF_OK)
+        rc = note_heap(c, a->id);
     if (rc == HPROF_OK)
         rc = bitmaps_note_primitive_array(&c->rw->bitmaps, a);
     if (rc == HPROF_OK && c->eager == EAGER_ON)

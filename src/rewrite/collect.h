@@ -20,6 +20,7 @@
 #include "redact.h"
 #include "strings.h"
 #include "system_heaps.h"
+#include "validate.h"
 
 enum eager_state {
     EAGER_WAITING,          /* no object seen yet */
@@ -40,13 +41,18 @@ struct collect {
     struct hprof_visitor pass_1, resolve;
     const struct rewrite_ctx *ctx;
     struct rewrites *rw;
+    struct objcheck *ids_seen;  /* pass 1 adds every object id (validate.h) */
     uint32_t heap;              /* heap of the current segment */
     enum eager_state eager;
     int kept_object_seen;       /* eager: a system object now would come too late */
     struct idlist deferred;     /* eager: offsets of instances of unfinished classes */
 };
 
-void collect_init(struct collect *c, const struct rewrite_ctx *ctx, struct rewrites *rw);
+/* Pass 1 gives `ids_seen` every object id, first thing in each callback,
+ * as an objcheck_visitor in front would (the same errors, first), without
+ * a visitor's call and frame for every object. */
+void collect_init(struct collect *c, const struct rewrite_ctx *ctx, struct rewrites *rw,
+                  struct objcheck *ids_seen);
 void collect_free(struct collect *c);
 
 /* Pass 1's visitor. */

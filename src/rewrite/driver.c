@@ -44,7 +44,7 @@ struct shrink_run {
     struct shrink_plan plan;
     struct deobf_filter restore; /* --mapping: in front of the collect passes */
     struct objcheck ids_seen;   /* no object id dumped twice (validate.h) */
-    struct objcheck_visitor check;
+    struct objcheck_visitor check; /* confirms ids_seen's suspects, when pass 2 runs */
     unsigned threads;
     int pass, passes;
 };
@@ -164,9 +164,9 @@ static int collect_and_plan(struct shrink_run *run)
         names.base.next = pass_1;
         pass_1 = &names.base;
     }
-    /* every object id once: what hprof-verify checks, in bounded memory */
-    objcheck_visitor_init(&run->check, &run->ids_seen, run->ctx.err, pass_1);
-    pass_1 = &run->check.base;
+    /* every object id once: what hprof-verify checks, in bounded memory
+     * (pass 1 adds them in collect.c) */
+    objcheck_visitor_init(&run->check, &run->ids_seen, run->ctx.err, NULL);
     run->passes = 5 + run->plan.deobfuscate;
     int rc = run->plan.deobfuscate ? deobfuscate_pass(run) : HPROF_OK;
     if (rc == HPROF_OK)
@@ -225,7 +225,7 @@ static int init(struct shrink_run *run)
     struct rewrites *rw = &run->rw;
     const struct rewrite_ctx *ctx = &run->ctx;
     strings_init(&rw->strings);
-    collect_init(&run->collect, ctx, rw);
+    collect_init(&run->collect, ctx, rw, &run->ids_seen);
     if (plan_init(&run->plan) != HPROF_OK || model_init(&rw->model, ctx->ids) != HPROF_OK ||
         objcheck_init(&run->ids_seen, objcheck_filter_bytes(hprof_reader_size(ctx->reader))) !=
             HPROF_OK ||

@@ -28,16 +28,6 @@ void model_free(struct dump_model *m)
     free(m->layouts);
 }
 
-int model_note_string(struct dump_model *m, const struct hprof_string *s)
-{
-    int code = known_name(s->utf8, s->length);
-    if (code > NAME_FIELD_CODER)
-        code = NAME_NONE; /* hprof-info's names, not the shrink's */
-    m->names_seen |= 1u << code;
-    if (code != NAME_NONE && idmap_put(&m->names, s->id, (uint64_t)code) != HPROF_OK)
-        return -1;
-    return code;
-}
 
 int model_note_load_class(struct dump_model *m, const struct hprof_load_class *c)
 {

@@ -33,8 +33,19 @@ int model_init(struct dump_model *m, unsigned ids);
 void model_free(struct dump_model *m);
 
 /* A STRING record: remembered when it names something the shrink looks
- * for.  @return its code (NAME_NONE for most), or -1 out of memory. */
-int model_note_string(struct dump_model *m, const struct hprof_string *s);
+ * for.  @return its code (NAME_NONE for most), or -1 out of memory.
+ * Inline: every STRING record of pass 1 comes here, and most are no name
+ * of ours at known_name()'s first test. */
+static inline int model_note_string(struct dump_model *m, const struct hprof_string *s)
+{
+    int code = known_name(s->utf8, s->length);
+    if (code > NAME_FIELD_CODER)
+        code = NAME_NONE; /* hprof-info's names, not the shrink's */
+    m->names_seen |= 1u << code;
+    if (code != NAME_NONE && idmap_put(&m->names, s->id, (uint64_t)code) != HPROF_OK)
+        return -1;
+    return code;
+}
 int model_note_load_class(struct dump_model *m, const struct hprof_load_class *c);
 
 /* The kind of class `ci`, whose layout is resolved, and its field offsets. */
