@@ -145,7 +145,8 @@ static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
     struct collect *c = from_pass_1(v);
     struct rewrites *rw = c->rw;
     int code = model_note_string(&rw->model, s);
-    int redaction = code < 0 ? 0 : redact_note_string(&rw->redact, s);
+    int redaction =
+        code < 0 || !redact_notes_strings(&rw->redact) ? 0 : redact_note_string(&rw->redact, s);
     if (code < 0)
         return nomem(c);
     if (redaction < 0)

@@ -50,6 +50,12 @@ void redact_free(struct redaction *r);
 /* A STRING record.  @return 1 when it names something redaction looks for
  * (a rule's class or field, a system package), 0 if not, or an error. */
 int redact_note_string(struct redaction *r, const struct hprof_string *s);
+/* Does redaction look at names at all (without --redact it has no rules)?
+ * Pass 1 asks before each STRING record rather than call for nothing. */
+static inline int redact_notes_strings(const struct redaction *r)
+{
+    return r->n_rules > 0 || r->ctx->opt->redact_fields;
+}
 /* Where instances of `ci` (resolved) hold a rule's field, and whether `ci`
  * is the application's. */
 int redact_resolve_class(struct redaction *r, struct class_info *ci);
