@@ -246,26 +246,6 @@ enum {
     O_X = 0x500, O_KEEP = 0x510, O_STRING = 0x600, O_CHARS = 0x700,
 };
 
-/* tb_class() with the fields' names given. */
-static void named_class(struct tbuf *b, uint64_t id, uint64_t super_id, const uint64_t *names,
-                        const uint8_t *types, unsigned n)
-{
-    tb_u1(b, HPROF_CLASS_DUMP);
-    tb_id(b, id);
-    tb_u4(b, 1);
-    tb_id(b, super_id);
-    for (int i = 0; i < 5; i++)
-        tb_id(b, 0);
-    tb_u4(b, 0);
-    tb_u2(b, 0);    /* constants */
-    tb_u2(b, 0);    /* statics */
-    tb_u2(b, (uint16_t)n);
-    for (unsigned i = 0; i < n; i++) {
-        tb_id(b, names[i]);
-        tb_u1(b, types[i]);
-    }
-}
-
 static void put_id4(uint8_t *at, uint32_t id)
 {
     for (int k = 0; k < 4; k++)
@@ -304,10 +284,10 @@ static char *keep_rule_dump(unsigned keep_fields, int keep_instance)
     for (unsigned i = 0; i < sizeof classes / sizeof classes[0]; i++)
         tb_load_class(&b, i + 1, classes[i][0], classes[i][1]);
     tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    named_class(&b, C_STRING, 0, value_name, objects, 1);
-    named_class(&b, C_X, C_KEEP, pad, an_int, 1);
-    named_class(&b, C_KEEP, C_Z, keep_names, objects, keep_fields);
-    named_class(&b, C_Z, C_W, pad, an_int, 1);
+    tb_class_named(&b, C_STRING, 0, value_name, objects, 1);
+    tb_class_named(&b, C_X, C_KEEP, pad, an_int, 1);
+    tb_class_named(&b, C_KEEP, C_Z, keep_names, objects, keep_fields);
+    tb_class_named(&b, C_Z, C_W, pad, an_int, 1);
     /* X's int, Keep's fields, Z's int, W's int */
     for (unsigned i = 0; i < keep_fields; i++)
         put_id4(values + 4 + 4 * i, O_STRING + 16 * i);
@@ -317,7 +297,7 @@ static char *keep_rule_dump(unsigned keep_fields, int keep_instance)
         put_id4(values, O_STRING + 16 * 2);
         tb_instance(&b, O_KEEP, C_KEEP, values, 4 * keep_fields + 4 + 4);
     }
-    named_class(&b, C_W, 0, pad, an_int, 1);
+    tb_class_named(&b, C_W, 0, pad, an_int, 1);
     for (unsigned i = 0; i < N_KEEP_TEXTS; i++) {
         uint8_t ref[4];
         put_id4(ref, O_CHARS + 16 * i);

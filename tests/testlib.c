@@ -118,7 +118,8 @@ void tb_segment_end(struct tbuf *b)
     p[0] = len >> 24, p[1] = len >> 16, p[2] = len >> 8, p[3] = len;
 }
 
-void tb_class(struct tbuf *b, uint64_t id, uint64_t super_id, const uint8_t *types, unsigned n)
+void tb_class_named(struct tbuf *b, uint64_t id, uint64_t super_id, const uint64_t *names,
+                    const uint8_t *types, unsigned n)
 {
     tb_u1(b, HPROF_CLASS_DUMP);
     tb_id(b, id);
@@ -131,9 +132,14 @@ void tb_class(struct tbuf *b, uint64_t id, uint64_t super_id, const uint8_t *typ
     tb_u2(b, 0);    /* statics */
     tb_u2(b, (uint16_t)n);
     for (unsigned i = 0; i < n; i++) {
-        tb_id(b, 0x900 + i);
+        tb_id(b, names != NULL ? names[i] : 0x900 + i);
         tb_u1(b, types[i]);
     }
+}
+
+void tb_class(struct tbuf *b, uint64_t id, uint64_t super_id, const uint8_t *types, unsigned n)
+{
+    tb_class_named(b, id, super_id, NULL, types, n);
 }
 
 void tb_instance(struct tbuf *b, uint64_t id, uint64_t class_id, const void *values, uint32_t n)

@@ -63,6 +63,9 @@ void tb_segment_begin(struct tbuf *b, uint8_t tag);
 void tb_segment_end(struct tbuf *b);
 /* CLASS_DUMP with `n` instance fields of the given types (names 0x900+i). */
 void tb_class(struct tbuf *b, uint64_t id, uint64_t super_id, const uint8_t *types, unsigned n);
+/* tb_class() with the fields' name ids given (tb_class(): 0x900 + i). */
+void tb_class_named(struct tbuf *b, uint64_t id, uint64_t super_id, const uint64_t *names,
+                    const uint8_t *types, unsigned n);
 void tb_instance(struct tbuf *b, uint64_t id, uint64_t class_id, const void *values, uint32_t n);
 void tb_prim_array(struct tbuf *b, uint64_t id, uint8_t type, uint32_t count, const void *data);
 
