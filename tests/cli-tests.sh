@@ -868,6 +868,24 @@ for tool in hprof-shrink hprof-verify; do
     ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$tool cut: left a temporary file"
 done
 
+# the calling thread's share of the bitmap hashing fails while another
+# thread still hashes: every thread is waited for (a run once went on
+# without the other and crashed in its freed jobs), one line, exit 3
+"$B/hprof-synth" --scale 20 --pixels 20000000 -f "$T/px.hprof" > /dev/null
+for run in 1 2 3 4 5; do
+    set +e
+    HPROF_FAULT=pread-main:8192 LD_PRELOAD="$SHIM" "$B/hprof-shrink" -j2 "$T/px.hprof" \
+        "$T/px-out.hprof" > /dev/null 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = 3 ] || die "hashing read error, run $run: exit $got: $(cat "$T/err")"
+    grep -q 'px.hprof: offset 0x[0-9a-f]*: read: Input/output error$' "$T/err" ||
+        die "hashing read error: $(cat "$T/err")"
+    [ "$(wc -l < "$T/err")" = 1 ] || die "hashing read error: not one line: $(cat "$T/err")"
+    [ ! -e "$T/px-out.hprof" ] || die "hashing read error: left an output"
+done
+rm -f "$T/px.hprof"
+
 banner "hprof-info: counts agree with hprof-verify, hprof-shrink and the generator"
 expect 0 "$B/hprof-info" --help
 expect 2 "$B/hprof-info"

@@ -682,7 +682,7 @@ static int hash_candidates(struct bitmaps *b)
     }
     if (rc == HPROF_OK)
         hash_main(&w[0]); /* the caller hashes too; unstarted threads' share falls to it */
-    for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
+    for (unsigned i = 0; w != NULL && i < n; i++) { /* every thread, even after an error */
         if (w[i].started)
             pthread_join(w[i].thread, NULL);
         if (w[i].rc != HPROF_OK && rc == HPROF_OK)

@@ -11,6 +11,9 @@
  *   eio:N        the same with EIO
  *   truncate     a file mapped read-only is cut to half its size right after
  *                mmap(2), as another process could (the tools then get SIGBUS)
+ *   pread-main:N pread(2) of more than N bytes fails with EIO on the main
+ *                thread only: the shrink's own share of the bitmap hashing
+ *                fails while its other threads still hash
  *
  * The first two must not change the output; the others must end in exit
  * status 3, a message, and no output file.
@@ -23,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static unsigned long long written;
@@ -105,6 +109,27 @@ ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n
     if (got > 0)
         written += (unsigned long long)got;
     return got;
+}
+
+/* Programs built with _FILE_OFFSET_BITS=64 call pread64. */
+ssize_t pread64(int fd, void *buf, size_t n, off_t offset);
+ssize_t pread64(int fd, void *buf, size_t n, off_t offset)
+{
+    static ssize_t (*real_pread)(int, void *, size_t, off_t);
+    const char *mode = getenv("HPROF_FAULT");
+    if (real_pread == NULL)
+        real_pread = (ssize_t(*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread64");
+    if (mode != NULL && strncmp(mode, "pread-main:", 11) == 0 &&
+        n > strtoull(mode + 11, NULL, 10) && syscall(SYS_gettid) == getpid()) {
+        errno = EIO;
+        return -1;
+    }
+    return real_pread(fd, buf, n, offset);
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t offset)
+{
+    return pread64(fd, buf, n, offset);
 }
 
 /* Programs built with _FILE_OFFSET_BITS=64 call mmap64. */
