@@ -611,6 +611,19 @@ static int fingerprint_candidates(struct bitmaps *b)
     return rc;
 }
 
+/* How many threads (the caller one of them) for a step that reads `bytes`:
+ * up to ctx->threads, one for at least every 4 MiB (starting one costs
+ * more), and at most `most` (what there is to share out). */
+static unsigned threads_for(const struct bitmaps *b, uint64_t bytes, size_t most)
+{
+    uint64_t n = b->ctx->threads ? b->ctx->threads : 1;
+    if (bytes / (4u << 20) + 1 < n)
+        n = bytes / (4u << 20) + 1;
+    if (most < n)
+        n = most > 0 ? most : 1;
+    return (unsigned)n;
+}
+
 /* MD5 of located candidates on every core, many at once on each
  * (md5_lanes.h).  Reads go through pread(), so that no page of a mapped
  * input stays resident (a 2 GB dump's hashing held 585 MB): hashing in
@@ -655,7 +668,6 @@ static int hash_candidates(struct bitmaps *b)
     if (jobs == NULL)
         return nomem(b);
     uint64_t bytes = 0;
-    int rc = HPROF_OK;
     for (size_t i = 0; i < b->n_cand; i++) {
         struct candidate *c = &b->cand[i];
         if (c->unique_size || c->unique_print)
@@ -666,16 +678,9 @@ static int hash_candidates(struct bitmaps *b)
     qsort(jobs, q.n_jobs, sizeof *jobs, larger_first); /* lanes then finish close together */
     q.jobs = jobs;
     atomic_init(&q.next, 0);
-    /* a thread for at least every 4 MiB and every lane-full of buffers to
-     * hash: starting one costs more */
-    unsigned n = b->ctx->threads ? b->ctx->threads : 1;
-    if (bytes / (4u << 20) + 1 < n)
-        n = (unsigned)(bytes / (4u << 20)) + 1;
-    if (q.n_jobs / md5_queue_width(&q) + 1 < n)
-        n = (unsigned)(q.n_jobs / md5_queue_width(&q)) + 1;
-    struct hash_worker *w = rc == HPROF_OK ? calloc(n, sizeof *w) : NULL;
-    if (rc == HPROF_OK && w == NULL)
-        rc = nomem(b);
+    unsigned n = threads_for(b, bytes, q.n_jobs / md5_queue_width(&q) + 1); /* lane-fulls */
+    struct hash_worker *w = calloc(n, sizeof *w);
+    int rc = w != NULL ? HPROF_OK : nomem(b);
     for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
         w[i].q = &q;
         w[i].started = i > 0 && pthread_create(&w[i].thread, NULL, hash_main, &w[i]) == 0;
@@ -886,14 +891,10 @@ static void *merge_main(void *arg)
 }
 
 /* Run the comparisons of mw on up to ctx->threads threads (the caller is
- * one), a thread for at least every 4 MiB to compare. */
+ * one). */
 static int compare_groups(struct bitmaps *b, struct merge_work *mw, uint64_t bytes)
 {
-    unsigned n = b->ctx->threads ? b->ctx->threads : 1;
-    if (bytes / (4u << 20) + 1 < n)
-        n = (unsigned)(bytes / (4u << 20)) + 1;
-    if (mw->n_groups < n)
-        n = mw->n_groups > 0 ? (unsigned)mw->n_groups : 1;
+    unsigned n = threads_for(b, bytes, mw->n_groups);
     struct merge_worker *w = calloc(n, sizeof *w);
     if (w == NULL)
         return nomem(b);
