@@ -4,7 +4,9 @@
  * length around a block's and a lane's chunk's end, with lanes full and
  * draining, with a job begun on the lanes and finished alone, and with
  * threads sharing a queue; viewed in place or read into the lanes'
- * buffers; and a failed read stops the queue.
+ * buffers; and a failed read stops the queue.  Also the shrink's key for
+ * a buffer (digest_pieces_*(), src/common/digest.c): MD5 up to a piece,
+ * the MD5 of the pieces' MD5s beyond, the same however the bytes come.
  */
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -247,6 +249,89 @@ START_TEST(md5_queue_stops_at_a_failed_read_and_says_where)
 }
 END_TEST
 
+/* The sizes around the end of one piece and of several. */
+static const uint64_t PIECED_SIZES[] = {
+    0, 1, DIGEST_PIECE - 1, DIGEST_PIECE, DIGEST_PIECE + 1, 2 * DIGEST_PIECE, 3 * DIGEST_PIECE + 77,
+};
+enum { N_PIECED_SIZES = sizeof PIECED_SIZES / sizeof *PIECED_SIZES };
+
+/* The key as digest.c defines it, computed here from its definition. */
+static void key_by_definition(const uint8_t *p, uint64_t n, uint8_t out[16])
+{
+    if (n <= DIGEST_PIECE) {
+        openssl_md5(p, (size_t)n, out);
+        return;
+    }
+    size_t pieces = (size_t)((n + DIGEST_PIECE - 1) / DIGEST_PIECE);
+    uint8_t *md5s = malloc(16 * pieces);
+    ck_assert_ptr_nonnull(md5s);
+    for (size_t i = 0; i < pieces; i++) {
+        uint64_t at = i * DIGEST_PIECE, len = n - at < DIGEST_PIECE ? n - at : DIGEST_PIECE;
+        openssl_md5(p + at, (size_t)len, md5s + 16 * i);
+    }
+    openssl_md5(md5s, 16 * pieces, out);
+    free(md5s);
+}
+
+START_TEST(pieced_key_from_bytes_in_any_split_follows_its_definition)
+{
+    uint64_t size = PIECED_SIZES[_i];
+    struct source s = new_source((size_t)size + 1);
+    struct hprof_error err = { 0 };
+    struct digest *d = digest_new(&err);
+    ck_assert_ptr_nonnull(d);
+    uint8_t want[16], whole[16], split[16];
+    key_by_definition(s.bytes, size, want);
+    ck_assert_int_eq(digest_pieces_begin(d, size), HPROF_OK);
+    ck_assert_int_eq(digest_pieces_update(d, s.bytes, (size_t)size), HPROF_OK);
+    ck_assert_int_eq(digest_pieces_final(d, whole), HPROF_OK);
+    ck_assert_int_eq(digest_pieces_begin(d, size), HPROF_OK);
+    for (uint64_t at = 0; at < size; at += 65599) { /* parts that straddle the pieces */
+        size_t part = (size_t)(size - at < 65599 ? size - at : 65599);
+        ck_assert_int_eq(digest_pieces_update(d, s.bytes + at, part), HPROF_OK);
+    }
+    ck_assert_int_eq(digest_pieces_final(d, split), HPROF_OK);
+    ck_assert_mem_eq(whole, want, 16);
+    ck_assert_mem_eq(split, want, 16);
+    digest_free(d);
+    free(s.bytes);
+}
+END_TEST
+
+/* What the shrink does with a buffer hashed on the lanes: a job per piece,
+ * the key from their MD5s; it must equal the key from the bytes. */
+START_TEST(pieced_key_from_the_pieces_md5s_equals_the_key_from_the_bytes)
+{
+    uint64_t size = PIECED_SIZES[_i];
+    struct source s = new_source((size_t)size + 1);
+    struct hprof_error err = { 0 };
+    struct digest *d = digest_new(&err);
+    ck_assert_ptr_nonnull(d);
+    struct md5_job jobs[8];
+    size_t n = 0;
+    uint64_t at = 0;
+    do {
+        uint64_t len = size - at < DIGEST_PIECE ? size - at : DIGEST_PIECE;
+        jobs[n++] = (struct md5_job){ .offset = at, .bytes = len };
+        at += len;
+    } while (at < size);
+    run_queue(jobs, n, &s, MD5_KERNEL_BEST);
+    uint8_t want[16], got[16];
+    key_by_definition(s.bytes, size, want);
+    ck_assert_int_eq(digest_pieces_begin(d, size), HPROF_OK);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(digest_pieces_add(d, jobs[i].md5), HPROF_OK);
+    ck_assert_int_eq(digest_pieces_final(d, got), HPROF_OK);
+    ck_assert_mem_eq(got, want, 16);
+    if (size > DIGEST_PIECE) { /* not the plain MD5, which would be one chain */
+        openssl_md5(s.bytes, (size_t)size, want);
+        ck_assert_mem_ne(got, want, 16);
+    }
+    digest_free(d);
+    free(s.bytes);
+}
+END_TEST
+
 static Suite *md5_suite(void)
 {
     Suite *s = suite_create("md5");
@@ -258,6 +343,10 @@ static Suite *md5_suite(void)
     tcase_add_loop_test(t, md5_of_a_job_begun_on_the_lanes_and_finished_alone, 0, kernels);
     tcase_add_test(t, md5_threads_sharing_a_queue_hash_each_job_once);
     tcase_add_loop_test(t, md5_queue_stops_at_a_failed_read_and_says_where, 0, kernels);
+    tcase_add_loop_test(t, pieced_key_from_bytes_in_any_split_follows_its_definition, 0,
+                        N_PIECED_SIZES);
+    tcase_add_loop_test(t, pieced_key_from_the_pieces_md5s_equals_the_key_from_the_bytes, 0,
+                        N_PIECED_SIZES);
     suite_add_tcase(s, t);
     return s;
 }

@@ -457,12 +457,12 @@ static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_pr
         c->count = a->count;
         c->bytes = (uint64_t)a->count * type_size(a->type, b->ctx->ids);
         c->data_offset = a->data_offset;
-        rc = digest_begin(b->digest);
+        rc = digest_pieces_begin(b->digest, c->bytes);
     }
     if (rc == HPROF_OK)
-        rc = digest_update(b->digest, a->data, a->length);
+        rc = digest_pieces_update(b->digest, a->data, a->length);
     if (rc == HPROF_OK && a->first + a->length == c->bytes) {
-        rc = digest_final(b->digest, c->md5);
+        rc = digest_pieces_final(b->digest, c->md5);
         c->digested = 1;
         b->ctx->stats->bitmap_digested++;
         b->ctx->stats->bitmap_bytes_hashed += c->bytes;
@@ -658,23 +658,77 @@ static int larger_first(const void *pa, const void *pb)
     return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
+/* A candidate's pieces together, in order. */
+static int by_candidate(const void *pa, const void *pb)
+{
+    const struct md5_job *a = pa, *b = pb;
+    if (a->tag != b->tag)
+        return a->tag < b->tag ? -1 : 1;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+static int needs_hash(const struct candidate *c)
+{
+    return !c->unique_size && !c->unique_print;
+}
+
+/* The candidates that may have a twin as jobs of a piece each (see
+ * digest_pieces_begin()), or NULL when memory is short; *bytes their sum. */
+static struct md5_job *piece_jobs(const struct bitmaps *b, size_t *n_jobs, uint64_t *bytes)
+{
+    uint64_t n = 0;
+    *bytes = 0;
+    for (size_t i = 0; i < b->n_cand; i++)
+        if (needs_hash(&b->cand[i])) {
+            n += b->cand[i].bytes / DIGEST_PIECE + 1;
+            *bytes += b->cand[i].bytes;
+        }
+    struct md5_job *jobs = n < SIZE_MAX / sizeof *jobs ? malloc(n * sizeof *jobs + 1) : NULL;
+    *n_jobs = 0;
+    for (size_t i = 0; jobs != NULL && i < b->n_cand; i++) {
+        const struct candidate *c = &b->cand[i];
+        uint64_t at = 0;
+        if (needs_hash(c))
+            do {
+                uint64_t len = c->bytes - at < DIGEST_PIECE ? c->bytes - at : DIGEST_PIECE;
+                jobs[(*n_jobs)++] =
+                    (struct md5_job){ .offset = c->data_offset + at, .bytes = len, .tag = i };
+                at += len;
+            } while (at < c->bytes);
+    }
+    return jobs;
+}
+
+/* Each hashed candidate's key from its pieces' MD5s. */
+static int join_pieces(struct bitmaps *b, struct md5_job *jobs, size_t n_jobs)
+{
+    struct hprof_shrink_stats *st = b->ctx->stats;
+    qsort(jobs, n_jobs, sizeof *jobs, by_candidate);
+    for (size_t i = 0; i < n_jobs;) {
+        struct candidate *c = &b->cand[jobs[i].tag];
+        int rc = digest_pieces_begin(b->digest, c->bytes);
+        for (; rc == HPROF_OK && i < n_jobs && jobs[i].tag == (size_t)(c - b->cand); i++)
+            rc = digest_pieces_add(b->digest, jobs[i].md5);
+        if (rc == HPROF_OK)
+            rc = digest_pieces_final(b->digest, c->md5);
+        if (rc != HPROF_OK)
+            return rc;
+        c->digested = 1;
+        st->bitmap_digested++;
+        st->bitmap_bytes_hashed += c->bytes;
+    }
+    return HPROF_OK;
+}
+
 /* Hash the located candidates that may have a twin, with up to
  * ctx->threads threads (the caller is one).  @return HPROF_OK or an error. */
 static int hash_candidates(struct bitmaps *b)
 {
-    struct hprof_shrink_stats *st = b->ctx->stats;
     struct md5_queue q = { .view = read_input, .source = (void *)b->ctx->reader };
-    struct md5_job *jobs = malloc(b->n_cand * sizeof *jobs + 1);
+    uint64_t bytes;
+    struct md5_job *jobs = piece_jobs(b, &q.n_jobs, &bytes);
     if (jobs == NULL)
         return nomem(b);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < b->n_cand; i++) {
-        struct candidate *c = &b->cand[i];
-        if (c->unique_size || c->unique_print)
-            continue;
-        jobs[q.n_jobs++] = (struct md5_job){ .offset = c->data_offset, .bytes = c->bytes, .tag = i };
-        bytes += c->bytes;
-    }
     qsort(jobs, q.n_jobs, sizeof *jobs, larger_first); /* lanes then finish close together */
     q.jobs = jobs;
     atomic_init(&q.next, 0);
@@ -693,13 +747,8 @@ static int hash_candidates(struct bitmaps *b)
         if (w[i].rc != HPROF_OK && rc == HPROF_OK)
             rc = hprof_error_set(b->ctx->err, w[i].rc, "%s", w[i].err.message);
     }
-    for (size_t i = 0; rc == HPROF_OK && i < q.n_jobs; i++) {
-        struct candidate *c = &b->cand[jobs[i].tag];
-        memcpy(c->md5, jobs[i].md5, 16);
-        c->digested = 1;
-        st->bitmap_digested++;
-        st->bitmap_bytes_hashed += c->bytes;
-    }
+    if (rc == HPROF_OK)
+        rc = join_pieces(b, jobs, q.n_jobs);
     free(w);
     free(jobs);
     return rc;
