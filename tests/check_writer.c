@@ -568,12 +568,14 @@ static char *pattern_file(size_t len, uint8_t **data)
     return path;
 }
 
-/* sink_copy() into a file: the kernel copies from the input file, between
- * buffered writes, in order.  The bytes passed along are zeros here, so
- * the output shows which way each range went: from the file. */
+/* sink_copy() into a file reads from the input file, between buffered
+ * writes, in order, a range longer than the sink's buffer included.  The
+ * bytes passed along are zeros here, so the output shows which way each
+ * range went: from the file. */
 START_TEST(fd_sink_copies_file_ranges_between_its_writes)
 {
     size_t len = 3u << 20;
+    const size_t BIG = (1u << 20) + 4099;
     uint8_t *data, *zeros = calloc(1, len);
     char *in = pattern_file(len, &data), *out = tl_temp_path(".bin");
     int in_fd = open(in, O_RDONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -581,20 +583,20 @@ START_TEST(fd_sink_copies_file_ranges_between_its_writes)
     struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
     ck_assert(sink_can_copy(s));
     ck_assert_int_eq(hprof_sink_write(s, "head", 4), HPROF_OK);
-    ck_assert_int_eq(sink_copy(s, in_fd, 100, zeros, 1u << 20), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 100, zeros, BIG), HPROF_OK);
     ck_assert_int_eq(hprof_sink_write(s, "mid", 3), HPROF_OK);
     ck_assert_int_eq(sink_copy(s, in_fd, 2u << 20, zeros, 65536), HPROF_OK);
-    ck_assert_uint_eq(hprof_sink_bytes(s), 4 + (1u << 20) + 3 + 65536);
+    ck_assert_uint_eq(hprof_sink_bytes(s), 4 + BIG + 3 + 65536);
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
     close(out_fd);
     size_t got_len;
     uint8_t *got = tl_read_file(out, &got_len);
-    ck_assert_uint_eq(got_len, 4 + (1u << 20) + 3 + 65536);
+    ck_assert_uint_eq(got_len, 4 + BIG + 3 + 65536);
     ck_assert_mem_eq(got, "head", 4);
-    ck_assert_mem_eq(got + 4, data + 100, 1u << 20);
-    ck_assert_mem_eq(got + 4 + (1u << 20), "mid", 3);
-    ck_assert_mem_eq(got + 7 + (1u << 20), data + (2u << 20), 65536);
+    ck_assert_mem_eq(got + 4, data + 100, BIG);
+    ck_assert_mem_eq(got + 4 + BIG, "mid", 3);
+    ck_assert_mem_eq(got + 7 + BIG, data + (2u << 20), 65536);
     close(in_fd);
     unlink(in);
     unlink(out);
@@ -606,8 +608,8 @@ START_TEST(fd_sink_copies_file_ranges_between_its_writes)
 }
 END_TEST
 
-/* Where the kernel cannot copy it all (here: the file ends first), the
- * rest comes from the bytes passed along; a pipe never offers the copy. */
+/* Where the file cannot give it all (here: it ends first), the rest comes
+ * from the bytes passed along; a pipe never offers the copy. */
 START_TEST(fd_sink_copy_falls_back_to_the_bytes_it_was_given)
 {
     size_t len = 1u << 20;
@@ -651,6 +653,29 @@ START_TEST(fd_sink_copy_falls_back_to_the_bytes_it_was_given)
     free(out);
     free(data);
     free(given);
+}
+END_TEST
+
+/* A read of the input file that fails (here: a descriptor open only for
+ * writing) fails the copy, naming the byte where it failed. */
+START_TEST(fd_sink_copy_says_where_a_read_of_the_input_failed)
+{
+    size_t len = 1u << 16;
+    uint8_t *data;
+    char *in = pattern_file(len, &data), *out = tl_temp_path(".bin");
+    int in_fd = open(in, O_WRONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
+    ck_assert_int_eq(sink_copy(s, in_fd, 4096, data + 4096, 1000), HPROF_ERR_IO);
+    ck_assert_str_eq(err.message, "read at byte 4096: Bad file descriptor");
+    hprof_sink_free(s);
+    close(out_fd);
+    close(in_fd);
+    unlink(in);
+    unlink(out);
+    free(in);
+    free(out);
+    free(data);
 }
 END_TEST
 
@@ -1040,6 +1065,7 @@ static Suite *writer_suite(void)
     tcase_add_test(t, fd_sink_reports_a_full_disk);
     tcase_add_test(t, fd_sink_copies_file_ranges_between_its_writes);
     tcase_add_test(t, fd_sink_copy_falls_back_to_the_bytes_it_was_given);
+    tcase_add_test(t, fd_sink_copy_says_where_a_read_of_the_input_failed);
     suite_add_tcase(s, t);
     return s;
 }

@@ -483,9 +483,9 @@ int reader_mapped_file(const struct hprof_reader *r, const uint8_t **map, uint64
 /* hprof_writer_copy_input() :
  * Array contents that `w` gets straight from the mapping of `fd` (map,
  * size bytes: what reader_mapped_file() says of the reader in front of it)
- * go to a file sink as a copy the kernel makes, file to file
- * (copy_file_range), instead of through this process: pages of kept pixel
- * buffers are then never faulted in nor copied twice.  Contents a filter
+ * go to a file sink read from `fd` (pread into the sink's buffer) instead
+ * of from the mapping: pages of kept pixel buffers are then never faulted
+ * in, and mapped pages stay bounded.  Contents a filter
  * changed are elsewhere in memory and written as usual.  fd -1 stops it.
  * @return whether contents will be copied so (the sink is a file). */
 int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size, int fd);

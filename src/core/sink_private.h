@@ -17,8 +17,8 @@ struct sink_ops {
      * gone for good: a pipe, a gzip member. */
     int (*patch)(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
     /* Append the `len` bytes at `offset` of file `from`, which are also
-     * at `buf`, having the kernel copy them (sink_copy()); NULL where the
-     * sink wants the bytes themselves. */
+     * at `buf`, read from that file rather than from `buf` (sink_copy());
+     * NULL where the sink wants the bytes themselves. */
     int (*copy)(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len);
 };
 
@@ -54,11 +54,12 @@ static inline int sink_put(struct hprof_sink *s, const void *buf, size_t len)
 }
 
 /* hprof_sink_write() of `len` bytes that are also those of file `from` at
- * `offset`: a file sink has the kernel copy them, file to file, and falls
- * back to writing `buf` where it cannot (another file system, a pipe). */
+ * `offset`: a file sink reads them from there (pread), so that `buf`, a
+ * mapping, is never faulted in, and falls back to writing `buf` where the
+ * file ends early. */
 int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len);
 
-/* Whether sink_copy() has the kernel copy, rather than write the bytes. */
+/* Whether sink_copy() reads from the file, rather than write the bytes. */
 static inline int sink_can_copy(const struct hprof_sink *s)
 {
     return s->ops->copy != NULL;

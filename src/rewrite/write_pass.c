@@ -73,7 +73,7 @@ struct write_pass {
     unsigned n_workers;
     struct ordered_pool *pool;
     int failed;                 /* a job or a segment written here failed */
-    int copying;                /* the writer copies kept arrays file to file */
+    int copying;                /* the writer reads kept arrays from the input file */
 };
 
 /* ---- Counts --------------------------------------------------------------- */
@@ -400,9 +400,9 @@ static int write_pass_init(struct write_pass *wp, const struct write_pass_config
     return start_pool(wp);
 }
 
-/* Kept array contents `reader` maps go from file to file where both ends
- * are files; NULL stops it, before that reader goes.  @return whether
- * they do. */
+/* Kept array contents `reader` maps are read from its file, not from the
+ * mapping, where the output is a file; NULL stops it, before that reader
+ * goes.  @return whether they are. */
 static int copy_from(const struct write_pass_config *cfg, const struct hprof_reader *reader)
 {
     const uint8_t *map = NULL;

@@ -1,7 +1,6 @@
 /*
  * fault_write.so - an LD_PRELOAD shim that makes write(2) and pwrite(2)
  * misbehave on file descriptors >= 3 (the tools' output and spool files),
- * and copy_file_range(2) into them, which is how kept array contents go out,
  * as disks and pipes do, or truncates an input as soon as it is mapped.
  * HPROF_FAULT selects the fault:
  *
@@ -90,25 +89,6 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t offset)
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t offset)
 {
     return pwrite64(fd, buf, n, offset);
-}
-
-/* Kept array contents go from file to file: the same disk fills up. */
-ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n,
-                        unsigned flags)
-{
-    static ssize_t (*real_copy)(int, off_t *, int, off_t *, size_t, unsigned);
-    const char *mode = getenv("HPROF_FAULT");
-    if (real_copy == NULL)
-        real_copy = (ssize_t(*)(int, off_t *, int, off_t *, size_t, unsigned))dlsym(
-            RTLD_NEXT, "copy_file_range");
-    if (mode == NULL || out < 3 || n == 0)
-        return real_copy(in, in_off, out, out_off, n, flags);
-    if ((n = allowed(mode, n, 4093)) == 0)
-        return -1;
-    ssize_t got = real_copy(in, in_off, out, out_off, n, flags);
-    if (got > 0)
-        written += (unsigned long long)got;
-    return got;
 }
 
 /* Programs built with _FILE_OFFSET_BITS=64 call pread64. */
