@@ -3,7 +3,8 @@
  *
  * --android (default) models ART's writer (art/runtime/hprof/hprof.cc):
  * JAVA PROFILE 1.0.3, 4-byte ids, STRING/LOAD_CLASS/STACK_TRACE before the
- * heap, small HEAP_DUMP_SEGMENTs (at most 128 objects) each switching heaps
+ * heap, small HEAP_DUMP_SEGMENTs (at most 128 objects, ended once past 4 KiB)
+ * each switching heaps
  * with HEAP_DUMP_INFO, roots first, the image ('I'), zygote ('Z') and app
  * ('A') heaps, java.lang.String with the synthetic `value` field and its
  * char[]/byte[] right after the instance, android.graphics.Bitmap with
@@ -47,6 +48,7 @@ struct synth {
     /* The open segment. */
     int seg_open;
     unsigned seg_objects, seg_limit;
+    uint64_t seg_bytes, seg_byte_limit; /* the body so far; ART's limit */
     uint32_t seg_heap;              /* heap of the last HEAP_DUMP_INFO, ~0 none */
 
     /* Bookkeeping for --manifest. */
@@ -131,25 +133,30 @@ static void end_segment(struct synth *s)
     s->seg_open = 0;
 }
 
-/* Before each sub-record: ART starts a new segment every 128 objects, and
- * then the heap is the default one until a HEAP_DUMP_INFO says otherwise. */
-static void place(struct synth *s, uint32_t heap)
+/* Before each sub-record of `bytes` bytes: ART starts a new segment after
+ * 128 objects or once the segment's body has reached 4096 bytes (so a big
+ * array ends the segment it joins), and then the heap is the default one
+ * until a HEAP_DUMP_INFO says otherwise. */
+static void place(struct synth *s, uint32_t heap, uint64_t bytes)
 {
-    if (s->seg_open && s->seg_objects >= s->seg_limit)
+    if (s->seg_open && (s->seg_objects >= s->seg_limit || s->seg_bytes >= s->seg_byte_limit))
         end_segment(s);
     if (!s->seg_open && s->rc >= 0) {
         struct hprof_segment seg = { .tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
         s->rc = hprof_visit_heap_begin(s->out, &seg);
         s->seg_open = 1;
         s->seg_objects = 0;
+        s->seg_bytes = 0;
         s->seg_heap = ~0u;
     }
     s->seg_objects++;
+    s->seg_bytes += bytes;
     if (s->android && heap != ~0u && heap != s->seg_heap && s->rc >= 0) {
         const char *name = heap == 'Z' ? "zygote" : heap == 'I' ? "image" : "app";
         struct hprof_heap_info info = { .heap_id = heap, .name_id = string_id(s, name) };
         s->rc = hprof_visit_heap_info(s->out, &info);
         s->seg_heap = heap;
+        s->seg_bytes += 1 + 4 + s->ids;
     }
 }
 
@@ -162,7 +169,7 @@ static int is_system(uint32_t heap)
 
 static void root(struct synth *s, uint8_t tag, uint64_t id, uint32_t thread, uint32_t frame)
 {
-    place(s, ~0u);
+    place(s, ~0u, 1 + s->ids);
     struct hprof_root r = { .tag = tag, .id = id, .thread_serial = thread, .frame = frame };
     if (tag == HPROF_ROOT_JNI_GLOBAL)
         r.jni_ref = 0x70000000 + id;
@@ -185,7 +192,12 @@ static void class_dump(struct synth *s, uint32_t heap, uint64_t id, uint64_t sup
     struct hprof_field f[MAX_FIELDS];
     for (unsigned i = 0; i < n_fields; i++)
         f[i] = (struct hprof_field){ string_id(s, fields[i].name), fields[i].type };
-    place(s, heap);
+    uint64_t bytes = 1 + 7 * (uint64_t)s->ids + 4 + 4 + 2 + 2 + 2 + n_fields * (s->ids + 1u);
+    for (unsigned i = 0; i < n_constants; i++)
+        bytes += 2 + 1 + hprof_type_size(constants[i].type, s->ids);
+    for (unsigned i = 0; i < n_statics; i++)
+        bytes += s->ids + 1 + hprof_type_size(statics[i].type, s->ids);
+    place(s, heap, bytes);
     struct hprof_class_dump cd = {
         .id = id, .stack_serial = 1, .super_id = super_id, .instance_size = instance_size,
         .n_constants = (uint16_t)n_constants, .constants = constants,
@@ -213,7 +225,7 @@ static void put(struct values *v, uint64_t x, unsigned size)
 static void instance(struct synth *s, uint32_t heap, uint64_t id, uint64_t class_id,
                      const struct values *v)
 {
-    place(s, heap);
+    place(s, heap, 1 + 2 * s->ids + 8 + v->n);
     struct hprof_instance o = { .id = id, .stack_serial = 1, .class_id = class_id,
                                 .length = (uint32_t)v->n, .values = v->b };
     s->instances[!is_system(heap)]++;
@@ -232,7 +244,7 @@ static void object_array(struct synth *s, uint32_t heap, uint64_t id, uint64_t c
     for (uint32_t i = 0; i < n; i++)
         for (unsigned k = 0; k < s->ids; k++)
             bytes[(size_t)i * s->ids + k] = (uint8_t)(elements[i] >> (8 * (s->ids - 1 - k)));
-    place(s, heap);
+    place(s, heap, 1 + 2 * s->ids + 8 + (uint64_t)n * s->ids);
     struct hprof_object_array a = { .id = id, .stack_serial = 1, .count = n,
                                     .class_id = class_id, .n = n, .elements = bytes };
     s->object_arrays[!is_system(heap)]++;
@@ -244,7 +256,7 @@ static void object_array(struct synth *s, uint32_t heap, uint64_t id, uint64_t c
 static void primitive_array(struct synth *s, uint32_t heap, uint64_t id, uint8_t type,
                             const void *data, uint32_t count)
 {
-    place(s, heap);
+    place(s, heap, 1 + s->ids + 9 + (uint64_t)count * hprof_type_size(type, s->ids));
     struct hprof_primitive_array a = {
         .tag = HPROF_PRIMITIVE_ARRAY_DUMP, .id = id, .stack_serial = 1, .count = count,
         .type = type, .length = (size_t)count * hprof_type_size(type, s->ids), .data = data,
@@ -846,7 +858,7 @@ static void generate(struct synth *s, const struct options *o)
     }
     leak_candidates(s, &m);
     if (o->nodata) {
-        place(s, 'A');
+        place(s, 'A', 1 + s->ids + 9);
         struct hprof_primitive_array a = { .tag = HPROF_PRIMITIVE_ARRAY_NODATA,
                                            .id = new_object_id(s), .count = 1000,
                                            .type = HPROF_TYPE_INT };
@@ -859,6 +871,7 @@ static void generate(struct synth *s, const struct options *o)
     /* Roots in a segment of their own at the end keep the code simple; ART
      * puts them first, which the real ART fixture covers. */
     s->seg_limit = ~0u;
+    s->seg_byte_limit = UINT64_MAX;
     root(s, HPROF_ROOT_STICKY_CLASS, m.string, 0, 0);
     root(s, HPROF_ROOT_JNI_GLOBAL, holder, 0, 0);
     root(s, HPROF_ROOT_JNI_LOCAL, last, m.thread_serial, 0);
@@ -905,6 +918,7 @@ static void generate_chain(struct synth *s, const struct options *o)
     uint64_t step = s->android ? 8 : 16, first = s->next_object;
     s->next_object += (uint64_t)n * step;
     s->seg_limit = 100000;
+    s->seg_byte_limit = UINT64_MAX;
     for (unsigned k = 0; k < n && s->rc >= 0; k++) {
         unsigned i = o->leaf_first ? n - 1 - k : k;
         class_dump(s, ~0u, first + i * step, i ? first + (i - 1) * step : 0, &field,
@@ -919,10 +933,10 @@ static void generate_chain(struct synth *s, const struct options *o)
                                    .length = (uint32_t)bytes, .values = values };
     struct hprof_instance root = { .id = new_object_id(s), .stack_serial = 1,
                                    .class_id = first, .length = 4, .values = values };
-    place(s, ~0u);
+    place(s, ~0u, 1 + 2 * s->ids + 8 + leaf.length);
     if (s->rc >= 0)
         s->rc = hprof_visit_instance(s->out, &leaf);
-    place(s, ~0u);
+    place(s, ~0u, 1 + 2 * s->ids + 8 + root.length);
     if (s->rc >= 0)
         s->rc = hprof_visit_instance(s->out, &root);
     s->instances[1] += 2;
@@ -1065,6 +1079,7 @@ int main(int argc, char **argv)
         .next_object = o.android ? 0x12c00000 : 0x7f0000000ull,
         .next_string = o.android ? 0x1000 : 0x7f00000000ull, .rng = 0x2545F4914F6CDD1Dull,
         .seg_limit = o.android ? 128 : 100000, .seg_heap = ~0u,
+        .seg_byte_limit = o.android ? 4096 : UINT64_MAX,
     };
     if (w != NULL) {
         s.out = hprof_writer_visitor(w);
