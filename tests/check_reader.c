@@ -586,6 +586,61 @@ START_TEST(reader_through_a_mapping_skips_segments_without_mapping_them)
 }
 END_TEST
 
+/* A visitor that skips every segment, and at the one at `from` asks the
+ * reader to go on at `to` (reader_skip_to(), the write pass's walk). */
+struct skipper {
+    struct hprof_visitor base;
+    struct hprof_reader *r;
+    uint64_t from, to;
+    uint64_t seen[16];
+    int n_seen, records;
+};
+
+static int skipper_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct skipper *k = (struct skipper *)v;
+    if (k->n_seen < 16)
+        k->seen[k->n_seen++] = s->offset;
+    if (s->offset == k->from)
+        reader_skip_to(k->r, k->to);
+    return HPROF_SKIP;
+}
+
+static int skipper_record(struct hprof_visitor *v, const struct hprof_record *rec)
+{
+    (void)rec;
+    ((struct skipper *)v)->records++;
+    return HPROF_OK;
+}
+
+static const struct hprof_visitor_ops skipper_ops = { .heap_begin = skipper_heap_begin,
+                                                      .record = skipper_record };
+
+/* A skipping visitor can have the reader step over the records that follow
+ * a segment: they are not seen, the run goes on from there, and the next
+ * run reads every record again; mapped or not. */
+START_TEST(reader_goes_on_where_a_skipping_visitor_says)
+{
+    char *path = segments_file(6);
+    int fd;
+    struct hprof_reader *r = open_file(path, &fd, _i, 0);
+    struct skipper all = { .base = { &skipper_ops, NULL }, .r = r, .from = UINT64_MAX };
+    ck_assert_int_eq(hprof_reader_run(r, &all.base), HPROF_OK);
+    ck_assert_int_eq(all.n_seen, 6);
+    struct skipper some = { .base = { &skipper_ops, NULL }, .r = r, .from = all.seen[1],
+                            .to = all.seen[4] };
+    ck_assert_int_eq(hprof_reader_run(r, &some.base), HPROF_OK);
+    ck_assert_int_eq(some.n_seen, 4); /* the third and fourth are stepped over */
+    ck_assert_uint_eq(some.seen[1], all.seen[1]);
+    ck_assert_uint_eq(some.seen[2], all.seen[4]);
+    ck_assert_int_eq(some.records, 1); /* the END */
+    struct skipper again = { .base = { &skipper_ops, NULL }, .r = r, .from = UINT64_MAX };
+    ck_assert_int_eq(hprof_reader_run(r, &again.base), HPROF_OK);
+    ck_assert_int_eq(again.n_seen, 6);
+    close_file(r, fd, path);
+}
+END_TEST
+
 START_TEST(reader_with_a_readahead_thread_sees_what_it_sees_without)
 {
     struct tl_canon alone, ahead;
@@ -831,6 +886,7 @@ static Suite *reader_suite(void)
     tcase_add_test(t, readahead_thread_gives_back_what_it_maps_behind_the_reader);
     tcase_add_test(t, reader_of_memory_cannot_be_mapped);
     tcase_add_test(t, reader_skips_a_segment_when_heap_begin_says_skip);
+    tcase_add_loop_test(t, reader_goes_on_where_a_skipping_visitor_says, 0, 2);
     tcase_add_test(t, reader_runs_again_from_the_start);
     tcase_add_test(t, reader_reads_android_only_sub_records);
     suite_add_tcase(s, t);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "facts.h"
+#include "segment_runs.h"
 #include "write_pass.h"
 #include "testlib.h"
 
@@ -935,6 +936,87 @@ START_TEST(write_pass_writes_big_segments_itself_in_their_place)
 }
 END_TEST
 
+/* Pass 1 as segment_runs sees it: segment records of `lengths` bytes of
+ * body, one after the other from offset 100 (0: a STRING of 20 bytes
+ * there instead, not a segment; a negative length: a HEAP_DUMP of that
+ * many bytes), through the visitor and into the runs. */
+static void note_segments(struct segment_runs *sr, const long *lengths, size_t n)
+{
+    struct hprof_visitor *v = segment_runs_visitor(sr, NULL);
+    uint64_t at = 100;
+    for (size_t i = 0; i < n; i++) {
+        if (lengths[i] == 0) {
+            at += 9 + 20;
+            continue;
+        }
+        struct hprof_segment seg = { .offset = at, .tag = HPROF_TAG_HEAP_DUMP_SEGMENT,
+                                     .length = (uint32_t)labs(lengths[i]) };
+        if (lengths[i] < 0)
+            seg.tag = HPROF_TAG_HEAP_DUMP;
+        ck_assert_int_eq(hprof_visit_heap_begin(v, &seg), HPROF_OK);
+        at += 9 + seg.length;
+    }
+    segment_runs_finish(sr);
+}
+
+/* Consecutive segments small enough for a worker make a run, cut once it
+ * holds a job's bytes; the run says where it starts, ends and how many
+ * segments it holds. */
+START_TEST(segment_runs_join_consecutive_small_segments_a_jobs_worth_at_a_time)
+{
+    struct segment_runs sr;
+    segment_runs_init(&sr, 1000, 2000);
+    const long lengths[] = { 491, 491, 491, 491, 491, 491 }; /* 500 bytes a record */
+    note_segments(&sr, lengths, 6);
+    ck_assert_uint_eq(sr.n, 2);
+    ck_assert_uint_eq(sr.runs[0].start, 100);
+    ck_assert_uint_eq(sr.runs[0].end, 2100);
+    ck_assert_uint_eq(sr.runs[0].segments, 4);
+    ck_assert_uint_eq(sr.runs[1].start, 2100);
+    ck_assert_uint_eq(sr.runs[1].end, 3100);
+    ck_assert_uint_eq(sr.runs[1].segments, 2);
+    segment_runs_free(&sr);
+}
+END_TEST
+
+/* A run ends at any other record between segments (the walk must see it),
+ * at a segment too big for a worker and at a HEAP_DUMP; a run of a single
+ * segment is not kept, as it saves the walk nothing. */
+START_TEST(segment_runs_end_at_other_records_big_segments_and_heap_dumps)
+{
+    struct segment_runs sr;
+    segment_runs_init(&sr, 1000, 1u << 20);
+    const long lengths[] = { 91, 91, 0, 91, 91, 5000, 91, 91, -91, 91, 0, 91 };
+    note_segments(&sr, lengths, sizeof lengths / sizeof *lengths);
+    ck_assert_uint_eq(sr.n, 3);
+    ck_assert_uint_eq(sr.runs[0].start, 100);
+    ck_assert_uint_eq(sr.runs[0].segments, 2);
+    ck_assert_uint_eq(sr.runs[1].start, 100 + 200 + 29);
+    ck_assert_uint_eq(sr.runs[1].end, 100 + 400 + 29);
+    ck_assert_uint_eq(sr.runs[2].start, 100 + 400 + 29 + 5009);
+    ck_assert_uint_eq(sr.runs[2].segments, 2);
+    segment_runs_free(&sr);
+}
+END_TEST
+
+/* The write pass asks in file order; only a run's first segment names it. */
+START_TEST(segment_runs_are_found_by_their_first_segment_in_file_order)
+{
+    struct segment_runs sr;
+    segment_runs_init(&sr, 1000, 1000);
+    const long lengths[] = { 491, 491, 491, 0, 491, 491 };
+    note_segments(&sr, lengths, 6);
+    ck_assert_uint_eq(sr.n, 2);
+    ck_assert_ptr_null(segment_runs_at(&sr, 50));
+    ck_assert_ptr_eq(segment_runs_at(&sr, 100), &sr.runs[0]);
+    ck_assert_ptr_null(segment_runs_at(&sr, 600)); /* inside the first run */
+    ck_assert_ptr_null(segment_runs_at(&sr, 1100)); /* a run of one */
+    ck_assert_ptr_eq(segment_runs_at(&sr, 1629), &sr.runs[1]);
+    ck_assert_ptr_null(segment_runs_at(&sr, 5000));
+    segment_runs_free(&sr);
+}
+END_TEST
+
 /* The input changes under the write pass: an early segment gets a bad
  * sub-record and the file loses its last byte.  Workers see the first,
  * the calling thread the second, sooner; the first in file order is still
@@ -1052,6 +1134,9 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, write_pass_writes_and_counts_the_same_for_every_thread_count, 0, n);
     tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0, n);
     tcase_add_test(t, write_pass_reuses_its_job_slots_and_writes_the_same);
+    tcase_add_test(t, segment_runs_join_consecutive_small_segments_a_jobs_worth_at_a_time);
+    tcase_add_test(t, segment_runs_end_at_other_records_big_segments_and_heap_dumps);
+    tcase_add_test(t, segment_runs_are_found_by_their_first_segment_in_file_order);
     tcase_add_test(t, default_threads_start_no_helper_for_a_small_input);
     tcase_add_test(t, write_pass_reports_the_first_error_in_file_order);
 

@@ -462,8 +462,16 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
 /* What the runs of `from` (a clone) found of a cut input, as `to`'s own:
  * a caller asks its reader, not the clones a shrink reads through. */
 void reader_copy_salvage_report(struct hprof_reader *to, const struct hprof_reader *from);
-/* Read the one top-level record at `offset` (a HEAP_DUMP or segment). */
-int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v);
+/* Read the top-level records (HEAP_DUMPs or segments) from `start`, one at
+ * least, until one ends at or past `end`; *records says how many. */
+int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
+                        struct hprof_visitor *v, size_t *records);
+/* Called by a visitor's heap_begin that returns HPROF_SKIP: the run goes on
+ * at `offset` (a record boundary past that segment) instead of right after
+ * it.  The records in between are neither read nor counted. */
+void reader_skip_to(struct hprof_reader *r, uint64_t offset);
+/* Is `r` set to salvage a cut input (hprof_reader_set_salvage())? */
+int reader_salvaging(const struct hprof_reader *r);
 /* Copy `len` input bytes at `offset` into `buf` without mapping them:
  * pread() on the file even when `r` maps it, so that nothing stays
  * resident in this process (the page cache keeps the file), or memcpy()

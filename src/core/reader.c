@@ -96,6 +96,7 @@ struct hprof_reader {
     void *map;                  /* our mapping of the file, or NULL */
     uint64_t released;          /* mapped pages before this offset are released */
     int skipped_segment;        /* mapped: the last record was a segment skipped */
+    uint64_t skip_to;           /* reader_skip_to(): where the skipped segment's walk goes on */
     int want_read_ahead;        /* start a read-ahead thread for each run */
     struct read_ahead *ahead;   /* the running one, or NULL */
     uint64_t size;
@@ -858,9 +859,13 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
                      const struct hprof_segment *seg)
 {
     int rc = hprof_visit_heap_begin(v, seg);
+    uint64_t skip_to = r->skip_to; /* reader_skip_to(), asked only with this skip */
+    r->skip_to = 0;
     r->heap_bytes += seg->length;
     if (rc == HPROF_SKIP) {
         skip(r, seg->length);
+        if (skip_to > r->pos && skip_to <= r->size)
+            skip(r, skip_to - r->pos);
         r->skipped_segment = r->map != NULL;
         return HPROF_OK;
     }
@@ -1570,18 +1575,33 @@ static void stop_read_ahead(struct hprof_reader *r)
     r->ahead = NULL;
 }
 
-int reader_run_segment(struct hprof_reader *r, uint64_t offset, struct hprof_visitor *v)
+int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
+                        struct hprof_visitor *v, size_t *records)
 {
     struct read_ahead ahead;
     int rc = salvage_begin(r);
+    *records = 0;
     if (rc != HPROF_OK)
         return rc;
-    seek_to(r, offset);
+    seek_to(r, start);
     r->next_check = 0;
-    start_read_ahead(r, &ahead, offset);
-    rc = read_record(r, v);
+    start_read_ahead(r, &ahead, start);
+    do {
+        rc = read_record(r, v);
+        ++*records;
+    } while (rc == HPROF_OK && r->pos < end);
     stop_read_ahead(r);
     return rc == READER_CUT ? HPROF_OK : rc;
+}
+
+void reader_skip_to(struct hprof_reader *r, uint64_t offset)
+{
+    r->skip_to = offset;
+}
+
+int reader_salvaging(const struct hprof_reader *r)
+{
+    return r->salvage;
 }
 
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "segment_runs.h"
 #include "validate.h"
 #include "write_pass.h"
 
@@ -45,6 +46,7 @@ struct shrink_run {
     struct deobf_filter restore; /* --mapping: in front of the collect passes */
     struct objcheck ids_seen;   /* no object id dumped twice (validate.h) */
     struct objcheck_visitor check; /* confirms ids_seen's suspects, when pass 2 runs */
+    struct segment_runs runs;   /* for the write pass's workers, noted in pass 1 */
     unsigned threads;
     int pass, passes;
 };
@@ -111,6 +113,7 @@ static int write_pass(struct shrink_run *run, struct hprof_sink *sink)
             .err = err,
             .progress = run->opt.progress ? report : NULL,
             .progress_ctx = run,
+            .runs = run->runs.n > 0 ? &run->runs : NULL,
         };
         double start = pass_begin(run);
         rc = write_pass_run(&cfg);
@@ -164,6 +167,11 @@ static int collect_and_plan(struct shrink_run *run)
         names.base.next = pass_1;
         pass_1 = &names.base;
     }
+    /* the write pass's workers take runs of small segments whole: noted
+     * here, unless the input is salvaged (its cut record may be rebuilt)
+     * or names are restored (records are added) */
+    if (run->threads > 1 && !run->plan.deobfuscate && !reader_salvaging(run->ctx.reader))
+        pass_1 = segment_runs_visitor(&run->runs, pass_1);
     /* every object id once: what hprof-verify checks, in bounded memory
      * (pass 1 adds them in collect.c) */
     objcheck_visitor_init(&run->check, &run->ids_seen, run->ctx.err, NULL);
@@ -171,6 +179,7 @@ static int collect_and_plan(struct shrink_run *run)
     int rc = run->plan.deobfuscate ? deobfuscate_pass(run) : HPROF_OK;
     if (rc == HPROF_OK)
         rc = run_pass(run, restored(run, pass_1));
+    segment_runs_finish(&run->runs);
     if (rc == HPROF_OK)
         rc = objcheck_seal(&run->ids_seen, run->ctx.err);
     if (rc == HPROF_OK)
@@ -226,6 +235,7 @@ static int init(struct shrink_run *run)
     const struct rewrite_ctx *ctx = &run->ctx;
     strings_init(&rw->strings);
     collect_init(&run->collect, ctx, rw, &run->ids_seen);
+    segment_runs_init(&run->runs, write_pass_segment_max, WRITE_PASS_JOB_BYTES);
     if (plan_init(&run->plan) != HPROF_OK || model_init(&rw->model, ctx->ids) != HPROF_OK ||
         objcheck_init(&run->ids_seen, objcheck_filter_bytes(hprof_reader_size(ctx->reader))) !=
             HPROF_OK ||
@@ -239,6 +249,7 @@ static void release(struct shrink_run *run)
 {
     struct rewrites *rw = &run->rw;
     plan_free(&run->plan);
+    segment_runs_free(&run->runs);
     objcheck_free(&run->ids_seen);
     collect_free(&run->collect);
     redact_free(&rw->redact);

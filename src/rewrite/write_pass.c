@@ -26,21 +26,19 @@
 
 #include "chain.h"
 #include "pool.h"
+#include "segment_runs.h"
 #include "write_pass.h"
 
 /* Segments of up to SEGMENT_MAX bytes go to workers, gathered into jobs of
- * about JOB_BYTES (ART writes segments of a few KiB: one job each would
- * cost more in hand-overs than in work). */
+ * about WRITE_PASS_JOB_BYTES. */
 size_t write_pass_segment_max = 4u << 20;
 size_t write_pass_output_max = 8u << 20;
-#define JOB_BYTES (1u << 20)
 #define MAX_WORKERS 64
 
-/* A run of consecutive heap segments: their record offsets in the input. */
+/* A run of consecutive heap segments in the input. */
 struct job {
-    uint64_t *offsets;
-    size_t n, cap;
-    uint64_t bytes, end;        /* input bytes; where the last one ends */
+    uint64_t start, end;        /* the first one's record; where the last one ends */
+    size_t n;                   /* segments */
     /* results */
     int rc;
     int too_big;                /* output passed OUTPUT_MAX: write it inline */
@@ -162,8 +160,8 @@ static void run_job(void *worker, void *job)
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* write into the slot's buffer */
     writer_begin_job(w->writer);
     int rc = HPROF_OK;
-    for (size_t i = 0; rc == HPROF_OK && i < j->n; i++)
-        rc = reader_run_segment(w->reader, j->offsets[i], shrink_chain_head(w->chain));
+    size_t records;
+    rc = reader_run_segments(w->reader, j->start, j->end, shrink_chain_head(w->chain), &records);
     j->run = writer_run_state(w->writer);
     int over = mem_sink_over(w->sink);
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* and back */
@@ -193,13 +191,11 @@ static void report_progress(struct write_pass *wp, uint64_t done)
  * segment mostly holds): the thread would fault in pages nothing reads.
  * The segments of a job whose output grew too big are small, and a
  * thread each would cost more than it saves. */
-static int write_inline(struct write_pass *wp, const uint64_t *offsets, size_t n, int big)
+static int write_inline(struct write_pass *wp, uint64_t start, uint64_t end, int big)
 {
-    struct hprof_visitor *chain = wp->base.next;
-    int rc = HPROF_OK;
+    size_t records;
     reader_set_readahead_thread(wp->inline_reader, big && !wp->copying);
-    for (size_t i = 0; rc == HPROF_OK && i < n; i++)
-        rc = reader_run_segment(wp->inline_reader, offsets[i], chain);
+    int rc = reader_run_segments(wp->inline_reader, start, end, wp->base.next, &records);
     wp->failed |= rc != HPROF_OK;
     return rc;
 }
@@ -210,7 +206,7 @@ static int write_oldest(struct write_pass *wp)
     struct job *j = pool_oldest(wp->pool);
     int rc;
     if (j->too_big) {
-        rc = write_inline(wp, j->offsets, j->n, 0);
+        rc = write_inline(wp, j->start, j->end, 0);
     } else if (j->rc != HPROF_OK) {
         rc = hprof_error_set(wp->cfg->err, j->rc, "%s", j->err.message);
         wp->failed = 1;
@@ -222,7 +218,6 @@ static int write_oldest(struct write_pass *wp)
     uint64_t end = j->end;
     j->out_len = 0;
     j->n = 0;
-    j->bytes = 0;
     pool_release_oldest(wp->pool);
     if (rc == HPROF_OK)
         report_progress(wp, end);
@@ -253,20 +248,6 @@ static int filling_job(struct write_pass *wp, struct job **out)
     return rc;
 }
 
-static int add_offset(struct job *j, uint64_t offset)
-{
-    if (j->n == j->cap) {
-        size_t cap = j->cap ? 2 * j->cap : 64;
-        uint64_t *grown = realloc(j->offsets, cap * sizeof *grown);
-        if (grown == NULL)
-            return HPROF_ERR_NOMEM;
-        j->offsets = grown;
-        j->cap = cap;
-    }
-    j->offsets[j->n++] = offset;
-    return HPROF_OK;
-}
-
 static struct write_pass *self(struct hprof_visitor *v)
 {
     return (struct write_pass *)v;
@@ -279,26 +260,35 @@ static int settle(struct write_pass *wp)
     return write_all(wp);
 }
 
-/* A heap segment: into a job, skipped here. */
+/* A heap segment: into a job, skipped here; a run pass 1 found starting
+ * there: a job of its own, all of it skipped here. */
 static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     struct write_pass *wp = self(v);
+    const struct segment_run *run = wp->cfg->runs ? segment_runs_at(wp->cfg->runs, s->offset) : NULL;
+    uint64_t end = s->offset + 9 + s->length;
     int rc = HPROF_OK;
     struct job *j;
-    if (s->length > write_pass_segment_max) {
+    if (run == NULL && s->length > write_pass_segment_max) {
         /* too big for a worker: everything before it first, then it, here */
         if ((rc = settle(wp)) == HPROF_OK)
-            rc = write_inline(wp, &s->offset, 1, 1);
+            rc = write_inline(wp, s->offset, end, 1);
         return rc == HPROF_OK ? HPROF_SKIP : rc;
     }
+    if (run != NULL || (pool_is_filling(wp->pool) && (j = pool_filling(wp->pool))->end != s->offset))
+        submit(wp); /* a job holds one run of consecutive segments */
     if ((rc = filling_job(wp, &j)) != HPROF_OK)
         return rc;
-    if (add_offset(j, s->offset) != HPROF_OK)
-        return hprof_error_set(wp->cfg->err, HPROF_ERR_NOMEM, "out of memory");
-    j->bytes += s->length;
-    j->end = s->offset + 9 + s->length;
-    if (j->bytes >= JOB_BYTES)
+    if (j->n == 0)
+        j->start = s->offset;
+    j->end = run != NULL ? run->end : end;
+    j->n += run != NULL ? run->segments : 1;
+    if (run != NULL) {
+        reader_skip_to(wp->walk_reader, run->end);
         submit(wp);
+    } else if (j->end - j->start >= WRITE_PASS_JOB_BYTES) {
+        submit(wp);
+    }
     return HPROF_SKIP;
 }
 
@@ -342,7 +332,6 @@ static void write_pass_free(struct write_pass *wp)
     for (unsigned i = 0; wp->workers != NULL && i < wp->n_workers; i++)
         worker_free(&wp->workers[i]);
     for (unsigned i = 0; wp->jobs != NULL && i < wp->n_jobs; i++) {
-        free(wp->jobs[i].offsets);
         free(wp->jobs[i].out);
     }
     hprof_reader_free(wp->inline_reader);

@@ -8,6 +8,8 @@
 
 #include "plan.h"
 
+struct segment_runs;
+
 struct write_pass_config {
     const struct shrink_plan *plan;
     struct hprof_reader *reader;    /* read as it is set up (progress included) */
@@ -20,6 +22,8 @@ struct write_pass_config {
      * through the reader (which only skips segments then). */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
+    /* Runs of small segments pass 1 found (segment_runs.h), or NULL. */
+    struct segment_runs *runs;
 };
 
 int write_pass_run(const struct write_pass_config *cfg);
@@ -28,6 +32,10 @@ int write_pass_run(const struct write_pass_config *cfg);
  * and so does a job whose output passes the second.  Variables so that
  * tests can send segments and jobs down the calling thread's way. */
 extern size_t write_pass_segment_max;
+/* Segments go to a worker in jobs of about this many input bytes (ART
+ * writes segments of a few KiB: one job each would cost more in
+ * hand-overs than in work). */
+#define WRITE_PASS_JOB_BYTES (1u << 20)
 extern size_t write_pass_output_max;
 
 #endif
