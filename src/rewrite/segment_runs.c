@@ -7,8 +7,8 @@
 
 #include "segment_runs.h"
 
-/* 24 MiB of runs cover 1 TiB of segments in runs of 1 MiB. */
-#define MAX_RUNS (1u << 20)
+/* 6 MiB of runs cover 256 GiB of segments in runs of 1 MiB. */
+#define MAX_RUNS (1u << 18)
 
 void segment_runs_init(struct segment_runs *sr, uint64_t segment_max, uint64_t run_bytes)
 {
