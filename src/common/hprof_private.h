@@ -463,9 +463,9 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
  * a caller asks its reader, not the clones a shrink reads through. */
 void reader_copy_salvage_report(struct hprof_reader *to, const struct hprof_reader *from);
 /* Read the top-level records (HEAP_DUMPs or segments) from `start`, one at
- * least, until one ends at or past `end`; *records says how many. */
+ * least, until one ends at or past `end`. */
 int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
-                        struct hprof_visitor *v, size_t *records);
+                        struct hprof_visitor *v);
 /* Called by a visitor's heap_begin that returns HPROF_SKIP: the run goes on
  * at `offset` (a record boundary past that segment) instead of right after
  * it.  The records in between are neither read nor counted. */

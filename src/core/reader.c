@@ -1576,20 +1576,18 @@ static void stop_read_ahead(struct hprof_reader *r)
 }
 
 int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
-                        struct hprof_visitor *v, size_t *records)
+                        struct hprof_visitor *v)
 {
     struct read_ahead ahead;
     int rc = salvage_begin(r);
-    *records = 0;
     if (rc != HPROF_OK)
         return rc;
     seek_to(r, start);
     r->next_check = 0;
     start_read_ahead(r, &ahead, start);
-    do {
+    do
         rc = read_record(r, v);
-        ++*records;
-    } while (rc == HPROF_OK && r->pos < end);
+    while (rc == HPROF_OK && r->pos < end);
     stop_read_ahead(r);
     return rc == READER_CUT ? HPROF_OK : rc;
 }

@@ -159,9 +159,7 @@ static void run_job(void *worker, void *job)
     memset(&w->err, 0, sizeof w->err);
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* write into the slot's buffer */
     writer_begin_job(w->writer);
-    int rc = HPROF_OK;
-    size_t records;
-    rc = reader_run_segments(w->reader, j->start, j->end, shrink_chain_head(w->chain), &records);
+    int rc = reader_run_segments(w->reader, j->start, j->end, shrink_chain_head(w->chain));
     j->run = writer_run_state(w->writer);
     int over = mem_sink_over(w->sink);
     mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* and back */
@@ -193,9 +191,8 @@ static void report_progress(struct write_pass *wp, uint64_t done)
  * thread each would cost more than it saves. */
 static int write_inline(struct write_pass *wp, uint64_t start, uint64_t end, int big)
 {
-    size_t records;
     reader_set_readahead_thread(wp->inline_reader, big && !wp->copying);
-    int rc = reader_run_segments(wp->inline_reader, start, end, wp->base.next, &records);
+    int rc = reader_run_segments(wp->inline_reader, start, end, wp->base.next);
     wp->failed |= rc != HPROF_OK;
     return rc;
 }
@@ -265,8 +262,10 @@ static int settle(struct write_pass *wp)
 static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     struct write_pass *wp = self(v);
-    const struct segment_run *run = wp->cfg->runs ? segment_runs_at(wp->cfg->runs, s->offset) : NULL;
+    const struct segment_run *run = NULL;
     uint64_t end = s->offset + 9 + s->length;
+    if (wp->cfg->runs != NULL)
+        run = segment_runs_at(wp->cfg->runs, s->offset);
     int rc = HPROF_OK;
     struct job *j;
     if (run == NULL && s->length > write_pass_segment_max) {
@@ -275,8 +274,10 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
             rc = write_inline(wp, s->offset, end, 1);
         return rc == HPROF_OK ? HPROF_SKIP : rc;
     }
-    if (run != NULL || (pool_is_filling(wp->pool) && (j = pool_filling(wp->pool))->end != s->offset))
-        submit(wp); /* a job holds one run of consecutive segments */
+    /* a job holds consecutive segments; a run is a job of its own */
+    const struct job *filling = pool_is_filling(wp->pool) ? pool_filling(wp->pool) : NULL;
+    if (filling != NULL && (run != NULL || filling->end != s->offset))
+        submit(wp);
     if ((rc = filling_job(wp, &j)) != HPROF_OK)
         return rc;
     if (j->n == 0)
@@ -331,9 +332,8 @@ static void write_pass_free(struct write_pass *wp)
     pool_free(wp->pool); /* the workers stop first */
     for (unsigned i = 0; wp->workers != NULL && i < wp->n_workers; i++)
         worker_free(&wp->workers[i]);
-    for (unsigned i = 0; wp->jobs != NULL && i < wp->n_jobs; i++) {
+    for (unsigned i = 0; wp->jobs != NULL && i < wp->n_jobs; i++)
         free(wp->jobs[i].out);
-    }
     hprof_reader_free(wp->inline_reader);
     hprof_reader_free(wp->walk_reader);
     free(wp->workers);
