@@ -568,6 +568,15 @@ static char *pattern_file(size_t len, uint8_t **data)
     return path;
 }
 
+/* The input and output files of a copy test, gone. */
+static void remove_files(char *in, char *out)
+{
+    unlink(in);
+    unlink(out);
+    free(in);
+    free(out);
+}
+
 /* sink_copy() into a file reads from the input file, between buffered
  * writes, in order, a range longer than the sink's buffer included.  The
  * bytes passed along are zeros here, so the output shows which way each
@@ -598,11 +607,8 @@ START_TEST(fd_sink_copies_file_ranges_between_its_writes)
     ck_assert_mem_eq(got + 4 + BIG, "mid", 3);
     ck_assert_mem_eq(got + 7 + BIG, data + (2u << 20), 65536);
     close(in_fd);
-    unlink(in);
-    unlink(out);
+    remove_files(in, out);
     free(got);
-    free(in);
-    free(out);
     free(data);
     free(zeros);
 }
@@ -647,10 +653,7 @@ START_TEST(fd_sink_copy_falls_back_to_the_bytes_it_was_given)
     ck_assert_mem_eq(back, given, 4000);
     close(p[0]);
     close(in_fd);
-    unlink(in);
-    unlink(out);
-    free(in);
-    free(out);
+    remove_files(in, out);
     free(data);
     free(given);
 }
@@ -671,10 +674,7 @@ START_TEST(fd_sink_copy_says_where_a_read_of_the_input_failed)
     hprof_sink_free(s);
     close(out_fd);
     close(in_fd);
-    unlink(in);
-    unlink(out);
-    free(in);
-    free(out);
+    remove_files(in, out);
     free(data);
 }
 END_TEST

@@ -443,6 +443,14 @@ static int digest_object_array(struct hprof_visitor *v, const struct hprof_objec
     return HPROF_OK;
 }
 
+/* Candidate `c` has its key (by the digest pass or the lanes): counted. */
+static void mark_hashed(struct bitmaps *b, struct candidate *c)
+{
+    c->digested = 1;
+    b->ctx->stats->bitmap_digested++;
+    b->ctx->stats->bitmap_bytes_hashed += c->bytes;
+}
+
 static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
 {
     struct bitmaps *b = self(v);
@@ -463,9 +471,7 @@ static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_pr
         rc = digest_pieces_update(b->digest, a->data, a->length);
     if (rc == HPROF_OK && a->first + a->length == c->bytes) {
         rc = digest_pieces_final(b->digest, c->md5);
-        c->digested = 1;
-        b->ctx->stats->bitmap_digested++;
-        b->ctx->stats->bitmap_bytes_hashed += c->bytes;
+        mark_hashed(b, c);
     }
     return rc;
 }
@@ -702,20 +708,18 @@ static struct md5_job *piece_jobs(const struct bitmaps *b, size_t *n_jobs, uint6
 /* Each hashed candidate's key from its pieces' MD5s. */
 static int join_pieces(struct bitmaps *b, struct md5_job *jobs, size_t n_jobs)
 {
-    struct hprof_shrink_stats *st = b->ctx->stats;
     qsort(jobs, n_jobs, sizeof *jobs, by_candidate);
     for (size_t i = 0; i < n_jobs;) {
-        struct candidate *c = &b->cand[jobs[i].tag];
+        size_t tag = jobs[i].tag;
+        struct candidate *c = &b->cand[tag];
         int rc = digest_pieces_begin(b->digest, c->bytes);
-        for (; rc == HPROF_OK && i < n_jobs && jobs[i].tag == (size_t)(c - b->cand); i++)
+        for (; rc == HPROF_OK && i < n_jobs && jobs[i].tag == tag; i++)
             rc = digest_pieces_add(b->digest, jobs[i].md5);
         if (rc == HPROF_OK)
             rc = digest_pieces_final(b->digest, c->md5);
         if (rc != HPROF_OK)
             return rc;
-        c->digested = 1;
-        st->bitmap_digested++;
-        st->bitmap_bytes_hashed += c->bytes;
+        mark_hashed(b, c);
     }
     return HPROF_OK;
 }
