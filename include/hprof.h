@@ -274,6 +274,17 @@ HPROF_API uint64_t hprof_sink_bytes(const struct hprof_sink *s);
  * dump is read, and the final fsync() waits only for the tail.  0 (the
  * default) leaves writeback to the kernel. */
 HPROF_API void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step);
+/* hprof_sink_set_preallocate() :
+ * For a file sink (fd or gzip) that writes at the end of a regular file:
+ * reserve the file's blocks `step` bytes at a time ahead of the writes
+ * (Linux fallocate() with FALLOC_FL_KEEP_SIZE: the file's size and
+ * contents are what was written, at every moment), which makes the writes
+ * cheaper, and give back what is reserved past the end once the sink
+ * finishes.  A sink that fails leaves its reserve until the file is
+ * removed.  Where the file system cannot reserve, or the sink does not
+ * write at the end of a regular file, nothing happens.  0 (the default):
+ * no reserve. */
+HPROF_API void hprof_sink_set_preallocate(struct hprof_sink *s, uint64_t step);
 HPROF_API void hprof_sink_free(struct hprof_sink *s);
 
 /* ---- Writer: the last visitor ------------------------------------------ */

@@ -714,6 +714,147 @@ START_TEST(fd_sink_starts_writeback_once_per_step_written)
 }
 END_TEST
 
+/* Bytes of `fd`'s file that are on disk or reserved (st_blocks). */
+static uint64_t allocated_bytes(int fd)
+{
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    return (uint64_t)st.st_blocks * 512;
+}
+
+static uint64_t file_size(int fd)
+{
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    return (uint64_t)st.st_size;
+}
+
+/* 3 MiB and 10 bytes in 1 MiB writes with a step of 4 MiB: while it
+ * writes, the file is as long as what it holds but has 4 MiB of blocks;
+ * once finished, the blocks past its end are given back.  (The test's
+ * TMPDIR must be on a file system with fallocate(): ext4, xfs, tmpfs.) */
+START_TEST(fd_sink_reserves_blocks_ahead_and_gives_back_the_rest)
+{
+    static uint8_t block[1u << 20];
+    size_t len = 0;
+    char *path = tl_temp_path(".bin");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    hprof_sink_set_preallocate(s, 4u << 20);
+    for (int i = 0; i < 3; i++) {
+        memset(block, 'a' + i, sizeof block);
+        ck_assert_int_eq(hprof_sink_write(s, block, sizeof block), HPROF_OK);
+    }
+    ck_assert_uint_eq(file_size(fd), 2u << 20); /* the third is in the room */
+    ck_assert_msg(allocated_bytes(fd) >= 4u << 20, "%s: no blocks reserved (fallocate?)", path);
+    ck_assert_int_eq(hprof_sink_write(s, "0123456789", 10), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    ck_assert_uint_eq(file_size(fd), (3u << 20) + 10);
+    ck_assert_uint_le(allocated_bytes(fd), (3u << 20) + 65536);
+    close(fd);
+    uint8_t *data = tl_read_file(path, &len);
+    ck_assert_uint_eq(data[0], 'a');
+    ck_assert_uint_eq(data[(2u << 20) + 5], 'c');
+    ck_assert_mem_eq(data + (3u << 20), "0123456789", 10);
+    free(data);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+/* A sink that starts inside a file writes over its bytes but reserves
+ * nothing and cuts nothing: what lies past its writes stays. */
+START_TEST(fd_sink_preallocating_inside_a_file_keeps_what_lies_past_its_writes)
+{
+    static const char before[] = "0123456789abcdef";
+    char *path = tl_temp_file(before, 16, ".bin");
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_eq(lseek(fd, 4, SEEK_SET), 4);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    hprof_sink_set_preallocate(s, 1u << 20);
+    ck_assert_int_eq(hprof_sink_write(s, "WXYZ", 4), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    ck_assert_uint_lt(allocated_bytes(fd), 1u << 20);
+    close(fd);
+    size_t len;
+    uint8_t *data = tl_read_file(path, &len);
+    ck_assert_uint_eq(len, 16);
+    ck_assert_mem_eq(data, "0123WXYZ89abcdef", 16);
+    free(data);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+/* The gzip sink writes its members through the same reserve, and gives
+ * back what is left of it when it ends the stream. */
+START_TEST(gzip_sink_gives_back_its_reserve_when_it_finishes)
+{
+    size_t len = 2 * HPROF_GZIP_BLOCK + 777, zlen;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i * 2654435761u >> 13);
+    char *path = tl_temp_path(".gz");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_gzip(fd, 1, 2, &err);
+    hprof_sink_set_preallocate(s, 8u << 20);
+    ck_assert_int_eq(hprof_sink_write(s, data, len), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    uint64_t size = file_size(fd);
+    ck_assert_uint_le(allocated_bytes(fd), size + 65536);
+    close(fd);
+    uint8_t *z = tl_read_file(path, &zlen);
+    ck_assert_uint_eq(zlen, size);
+    uint8_t *plain = malloc(len);
+    int members;
+    ck_assert_uint_eq(gunzip_members(z, zlen, plain, len, &members), len);
+    ck_assert_mem_eq(plain, data, len);
+    free(plain);
+    free(z);
+    free(data);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+/* A pipe has no blocks to reserve; the output must not notice. */
+START_TEST(fd_sink_preallocating_on_a_pipe_loses_nothing)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t child = fork();
+    if (child == 0) { /* drain, counting, and exit with the count in MiB */
+        close(p[1]);
+        static uint8_t buf[65536];
+        size_t total = 0;
+        ssize_t n;
+        while ((n = read(p[0], buf, sizeof buf)) > 0)
+            total += (size_t)n;
+        _exit((int)(total >> 20));
+    }
+    close(p[0]);
+    static uint8_t block[1u << 20];
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(p[1], &err);
+    hprof_sink_set_preallocate(s, 1u << 20);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(hprof_sink_write(s, block, sizeof block), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(p[1]);
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 3);
+}
+END_TEST
+
 /* sync_file_range() fails on a pipe; the output must not. */
 START_TEST(fd_sink_writeback_on_a_pipe_loses_nothing)
 {
@@ -1058,6 +1199,10 @@ static Suite *writer_suite(void)
     tcase_add_test(t, fd_sink_refuses_even_small_writes_once_failed_or_finished);
     tcase_add_test(t, fd_sink_starts_writeback_once_per_step_written);
     tcase_add_test(t, fd_sink_writeback_on_a_pipe_loses_nothing);
+    tcase_add_test(t, fd_sink_reserves_blocks_ahead_and_gives_back_the_rest);
+    tcase_add_test(t, fd_sink_preallocating_inside_a_file_keeps_what_lies_past_its_writes);
+    tcase_add_test(t, fd_sink_preallocating_on_a_pipe_loses_nothing);
+    tcase_add_test(t, gzip_sink_gives_back_its_reserve_when_it_finishes);
 #ifdef HPROF_WITH_ISAL
     tcase_add_test(t, isal_members_do_not_depend_on_what_their_memory_held);
     tcase_add_test(t, isal_backend_refuses_levels_above_1);

@@ -96,6 +96,10 @@ struct cli_output {
  * queue efficient. */
 uint64_t cli_writeback_step(uint64_t input_size);
 
+/* ... and reserve its blocks this far ahead of the writes
+ * (hprof_sink_set_preallocate()), which makes the writes cheaper. */
+#define CLI_PREALLOCATE_STEP (8u << 20)
+
 /* Opens the temporary file for `path`.  Refuses when `path` is the input
  * (`input` is the input's stat, or NULL), a directory, or exists and
  * !force.  A character device or FIFO is opened and written in place (no

@@ -458,8 +458,10 @@ static int shrink_file(struct options *o)
         sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &sink_err)
                              : hprof_sink_new_fd(out.fd, &sink_err);
         rc = sink ? HPROF_OK : sink_err.code;
-        if (sink != NULL && out.tmp != NULL)
+        if (sink != NULL && out.tmp != NULL) {
             hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
+            hprof_sink_set_preallocate(sink, CLI_PREALLOCATE_STEP);
+        }
     }
     o->shrink.progress = on_progress;
     o->shrink.progress_ctx = &progress;

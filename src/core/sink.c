@@ -2,11 +2,12 @@
  * sink.c - sinks for plain output: a file descriptor behind a 1 MiB buffer,
  * and memory (for tests and fuzzing).  gzip lives in gzip_out.c.
  */
-#define _GNU_SOURCE /* sync_file_range() */
+#define _GNU_SOURCE /* sync_file_range(), fallocate() */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sink_private.h"
@@ -77,6 +78,17 @@ int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, 
     return took(s, s->ops->copy(s, from, offset, buf, len), len);
 }
 
+/* Give back the blocks reserved past the end of the file.  Cutting the
+ * file at its own size never changes its contents; should it fail, the
+ * blocks stay reserved until the file goes, and nothing else is wrong. */
+static void release_reserve(struct hprof_sink *s)
+{
+    struct stat st;
+    if (s->reserving && s->reserved_to > s->file_pos && fstat(s->reserve_fd, &st) == 0)
+        (void)ftruncate(s->reserve_fd, st.st_size);
+    s->reserving = 0;
+}
+
 int hprof_sink_finish(struct hprof_sink *s)
 {
     if (s->failed)
@@ -86,6 +98,7 @@ int hprof_sink_finish(struct hprof_sink *s)
     s->finished = 1;
     int rc = s->ops->finish(s); /* drains the room */
     close_room(s);
+    release_reserve(s);
     if (rc != HPROF_OK)
         s->failed = 1;
     return rc;
@@ -138,8 +151,48 @@ static void wrote(struct hprof_sink *s, int fd, uint64_t n)
     }
 }
 
+/* Reserve the blocks of a write of `len` bytes to `fd` if they are not
+ * yet: a write into reserved blocks takes less of the kernel's time than
+ * one that makes the file grow a page at a time (ext4, 130 MB in 1 MiB
+ * writes: 19 ms against 27-29 ms).  Only at the end of a regular file: the
+ * reserve keeps the file's size (FALLOC_FL_KEEP_SIZE), and a file system
+ * that cannot reserve is written as it would be without. */
+static void reserve_ahead(struct hprof_sink *s, int fd, size_t len)
+{
+#ifdef FALLOC_FL_KEEP_SIZE
+    if (s->preallocate_step == 0)
+        return;
+    if (!s->reserving) {
+        struct stat st;
+        off_t at = lseek(fd, 0, SEEK_CUR);
+        if (at < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || at != st.st_size) {
+            s->preallocate_step = 0;
+            return;
+        }
+        s->reserving = 1;
+        s->reserve_fd = fd;
+        s->file_pos = s->reserved_to = (uint64_t)at;
+    }
+    uint64_t end = s->file_pos + len;
+    if (end > s->reserved_to) {
+        uint64_t step = s->preallocate_step;
+        uint64_t grow = (end - s->reserved_to + step - 1) / step * step;
+        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)s->reserved_to, (off_t)grow) == 0)
+            s->reserved_to += grow;
+        else
+            s->preallocate_step = 0; /* no more; what is reserved is released at the end */
+    }
+    s->file_pos = end;
+#else
+    (void)s;
+    (void)fd;
+    (void)len;
+#endif
+}
+
 int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len)
 {
+    reserve_ahead(s, fd, len);
     int rc = sink_write_fd(fd, buf, len, s->err);
     if (rc == HPROF_OK)
         wrote(s, fd, len);
@@ -149,6 +202,11 @@ int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len)
 void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step)
 {
     s->writeback_step = step;
+}
+
+void hprof_sink_set_preallocate(struct hprof_sink *s, uint64_t step)
+{
+    s->preallocate_step = step;
 }
 
 /* The buffer is the sink's room: writes that fit never reach fd_write(). */

@@ -38,6 +38,11 @@ struct hprof_sink {
      * last request to write it back, and how many requests were made. */
     uint64_t writeback_step, unsynced;
     uint64_t writebacks;
+    /* hprof_sink_set_preallocate(): the file's blocks are reserved up to
+     * `reserved_to`, `preallocate_step` at a time ahead of `file_pos`,
+     * where the next write lands; `reserving` once both are known. */
+    uint64_t preallocate_step, file_pos, reserved_to;
+    int reserving, reserve_fd;
 };
 
 /* hprof_sink_write(), inline while 1 or more bytes fit the sink's room
