@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -592,9 +593,9 @@ START_TEST(fd_sink_copies_file_ranges_between_its_writes)
     struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
     ck_assert(sink_can_copy(s));
     ck_assert_int_eq(hprof_sink_write(s, "head", 4), HPROF_OK);
-    ck_assert_int_eq(sink_copy(s, in_fd, 100, zeros, BIG), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 100, zeros, BIG, 0), HPROF_OK);
     ck_assert_int_eq(hprof_sink_write(s, "mid", 3), HPROF_OK);
-    ck_assert_int_eq(sink_copy(s, in_fd, 2u << 20, zeros, 65536), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 2u << 20, zeros, 65536, 0), HPROF_OK);
     ck_assert_uint_eq(hprof_sink_bytes(s), 4 + BIG + 3 + 65536);
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
@@ -614,6 +615,81 @@ START_TEST(fd_sink_copies_file_ranges_between_its_writes)
 }
 END_TEST
 
+/* Reading ahead, an array copied in parts, each saying how much follows,
+ * comes out as it is in the file; so does one whose hint was wrong (the
+ * next copy is of other bytes) and one with no hint, between writes. */
+START_TEST(fd_sink_reading_ahead_copies_every_part_in_order)
+{
+    size_t len = 6u << 20, part = 1u << 20, total = 0;
+    uint8_t *data, *zeros = calloc(1, len);
+    char *in = pattern_file(len, &data), *out = tl_temp_path(".bin");
+    int in_fd = open(in, O_RDONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
+    ck_assert(sink_copy_ahead(s, 1));
+    /* an array of 3.5 parts at byte 77 */
+    size_t array = 3 * part + part / 2;
+    for (size_t at = 0; at < array; at += part) {
+        size_t n = array - at < part ? array - at : part;
+        ck_assert_int_eq(sink_copy(s, in_fd, 77 + at, zeros, n, array - at - n), HPROF_OK);
+        total += n;
+    }
+    ck_assert_int_eq(hprof_sink_write(s, "mid", 3), HPROF_OK);
+    /* says 1 MiB follows at 4 MiB + 100, then copies from 5 MiB */
+    ck_assert_int_eq(sink_copy(s, in_fd, 4u << 20, zeros, 100, part), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 5u << 20, zeros, 70000, 0), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    hprof_sink_free(s);
+    close(out_fd);
+    size_t got_len;
+    uint8_t *got = tl_read_file(out, &got_len);
+    ck_assert_uint_eq(got_len, total + 3 + 100 + 70000);
+    ck_assert_mem_eq(got, data + 77, array);
+    ck_assert_mem_eq(got + array, "mid", 3);
+    ck_assert_mem_eq(got + array + 3, data + (4u << 20), 100);
+    ck_assert_mem_eq(got + array + 103, data + (5u << 20), 70000);
+    close(in_fd);
+    remove_files(in, out);
+    free(got);
+    free(data);
+    free(zeros);
+}
+END_TEST
+
+/* A read made ahead that fails fails the copy that needed it, naming its
+ * first byte.  The input is this process's memory (/proc/self/mem): a
+ * page that reads, then one that is not mapped. */
+START_TEST(fd_sink_reading_ahead_says_where_a_read_failed)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(two, MAP_FAILED);
+    memset(two, 0x42, (size_t)page);
+    ck_assert_int_eq(munmap(two + page, (size_t)page), 0);
+    int mem = open("/proc/self/mem", O_RDONLY);
+    ck_assert_int_ge(mem, 0);
+    char *out = tl_temp_path(".bin");
+    int out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
+    ck_assert(sink_copy_ahead(s, 1));
+    uint64_t at = (uintptr_t)two;
+    ck_assert_int_eq(sink_copy(s, mem, at, two, (size_t)page, (uint64_t)page), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, mem, at + (uint64_t)page, two, (size_t)page, 0), HPROF_ERR_IO);
+    char want[96];
+    snprintf(want, sizeof want, "read at byte %llu: Input/output error",
+             (unsigned long long)(at + (uint64_t)page));
+    ck_assert_str_eq(err.message, want);
+    hprof_sink_free(s);
+    close(out_fd);
+    close(mem);
+    munmap(two, (size_t)page);
+    unlink(out);
+    free(out);
+}
+END_TEST
+
 /* Where the file cannot give it all (here: it ends first), the rest comes
  * from the bytes passed along; a pipe never offers the copy. */
 START_TEST(fd_sink_copy_falls_back_to_the_bytes_it_was_given)
@@ -625,7 +701,7 @@ START_TEST(fd_sink_copy_falls_back_to_the_bytes_it_was_given)
     int in_fd = open(in, O_RDONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     struct hprof_error err = { 0 };
     struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
-    ck_assert_int_eq(sink_copy(s, in_fd, len - 1000, given, 5000), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, len - 1000, given, 5000, 0), HPROF_OK);
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
     close(out_fd);
@@ -640,7 +716,7 @@ START_TEST(fd_sink_copy_falls_back_to_the_bytes_it_was_given)
     ck_assert_int_eq(pipe(p), 0);
     s = hprof_sink_new_fd(p[1], &err);
     ck_assert(!sink_can_copy(s));
-    ck_assert_int_eq(sink_copy(s, in_fd, 0, given, 4000), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 0, given, 4000, 0), HPROF_OK);
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
     close(p[1]);
@@ -669,7 +745,7 @@ START_TEST(fd_sink_copy_says_where_a_read_of_the_input_failed)
     int in_fd = open(in, O_WRONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     struct hprof_error err = { 0 };
     struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
-    ck_assert_int_eq(sink_copy(s, in_fd, 4096, data + 4096, 1000), HPROF_ERR_IO);
+    ck_assert_int_eq(sink_copy(s, in_fd, 4096, data + 4096, 1000, 0), HPROF_ERR_IO);
     ck_assert_str_eq(err.message, "read at byte 4096: Bad file descriptor");
     hprof_sink_free(s);
     close(out_fd);
@@ -1211,6 +1287,8 @@ static Suite *writer_suite(void)
     tcase_add_test(t, fd_sink_copies_file_ranges_between_its_writes);
     tcase_add_test(t, fd_sink_copy_falls_back_to_the_bytes_it_was_given);
     tcase_add_test(t, fd_sink_copy_says_where_a_read_of_the_input_failed);
+    tcase_add_test(t, fd_sink_reading_ahead_copies_every_part_in_order);
+    tcase_add_test(t, fd_sink_reading_ahead_says_where_a_read_failed);
     suite_add_tcase(s, t);
     return s;
 }

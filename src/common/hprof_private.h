@@ -497,6 +497,11 @@ int reader_mapped_file(const struct hprof_reader *r, const uint8_t **map, uint64
  * changed are elsewhere in memory and written as usual.  fd -1 stops it.
  * @return whether contents will be copied so (the sink is a file). */
 int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size, int fd);
+/* With `on`, a file sink reads the next part of such an array on a
+ * thread of its own while the calling thread writes the last one
+ * (sink_copy_ahead()); without, that thread stops.  For callers that run
+ * on several threads.  @return whether the sink reads ahead. */
+int writer_copy_ahead(struct hprof_writer *w, int on);
 
 /* A writer that will only see heap segments, into `sink`, with `id_size`. */
 void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errand.h"
 #include "sink_private.h"
 
 #define FD_BUFFER (1u << 20)
@@ -71,11 +72,12 @@ int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len)
     return took(s, s->ops->write(s, buf, len), len);
 }
 
-int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len)
+int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len,
+              uint64_t next)
 {
     if (s->ops->copy == NULL || s->failed || s->finished || len == 0)
         return hprof_sink_write(s, buf, len);
-    return took(s, s->ops->copy(s, from, offset, buf, len), len);
+    return took(s, s->ops->copy(s, from, offset, buf, len, next), len);
 }
 
 /* Give back the blocks reserved past the end of the file.  Cutting the
@@ -210,10 +212,28 @@ void hprof_sink_set_preallocate(struct hprof_sink *s, uint64_t step)
 }
 
 /* The buffer is the sink's room: writes that fit never reach fd_write(). */
+/* The next bytes of a copy, read on a thread of their own while the
+ * calling thread writes the last ones (sink_copy_ahead()): one read at a
+ * time, into one of two rooms of its own, in turn. */
+struct read_ahead {
+    struct errand *errand;
+    uint8_t *rooms[2];
+    int turn;               /* the room the next read goes to */
+    int asked;              /* a read was asked for and not yet taken */
+    /* the read, and its result once done */
+    int from;
+    uint64_t offset;
+    uint8_t *into;
+    size_t want;
+    ssize_t got;
+    int error;
+};
+
 struct fd_sink {
     struct hprof_sink base;
     int fd;
     uint64_t start;         /* the file offset of the first byte (seekable files) */
+    struct read_ahead *ahead; /* NULL: copies read on the caller's thread */
 };
 
 static int fd_flush(struct fd_sink *f)
@@ -237,27 +257,116 @@ static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
     return HPROF_OK;
 }
 
-/* Array contents still in the input: read from its file into the room, a
+static void read_ahead_task(void *arg)
+{
+    struct read_ahead *a = arg;
+    ssize_t n;
+    do
+        n = pread(a->from, a->into, a->want, (off_t)a->offset);
+    while (n < 0 && errno == EINTR);
+    a->got = n;
+    a->error = n < 0 ? errno : 0;
+}
+
+/* Stops the thread once its read is done. */
+static void read_ahead_free(struct read_ahead *a)
+{
+    if (a == NULL)
+        return;
+    errand_free(a->errand);
+    free(a->rooms[0]);
+    free(a->rooms[1]);
+    free(a);
+}
+
+/* NULL when out of memory or threads. */
+static struct read_ahead *read_ahead_new(void)
+{
+    struct read_ahead *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return NULL;
+    a->rooms[0] = malloc(FD_BUFFER);
+    a->rooms[1] = malloc(FD_BUFFER);
+    if (a->rooms[0] == NULL || a->rooms[1] == NULL ||
+        (a->errand = errand_new(read_ahead_task, a)) == NULL) {
+        read_ahead_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* Read up to a room of the `want` bytes of `from` at `offset`, on the
+ * thread, into the room after the last one's.  The last read must have
+ * been taken. */
+static void read_ahead_ask(struct read_ahead *a, int from, uint64_t offset, uint64_t want)
+{
+    a->from = from;
+    a->offset = offset;
+    a->into = a->rooms[a->turn];
+    a->want = want < FD_BUFFER ? (size_t)want : FD_BUFFER;
+    a->asked = 1;
+    a->turn ^= 1;
+    errand_run(a->errand);
+}
+
+static int read_failed(struct hprof_sink *s, uint64_t at, int error)
+{
+    return hprof_error_set(s->err, HPROF_ERR_IO, "read at byte %llu: %s", (unsigned long long)at,
+                           strerror(error));
+}
+
+/* The read asked for, once done, if it is of `from` at `offset`: `*ready`
+ * its first bytes (no more than `len`), or the error of a failed read.
+ * Any other is dropped.  Its room stays as it is until the read after the
+ * next one is asked for. */
+static int read_ahead_take(struct hprof_sink *s, struct read_ahead *a, int from, uint64_t offset,
+                           size_t len, const uint8_t **ready, size_t *ready_len)
+{
+    *ready_len = 0;
+    if (!a->asked)
+        return HPROF_OK;
+    a->asked = 0;
+    errand_wait(a->errand);
+    if (a->from != from || a->offset != offset)
+        return HPROF_OK;
+    if (a->got < 0)
+        return read_failed(s, offset, a->error);
+    *ready = a->into;
+    *ready_len = (size_t)a->got < len ? (size_t)a->got : len;
+    return HPROF_OK;
+}
+
+/* Array contents still in the input: read from its file into a room, a
  * room at a time, and written from there.  Nothing of them is mapped, so
  * kept pixels add nothing to the mapped pages.  copy_file_range() was
  * slower: it moves a page at a time, and as the output's pages do not
  * start where the input's do, each output page took two partial writes
- * (120 MB of pixels: 61-63 ms against 43-46 ms read and written so).
+ * (120 MB of pixels: 61-63 ms against 43-46 ms read and written so);
+ * splice() through a pipe, faster alone, was no faster in the shrink.
+ * With a read-ahead thread, the bytes that `next` says follow are read
+ * there while these are written, and the copy of them finds them read.
  * A read that comes short (the input shrank since it was mapped) leaves
  * the rest to the mapping, whose fault the tools report. */
-static int fd_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len)
+static int fd_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len,
+                   uint64_t next)
 {
     struct fd_sink *f = (struct fd_sink *)s;
     int rc = fd_flush(f);
+    const uint8_t *ready = NULL;
     size_t done = 0;
+    if (rc == HPROF_OK && f->ahead != NULL)
+        rc = read_ahead_take(s, f->ahead, from, offset, len, &ready, &done);
+    if (rc == HPROF_OK && f->ahead != NULL && next > 0)
+        read_ahead_ask(f->ahead, from, offset + len, next);
+    if (rc == HPROF_OK && done > 0)
+        rc = sink_write_file(s, f->fd, ready, done);
     while (rc == HPROF_OK && done < len) {
         size_t want = len - done < FD_BUFFER ? len - done : FD_BUFFER;
         ssize_t n = pread(from, s->room, want, (off_t)(offset + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return hprof_error_set(s->err, HPROF_ERR_IO, "read at byte %llu: %s",
-                                   (unsigned long long)(offset + done), strerror(errno));
+            return read_failed(s, offset + done, errno);
         if (n == 0)
             break;
         rc = sink_write_file(s, f->fd, s->room, (size_t)n);
@@ -275,6 +384,7 @@ static int fd_finish(struct hprof_sink *s)
 
 static void fd_free(struct hprof_sink *s)
 {
+    read_ahead_free(((struct fd_sink *)s)->ahead);
     free(s->room);
     free(s);
 }
@@ -326,6 +436,20 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
     f->fd = fd;
     f->start = seekable ? (uint64_t)start : 0;
     return &f->base;
+}
+
+int sink_copy_ahead(struct hprof_sink *s, int on)
+{
+    if (s->ops != &fd_seekable_ops)
+        return 0;
+    struct fd_sink *f = (struct fd_sink *)s;
+    if (!on) {
+        read_ahead_free(f->ahead);
+        f->ahead = NULL;
+    } else if (f->ahead == NULL) {
+        f->ahead = read_ahead_new();
+    }
+    return f->ahead != NULL;
 }
 
 /* ---- Memory -------------------------------------------------------------- */

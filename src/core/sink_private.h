@@ -19,7 +19,8 @@ struct sink_ops {
     /* Append the `len` bytes at `offset` of file `from`, which are also
      * at `buf`, read from that file rather than from `buf` (sink_copy());
      * NULL where the sink wants the bytes themselves. */
-    int (*copy)(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len);
+    int (*copy)(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len,
+                uint64_t next);
 };
 
 struct hprof_sink {
@@ -61,8 +62,18 @@ static inline int sink_put(struct hprof_sink *s, const void *buf, size_t len)
 /* hprof_sink_write() of `len` bytes that are also those of file `from` at
  * `offset`: a file sink reads them from there (pread), so that `buf`, a
  * mapping, is never faulted in, and falls back to writing `buf` where the
- * file ends early. */
-int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len);
+ * file ends early.  `next`: how many bytes of `from` right after these the
+ * next copy will ask for (0: none or not known), which a sink reading
+ * ahead reads while it writes these. */
+int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len,
+              uint64_t next);
+
+/* With `on`, a file sink reads the bytes a sink_copy() says come next on
+ * a thread of its own while it writes that copy's, so that its caller's
+ * thread mostly writes; without, the thread stops (as it does when the
+ * sink is freed).  @return whether copies now read ahead (not on other
+ * sinks, nor without a thread: they are then read as before). */
+int sink_copy_ahead(struct hprof_sink *s, int on);
 
 /* Whether sink_copy() reads from the file, rather than write the bytes. */
 static inline int sink_can_copy(const struct hprof_sink *s)

@@ -275,7 +275,7 @@ static int array_data(struct hprof_writer *w, const uint8_t *data, size_t len)
         uint64_t at = (uintptr_t)data - w->copy_map;
         if (w->copy_fd >= 0 && len >= COPY_MIN && (uintptr_t)data >= w->copy_map &&
             at <= w->copy_size && len <= w->copy_size - at)
-            return sink_copy(w->sink, w->copy_fd, at, data, len);
+            return sink_copy(w->sink, w->copy_fd, at, data, len, w->array_left);
         return io(w, data, len);
     }
     if (len > 0) /* data may be NULL for an empty array */
@@ -568,6 +568,11 @@ int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size,
     w->copy_size = size;
     w->copy_fd = map != NULL && sink_can_copy(w->sink) ? fd : -1;
     return w->copy_fd >= 0;
+}
+
+int writer_copy_ahead(struct hprof_writer *w, int on)
+{
+    return sink_copy_ahead(w->sink, on && w->copy_fd >= 0);
 }
 
 void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_sink *sink)

@@ -417,6 +417,9 @@ static int write_on_threads(const struct write_pass_config *cfg, struct hprof_vi
     if (rc == HPROF_OK) {
         report_progress(&wp, 0);
         wp.copying = copy_from(cfg, wp.inline_reader);
+        /* the other cores are idle while this thread writes a big
+         * segment's kept arrays: one of them reads what comes next */
+        (void)writer_copy_ahead(cfg->writer, wp.copying);
         rc = hprof_reader_run(wp.walk_reader, &wp.base);
         if (rc != HPROF_OK && !wp.failed) {
             /* the reader stopped on a later record: an error in a segment
@@ -428,6 +431,7 @@ static int write_on_threads(const struct write_pass_config *cfg, struct hprof_vi
             rc = cfg->err->code;
         }
     }
+    (void)writer_copy_ahead(cfg->writer, 0);
     (void)copy_from(cfg, NULL);
     write_pass_free(&wp);
     return rc;
