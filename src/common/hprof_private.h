@@ -172,6 +172,11 @@ struct idfilter {
     struct idfilter_thread *thread; /* idfilter_use_thread(), or NULL */
 };
 
+/* `bytes` zeroed for a filter's words (mmap: freed with
+ * filter_words_free() and the same `bytes`), or NULL. */
+uint64_t *filter_words_alloc(size_t bytes);
+void filter_words_free(uint64_t *words, size_t bytes);
+
 /* `bytes` is rounded down to a power of two, at least 64.
  * @return HPROF_OK or HPROF_ERR_NOMEM. */
 int idfilter_init(struct idfilter *f, size_t bytes);

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "hprof_private.h"
@@ -261,14 +262,35 @@ static uint64_t *filter_block(const struct idfilter *f, uint64_t h)
     return block_of(f->words, f->block_mask, h);
 }
 
+/* Zeroed pages as they are first touched, in huge pages where the kernel
+ * has them: one random line per id would also cost a TLB miss in 4 KiB
+ * pages (a filter is up to 32 MiB), which a prefetch does not hide, and
+ * a fault for each of those pages (on the bitmap-heavy 300 MB dumps, pass
+ * 1 took 19-20 ms instead of 21-22 ms with the references' filter so). */
+uint64_t *filter_words_alloc(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void filter_words_free(uint64_t *words, size_t bytes)
+{
+    if (words != NULL)
+        munmap(words, bytes);
+}
+
 int idfilter_init(struct idfilter *f, size_t bytes)
 {
     size_t blocks = 1;
     while (blocks * 2 * 64 <= bytes)
         blocks *= 2;
     memset(f, 0, sizeof *f);
-    /* calloc: the kernel hands zero pages over as they are first touched */
-    f->words = calloc(blocks * 8, sizeof *f->words);
+    f->words = filter_words_alloc(blocks * 64);
     f->block_mask = blocks - 1;
     return f->words ? HPROF_OK : HPROF_ERR_NOMEM;
 }
@@ -276,7 +298,7 @@ int idfilter_init(struct idfilter *f, size_t bytes)
 void idfilter_free(struct idfilter *f)
 {
     idfilter_settle(f);
-    free(f->words);
+    filter_words_free(f->words, (f->block_mask + 1) * 64);
     memset(f, 0, sizeof *f);
 }
 

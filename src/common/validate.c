@@ -15,7 +15,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "validate.h"
 
@@ -56,26 +55,6 @@ size_t objcheck_filter_bytes(uint64_t input_bytes)
     return bytes;
 }
 
-/* The filter's pages, zeroed, in huge pages where the kernel has them: one
- * random line per object would also cost a TLB miss in 4 KiB pages (the
- * filter is up to 32 MiB), which a prefetch does not hide. */
-static uint64_t *filter_alloc(size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
-static void filter_release(uint64_t *words, size_t bytes)
-{
-    if (words != NULL)
-        munmap(words, bytes);
-}
-
 int objcheck_init(struct objcheck *oc, size_t budget)
 {
     memset(oc, 0, sizeof *oc);
@@ -98,14 +77,14 @@ static int filter_init(struct objcheck *oc)
     while (blocks * 2 * 64 <= oc->budget)
         blocks *= 2;
     oc->words_bytes = blocks * 8 * sizeof *oc->words;
-    oc->words = filter_alloc(oc->words_bytes);
+    oc->words = filter_words_alloc(oc->words_bytes);
     oc->block_mask = blocks - 1;
     return oc->words != NULL ? HPROF_OK : HPROF_ERR_NOMEM;
 }
 
 void objcheck_free(struct objcheck *oc)
 {
-    filter_release(oc->words, oc->words_bytes);
+    filter_words_free(oc->words, oc->words_bytes);
     for (size_t i = 0; i < oc->n_pages; i++)
         free(oc->pages[i]);
     free(oc->pages);
