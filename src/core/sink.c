@@ -211,7 +211,6 @@ void hprof_sink_set_preallocate(struct hprof_sink *s, uint64_t step)
     s->preallocate_step = step;
 }
 
-/* The buffer is the sink's room: writes that fit never reach fd_write(). */
 /* The next bytes of a copy, read on a thread of their own while the
  * calling thread writes the last ones (sink_copy_ahead()): one read at a
  * time, into one of two rooms of its own, in turn. */
@@ -229,6 +228,7 @@ struct read_ahead {
     int error;
 };
 
+/* The buffer is the sink's room: writes that fit never reach fd_write(). */
 struct fd_sink {
     struct hprof_sink base;
     int fd;
