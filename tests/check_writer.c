@@ -790,6 +790,34 @@ START_TEST(fd_sink_starts_writeback_once_per_step_written)
 }
 END_TEST
 
+/* A pipe whose reading end a child drains, counting: p[1] is the
+ * caller's to write and close.  @return the child. */
+static pid_t pipe_to_a_counter(int p[2])
+{
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t child = fork();
+    if (child == 0) { /* drain, counting, and exit with the count in MiB */
+        close(p[1]);
+        static uint8_t buf[65536];
+        size_t total = 0;
+        ssize_t n;
+        while ((n = read(p[0], buf, sizeof buf)) > 0)
+            total += (size_t)n;
+        _exit((int)(total >> 20));
+    }
+    close(p[0]);
+    return child;
+}
+
+/* What the child of pipe_to_a_counter() read, in MiB, once it is done. */
+static int mib_counted(pid_t child)
+{
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
 /* Bytes of `fd`'s file that are on disk or reserved (st_blocks). */
 static uint64_t allocated_bytes(int fd)
 {
@@ -903,18 +931,7 @@ END_TEST
 START_TEST(fd_sink_preallocating_on_a_pipe_loses_nothing)
 {
     int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t child = fork();
-    if (child == 0) { /* drain, counting, and exit with the count in MiB */
-        close(p[1]);
-        static uint8_t buf[65536];
-        size_t total = 0;
-        ssize_t n;
-        while ((n = read(p[0], buf, sizeof buf)) > 0)
-            total += (size_t)n;
-        _exit((int)(total >> 20));
-    }
-    close(p[0]);
+    pid_t child = pipe_to_a_counter(p);
     static uint8_t block[1u << 20];
     struct hprof_error err = { 0 };
     struct hprof_sink *s = hprof_sink_new_fd(p[1], &err);
@@ -924,10 +941,7 @@ START_TEST(fd_sink_preallocating_on_a_pipe_loses_nothing)
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
     close(p[1]);
-    int status;
-    ck_assert_int_eq(waitpid(child, &status, 0), child);
-    ck_assert(WIFEXITED(status));
-    ck_assert_int_eq(WEXITSTATUS(status), 3);
+    ck_assert_int_eq(mib_counted(child), 3);
 }
 END_TEST
 
@@ -935,24 +949,10 @@ END_TEST
 START_TEST(fd_sink_writeback_on_a_pipe_loses_nothing)
 {
     int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t child = fork();
-    if (child == 0) { /* drain, counting, and exit with the count in MiB */
-        close(p[1]);
-        static uint8_t buf[65536];
-        size_t total = 0;
-        ssize_t n;
-        while ((n = read(p[0], buf, sizeof buf)) > 0)
-            total += (size_t)n;
-        _exit((int)(total >> 20));
-    }
-    close(p[0]);
+    pid_t child = pipe_to_a_counter(p);
     ck_assert_uint_eq(writebacks_for(p[1], 4, 1u << 20), 4);
     close(p[1]);
-    int status;
-    ck_assert_int_eq(waitpid(child, &status, 0), child);
-    ck_assert(WIFEXITED(status));
-    ck_assert_int_eq(WEXITSTATUS(status), 4);
+    ck_assert_int_eq(mib_counted(child), 4);
 }
 END_TEST
 
