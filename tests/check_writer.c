@@ -661,12 +661,6 @@ END_TEST
  * page that reads, then one that is not mapped. */
 START_TEST(fd_sink_reading_ahead_says_where_a_read_failed)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    uint8_t *two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(two, MAP_FAILED);
-    memset(two, 0x42, (size_t)page);
-    ck_assert_int_eq(munmap(two + page, (size_t)page), 0);
     int mem = open("/proc/self/mem", O_RDONLY);
     ck_assert_int_ge(mem, 0);
     char *out = tl_temp_path(".bin");
@@ -674,6 +668,13 @@ START_TEST(fd_sink_reading_ahead_says_where_a_read_failed)
     struct hprof_error err = { 0 };
     struct hprof_sink *s = hprof_sink_new_fd(out_fd, &err);
     ck_assert(sink_copy_ahead(s, 1));
+    /* last, so that nothing allocated since can be given the hole */
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(two, MAP_FAILED);
+    memset(two, 0x42, (size_t)page);
+    ck_assert_int_eq(munmap(two + page, (size_t)page), 0);
     uint64_t at = (uintptr_t)two;
     ck_assert_int_eq(sink_copy(s, mem, at, two, (size_t)page, (uint64_t)page), HPROF_OK);
     ck_assert_int_eq(sink_copy(s, mem, at + (uint64_t)page, two, (size_t)page, 0), HPROF_ERR_IO);
