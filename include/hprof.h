@@ -279,11 +279,12 @@ HPROF_API void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step);
  * reserve the file's blocks `step` bytes at a time ahead of the writes
  * (Linux fallocate() with FALLOC_FL_KEEP_SIZE: the file's size and
  * contents are what was written, at every moment), which makes the writes
- * cheaper, and give back what is reserved past the end once the sink
- * finishes.  A sink that fails leaves its reserve until the file is
- * removed.  Where the file system cannot reserve, or the sink does not
- * write at the end of a regular file, nothing happens.  0 (the default):
- * no reserve. */
+ * cheaper, and give back what is reserved past the end when
+ * hprof_sink_finish() is called, by cutting the file at its size then:
+ * the sink must be the file's only writer until it finishes.  A sink
+ * never finished leaves its reserve until the file is removed.  Where the
+ * file system cannot reserve, or the sink does not write at the end of a
+ * regular file, nothing happens.  0 (the default): no reserve. */
 HPROF_API void hprof_sink_set_preallocate(struct hprof_sink *s, uint64_t step);
 HPROF_API void hprof_sink_free(struct hprof_sink *s);
 

@@ -80,21 +80,25 @@ int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, 
     return took(s, s->ops->copy(s, from, offset, buf, len, next), len);
 }
 
-/* Give back the blocks reserved past the end of the file.  Cutting the
- * file at its own size never changes its contents; should it fail, the
- * blocks stay reserved until the file goes, and nothing else is wrong. */
+/* Give back the blocks reserved past the end of the file, whatever the
+ * bookkeeping says (a fallocate() that fails on a full disk may keep part
+ * of what it allocated).  Cutting the file at its own size never changes
+ * its contents; should it fail, the blocks stay reserved until the file
+ * goes, and nothing else is wrong. */
 static void release_reserve(struct hprof_sink *s)
 {
     struct stat st;
-    if (s->reserving && s->reserved_to > s->file_pos && fstat(s->reserve_fd, &st) == 0)
+    if (s->reserving && fstat(s->reserve_fd, &st) == 0)
         (void)ftruncate(s->reserve_fd, st.st_size);
     s->reserving = 0;
 }
 
 int hprof_sink_finish(struct hprof_sink *s)
 {
-    if (s->failed)
+    if (s->failed) {
+        release_reserve(s);
         return s->err && s->err->code ? s->err->code : HPROF_ERR_IO;
+    }
     if (s->finished)
         return HPROF_OK;
     s->finished = 1;
@@ -162,11 +166,12 @@ static void wrote(struct hprof_sink *s, int fd, uint64_t n)
 static void reserve_ahead(struct hprof_sink *s, int fd, size_t len)
 {
 #ifdef FALLOC_FL_KEEP_SIZE
-    if (s->preallocate_step == 0)
-        return;
     if (!s->reserving) {
         struct stat st;
-        off_t at = lseek(fd, 0, SEEK_CUR);
+        off_t at;
+        if (s->preallocate_step == 0)
+            return;
+        at = lseek(fd, 0, SEEK_CUR);
         if (at < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || at != st.st_size) {
             s->preallocate_step = 0;
             return;
@@ -175,16 +180,19 @@ static void reserve_ahead(struct hprof_sink *s, int fd, size_t len)
         s->reserve_fd = fd;
         s->file_pos = s->reserved_to = (uint64_t)at;
     }
-    uint64_t end = s->file_pos + len;
-    if (end > s->reserved_to) {
-        uint64_t step = s->preallocate_step;
+    uint64_t end = s->file_pos + len, step = s->preallocate_step;
+    if (step > 0 && end > s->reserved_to) {
         uint64_t grow = (end - s->reserved_to + step - 1) / step * step;
-        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)s->reserved_to, (off_t)grow) == 0)
+        int rc;
+        do
+            rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)s->reserved_to, (off_t)grow);
+        while (rc != 0 && errno == EINTR);
+        if (rc == 0)
             s->reserved_to += grow;
         else
             s->preallocate_step = 0; /* no more; what is reserved is released at the end */
     }
-    s->file_pos = end;
+    s->file_pos = end; /* even with no more reserving: a step set again starts here */
 #else
     (void)s;
     (void)fd;
@@ -214,11 +222,12 @@ void hprof_sink_set_preallocate(struct hprof_sink *s, uint64_t step)
 /* The next bytes of a copy, read on a thread of their own while the
  * calling thread writes the last ones (sink_copy_ahead()): one read at a
  * time, into one of two rooms of its own, in turn. */
-struct read_ahead {
+struct copy_ahead {
     struct errand *errand;
     uint8_t *rooms[2];
     int turn;               /* the room the next read goes to */
     int asked;              /* a read was asked for and not yet taken */
+    uint64_t taken;         /* bytes written from reads made ahead (tests) */
     /* the read, and its result once done */
     int from;
     uint64_t offset;
@@ -233,7 +242,7 @@ struct fd_sink {
     struct hprof_sink base;
     int fd;
     uint64_t start;         /* the file offset of the first byte (seekable files) */
-    struct read_ahead *ahead; /* NULL: copies read on the caller's thread */
+    struct copy_ahead *ahead; /* NULL: copies read on the caller's thread */
 };
 
 static int fd_flush(struct fd_sink *f)
@@ -259,7 +268,7 @@ static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
 
 static void read_ahead_task(void *arg)
 {
-    struct read_ahead *a = arg;
+    struct copy_ahead *a = arg;
     ssize_t n;
     do
         n = pread(a->from, a->into, a->want, (off_t)a->offset);
@@ -269,7 +278,7 @@ static void read_ahead_task(void *arg)
 }
 
 /* Stops the thread once its read is done. */
-static void read_ahead_free(struct read_ahead *a)
+static void read_ahead_free(struct copy_ahead *a)
 {
     if (a == NULL)
         return;
@@ -280,9 +289,9 @@ static void read_ahead_free(struct read_ahead *a)
 }
 
 /* NULL when out of memory or threads. */
-static struct read_ahead *read_ahead_new(void)
+static struct copy_ahead *read_ahead_new(void)
 {
-    struct read_ahead *a = calloc(1, sizeof *a);
+    struct copy_ahead *a = calloc(1, sizeof *a);
     if (a == NULL)
         return NULL;
     a->rooms[0] = malloc(FD_BUFFER);
@@ -298,7 +307,7 @@ static struct read_ahead *read_ahead_new(void)
 /* Read up to a room of the `want` bytes of `from` at `offset`, on the
  * thread, into the room after the last one's.  The last read must have
  * been taken. */
-static void read_ahead_ask(struct read_ahead *a, int from, uint64_t offset, uint64_t want)
+static void read_ahead_ask(struct copy_ahead *a, int from, uint64_t offset, uint64_t want)
 {
     a->from = from;
     a->offset = offset;
@@ -319,7 +328,7 @@ static int read_failed(struct hprof_sink *s, uint64_t at, int error)
  * its first bytes (no more than `len`), or the error of a failed read.
  * Any other is dropped.  Its room stays as it is until the read after the
  * next one is asked for. */
-static int read_ahead_take(struct hprof_sink *s, struct read_ahead *a, int from, uint64_t offset,
+static int read_ahead_take(struct hprof_sink *s, struct copy_ahead *a, int from, uint64_t offset,
                            size_t len, const uint8_t **ready, size_t *ready_len)
 {
     *ready_len = 0;
@@ -333,6 +342,7 @@ static int read_ahead_take(struct hprof_sink *s, struct read_ahead *a, int from,
         return read_failed(s, offset, a->error);
     *ready = a->into;
     *ready_len = (size_t)a->got < len ? (size_t)a->got : len;
+    a->taken += *ready_len;
     return HPROF_OK;
 }
 
@@ -436,6 +446,16 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
     f->fd = fd;
     f->start = seekable ? (uint64_t)start : 0;
     return &f->base;
+}
+
+uint64_t sink_copied_ahead(struct hprof_sink *s)
+{
+    const struct fd_sink *f = (const struct fd_sink *)s;
+    if (s->ops != &fd_seekable_ops || f->ahead == NULL)
+        return 0;
+    if (f->ahead->asked) /* done before it is looked at */
+        errand_wait(f->ahead->errand);
+    return f->ahead->taken;
 }
 
 int sink_copy_ahead(struct hprof_sink *s, int on)

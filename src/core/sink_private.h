@@ -67,6 +67,8 @@ static inline int sink_put(struct hprof_sink *s, const void *buf, size_t len)
  * ahead reads while it writes these. */
 int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len,
               uint64_t next);
+/* (`from` must then stay open and be the same file until the next
+ * sink_copy(), sink_copy_ahead(s, 0) or hprof_sink_free().) */
 
 /* With `on`, a file sink reads the bytes a sink_copy() says come next on
  * a thread of its own while it writes that copy's, so that its caller's
@@ -74,6 +76,9 @@ int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, 
  * sink is freed).  @return whether copies now read ahead (not on other
  * sinks, nor without a thread: they are then read as before). */
 int sink_copy_ahead(struct hprof_sink *s, int on);
+/* Bytes copies took from reads made ahead so far; a read still under way
+ * is waited for first (tests). */
+uint64_t sink_copied_ahead(struct hprof_sink *s);
 
 /* Whether sink_copy() reads from the file, rather than write the bytes. */
 static inline int sink_can_copy(const struct hprof_sink *s)

@@ -564,9 +564,12 @@ static const struct hprof_visitor_ops writer_ops = {
 
 int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size, int fd)
 {
+    int copy_fd = map != NULL && sink_can_copy(w->sink) ? fd : -1;
+    if (copy_fd != w->copy_fd) /* a read made ahead would be of the last file */
+        (void)sink_copy_ahead(w->sink, 0);
     w->copy_map = (uintptr_t)map;
     w->copy_size = size;
-    w->copy_fd = map != NULL && sink_can_copy(w->sink) ? fd : -1;
+    w->copy_fd = copy_fd;
     return w->copy_fd >= 0;
 }
 
