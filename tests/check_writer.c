@@ -559,12 +559,14 @@ START_TEST(fd_sink_refuses_even_small_writes_once_failed_or_finished)
 }
 END_TEST
 
-/* A file of `len` patterned bytes (its path, to free); *data gets them. */
+/* A file of `len` patterned bytes (its path, to free); *data gets them.
+ * No run of them repeats at another offset, so bytes read from the wrong
+ * place do not pass for the right ones. */
 static char *pattern_file(size_t len, uint8_t **data)
 {
     *data = malloc(len);
     for (size_t i = 0; i < len; i++)
-        (*data)[i] = (uint8_t)(i * 7 + (i >> 9));
+        (*data)[i] = (uint8_t)((uint32_t)(i * 2654435761u) >> 21 ^ i >> 12);
     char *path = tl_temp_file(*data, len, ".bin");
     return path;
 }
@@ -616,11 +618,12 @@ START_TEST(fd_sink_copies_file_ranges_between_its_writes)
 END_TEST
 
 /* Reading ahead, an array copied in parts, each saying how much follows,
- * comes out as it is in the file; so does one whose hint was wrong (the
- * next copy is of other bytes) and one with no hint, between writes. */
+ * comes out as it is in the file, all but its first part from reads made
+ * ahead; so do a copy whose hint was wrong (the next copy is of other
+ * bytes), that next copy, and one longer than a read made ahead for it. */
 START_TEST(fd_sink_reading_ahead_copies_every_part_in_order)
 {
-    size_t len = 6u << 20, part = 1u << 20, total = 0;
+    size_t len = 7u << 20, part = 1u << 20, total = 0;
     uint8_t *data, *zeros = calloc(1, len);
     char *in = pattern_file(len, &data), *out = tl_temp_path(".bin");
     int in_fd = open(in, O_RDONLY), out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -634,20 +637,25 @@ START_TEST(fd_sink_reading_ahead_copies_every_part_in_order)
         ck_assert_int_eq(sink_copy(s, in_fd, 77 + at, zeros, n, array - at - n), HPROF_OK);
         total += n;
     }
+    ck_assert_uint_eq(sink_copied_ahead(s), array - part);
     ck_assert_int_eq(hprof_sink_write(s, "mid", 3), HPROF_OK);
     /* says 1 MiB follows at 4 MiB + 100, then copies from 5 MiB */
     ck_assert_int_eq(sink_copy(s, in_fd, 4u << 20, zeros, 100, part), HPROF_OK);
-    ck_assert_int_eq(sink_copy(s, in_fd, 5u << 20, zeros, 70000, 0), HPROF_OK);
+    ck_assert_int_eq(sink_copy(s, in_fd, 5u << 20, zeros, 70000, 70000), HPROF_OK);
+    ck_assert_uint_eq(sink_copied_ahead(s), array - part);
+    /* 70000 bytes were read ahead for a copy of 1 MiB: the rest is read then */
+    ck_assert_int_eq(sink_copy(s, in_fd, (5u << 20) + 70000, zeros, part, 0), HPROF_OK);
+    ck_assert_uint_eq(sink_copied_ahead(s), array - part + 70000);
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
     close(out_fd);
     size_t got_len;
     uint8_t *got = tl_read_file(out, &got_len);
-    ck_assert_uint_eq(got_len, total + 3 + 100 + 70000);
+    ck_assert_uint_eq(got_len, total + 3 + 100 + 70000 + part);
     ck_assert_mem_eq(got, data + 77, array);
     ck_assert_mem_eq(got + array, "mid", 3);
     ck_assert_mem_eq(got + array + 3, data + (4u << 20), 100);
-    ck_assert_mem_eq(got + array + 103, data + (5u << 20), 70000);
+    ck_assert_mem_eq(got + array + 103, data + (5u << 20), 70000 + part);
     close(in_fd);
     remove_files(in, out);
     free(got);
@@ -658,7 +666,8 @@ END_TEST
 
 /* A read made ahead that fails fails the copy that needed it, naming its
  * first byte.  The input is this process's memory (/proc/self/mem): a
- * page that reads, then one that is not mapped. */
+ * page that reads, then one that is not mapped while it is read ahead,
+ * and is by the time the copy of it comes. */
 START_TEST(fd_sink_reading_ahead_says_where_a_read_failed)
 {
     int mem = open("/proc/self/mem", O_RDONLY);
@@ -677,6 +686,10 @@ START_TEST(fd_sink_reading_ahead_says_where_a_read_failed)
     ck_assert_int_eq(munmap(two + page, (size_t)page), 0);
     uint64_t at = (uintptr_t)two;
     ck_assert_int_eq(sink_copy(s, mem, at, two, (size_t)page, (uint64_t)page), HPROF_OK);
+    ck_assert_uint_eq(sink_copied_ahead(s), 0); /* the read of the hole is done */
+    /* the hole mapped again: only the read made before can fail now */
+    ck_assert_ptr_eq(mmap(two + page, (size_t)page, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0), two + page);
     ck_assert_int_eq(sink_copy(s, mem, at + (uint64_t)page, two, (size_t)page, 0), HPROF_ERR_IO);
     char want[96];
     snprintf(want, sizeof want, "read at byte %llu: Input/output error",
@@ -685,7 +698,7 @@ START_TEST(fd_sink_reading_ahead_says_where_a_read_failed)
     hprof_sink_free(s);
     close(out_fd);
     close(mem);
-    munmap(two, (size_t)page);
+    munmap(two, 2 * (size_t)page);
     unlink(out);
     free(out);
 }
@@ -870,45 +883,55 @@ START_TEST(fd_sink_reserves_blocks_ahead_and_gives_back_the_rest)
 END_TEST
 
 /* A sink that starts inside a file writes over its bytes but reserves
- * nothing and cuts nothing: what lies past its writes stays. */
+ * nothing, while it writes or after: what lies past its writes stays. */
 START_TEST(fd_sink_preallocating_inside_a_file_keeps_what_lies_past_its_writes)
 {
-    static const char before[] = "0123456789abcdef";
-    char *path = tl_temp_file(before, 16, ".bin");
+    size_t len = 4u << 20, over = (1u << 20) + 4;
+    uint8_t *data, *mine = malloc(over);
+    memset(mine, 0x5a, over);
+    char *path = pattern_file(len, &data);
     int fd = open(path, O_WRONLY);
     ck_assert_int_eq(lseek(fd, 4, SEEK_SET), 4);
     struct hprof_error err = { 0 };
     struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
-    hprof_sink_set_preallocate(s, 1u << 20);
-    ck_assert_int_eq(hprof_sink_write(s, "WXYZ", 4), HPROF_OK);
+    hprof_sink_set_preallocate(s, 8u << 20);
+    ck_assert_int_eq(hprof_sink_write(s, mine, over), HPROF_OK); /* past the room: written now */
+    ck_assert_uint_le(allocated_bytes(fd), len + 65536);
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
-    ck_assert_uint_lt(allocated_bytes(fd), 1u << 20);
+    ck_assert_uint_le(allocated_bytes(fd), len + 65536);
     close(fd);
-    size_t len;
-    uint8_t *data = tl_read_file(path, &len);
-    ck_assert_uint_eq(len, 16);
-    ck_assert_mem_eq(data, "0123WXYZ89abcdef", 16);
+    size_t got_len;
+    uint8_t *got = tl_read_file(path, &got_len);
+    ck_assert_uint_eq(got_len, len);
+    ck_assert_mem_eq(got, data, 4);
+    ck_assert_mem_eq(got + 4, mine, over);
+    ck_assert_mem_eq(got + 4 + over, data + 4 + over, len - 4 - over);
+    free(got);
+    free(mine);
     free(data);
     unlink(path);
     free(path);
 }
 END_TEST
 
-/* The gzip sink writes its members through the same reserve, and gives
- * back what is left of it when it ends the stream. */
+/* The gzip sink writes its members through the same reserve (held while
+ * it writes: more members than its threads have slots are written before
+ * the end), and gives back what is left of it when it ends the stream. */
 START_TEST(gzip_sink_gives_back_its_reserve_when_it_finishes)
 {
-    size_t len = 2 * HPROF_GZIP_BLOCK + 777, zlen;
+    size_t len = 8 * HPROF_GZIP_BLOCK + 777, zlen;
     uint8_t *data = malloc(len);
-    for (size_t i = 0; i < len; i++)
-        data[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t i = 0; i < len; i++) /* no repeats: members as long as their blocks */
+        data[i] = (uint8_t)((uint32_t)(i * 2654435761u) >> 21 ^ i >> 12);
     char *path = tl_temp_path(".gz");
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     struct hprof_error err = { 0 };
     struct hprof_sink *s = hprof_sink_new_gzip(fd, 1, 2, &err);
-    hprof_sink_set_preallocate(s, 8u << 20);
+    hprof_sink_set_preallocate(s, 16u << 20);
     ck_assert_int_eq(hprof_sink_write(s, data, len), HPROF_OK);
+    ck_assert_uint_gt(file_size(fd), 0);
+    ck_assert_uint_ge(allocated_bytes(fd), 16u << 20);
     ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
     hprof_sink_free(s);
     uint64_t size = file_size(fd);
