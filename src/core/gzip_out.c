@@ -163,9 +163,12 @@ static size_t coder_member(struct member_coder *c, const uint8_t *in, size_t len
         struct isal_zstream *z = c->isal;
         /* Every member from the same state, whatever this coder did before:
          * isal_deflate_stateless_init() leaves fields alone (hist_bits, the
-         * window, among them) that change the output. */
+         * window, among them) that change the output, and so, once in a
+         * while, did what an earlier member left in the level buffer past
+         * its first ISAL_DEF_LVL1_REQ bytes (a member one byte longer with
+         * 2 threads than with 1, once in a make check). */
         memset(z, 0, sizeof *z);
-        memset(c->isal_level_buf, 0, ISAL_DEF_LVL1_REQ);
+        memset(c->isal_level_buf, 0, ISAL_DEF_LVL1_DEFAULT);
         isal_deflate_stateless_init(z);
         z->level = 1;
         z->level_buf = c->isal_level_buf;
