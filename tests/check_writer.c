@@ -559,14 +559,20 @@ START_TEST(fd_sink_refuses_even_small_writes_once_failed_or_finished)
 }
 END_TEST
 
-/* A file of `len` patterned bytes (its path, to free); *data gets them.
- * No run of them repeats at another offset, so bytes read from the wrong
- * place do not pass for the right ones. */
+/* Byte `i` of a pattern in which no run of bytes repeats at another
+ * offset (so bytes read from the wrong place do not pass for the right
+ * ones) and which deflate cannot shrink. */
+static uint8_t pattern_byte(size_t i)
+{
+    return (uint8_t)((uint32_t)(i * 2654435761u) >> 21 ^ i >> 12);
+}
+
+/* A file of `len` pattern bytes (its path, to free); *data gets them. */
 static char *pattern_file(size_t len, uint8_t **data)
 {
     *data = malloc(len);
     for (size_t i = 0; i < len; i++)
-        (*data)[i] = (uint8_t)((uint32_t)(i * 2654435761u) >> 21 ^ i >> 12);
+        (*data)[i] = pattern_byte(i);
     char *path = tl_temp_file(*data, len, ".bin");
     return path;
 }
@@ -922,8 +928,8 @@ START_TEST(gzip_sink_gives_back_its_reserve_when_it_finishes)
 {
     size_t len = 8 * HPROF_GZIP_BLOCK + 777, zlen;
     uint8_t *data = malloc(len);
-    for (size_t i = 0; i < len; i++) /* no repeats: members as long as their blocks */
-        data[i] = (uint8_t)((uint32_t)(i * 2654435761u) >> 21 ^ i >> 12);
+    for (size_t i = 0; i < len; i++) /* members about as long as their blocks */
+        data[i] = pattern_byte(i);
     char *path = tl_temp_path(".gz");
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     struct hprof_error err = { 0 };
