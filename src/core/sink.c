@@ -266,19 +266,26 @@ static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
     return HPROF_OK;
 }
 
-static void read_ahead_task(void *arg)
+/* pread(2), again when a signal interrupts it. */
+static ssize_t pread_retrying(int fd, void *buf, size_t len, uint64_t offset)
 {
-    struct copy_ahead *a = arg;
     ssize_t n;
     do
-        n = pread(a->from, a->into, a->want, (off_t)a->offset);
+        n = pread(fd, buf, len, (off_t)offset);
     while (n < 0 && errno == EINTR);
+    return n;
+}
+
+static void copy_ahead_task(void *arg)
+{
+    struct copy_ahead *a = arg;
+    ssize_t n = pread_retrying(a->from, a->into, a->want, a->offset);
     a->got = n;
     a->error = n < 0 ? errno : 0;
 }
 
 /* Stops the thread once its read is done. */
-static void read_ahead_free(struct copy_ahead *a)
+static void copy_ahead_free(struct copy_ahead *a)
 {
     if (a == NULL)
         return;
@@ -289,7 +296,7 @@ static void read_ahead_free(struct copy_ahead *a)
 }
 
 /* NULL when out of memory or threads. */
-static struct copy_ahead *read_ahead_new(void)
+static struct copy_ahead *copy_ahead_new(void)
 {
     struct copy_ahead *a = calloc(1, sizeof *a);
     if (a == NULL)
@@ -297,8 +304,8 @@ static struct copy_ahead *read_ahead_new(void)
     a->rooms[0] = malloc(FD_BUFFER);
     a->rooms[1] = malloc(FD_BUFFER);
     if (a->rooms[0] == NULL || a->rooms[1] == NULL ||
-        (a->errand = errand_new(read_ahead_task, a)) == NULL) {
-        read_ahead_free(a);
+        (a->errand = errand_new(copy_ahead_task, a)) == NULL) {
+        copy_ahead_free(a);
         return NULL;
     }
     return a;
@@ -307,7 +314,7 @@ static struct copy_ahead *read_ahead_new(void)
 /* Read up to a room of the `want` bytes of `from` at `offset`, on the
  * thread, into the room after the last one's.  The last read must have
  * been taken. */
-static void read_ahead_ask(struct copy_ahead *a, int from, uint64_t offset, uint64_t want)
+static void copy_ahead_ask(struct copy_ahead *a, int from, uint64_t offset, uint64_t want)
 {
     a->from = from;
     a->offset = offset;
@@ -328,7 +335,7 @@ static int read_failed(struct hprof_sink *s, uint64_t at, int error)
  * its first bytes (no more than `len`), or the error of a failed read.
  * Any other is dropped.  Its room stays as it is until the read after the
  * next one is asked for. */
-static int read_ahead_take(struct hprof_sink *s, struct copy_ahead *a, int from, uint64_t offset,
+static int copy_ahead_take(struct hprof_sink *s, struct copy_ahead *a, int from, uint64_t offset,
                            size_t len, const uint8_t **ready, size_t *ready_len)
 {
     *ready_len = 0;
@@ -365,16 +372,14 @@ static int fd_copy(struct hprof_sink *s, int from, uint64_t offset, const void *
     const uint8_t *ready = NULL;
     size_t done = 0;
     if (rc == HPROF_OK && f->ahead != NULL)
-        rc = read_ahead_take(s, f->ahead, from, offset, len, &ready, &done);
+        rc = copy_ahead_take(s, f->ahead, from, offset, len, &ready, &done);
     if (rc == HPROF_OK && f->ahead != NULL && next > 0)
-        read_ahead_ask(f->ahead, from, offset + len, next);
+        copy_ahead_ask(f->ahead, from, offset + len, next);
     if (rc == HPROF_OK && done > 0)
         rc = sink_write_file(s, f->fd, ready, done);
     while (rc == HPROF_OK && done < len) {
         size_t want = len - done < FD_BUFFER ? len - done : FD_BUFFER;
-        ssize_t n = pread(from, s->room, want, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = pread_retrying(from, s->room, want, offset + done);
         if (n < 0)
             return read_failed(s, offset + done, errno);
         if (n == 0)
@@ -394,7 +399,7 @@ static int fd_finish(struct hprof_sink *s)
 
 static void fd_free(struct hprof_sink *s)
 {
-    read_ahead_free(((struct fd_sink *)s)->ahead);
+    copy_ahead_free(((struct fd_sink *)s)->ahead);
     free(s->room);
     free(s);
 }
@@ -464,10 +469,10 @@ int sink_copy_ahead(struct hprof_sink *s, int on)
         return 0;
     struct fd_sink *f = (struct fd_sink *)s;
     if (!on) {
-        read_ahead_free(f->ahead);
+        copy_ahead_free(f->ahead);
         f->ahead = NULL;
     } else if (f->ahead == NULL) {
-        f->ahead = read_ahead_new();
+        f->ahead = copy_ahead_new();
     }
     return f->ahead != NULL;
 }
