@@ -832,23 +832,42 @@ for tool in "hprof-shrink -j1 -f $T/big.hprof $T/big-out.hprof" \
 done
 rm -f "$T/big.hprof" "$T/big.hprof.gz" "$T/big-out.hprof"
 
-banner "the output's writeback starts while a small dump is shrunk, not only at the fsync"
+banner "durable outputs: --sync writes back as it goes, fsyncs, renames, fsyncs the directory; one file by default does not; batch does"
 # a 64th of this 2.7 MB input is under 1 MiB, so the step is 1 MiB; the
 # output keeps a 2.5 MB bitmap (a step of 8 MiB would never be reached).
-# LeakSanitizer cannot run under ptrace: no leak check in these two runs.
+# LeakSanitizer cannot run under ptrace: no leak check in these runs.
 "$B/hprof-synth" -f "$T/wb.hprof"
 traced_asan="${ASAN_OPTIONS:-}:detect_leaks=0"
-ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=sync_file_range -o "$T/wb.strace" \
-    "$B/hprof-shrink" -q -j1 -f "$T/wb.hprof" "$T/wb-out.hprof" ||
-    die "hprof-shrink under strace failed"
-[ "$(grep -c 'sync_file_range(' "$T/wb.strace")" -ge 1 ] ||
-    die "writeback requests on a small dump: $(grep -c 'sync_file_range(' "$T/wb.strace")"
-# standard output is not a file we fsync: no requests
-ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=sync_file_range -o "$T/wb.strace" \
-    "$B/hprof-shrink" -q -j1 "$T/wb.hprof" - > "$T/wb-out.hprof" ||
-    die "hprof-shrink to stdout under strace failed"
-[ "$(grep -c 'sync_file_range(' "$T/wb.strace")" = 0 ] || die "writeback requested on standard output"
-rm -f "$T/wb.hprof" "$T/wb-out.hprof"
+syncs() { # the calls that make a file durable, and the rename, in order: $got
+    ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=fsync,fdatasync,sync_file_range,rename,renameat,renameat2 \
+        -o "$T/wb.strace" "$B/hprof-shrink" -q -j1 "$@" || die "hprof-shrink $* under strace failed"
+    got=$(sed -n 's/^[0-9]* *\([a-z_0-9]*\)(.*/\1/p' "$T/wb.strace" | sed 's/^renameat2*$/rename/' |
+          uniq | tr '\n' ' ')
+}
+syncs --sync -f "$T/wb.hprof" "$T/wb-out.hprof"
+[ "$got" = "sync_file_range fsync rename fsync " ] || die "--sync: calls in order: $got"
+[ "$(grep -c 'sync_file_range(' "$T/wb.strace")" -ge 1 ] || die "--sync: no writeback request"
+# the second fsync is of the output's directory
+dir_fd=$(sed -n 's/.*fsync(\([0-9]*\)).*/\1/p' "$T/wb.strace" | tail -n 1)
+ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=openat,fsync -o "$T/wb.strace" \
+    "$B/hprof-shrink" -q -j1 --sync -f "$T/wb.hprof" "$T/wb-out.hprof" || die "--sync under strace"
+tail -n 2 "$T/wb.strace" | head -n 1 | grep -q "O_DIRECTORY.*= $dir_fd\$" ||
+    die "--sync: the last fsync is not of a directory: $(tail -n 2 "$T/wb.strace" | tr '\n' ' ')"
+syncs -f "$T/wb.hprof" "$T/wb-out.hprof"
+[ "$got" = "rename " ] || die "one file, default: calls: $got"
+syncs --sync --no-sync -f "$T/wb.hprof" "$T/wb-out.hprof"
+[ "$got" = "rename " ] || die "--sync --no-sync: calls: $got"
+# standard output is not a file we fsync, even when asked
+syncs --sync "$T/wb.hprof" - > "$T/wb-out.hprof"
+[ -z "$got" ] || die "--sync to standard output: calls: $got"
+"$B/hprof-verify" -q "$T/wb-out.hprof" || die "--sync to standard output: output invalid"
+mkdir -p "$T/wb-dir"
+syncs -o "$T/wb-dir" "$T/wb.hprof" > /dev/null
+[ "$got" = "sync_file_range fsync rename fsync " ] || die "batch, default: calls in order: $got"
+syncs --no-sync -f -o "$T/wb-dir" "$T/wb.hprof" > /dev/null
+[ "$got" = "rename " ] || die "batch --no-sync: calls: $got"
+cmp -s "$T/wb-dir/wb.hprof" "$T/wb-out.hprof" || die "batch --no-sync: output differs"
+rm -rf "$T/wb.hprof" "$T/wb-out.hprof" "$T/wb-dir"
 # another process truncates the input right after it is mapped: SIGBUS,
 # caught: one line, exit 3, no output and no temporary file left
 for tool in hprof-shrink hprof-verify; do

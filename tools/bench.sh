@@ -6,7 +6,8 @@
 # so that figures are comparable on a noisy machine: the baselines (cat to
 # /dev/null, cat to a file, gzip -1 and pigz -1 of the shrunk output) and
 # ours (a read-only pass, a round trip, hprof-shrink in each --arrays mode,
-# and with --gzip at levels 1 and 6).  Each command runs RUNS times (default
+# with --sync (fsync before the rename: cat does not), and with --gzip at
+# levels 1 and 6).  Each command runs RUNS times (default
 # 3) under bench-time, which times the command alone (fork to wait4, no
 # shell); the table shows the median wall time, throughput in MB/s of input,
 # the ratio to `cat IN > OUT` on the same input, peak RSS, output size and
@@ -183,6 +184,7 @@ bitmap_rows() { # IN
     cat_secs=$(median < "$D/times") pair=$in
     run "shrink --arrays=empty" "$in" "$o" -- "$B/hprof-shrink" -q -f "$in" "$o"
     run "shrink --arrays=empty -j1" "$in" "$o" -- "$B/hprof-shrink" -q -f -j1 "$in" "$o"
+    run "shrink --sync" "$in" "$o" -- "$B/hprof-shrink" -q -f --sync "$in" "$o"
     "$B/hprof-shrink" -q -f "$in" "$D/shrunk.hprof"
     if command -v pigz >/dev/null; then
         run "pigz -p $THREADS -6 (shrunk empty)" "$D/shrunk.hprof" "$o" \
@@ -230,6 +232,7 @@ for in in $inputs; do
     for mode in empty zero remove; do
         run "shrink --arrays=$mode" "$in" "$o" -- "$B/hprof-shrink" -q -f --arrays=$mode "$in" "$o"
     done
+    run "shrink --sync" "$in" "$o" -- "$B/hprof-shrink" -q -f --sync "$in" "$o"
     # --gzip against the baselines compressing the same (already shrunk) output
     for mode in empty zero; do
         "$B/hprof-shrink" -q -f --arrays=$mode "$in" "$D/shrunk.hprof"

@@ -395,6 +395,24 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
     return 0;
 }
 
+/* The rename is durable once the directory that holds the name is. */
+static int sync_directory_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int rc = 0;
+    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL)) {
+        cli_error("%s: written, but its directory could not be synced: %s", cli_quote(path),
+                  strerror(dir ? errno : ENOMEM));
+        rc = EXIT_IO;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    return rc;
+}
+
 int cli_output_commit(struct cli_output *o)
 {
     int rc = 0;
@@ -413,7 +431,7 @@ int cli_output_commit(struct cli_output *o)
         o->fd = -1;
         return 0;
     }
-    if (fsync(o->fd) != 0 && errno != EINVAL) {
+    if (o->sync && fsync(o->fd) != 0 && errno != EINVAL) {
         cli_error("%s: %s", o->path, strerror(errno));
         rc = EXIT_IO;
     }
@@ -431,10 +449,12 @@ int cli_output_commit(struct cli_output *o)
         return rc;
     }
     forget_temp(o->tmp);
+    if (o->sync)
+        rc = sync_directory_of(o->path);
     free(o->tmp);
     free(o->path);
     o->tmp = o->path = NULL;
-    return 0;
+    return rc;
 }
 
 void cli_output_abort(struct cli_output *o)

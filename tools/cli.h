@@ -81,12 +81,16 @@ struct cli_output {
     char *tmp;          /* temporary file next to path, or NULL */
     int fd;
     int direct;         /* a device or FIFO, written in place */
+    int sync;           /* commit durably: fsync the file, then its directory */
 };
 
-/* cli_output_commit() fsyncs a file before renaming it; sinks writing one
- * start its writeback every cli_writeback_step() bytes
- * (hprof_sink_set_writeback()), so that the disk keeps up while the input
- * is read and the fsync waits only for the tail. */
+/* With `sync` set, cli_output_commit() fsyncs a file before renaming it
+ * and the directory after; sinks writing one then start its writeback
+ * every cli_writeback_step() bytes (hprof_sink_set_writeback()), so that
+ * the disk keeps up while the input is read and the fsync waits only for
+ * the tail.  Without it the kernel writes the file back when it likes, as
+ * after gzip, zstd or cp: the writeback of a 130 MB output cost the shrink
+ * of a 300 MB dump 20-25 ms on top of 0.11 s. */
 #define CLI_WRITEBACK_STEP (8u << 20)
 
 /* The writeback step for an input of `input_size` bytes (0: unknown): a
@@ -106,7 +110,8 @@ uint64_t cli_writeback_step(uint64_t input_size);
  * -f needed).  Refuses a terminal unless force.  @return 0, or an exit code (message
  * printed). */
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input);
-/* fsync, close and rename into place.  @return 0 or EXIT_IO. */
+/* Close and rename into place, with `sync` fsyncing the file before and
+ * its directory after.  @return 0 or EXIT_IO. */
 int cli_output_commit(struct cli_output *o);
 /* Close and remove the temporary file. */
 void cli_output_abort(struct cli_output *o);

@@ -39,6 +39,7 @@ struct options {
     const char *keep_rules[HPROF_REDACT_MAX_RULES];
     const char *mapping_path;   /* --mapping, loaded once for every input */
     int salvage;                /* --salvage: keep what a cut dump holds */
+    int sync;                   /* --sync 1, --no-sync 0; -1: in batch mode only */
     struct cli_salvage salvaged;
 };
 
@@ -84,6 +85,10 @@ static void usage(FILE *out)
             "  -r, --recursive      batch: IN may be directories, searched for *.hprof\n"
             "                       and *.hprof.gz; outputs keep their relative paths\n"
             "  -f, --force          overwrite OUT; write to a terminal\n"
+            "  --sync               write each output to disk (fsync) before naming it,\n"
+            "                       so that it survives a crash [Default: in batch mode]\n"
+            "  --no-sync            leave the writing to disk to the system, as gzip does\n"
+            "                       [Default: for one file]\n"
             "  --stats              print a report on standard error\n"
             "  --json               print the report as JSON (on standard output, or on\n"
             "                       standard error when OUT is standard output)\n"
@@ -104,7 +109,7 @@ static int parse(int argc, char **argv, struct options *o)
 {
     enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
            OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
-           OPT_KEEP_DUPLICATES };
+           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC };
     static const struct option long_options[] = {
         { "arrays", required_argument, NULL, OPT_ARRAYS },
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
@@ -120,6 +125,8 @@ static int parse(int argc, char **argv, struct options *o)
         { "output-dir", required_argument, NULL, 'o' },
         { "recursive", no_argument, NULL, 'r' },
         { "force", no_argument, NULL, 'f' },
+        { "sync", no_argument, NULL, OPT_SYNC },
+        { "no-sync", no_argument, NULL, OPT_NO_SYNC },
         { "stats", no_argument, NULL, OPT_STATS },
         { "json", no_argument, NULL, OPT_JSON },
         { "segment-size", required_argument, NULL, OPT_SEGMENT },
@@ -197,6 +204,8 @@ static int parse(int argc, char **argv, struct options *o)
         case 'o': o->out_dir = optarg; break;
         case 'r': o->recursive = 1; break;
         case 'f': o->force = 1; break;
+        case OPT_SYNC: o->sync = 1; break;
+        case OPT_NO_SYNC: o->sync = 0; break;
         case OPT_STATS: o->stats = 1; break;
         case OPT_JSON: o->json = 1; break;
         case OPT_SALVAGE: o->salvage = 1; break;
@@ -435,6 +444,9 @@ static int shrink_file(struct options *o)
         o->out = o->out_alloc = into;
     }
     code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
+    /* A batch run takes an output newer than its input for done: after a
+     * crash, one the disk never got would pass for it. */
+    out.sync = o->sync < 0 ? o->batch : o->sync;
     /* A name that says the other format misleads whoever opens the file
      * later; it is the caller's name, so warn rather than change it. */
     if (code == 0 && out.tmp != NULL && !o->batch && !o->quiet) {
@@ -459,7 +471,8 @@ static int shrink_file(struct options *o)
                              : hprof_sink_new_fd(out.fd, &sink_err);
         rc = sink ? HPROF_OK : sink_err.code;
         if (sink != NULL && out.tmp != NULL) {
-            hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
+            if (out.sync)
+                hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
             hprof_sink_set_preallocate(sink, CLI_PREALLOCATE_STEP);
         }
     }
@@ -1059,6 +1072,7 @@ int main(int argc, char **argv)
 {
     struct options o;
     memset(&o, 0, sizeof o);
+    o.sync = -1;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
     argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
