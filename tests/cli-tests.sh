@@ -847,12 +847,65 @@ syncs() { # the calls that make a file durable, and the rename, in order: $got
 syncs --sync -f "$T/wb.hprof" "$T/wb-out.hprof"
 [ "$got" = "sync_file_range fsync rename fsync " ] || die "--sync: calls in order: $got"
 [ "$(grep -c 'sync_file_range(' "$T/wb.strace")" -ge 1 ] || die "--sync: no writeback request"
-# the second fsync is of the output's directory
-dir_fd=$(sed -n 's/.*fsync(\([0-9]*\)).*/\1/p' "$T/wb.strace" | tail -n 1)
-ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=openat,fsync -o "$T/wb.strace" \
+# the second fsync is of the output's directory, opened before the work
+ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=openat,fsync,rename -o "$T/wb.strace" \
     "$B/hprof-shrink" -q -j1 --sync -f "$T/wb.hprof" "$T/wb-out.hprof" || die "--sync under strace"
-tail -n 2 "$T/wb.strace" | head -n 1 | grep -q "O_DIRECTORY.*= $dir_fd\$" ||
-    die "--sync: the last fsync is not of a directory: $(tail -n 2 "$T/wb.strace" | tr '\n' ' ')"
+# (what each descriptor was last opened as, when the last call fsyncs it)
+synced=$(awk '/openat\(/ { split($0, q, "\""); fd = $NF; name[fd] = q[2] }
+              { last = $0 }
+              END { if (match(last, /fsync\([0-9]+\)/)) print name[substr(last, RSTART + 6, RLENGTH - 7)] }' \
+         "$T/wb.strace")
+[ "$synced" = "$T" ] ||
+    die "--sync: the last call fsyncs '$synced', not the output's directory: $(tail -n 3 "$T/wb.strace" | tr '\n' ' ')"
+dir_at=$(grep -n "openat(AT_FDCWD, \"$T\"," "$T/wb.strace" | tail -n 1 | cut -d: -f1)
+input_at=$(grep -n "openat(AT_FDCWD, \"$T/wb.hprof\"," "$T/wb.strace" | head -n 1 | cut -d: -f1)
+[ "${dir_at:-0}" -gt 0 ] && [ "${input_at:-0}" -gt "${dir_at:-0}" ] ||
+    die "--sync: the directory is opened after the input (lines $dir_at, $input_at), not before the work"
+# a failed fsync of the file leaves nothing; of the directory, the output
+# (renamed, its bytes on disk) and exit 3
+for when in 1 2; do
+    rm -f "$T/wb-out.hprof"
+    set +e
+    ASAN_OPTIONS=$traced_asan strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when=$when \
+        "$B/hprof-shrink" -q -j1 --sync "$T/wb.hprof" "$T/wb-out.hprof" 2> "$T/err"
+    got=$?
+    set -e
+    [ $got = 3 ] || die "fsync number $when failing: exit $got"
+    ls "$T" | grep -q '^hprof-shrink.*\.tmp$' && die "fsync number $when failing: a temporary file is left"
+    grep -qi "input/output error" "$T/err" || die "fsync number $when failing: $(cat "$T/err")"
+    if [ $when = 1 ]; then
+        [ -e "$T/wb-out.hprof" ] && die "the file's fsync failing: an output is left"
+    else
+        grep -q "written, but its directory could not be synced" "$T/err" ||
+            die "the directory's fsync failing: $(cat "$T/err")"
+        "$B/hprof-verify" -q "$T/wb-out.hprof" || die "the directory's fsync failing: output invalid"
+    fi
+done
+# a directory we may write in but not read (0300) cannot be synced: said
+# before any work, nothing written; --no-sync writes there
+ud=$(mktemp -d)
+chmod 755 "$ud"
+cp "$B/hprof-shrink" "$T/wb.hprof" "$ud/"
+chmod 644 "$ud/wb.hprof"
+mkdir "$ud/wo"
+chmod 0300 "$ud/wo"
+as_user=
+if [ "$(id -u)" = 0 ]; then
+    chown nobody "$ud/wo"
+    as_user="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+fi
+set +e
+ASAN_OPTIONS=$traced_asan $as_user "$ud/hprof-shrink" -q --sync "$ud/wb.hprof" "$ud/wo/out.hprof" 2> "$T/err"
+got=$?
+set -e
+[ $got = 3 ] || die "--sync into an unreadable directory: exit $got"
+grep -q "cannot open its directory to sync it: Permission denied (use --no-sync)" "$T/err" ||
+    die "--sync into an unreadable directory: $(cat "$T/err")"
+[ -z "$(ls -A "$ud/wo")" ] || die "--sync into an unreadable directory left $(ls -A "$ud/wo")"
+ASAN_OPTIONS=$traced_asan $as_user "$ud/hprof-shrink" -q --no-sync "$ud/wb.hprof" "$ud/wo/out.hprof" ||
+    die "--no-sync into an unreadable directory failed"
+[ -s "$ud/wo/out.hprof" ] || die "--no-sync into an unreadable directory: no output"
+rm -rf "$ud"
 syncs -f "$T/wb.hprof" "$T/wb-out.hprof"
 [ "$got" = "rename " ] || die "one file, default: calls: $got"
 syncs --sync --no-sync -f "$T/wb.hprof" "$T/wb-out.hprof"

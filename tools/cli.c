@@ -322,7 +322,7 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
 {
     struct stat st;
     memset(o, 0, sizeof *o);
-    o->fd = -1;
+    o->fd = o->dir_fd = -1;
     if (strcmp(path, "-") == 0) {
         if (isatty(STDOUT_FILENO) && !force) {
             cli_error("refusing to write a heap dump to a terminal (use -f to force)");
@@ -395,22 +395,38 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
     return 0;
 }
 
-/* The rename is durable once the directory that holds the name is. */
-static int sync_directory_of(const char *path)
+/* The rename is durable once the directory that holds the name is, so
+ * the directory is opened now: one we may write in but not read (mode
+ * 0300) is refused before any work rather than after it. */
+int cli_output_sync(struct cli_output *o)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    int rc = 0;
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL)) {
-        cli_error("%s: written, but its directory could not be synced: %s", cli_quote(path),
-                  strerror(dir ? errno : ENOMEM));
-        rc = EXIT_IO;
+    if (o->tmp == NULL) /* standard output, a FIFO, a device */
+        return 0;
+    const char *slash = strrchr(o->path, '/');
+    char *dir = slash ? strndup(o->path, slash == o->path ? 1 : (size_t)(slash - o->path))
+                      : strdup(".");
+    if (dir == NULL) {
+        cli_error("out of memory");
+        return EXIT_IO;
     }
-    if (fd >= 0)
-        close(fd);
+    o->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (o->dir_fd < 0) {
+        cli_error("%s: cannot open its directory to sync it: %s (use --no-sync)",
+                  cli_quote(o->path), strerror(errno));
+        free(dir);
+        return EXIT_IO;
+    }
     free(dir);
-    return rc;
+    o->sync = 1;
+    return 0;
+}
+
+static void close_directory(struct cli_output *o)
+{
+    if (o->dir_fd >= 0)
+        close(o->dir_fd);
+    o->dir_fd = -1;
+    o->sync = 0;
 }
 
 int cli_output_commit(struct cli_output *o)
@@ -432,16 +448,17 @@ int cli_output_commit(struct cli_output *o)
         return 0;
     }
     if (o->sync && fsync(o->fd) != 0 && errno != EINVAL) {
-        cli_error("%s: %s", o->path, strerror(errno));
+        cli_error("%s: %s", cli_quote(o->path), strerror(errno));
         rc = EXIT_IO;
     }
     if (close(o->fd) != 0 && rc == 0) {
-        cli_error("%s: %s", o->path, strerror(errno));
+        cli_error("%s: %s", cli_quote(o->path), strerror(errno));
         rc = EXIT_IO;
     }
     o->fd = -1;
     if (rc == 0 && rename(o->tmp, o->path) != 0) {
-        cli_error("%s: cannot rename the temporary file: %s", o->path, strerror(errno));
+        cli_error("%s: cannot rename the temporary file: %s", cli_quote(o->path),
+                  strerror(errno));
         rc = EXIT_IO;
     }
     if (rc != 0) {
@@ -449,8 +466,12 @@ int cli_output_commit(struct cli_output *o)
         return rc;
     }
     forget_temp(o->tmp);
-    if (o->sync)
-        rc = sync_directory_of(o->path);
+    if (o->sync && fsync(o->dir_fd) != 0 && errno != EINVAL) {
+        cli_error("%s: written, but its directory could not be synced: %s", cli_quote(o->path),
+                  strerror(errno));
+        rc = EXIT_IO;
+    }
+    close_directory(o);
     free(o->tmp);
     free(o->path);
     o->tmp = o->path = NULL;
@@ -459,6 +480,7 @@ int cli_output_commit(struct cli_output *o)
 
 void cli_output_abort(struct cli_output *o)
 {
+    close_directory(o);
     if (o->fd >= 0 && (o->tmp != NULL || o->direct))
         close(o->fd);
     o->direct = 0;

@@ -82,9 +82,10 @@ struct cli_output {
     int fd;
     int direct;         /* a device or FIFO, written in place */
     int sync;           /* commit durably: fsync the file, then its directory */
+    int dir_fd;         /* with sync, the directory, opened before any work */
 };
 
-/* With `sync` set, cli_output_commit() fsyncs a file before renaming it
+/* After cli_output_sync(), cli_output_commit() fsyncs a file before renaming it
  * and the directory after; sinks writing one then start its writeback
  * every cli_writeback_step() bytes (hprof_sink_set_writeback()), so that
  * the disk keeps up while the input is read and the fsync waits only for
@@ -110,8 +111,12 @@ uint64_t cli_writeback_step(uint64_t input_size);
  * -f needed).  Refuses a terminal unless force.  @return 0, or an exit code (message
  * printed). */
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input);
-/* Close and rename into place, with `sync` fsyncing the file before and
- * its directory after.  @return 0 or EXIT_IO. */
+/* Make the commit durable (nothing to do for standard output, a FIFO or a
+ * device); opens the output's directory now.  @return 0, or EXIT_IO with
+ * the message printed (the caller aborts). */
+int cli_output_sync(struct cli_output *o);
+/* Close and rename into place, after cli_output_sync() fsyncing the file
+ * before and its directory after.  @return 0 or EXIT_IO. */
 int cli_output_commit(struct cli_output *o);
 /* Close and remove the temporary file. */
 void cli_output_abort(struct cli_output *o);

@@ -446,7 +446,8 @@ static int shrink_file(struct options *o)
     code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
     /* A batch run takes an output newer than its input for done: after a
      * crash, one the disk never got would pass for it. */
-    out.sync = o->sync < 0 ? o->batch : o->sync;
+    if (code == 0 && (o->sync < 0 ? o->batch : o->sync) && (code = cli_output_sync(&out)) != 0)
+        cli_output_abort(&out);
     /* A name that says the other format misleads whoever opens the file
      * later; it is the caller's name, so warn rather than change it. */
     if (code == 0 && out.tmp != NULL && !o->batch && !o->quiet) {
