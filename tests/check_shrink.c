@@ -396,6 +396,50 @@ START_TEST(bitmaps_never_merge_buffers_that_only_share_an_md5)
 }
 END_TEST
 
+/* The same collision, b first: a and its copy both differ from the
+ * group's first member, and are then compared with each other.  Of five
+ * Bitmaps b, a, a, b, a, the copies merge into the earliest equal buffer:
+ * two into a, one into b. */
+START_TEST(bitmaps_merge_copies_that_differ_from_their_groups_first_member)
+{
+    uint8_t a[128], b[128];
+    unhex(COLLIDING_A, a);
+    unhex(COLLIDING_B, b);
+    static const int is_b[5] = { 1, 0, 0, 1, 0 };
+    struct tbuf d;
+    begin_bitmap_dump(&d);
+    uint8_t ref[4] = { 0, 0, 0x10, 0 };
+    for (int i = 0; i < 5; i++) {
+        ref[3] = (uint8_t)(0x10 * i);
+        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, 128, is_b[i] ? b : a);
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+    }
+    char *path;
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
+    ck_assert_uint_eq(st.bitmap_digested, 5);
+    ck_assert_uint_eq(st.bitmap_groups, 2);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, 3);
+    ck_assert_uint_eq(st.bitmap_buffers_kept.count, 2);
+    /* the kept buffers are the first b (0x1000) and the first a (0x1010) */
+    uint8_t *at_a = memmem(out, len, a, 128), *at_b = memmem(out, len, b, 128);
+    ck_assert_ptr_nonnull(at_a);
+    ck_assert_ptr_nonnull(at_b);
+    ck_assert_ptr_null(memmem(at_a + 1, len - (size_t)(at_a + 1 - out), a, 128));
+    ck_assert_ptr_null(memmem(at_b + 1, len - (size_t)(at_b + 1 - out), b, 128));
+    /* before the contents: id, stack serial, count, type (4 + 4 + 4 + 1) */
+    const uint8_t *id_b = at_b - 13, *id_a = at_a - 13;
+    ck_assert_uint_eq((uint32_t)id_b[0] << 24 | id_b[1] << 16 | id_b[2] << 8 | id_b[3], 0x1000);
+    ck_assert_uint_eq((uint32_t)id_a[0] << 24 | id_a[1] << 16 | id_a[2] << 8 | id_a[3], 0x1010);
+    assert_same_bitmap_pixels(path, out, len);
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&d);
+}
+END_TEST
+
 /* Pass 1 resolves as it goes (one pass fewer) only while nothing can come
  * too late for a decision it took; otherwise pass 2 runs.  An instance
  * whose class (or a superclass) is dumped later is put aside until pass 1
@@ -1111,6 +1155,7 @@ static Suite *shrink_suite(void)
     t = test_case(s, "bitmaps");
     tcase_add_loop_test(t, bitmaps_keep_every_bitmap_and_dump_data_buffer, 0, n);
     tcase_add_test(t, bitmaps_never_merge_buffers_that_only_share_an_md5);
+    tcase_add_test(t, bitmaps_merge_copies_that_differ_from_their_groups_first_member);
     tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
     tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
     tcase_add_test(t, bitmaps_hash_a_mapped_dump_with_bounded_resident_pages);

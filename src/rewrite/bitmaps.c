@@ -885,6 +885,7 @@ struct merge_work {
     size_t *groups;         /* [start, end) pairs of groups of two or more */
     size_t n_groups;
     size_t *original;       /* per candidate: the index + 1 it merges into, or 0 */
+    uint8_t *differs;       /* per candidate: not equal to its group's first */
     atomic_size_t next;
 };
 
@@ -896,27 +897,65 @@ struct merge_worker {
     struct hprof_error err;
 };
 
-/* Each member is compared with the group's distinct contents so far and
- * merges into the first equal one, which is the earliest in the file. */
+/* Every other member of the group compared with its first, a chunk at a
+ * time: the first's chunk is read once for all of them, where comparing
+ * them in pairs would read it once for each (a group of g reads g
+ * buffers instead of 2(g - 1)).  differs[m] says a member is not equal. */
+static int compare_with_first(struct merge_work *mw, size_t start, size_t end, uint8_t *buf_x,
+                              uint8_t *buf_y, struct hprof_error *err)
+{
+    const struct hprof_reader *r = mw->b->ctx->reader;
+    const struct candidate *cand = mw->b->cand;
+    const uint64_t bytes = cand[start].bytes;
+    int alike = 1; /* some member still equal so far */
+    for (uint64_t at = 0; alike && at < bytes; at += COMPARE_BUFFER) {
+        size_t n = bytes - at < COMPARE_BUFFER ? (size_t)(bytes - at) : COMPARE_BUFFER;
+        int rc = reader_pread_unmapped(r, cand[start].data_offset + at, buf_x, n, err);
+        alike = 0;
+        for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
+            if (mw->differs[m])
+                continue;
+            rc = reader_pread_unmapped(r, cand[m].data_offset + at, buf_y, n, err);
+            if (rc == HPROF_OK && memcmp(buf_x, buf_y, n) != 0)
+                mw->differs[m] = 1;
+            alike |= !mw->differs[m];
+        }
+        if (rc != HPROF_OK)
+            return rc;
+    }
+    return HPROF_OK;
+}
+
+/* Each member merges into the first earlier member with equal bytes that
+ * did not merge itself, which is the earliest in the file with that
+ * content: most into the group's first, compared with all at once; the
+ * rare one that differs from it (an MD5 collision) then with the group's
+ * other distinct contents, a pair at a time. */
 static int merge_group(struct merge_work *mw, size_t start, size_t end, uint8_t *buf_x,
                        uint8_t *buf_y, struct hprof_error *err)
 {
     const struct candidate *cand = mw->b->cand;
-    for (size_t m = start + 1; m < end; m++)
-        for (size_t k = start; k < m; k++) {
+    int rc = compare_with_first(mw, start, end, buf_x, buf_y, err);
+    for (size_t m = start + 1; rc == HPROF_OK && m < end; m++)
+        if (!mw->differs[m])
+            mw->original[m] = start + 1;
+    for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
+        if (!mw->differs[m])
+            continue;
+        for (size_t k = start + 1; k < m; k++) {
             int same = 0;
             if (mw->original[k] != 0)
                 continue; /* merged itself: not a distinct content */
-            int rc = same_contents(mw->b->ctx->reader, &cand[k], &cand[m], buf_x, buf_y, &same,
-                                   err);
+            rc = same_contents(mw->b->ctx->reader, &cand[k], &cand[m], buf_x, buf_y, &same, err);
             if (rc != HPROF_OK)
-                return rc;
+                break;
             if (same) {
                 mw->original[m] = k + 1;
                 break;
             }
         }
-    return HPROF_OK;
+    }
+    return rc;
 }
 
 static void *merge_main(void *arg)
@@ -980,7 +1019,8 @@ int bitmaps_merge(struct bitmaps *b)
     qsort(b->cand, b->n_cand, sizeof *b->cand, compare_candidates);
     mw.groups = malloc(b->n_cand * sizeof *mw.groups + 1);
     mw.original = calloc(b->n_cand + 1, sizeof *mw.original);
-    int rc = mw.groups && mw.original ? HPROF_OK : nomem(b);
+    mw.differs = calloc(b->n_cand + 1, 1);
+    int rc = mw.groups && mw.original && mw.differs ? HPROF_OK : nomem(b);
     for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++)
         if (idmap_put(&b->candidates, b->cand[i].id, i + 1) != HPROF_OK)
             rc = nomem(b);
@@ -1012,6 +1052,7 @@ int bitmaps_merge(struct bitmaps *b)
     }
     free(mw.groups);
     free(mw.original);
+    free(mw.differs);
     return rc;
 }
 
