@@ -340,9 +340,7 @@ START_TEST(arrays_never_write_primitive_array_nodata)
 END_TEST
 
 /* Two different 128-byte blocks with the same MD5 (Wang and Yu, 2004, the
- * collision published with "How to Break MD5"), used as the pixels of two
- * Bitmaps, and a third Bitmap whose buffer is a true copy of the first.
- * Only the true copy may be merged. */
+ * collision published with "How to Break MD5"). */
 static const char COLLIDING_A[] =
     "d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f89"
     "55ad340609f4b30283e488832571415a085125e8f7cdc99fd91dbdf280373c5b"
@@ -363,80 +361,88 @@ static void unhex(const char *hex, uint8_t *out)
     }
 }
 
-START_TEST(bitmaps_never_merge_buffers_that_only_share_an_md5)
-{
+/* A dump of one Bitmap per letter of `order`, its 128 pixel bytes
+ * COLLIDING_A for 'a' and COLLIDING_B for 'b' (arrays 0x1000, 0x1010, ...),
+ * shrunk. */
+struct colliding {
     uint8_t a[128], b[128];
-    unhex(COLLIDING_A, a);
-    unhex(COLLIDING_B, b);
-    ck_assert(memcmp(a, b, 128) != 0);
+    char *path;             /* the input */
+    uint8_t *out;
+    size_t len;
+    struct hprof_shrink_stats st;
+};
+
+static void shrink_colliding_bitmaps(const char *order, struct colliding *c)
+{
+    unhex(COLLIDING_A, c->a);
+    unhex(COLLIDING_B, c->b);
+    ck_assert(memcmp(c->a, c->b, 128) != 0);
     struct tbuf d;
     begin_bitmap_dump(&d);
     uint8_t ref[4] = { 0, 0, 0x10, 0 };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; order[i]; i++) {
         ref[3] = (uint8_t)(0x10 * i);
-        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, 128, i == 1 ? b : a);
+        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, 128,
+                      order[i] == 'b' ? c->b : c->a);
         tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
     }
-    char *path;
-    struct hprof_shrink_stats st;
-    size_t len;
-    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
-    ck_assert_uint_eq(st.bitmap_candidates, 3);
-    ck_assert_uint_eq(st.bitmap_digested, 3);
-    ck_assert_uint_eq(st.bitmap_groups, 1);            /* a and its true copy */
-    ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
-    ck_assert_uint_eq(st.bitmap_buffers_kept.count, 2); /* a, and b despite its MD5 */
-    ck_assert_ptr_nonnull(memmem(out, len, a, 128));
-    ck_assert_ptr_nonnull(memmem(out, len, b, 128));
-    assert_same_bitmap_pixels(path, out, len);
-    free(out);
-    unlink(path);
-    free(path);
+    c->out = end_and_shrink_dump(&d, &c->path, &c->len, &c->st);
     tb_free(&d);
+    assert_same_bitmap_pixels(c->path, c->out, c->len);
+}
+
+static void colliding_free(struct colliding *c)
+{
+    free(c->out);
+    unlink(c->path);
+    free(c->path);
+}
+
+/* The id of the primitive array whose contents start at `data`: before
+ * them come id, stack serial, count and type (4 + 4 + 4 + 1 bytes). */
+static uint32_t array_id_before(const uint8_t *data)
+{
+    const uint8_t *id = data - 13;
+    return (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 | (uint32_t)id[2] << 8 | id[3];
+}
+
+/* Bitmaps a, b, a: only the true copy merges. */
+START_TEST(bitmaps_never_merge_buffers_that_only_share_an_md5)
+{
+    struct colliding c;
+    shrink_colliding_bitmaps("aba", &c);
+    ck_assert_uint_eq(c.st.bitmap_candidates, 3);
+    ck_assert_uint_eq(c.st.bitmap_digested, 3);
+    ck_assert_uint_eq(c.st.bitmap_groups, 1);            /* a and its true copy */
+    ck_assert_uint_eq(c.st.bitmap_duplicates.count, 1);
+    ck_assert_uint_eq(c.st.bitmap_buffers_kept.count, 2); /* a, and b despite its MD5 */
+    ck_assert_ptr_nonnull(memmem(c.out, c.len, c.a, 128));
+    ck_assert_ptr_nonnull(memmem(c.out, c.len, c.b, 128));
+    colliding_free(&c);
 }
 END_TEST
 
-/* The same collision, b first: a and its copy both differ from the
- * group's first member, and are then compared with each other.  Of five
- * Bitmaps b, a, a, b, a, the copies merge into the earliest equal buffer:
- * two into a, one into b. */
+/* b first: a and its copies all differ from the group's first member, and
+ * are then compared with each other.  Of b, a, a, b, a the copies merge
+ * into the earliest equal buffer: two into a, one into b. */
 START_TEST(bitmaps_merge_copies_that_differ_from_their_groups_first_member)
 {
-    uint8_t a[128], b[128];
-    unhex(COLLIDING_A, a);
-    unhex(COLLIDING_B, b);
-    static const int is_b[5] = { 1, 0, 0, 1, 0 };
-    struct tbuf d;
-    begin_bitmap_dump(&d);
-    uint8_t ref[4] = { 0, 0, 0x10, 0 };
-    for (int i = 0; i < 5; i++) {
-        ref[3] = (uint8_t)(0x10 * i);
-        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, 128, is_b[i] ? b : a);
-        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
-    }
-    char *path;
-    struct hprof_shrink_stats st;
-    size_t len;
-    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
-    ck_assert_uint_eq(st.bitmap_digested, 5);
-    ck_assert_uint_eq(st.bitmap_groups, 2);
-    ck_assert_uint_eq(st.bitmap_duplicates.count, 3);
-    ck_assert_uint_eq(st.bitmap_buffers_kept.count, 2);
-    /* the kept buffers are the first b (0x1000) and the first a (0x1010) */
-    uint8_t *at_a = memmem(out, len, a, 128), *at_b = memmem(out, len, b, 128);
+    struct colliding c;
+    shrink_colliding_bitmaps("baaba", &c);
+    ck_assert_uint_eq(c.st.bitmap_digested, 5);
+    ck_assert_uint_eq(c.st.bitmap_groups, 2);
+    ck_assert_uint_eq(c.st.bitmap_duplicates.count, 3);
+    ck_assert_uint_eq(c.st.bitmap_buffers_kept.count, 2);
+    /* each content once, in the first array that held it */
+    const uint8_t *end = c.out + c.len;
+    const uint8_t *at_a = memmem(c.out, c.len, c.a, 128), *at_b = memmem(c.out, c.len, c.b, 128);
     ck_assert_ptr_nonnull(at_a);
     ck_assert_ptr_nonnull(at_b);
-    ck_assert_ptr_null(memmem(at_a + 1, len - (size_t)(at_a + 1 - out), a, 128));
-    ck_assert_ptr_null(memmem(at_b + 1, len - (size_t)(at_b + 1 - out), b, 128));
-    /* before the contents: id, stack serial, count, type (4 + 4 + 4 + 1) */
-    const uint8_t *id_b = at_b - 13, *id_a = at_a - 13;
-    ck_assert_uint_eq((uint32_t)id_b[0] << 24 | id_b[1] << 16 | id_b[2] << 8 | id_b[3], 0x1000);
-    ck_assert_uint_eq((uint32_t)id_a[0] << 24 | id_a[1] << 16 | id_a[2] << 8 | id_a[3], 0x1010);
-    assert_same_bitmap_pixels(path, out, len);
-    free(out);
-    unlink(path);
-    free(path);
-    tb_free(&d);
+    ck_assert_ptr_null(memmem(at_a + 1, (size_t)(end - at_a - 1), c.a, 128));
+    ck_assert_ptr_null(memmem(at_b + 1, (size_t)(end - at_b - 1), c.b, 128));
+    ck_assert_uint_eq(array_id_before(at_b), 0x1000);
+    ck_assert_uint_eq(array_id_before(at_a), 0x1010);
+    colliding_free(&c);
 }
 END_TEST
 
