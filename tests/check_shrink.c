@@ -268,6 +268,49 @@ START_TEST(system_heaps_keep_referenced_objects_as_hollow_stand_ins)
 }
 END_TEST
 
+/* A zygote object is dropped (or kept as a stand-in) but checked as an app
+ * object is: one whose class is not dumped fails the shrink, as it fails
+ * hprof-verify, with or without the app object that refers to it.  Before,
+ * the stand-in was written naming the missing class. */
+START_TEST(system_heaps_refuse_an_object_whose_class_is_not_dumped)
+{
+    const int referred = _i;
+    uint8_t ref[4] = { 0, 0, 0x20, 0 }; /* the app object's field: 0x2000 */
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "Holder");
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    static const uint8_t holder_fields[] = { HPROF_TYPE_OBJECT };
+    tb_class(&d, 0x100, 0, holder_fields, 1);
+    tb_u1(&d, HPROF_HEAP_DUMP_INFO);
+    tb_u4(&d, HPROF_HEAP_ZYGOTE);
+    tb_id(&d, 0x10);
+    tb_instance(&d, 0x2000, 0x300, NULL, 0); /* class 0x300: never dumped */
+    tb_u1(&d, HPROF_HEAP_DUMP_INFO);
+    tb_u4(&d, HPROF_HEAP_APP);
+    tb_id(&d, 0x10);
+    if (referred)
+        tb_instance(&d, 0x2100, 0x100, ref, 4);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    for (unsigned threads = 1; threads <= 2; threads++) {
+        struct hprof_error err = { 0 };
+        struct hprof_reader *r = NULL;
+        struct hprof_sink *out = hprof_sink_new_memory(&err);
+        struct hprof_shrink_options o = { .threads = threads };
+        ck_assert_int_eq(hprof_reader_open_memory(&r, d.data, d.len, &err), HPROF_OK);
+        ck_assert_int_eq(hprof_shrink(r, out, &o, NULL, &err), HPROF_ERR_FORMAT);
+        ck_assert_msg(strstr(err.message, "object 0x2000 has class 0x300 which is not dumped"),
+                      "%s", err.message);
+        hprof_reader_free(r);
+        hprof_sink_free(out);
+    }
+    tb_free(&d);
+}
+END_TEST
+
 START_TEST(system_heaps_keep_every_object_when_asked)
 {
     struct run x;
@@ -1170,6 +1213,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, system_heaps_keep_instances_per_class_outside_dropped_heaps, 0, n);
     tcase_add_test(t, system_heaps_keep_referenced_objects_as_hollow_stand_ins);
     tcase_add_test(t, system_heaps_keep_every_object_when_asked);
+    tcase_add_loop_test(t, system_heaps_refuse_an_object_whose_class_is_not_dumped, 0, 2);
 
     t = test_case(s, "arrays");
     tcase_add_loop_test(t, arrays_leave_no_other_array_contents, 0, n);

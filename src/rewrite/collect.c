@@ -264,7 +264,10 @@ static int collect_instance(struct hprof_visitor *v, const struct hprof_instance
     int rc = add_object_id(c, o->id, o->offset, HPROF_INSTANCE_DUMP);
     if (rc == HPROF_OK)
         rc = note_heap(c, o->id);
-    if (rc != HPROF_OK || c->eager != EAGER_ON || system_heaps_has(&c->rw->system, o->id))
+    /* a system object is dropped or hollowed, but checked as any other:
+     * its class must be dumped and fit it (what hprof-verify checks), or
+     * its stand-in would name a class the output lacks */
+    if (rc != HPROF_OK || c->eager != EAGER_ON)
         return rc;
     struct class_info *ci = classes_find(&c->rw->model.classes, o->class_id);
     if (ci == NULL || !eager_ready(c, ci, &rc)) {
@@ -280,7 +283,7 @@ static int collect_instance(struct hprof_visitor *v, const struct hprof_instance
         abandon_eager(c); /* pass 2 will say what is wrong */
         return HPROF_OK;
     }
-    return resolve_kept(c, o, ci); /* not a system object: looked up above */
+    return resolve_checked(c, o, ci);
 }
 
 static int collect_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
