@@ -417,7 +417,6 @@ int cli_output_sync(struct cli_output *o)
         return EXIT_IO;
     }
     free(dir);
-    o->sync = 1;
     return 0;
 }
 
@@ -426,7 +425,6 @@ static void close_directory(struct cli_output *o)
     if (o->dir_fd >= 0)
         close(o->dir_fd);
     o->dir_fd = -1;
-    o->sync = 0;
 }
 
 int cli_output_commit(struct cli_output *o)
@@ -447,7 +445,7 @@ int cli_output_commit(struct cli_output *o)
         o->fd = -1;
         return 0;
     }
-    if (o->sync && fsync(o->fd) != 0 && errno != EINVAL) {
+    if (o->dir_fd >= 0 && fsync(o->fd) != 0 && errno != EINVAL) {
         cli_error("%s: %s", cli_quote(o->path), strerror(errno));
         rc = EXIT_IO;
     }
@@ -466,7 +464,7 @@ int cli_output_commit(struct cli_output *o)
         return rc;
     }
     forget_temp(o->tmp);
-    if (o->sync && fsync(o->dir_fd) != 0 && errno != EINVAL) {
+    if (o->dir_fd >= 0 && fsync(o->dir_fd) != 0 && errno != EINVAL) {
         cli_error("%s: written, but its directory could not be synced: %s", cli_quote(o->path),
                   strerror(errno));
         rc = EXIT_IO;

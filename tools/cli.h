@@ -81,8 +81,8 @@ struct cli_output {
     char *tmp;          /* temporary file next to path, or NULL */
     int fd;
     int direct;         /* a device or FIFO, written in place */
-    int sync;           /* commit durably: fsync the file, then its directory */
-    int dir_fd;         /* with sync, the directory, opened before any work */
+    int dir_fd;         /* after cli_output_sync(), its directory: the commit
+                           fsyncs the file, then it; else -1 */
 };
 
 /* After cli_output_sync(), cli_output_commit() fsyncs a file before renaming it

@@ -472,7 +472,7 @@ static int shrink_file(struct options *o)
                              : hprof_sink_new_fd(out.fd, &sink_err);
         rc = sink ? HPROF_OK : sink_err.code;
         if (sink != NULL && out.tmp != NULL) {
-            if (out.sync)
+            if (out.dir_fd >= 0) /* synced at the commit */
                 hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
             hprof_sink_set_preallocate(sink, CLI_PREALLOCATE_STEP);
         }

@@ -1071,7 +1071,8 @@ int main(int argc, char **argv)
         return code;
     struct hprof_error err = { 0 };
     struct hprof_sink *sink = hprof_sink_new_fd(out.fd, &err);
-    /* a fixture is made again at will: no fsync (out.sync), no writeback */
+    /* a fixture is made again at will: no fsync (no cli_output_sync()),
+     * no writeback */
     if (sink != NULL && out.tmp != NULL)
         hprof_sink_set_preallocate(sink, CLI_PREALLOCATE_STEP);
     struct hprof_writer *w = sink ? hprof_writer_new(sink, &err) : NULL;

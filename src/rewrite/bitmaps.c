@@ -936,12 +936,11 @@ static int merge_group(struct merge_work *mw, size_t start, size_t end, uint8_t 
 {
     const struct candidate *cand = mw->b->cand;
     int rc = compare_with_first(mw, start, end, buf_x, buf_y, err);
-    for (size_t m = start + 1; rc == HPROF_OK && m < end; m++)
-        if (!mw->differs[m])
-            mw->original[m] = start + 1;
     for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
-        if (!mw->differs[m])
+        if (!mw->differs[m]) {
+            mw->original[m] = start + 1;
             continue;
+        }
         for (size_t k = start + 1; k < m; k++) {
             int same = 0;
             if (mw->original[k] != 0)
