@@ -819,6 +819,68 @@ START_TEST(bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin)
 }
 END_TEST
 
+/* A buffer passes 1-2 cannot locate (here A, dumped before the names that
+ * say which class is a Bitmap) is hashed by the digest pass, and only it:
+ * the located ones are fingerprinted first as ever.  B and C share A's
+ * length but not each other's fingerprint, so only A's hash says they may
+ * be its twins: they are hashed after the pass, and B, a copy of A,
+ * merges.  E and F, another length, are never hashed. */
+START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    const uint32_t size = 16u << 10, other = 24u << 10;
+    uint8_t *a = malloc(size), *c = malloc(size), *e = malloc(other), *f = malloc(other);
+    for (uint32_t i = 0; i < size; i++)
+        a[i] = c[i] = (uint8_t)(i * 7 + i / 251);
+    c[0] ^= 1;
+    memset(e, 0x5a, other);
+    memset(f, 0xa5, other);
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, size, a);
+    tb_segment_end(&d);
+    tb_string(&d, 0x10, "android.graphics.Bitmap");
+    tb_string(&d, 0x900, "mBuffer");
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    const uint8_t *pixels[5] = { a, a, c, e, f };
+    for (int i = 0; i < 5; i++) {
+        uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+        if (i > 0) /* after its Bitmap: located */
+            tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE,
+                          i < 3 ? size : other, pixels[i]);
+    }
+    char *path;
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
+    ck_assert_int_eq(st.passes, st.resolved_in_pass_1 ? 3 : 4); /* with the digest pass */
+    ck_assert_uint_eq(st.bitmap_candidates, 5);
+    ck_assert_uint_eq(st.bitmap_fingerprinted, 4);
+    ck_assert_uint_eq(st.bitmap_digested, 3);
+    ck_assert_uint_eq(st.bitmap_bytes_hashed, 3 * (uint64_t)size);
+    ck_assert_uint_eq(st.bitmap_groups, 1);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
+    ck_assert_uint_eq(st.bitmap_duplicates.bytes, size);
+    ck_assert_ptr_null(memmem(out, len, "\x23\0\0\x10\x10", 5)); /* B's record went */
+    ck_assert_ptr_nonnull(memmem(out, len, c, size));
+    assert_same_bitmap_pixels(path, out, len);
+    assert_verifies(out, len);
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&d);
+    free(a);
+    free(c);
+    free(e);
+    free(f);
+}
+END_TEST
+
 /* This process's resident file-backed pages (RssFile), in KiB, or -1. */
 static long rss_file_kib(void)
 {
@@ -1207,6 +1269,7 @@ static Suite *shrink_suite(void)
     tcase_add_test(t, bitmaps_merge_copies_that_differ_from_their_groups_first_member);
     tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
     tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
+    tcase_add_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located);
     tcase_add_test(t, bitmaps_hash_a_mapped_dump_with_bounded_resident_pages);
 
     t = test_case(s, "system_heaps");

@@ -12,7 +12,9 @@
  * mapped), and the digest pass runs only if two may be equal and what else
  * refers to the copies is not known: passes 1-2 pin what refers to a known
  * candidate and put every other reference into a Bloom filter, which
- * mostly rules the rest out.
+ * mostly rules the rest out.  The candidates that could not be located
+ * (in a dump straight from the JVM, a small buffer whose Bitmap comes long
+ * after it) are hashed by the digest pass, and only they.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -455,7 +457,8 @@ static int digest_primitive_array(struct hprof_visitor *v, const struct hprof_pr
 {
     struct bitmaps *b = self(v);
     struct candidate *c = candidate_of(b, a->id);
-    if (c == NULL || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP || c->unique_size)
+    /* a located candidate was hashed, or left alone as unique, before */
+    if (c == NULL || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP || c->located)
         return HPROF_SKIP;
     int rc = HPROF_OK;
     if (a->first == 0) {
@@ -599,7 +602,7 @@ static int fingerprint_candidates(struct bitmaps *b)
     int rc = by != NULL && buf != NULL ? HPROF_OK : nomem(b);
     for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++) {
         struct candidate *c = &b->cand[i];
-        if (c->unique_size || c->bytes <= (uint64_t)FP_BLOCKS * FP_BLOCK)
+        if (!c->located || c->unique_size || c->bytes <= (uint64_t)FP_BLOCKS * FP_BLOCK)
             continue;
         rc = fingerprint(b, c, buf);
         by[n++] = c;
@@ -675,7 +678,7 @@ static int by_candidate(const void *pa, const void *pb)
 
 static int needs_hash(const struct candidate *c)
 {
-    return !c->unique_size && !c->unique_print;
+    return c->located && !c->digested && !c->unique_size && !c->unique_print;
 }
 
 /* The candidates that may have a twin as jobs of a piece each (see
@@ -759,27 +762,54 @@ static int hash_candidates(struct bitmaps *b)
 }
 
 /* Candidates whose arrays came before their Bitmap in pass 2 are located
- * from pass 1 when large; then, when every candidate that needs a digest
- * is located, they are fingerprinted and those that may still have a twin
- * hashed, without a pass.  *all_located says whether that was the case
- * (nothing is read otherwise: the digest pass hashes them). */
+ * from pass 1 when large; the located ones are fingerprinted and those
+ * that may still have a twin hashed, without a pass.  *all_located says
+ * whether every candidate that needs a digest was; the digest pass hashes
+ * the others (a small buffer whose Bitmap comes long after it, in a dump
+ * straight from the JVM), and bitmaps_digest_finish() what they may equal. */
 static int digest_located(struct bitmaps *b, int *all_located)
 {
-    *all_located = 0;
+    size_t unlocated = 0;
     for (size_t i = 0; i < b->n_cand; i++) {
         struct candidate *c = &b->cand[i];
         uint64_t count, at;
         if (!c->located && idmap_get(&b->large, c->id, &count) &&
             idmap_get(&b->large_at, c->id, &at))
             locate(c, HPROF_TYPE_BYTE, (uint32_t)count, count, at);
-        if (!c->unique_size && !c->located)
-            return HPROF_OK;
+        unlocated += !c->unique_size && !c->located;
     }
+    *all_located = unlocated == 0;
     int rc = fingerprint_candidates(b);
-    if (rc == HPROF_OK)
-        rc = hash_candidates(b);
-    *all_located = rc == HPROF_OK;
-    return rc;
+    return rc == HPROF_OK ? hash_candidates(b) : rc;
+}
+
+/* A candidate's type and length as one key. */
+static uint64_t size_key(const struct candidate *c)
+{
+    return (uint64_t)c->count << 8 | c->type;
+}
+
+int bitmaps_digest_finish(struct bitmaps *b)
+{
+    struct idmap sizes; /* of the candidates the digest pass hashed */
+    size_t twins = 0;
+    if (idmap_init(&sizes, 0) != HPROF_OK)
+        return nomem(b);
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++)
+        if (!b->cand[i].located && b->cand[i].digested)
+            rc = idmap_put(&sizes, size_key(&b->cand[i]), 0);
+    for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++) {
+        struct candidate *c = &b->cand[i];
+        if (c->located && !c->digested && idmap_has(&sizes, size_key(c))) {
+            c->unique_size = c->unique_print = 0; /* unique only among the located */
+            twins++;
+        }
+    }
+    idmap_free(&sizes);
+    if (rc != HPROF_OK)
+        return nomem(b);
+    return twins > 0 ? hash_candidates(b) : HPROF_OK;
 }
 
 /* The candidates in merge order (equal contents adjacent), as a copy the

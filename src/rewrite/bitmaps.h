@@ -122,6 +122,9 @@ struct hprof_visitor *bitmaps_expand_visitor(struct bitmaps *b);
  * possible at all. */
 int bitmaps_digest_located(struct bitmaps *b, int *digest_pass, int *merge);
 struct hprof_visitor *bitmaps_digest_visitor(struct bitmaps *b);
+/* After the digest pass: the located candidates left unhashed as unique
+ * that share a type and length with one the pass hashed are hashed. */
+int bitmaps_digest_finish(struct bitmaps *b);
 /* Group the digested candidates and merge the identical ones. */
 int bitmaps_merge(struct bitmaps *b);
 /* Hand the decisions to the plan.  @return HPROF_OK or HPROF_ERR_NOMEM. */

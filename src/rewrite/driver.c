@@ -16,7 +16,8 @@
  *   -  exempt   (redaction, with keep rules) the value arrays of the
  *               Strings a rule names.
  *   4. digest   (bitmaps, only when candidates may have a twin and their
- *               contents were not all located) MD5s and pins; then the
+ *               contents were not all located, or what else refers to them
+ *               is not known) MD5s of the unlocated and pins; then the
  *               merges, confirmed byte for byte.
  *   5. write    the plan applied (write_pass.c, chain.c).
  *
@@ -207,6 +208,8 @@ static int collect_and_plan(struct shrink_run *run)
         rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
     if (rc == HPROF_OK && digest)
         rc = run_pass(run, bitmaps_digest_visitor(&rw->bitmaps));
+    if (rc == HPROF_OK && digest)
+        rc = bitmaps_digest_finish(&rw->bitmaps);
     if (rc == HPROF_OK && merge)
         rc = bitmaps_merge(&rw->bitmaps);
     run->passes = run->pass + 1;
