@@ -919,6 +919,24 @@ syncs -o "$T/wb-dir" "$T/wb.hprof" > /dev/null
 [ "$got" = "sync_file_range fsync rename fsync " ] || die "batch, default: calls in order: $got"
 syncs --no-sync -f -o "$T/wb-dir" "$T/wb.hprof" > /dev/null
 [ "$got" = "rename " ] || die "batch --no-sync: calls: $got"
+# a directory batch mode makes for outputs is synced into its parent (a
+# crash could lose it, and the outputs synced into it, otherwise): the
+# fsync after each mkdir is of a descriptor opened on the directory above
+mkdir -p "$T/wb-tree/a/b"
+cp "$T/wb.hprof" "$T/wb-tree/a/b/"
+ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=mkdir,mkdirat,openat,fsync -o "$T/wb.strace" \
+    "$B/hprof-shrink" -q -r -o "$T/wb-made" "$T/wb-tree" > /dev/null || die "batch -r under strace"
+made=$(awk '/mkdir(at)?\(/ && / = 0$/ { split($0, q, "\""); want = q[2]; sub(/\/[^\/]*$/, "", want); next }
+            /openat\(/ { split($0, q, "\""); name[$NF] = q[2] }
+            want != "" && /fsync\(/ { match($0, /fsync\([0-9]+\)/); fd = substr($0, RSTART + 6, RLENGTH - 7)
+                                     printf "%s ", (name[fd] == want ? "synced" : "other:" name[fd]); want = "" }
+            END { if (want != "") printf "unsynced:%s", want }' "$T/wb.strace")
+[ "$made" = "synced synced synced " ] || die "batch -r: the directories made (wb-made, a, b) are not each synced into their parent: $made"
+cmp -s "$T/wb-made/a/b/wb.hprof" "$T/wb-out.hprof" || die "batch -r: output differs"
+rm -rf "$T/wb-made"
+syncs --no-sync -r -o "$T/wb-made" "$T/wb-tree" > /dev/null
+[ "$got" = "rename " ] || die "batch -r --no-sync: calls: $got"
+rm -rf "$T/wb-tree" "$T/wb-made"
 cmp -s "$T/wb-dir/wb.hprof" "$T/wb-out.hprof" || die "batch --no-sync: output differs"
 rm -rf "$T/wb.hprof" "$T/wb-out.hprof" "$T/wb-dir"
 # another process truncates the input right after it is mapped: SIGBUS,

@@ -395,6 +395,29 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
     return 0;
 }
 
+/* The directory part of `path` ("." for none), to free; NULL when out of
+ * memory. */
+static char *directory_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+}
+
+int cli_sync_directory_of(const char *path)
+{
+    char *dir = directory_of(path);
+    int fd = dir != NULL ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int rc = fd >= 0 && fsync(fd) != 0 && errno != EINVAL ? -1 : 0; /* EINVAL: cannot sync */
+    if (dir == NULL)
+        errno = ENOMEM;
+    if (fd < 0)
+        rc = -1;
+    else
+        close(fd);
+    free(dir);
+    return rc;
+}
+
 /* The rename is durable once the directory that holds the name is, so
  * the directory is opened now: one we may write in but not read (mode
  * 0300) is refused before any work rather than after it. */
@@ -402,9 +425,7 @@ int cli_output_sync(struct cli_output *o)
 {
     if (o->tmp == NULL) /* standard output, a FIFO, a device */
         return 0;
-    const char *slash = strrchr(o->path, '/');
-    char *dir = slash ? strndup(o->path, slash == o->path ? 1 : (size_t)(slash - o->path))
-                      : strdup(".");
+    char *dir = directory_of(o->path);
     if (dir == NULL) {
         cli_error("out of memory");
         return EXIT_IO;

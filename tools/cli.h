@@ -115,6 +115,9 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
  * device); opens the output's directory now.  @return 0, or EXIT_IO with
  * the message printed (the caller aborts). */
 int cli_output_sync(struct cli_output *o);
+/* fsync the directory that holds `path`'s name (a directory just made is
+ * durable once it is).  @return 0, or -1 with errno set. */
+int cli_sync_directory_of(const char *path);
 /* Close and rename into place, after cli_output_sync() fsyncing the file
  * before and its directory after.  @return 0 or EXIT_IO. */
 int cli_output_commit(struct cli_output *o);

@@ -701,11 +701,13 @@ static int compare_by_output(const void *a, const void *b)
     return c ? c : (x < y ? -1 : x > y);
 }
 
-/* mkdir -p of `path` itself (dir = 1) or of its directory part. */
-static int make_dirs(const char *path, int dir)
+/* mkdir -p of `path` itself (dir = 1) or of its directory part.  With
+ * `sync`, the directory each new one is made in is synced: an output
+ * synced into a directory whose own name a crash loses is lost too. */
+static int make_dirs(const char *path, int dir, int sync)
 {
     char *p0 = strdup(path);
-    int rc = 0;
+    int rc = 0, first_error = 0;
     if (p0 == NULL)
         return -1;
     for (char *p = p0 + 1;; p++) {
@@ -715,13 +717,17 @@ static int make_dirs(const char *path, int dir)
             break;
         char c = *p;
         *p = '\0';
-        if (mkdir(p0, 0777) != 0 && errno != EEXIST)
+        if (mkdir(p0, 0777) == 0 ? sync && cli_sync_directory_of(p0) != 0 : errno != EEXIST) {
+            first_error = rc == 0 ? errno : first_error;
             rc = -1;
+        }
         *p = c;
         if (c == '\0')
             break;
     }
     free(p0);
+    if (rc != 0)
+        errno = first_error; /* what the caller reports */
     return rc;
 }
 
@@ -886,7 +892,7 @@ static int run_one_child(struct options *o, const char *in, const char *out)
     o->out = out;
     o->quiet = 1;
     o->threads = 1;         /* the parallelism is across files */
-    if (make_dirs(out, 0) != 0) {
+    if (make_dirs(out, 0, o->sync != 0) != 0) { /* batch mode syncs unless --no-sync */
         char reason[256];
         snprintf(reason, sizeof reason, "cannot create the output's directory: %s",
                  strerror(errno));
@@ -939,7 +945,7 @@ static int run_batch(struct options *o)
     o->batch = 1;
     /* The output directory exists before the walk, so that the walk can
      * leave it out when it lies inside an input directory. */
-    if (make_dirs(o->out_dir, 1) != 0 || stat(o->out_dir, &st) != 0) {
+    if (make_dirs(o->out_dir, 1, o->sync != 0) != 0 || stat(o->out_dir, &st) != 0) {
         cli_error("%s: cannot create the output directory: %s", cli_quote(o->out_dir),
                   strerror(errno));
         return EXIT_IO;
