@@ -824,11 +824,12 @@ END_TEST
  * the located ones are fingerprinted first as ever.  B and C share A's
  * length but not each other's fingerprint, so only A's hash says they may
  * be its twins: they are hashed after the pass, and B, a copy of A,
- * merges.  E and F, another length, are never hashed. */
+ * merges.  E and F, another length, are never hashed.  Over 1 MiB, the
+ * pass's key (streamed) meets the lanes' (pieces). */
 START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
 {
     static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
-    const uint32_t size = 16u << 10, other = 24u << 10;
+    const uint32_t size = _i ? (2u << 20) + 1 : 16u << 10, other = size + 8192;
     uint8_t *a = malloc(size), *c = malloc(size), *e = malloc(other), *f = malloc(other);
     for (uint32_t i = 0; i < size; i++)
         a[i] = c[i] = (uint8_t)(i * 7 + i / 251);
@@ -1269,7 +1270,7 @@ static Suite *shrink_suite(void)
     tcase_add_test(t, bitmaps_merge_copies_that_differ_from_their_groups_first_member);
     tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
     tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
-    tcase_add_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located);
+    tcase_add_loop_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located, 0, 2);
     tcase_add_test(t, bitmaps_hash_a_mapped_dump_with_bounded_resident_pages);
 
     t = test_case(s, "system_heaps");

@@ -919,25 +919,45 @@ syncs -o "$T/wb-dir" "$T/wb.hprof" > /dev/null
 [ "$got" = "sync_file_range fsync rename fsync " ] || die "batch, default: calls in order: $got"
 syncs --no-sync -f -o "$T/wb-dir" "$T/wb.hprof" > /dev/null
 [ "$got" = "rename " ] || die "batch --no-sync: calls: $got"
+cmp -s "$T/wb-dir/wb.hprof" "$T/wb-out.hprof" || die "batch --no-sync: output differs"
 # a directory batch mode makes for outputs is synced into its parent (a
 # crash could lose it, and the outputs synced into it, otherwise): the
 # fsync after each mkdir is of a descriptor opened on the directory above
 mkdir -p "$T/wb-tree/a/b"
 cp "$T/wb.hprof" "$T/wb-tree/a/b/"
 ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=mkdir,mkdirat,openat,fsync -o "$T/wb.strace" \
-    "$B/hprof-shrink" -q -r -o "$T/wb-made" "$T/wb-tree" > /dev/null || die "batch -r under strace"
-made=$(awk '/mkdir(at)?\(/ && / = 0$/ { split($0, q, "\""); want = q[2]; sub(/\/[^\/]*$/, "", want); next }
-            /openat\(/ { split($0, q, "\""); name[$NF] = q[2] }
-            want != "" && /fsync\(/ { match($0, /fsync\([0-9]+\)/); fd = substr($0, RSTART + 6, RLENGTH - 7)
-                                     printf "%s ", (name[fd] == want ? "synced" : "other:" name[fd]); want = "" }
-            END { if (want != "") printf "unsynced:%s", want }' "$T/wb.strace")
+    "$B/hprof-shrink" -q -r -j1 -o "$T/wb-made" "$T/wb-tree" > /dev/null || die "batch -r under strace"
+# (per process: what each descriptor was last opened as; the parent each
+# mkdir that made a directory wants synced next)
+made=$(awk '/mkdir(at)?\(/ && / = 0$/ { split($0, q, "\""); p = q[2]; sub(/\/[^\/]*$/, "", p); want[$1] = p; next }
+            /openat\(/ { split($0, q, "\""); name[$1, $NF] = q[2] }
+            want[$1] != "" && /fsync\(/ { match($0, /fsync\([0-9]+\)/); fd = substr($0, RSTART + 6, RLENGTH - 7)
+                                         printf "%s ", (name[$1, fd] == want[$1] ? "synced" : "other:" name[$1, fd]); want[$1] = "" }
+            END { for (pid in want) if (want[pid] != "") printf "unsynced:%s", want[pid] }' "$T/wb.strace")
 [ "$made" = "synced synced synced " ] || die "batch -r: the directories made (wb-made, a, b) are not each synced into their parent: $made"
 cmp -s "$T/wb-made/a/b/wb.hprof" "$T/wb-out.hprof" || die "batch -r: output differs"
 rm -rf "$T/wb-made"
 syncs --no-sync -r -o "$T/wb-made" "$T/wb-tree" > /dev/null
 [ "$got" = "rename " ] || die "batch -r --no-sync: calls: $got"
 rm -rf "$T/wb-tree" "$T/wb-made"
-cmp -s "$T/wb-dir/wb.hprof" "$T/wb-out.hprof" || die "batch --no-sync: output differs"
+# a directory made in one we may write in but not read (a drop box, 0333)
+# cannot be synced into it: the batch goes on, as before such syncs
+ud=$(mktemp -d)
+chmod 755 "$ud"
+cp "$B/hprof-shrink" "$T/wb.hprof" "$ud/"
+chmod 644 "$ud/wb.hprof"
+mkdir "$ud/drop"
+chmod 0333 "$ud/drop"
+as_user=
+if [ "$(id -u)" = 0 ]; then
+    chown nobody "$ud/drop"
+    as_user="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+fi
+ASAN_OPTIONS=$traced_asan $as_user "$ud/hprof-shrink" -q -o "$ud/drop/out" "$ud/wb.hprof" > /dev/null ||
+    die "batch into a new directory of a write-only one failed"
+chmod 755 "$ud/drop"
+cmp -s "$ud/drop/out/wb.hprof" "$T/wb-out.hprof" || die "batch into a write-only directory: output differs"
+rm -rf "$ud"
 rm -rf "$T/wb.hprof" "$T/wb-out.hprof" "$T/wb-dir"
 # another process truncates the input right after it is mapped: SIGBUS,
 # caught: one line, exit 3, no output and no temporary file left

@@ -406,15 +406,23 @@ static char *directory_of(const char *path)
 int cli_sync_directory_of(const char *path)
 {
     char *dir = directory_of(path);
-    int fd = dir != NULL ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    int rc = fd >= 0 && fsync(fd) != 0 && errno != EINVAL ? -1 : 0; /* EINVAL: cannot sync */
-    if (dir == NULL)
+    if (dir == NULL) {
         errno = ENOMEM;
-    if (fd < 0)
-        rc = -1;
-    else
-        close(fd);
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
+    if (fd < 0)
+        return -1;
+    int rc = 0;
+    if (fsync(fd) != 0 && errno != EINVAL) { /* EINVAL: a file system that cannot sync */
+        int error = errno;
+        close(fd);
+        errno = error;
+        rc = -1;
+    } else {
+        close(fd);
+    }
     return rc;
 }
 

@@ -116,7 +116,8 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
  * the message printed (the caller aborts). */
 int cli_output_sync(struct cli_output *o);
 /* fsync the directory that holds `path`'s name (a directory just made is
- * durable once it is).  @return 0, or -1 with errno set. */
+ * durable once it is).  @return 0, or -1 with errno set (EACCES: it could
+ * not be opened to be synced). */
 int cli_sync_directory_of(const char *path);
 /* Close and rename into place, after cli_output_sync() fsyncing the file
  * before and its directory after.  @return 0 or EXIT_IO. */

@@ -701,9 +701,19 @@ static int compare_by_output(const void *a, const void *b)
     return c ? c : (x < y ? -1 : x > y);
 }
 
-/* mkdir -p of `path` itself (dir = 1) or of its directory part.  With
- * `sync`, the directory each new one is made in is synced: an output
- * synced into a directory whose own name a crash loses is lost too. */
+/* Directory `dir`, just made, synced into its parent: an output synced
+ * into a directory whose own name a crash loses is lost too.  A parent we
+ * may write in but not read cannot be synced and is left so: a lost
+ * directory only means outputs the next run makes again, never one that
+ * passes for done.  (One another process of the batch made is synced by
+ * that one, just after.)  @return 1, or 0 with errno set. */
+static int new_dir_synced(const char *dir)
+{
+    return cli_sync_directory_of(dir) == 0 || errno == EACCES || errno == EPERM;
+}
+
+/* mkdir -p of `path` itself (dir = 1) or of its directory part, each new
+ * directory synced into its parent with `sync`. */
 static int make_dirs(const char *path, int dir, int sync)
 {
     char *p0 = strdup(path);
@@ -717,7 +727,7 @@ static int make_dirs(const char *path, int dir, int sync)
             break;
         char c = *p;
         *p = '\0';
-        if (mkdir(p0, 0777) == 0 ? sync && cli_sync_directory_of(p0) != 0 : errno != EEXIST) {
+        if (mkdir(p0, 0777) == 0 ? sync && !new_dir_synced(p0) : errno != EEXIST) {
             first_error = rc == 0 ? errno : first_error;
             rc = -1;
         }

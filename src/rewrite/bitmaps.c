@@ -783,7 +783,8 @@ static int digest_located(struct bitmaps *b, int *all_located)
     return rc == HPROF_OK ? hash_candidates(b) : rc;
 }
 
-/* A candidate's type and length as one key. */
+/* A candidate's type and length as one key (never 0, idmap's empty slot:
+ * no type is 0). */
 static uint64_t size_key(const struct candidate *c)
 {
     return (uint64_t)c->count << 8 | c->type;

@@ -18,8 +18,9 @@
  *   expand     (only when pass 2 could not remember every byte[][])
  *              the elements of each DumpData.buffers array;
  *   digest     (only when candidates may have a twin and were not all
- *              located) MD5 of each candidate and what refers to them;
- *              located ones are fingerprinted and hashed without a pass.
+ *              located, or what refers to them is not known) MD5 of the
+ *              unlocated candidates and what refers to any; located ones
+ *              are fingerprinted and hashed without a pass.
  */
 #ifndef HPROF_REWRITE_BITMAPS_H
 #define HPROF_REWRITE_BITMAPS_H

@@ -206,10 +206,11 @@ static int collect_and_plan(struct shrink_run *run)
     st->bitmap_candidates = rw->bitmaps.n_cand;
     if (rc == HPROF_OK && !run->opt.keep_duplicates)
         rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
-    if (rc == HPROF_OK && digest)
+    if (rc == HPROF_OK && digest) {
         rc = run_pass(run, bitmaps_digest_visitor(&rw->bitmaps));
-    if (rc == HPROF_OK && digest)
-        rc = bitmaps_digest_finish(&rw->bitmaps);
+        if (rc == HPROF_OK)
+            rc = bitmaps_digest_finish(&rw->bitmaps);
+    }
     if (rc == HPROF_OK && merge)
         rc = bitmaps_merge(&rw->bitmaps);
     run->passes = run->pass + 1;
