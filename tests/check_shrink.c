@@ -119,6 +119,18 @@ static void assert_same_bitmap_pixels(const char *path, const uint8_t *out, size
     facts_free(&after);
 }
 
+/* `out`, shrunk from the dump at `path` that `d` built, shows its Bitmaps'
+ * pixels and verifies; then all three go, and the file. */
+static void assert_bitmaps_shrunk_then_free(char *path, uint8_t *out, size_t len, struct tbuf *d)
+{
+    assert_same_bitmap_pixels(path, out, len);
+    assert_verifies(out, len);
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(d);
+}
+
 START_TEST(system_heaps_keep_instances_per_class_outside_dropped_heaps)
 {
     int fixture = _i / N_MODES, mode = _i % N_MODES;
@@ -751,12 +763,7 @@ START_TEST(bitmaps_run_the_digest_pass_only_when_they_must)
     /* B's own record (PRIMITIVE_ARRAY_DUMP, id 0x1010) stays only when named */
     int b_record = memmem(out, len, "\x23\0\0\x10\x10", 5) != NULL;
     ck_assert_int_eq(b_record, !equal || b_stays);
-    assert_same_bitmap_pixels(path, out, len);
-    assert_verifies(out, len);
-    free(out);
-    unlink(path);
-    free(path);
-    tb_free(&d);
+    assert_bitmaps_shrunk_then_free(path, out, len, &d);
     free(a);
     free(b);
 }
@@ -806,12 +813,7 @@ START_TEST(bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin)
     ck_assert_ptr_nonnull(memmem(out, len, n, size));
     ck_assert_ptr_nonnull(memmem(out, len, u, size));
     ck_assert_ptr_null(memmem(out, len, "\x23\0\0\x10\x10", 5)); /* A2's record went */
-    assert_same_bitmap_pixels(path, out, len);
-    assert_verifies(out, len);
-    free(out);
-    unlink(path);
-    free(path);
-    tb_free(&d);
+    assert_bitmaps_shrunk_then_free(path, out, len, &d);
     free(a);
     free(n);
     free(u);
@@ -869,12 +871,7 @@ START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
     ck_assert_uint_eq(st.bitmap_duplicates.bytes, size);
     ck_assert_ptr_null(memmem(out, len, "\x23\0\0\x10\x10", 5)); /* B's record went */
     ck_assert_ptr_nonnull(memmem(out, len, c, size));
-    assert_same_bitmap_pixels(path, out, len);
-    assert_verifies(out, len);
-    free(out);
-    unlink(path);
-    free(path);
-    tb_free(&d);
+    assert_bitmaps_shrunk_then_free(path, out, len, &d);
     free(a);
     free(c);
     free(e);
