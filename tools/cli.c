@@ -414,15 +414,10 @@ int cli_sync_directory_of(const char *path)
     free(dir);
     if (fd < 0)
         return -1;
-    int rc = 0;
-    if (fsync(fd) != 0 && errno != EINVAL) { /* EINVAL: a file system that cannot sync */
-        int error = errno;
-        close(fd);
-        errno = error;
-        rc = -1;
-    } else {
-        close(fd);
-    }
+    int rc = fsync(fd) != 0 && errno != EINVAL ? -1 : 0; /* EINVAL: a file system that cannot sync */
+    int error = errno; /* fsync's, whatever close() does */
+    close(fd);
+    errno = error;
     return rc;
 }
 
