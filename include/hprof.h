@@ -501,7 +501,9 @@ struct hprof_shrink_stats {
     uint64_t strings_kept_by_rule;              /* Strings a keep rule names */
     uint64_t fields_zeroed;                     /* --redact-fields */
     uint64_t bitmap_candidates;                 /* buffers Bitmaps refer to */
-    uint64_t bitmap_digested;                   /* of which hashed (MD5) */
+    uint64_t bitmap_digested;                   /* of which with an MD5 (their
+                                                   own, or a byte-identical
+                                                   earlier one's) */
     uint64_t bitmap_groups;                     /* contents held by >1 buffer */
     struct hprof_count bitmap_duplicates;       /* copies merged away */
     int passes;
@@ -525,6 +527,10 @@ struct hprof_shrink_stats {
     uint64_t bitmap_fingerprinted;              /* buffers fingerprinted */
     uint64_t bitmap_bytes_fingerprinted;        /* bytes read for fingerprints */
     uint64_t bitmap_bytes_hashed;               /* bytes run through MD5 */
+    /* A buffer that may be a twin is compared byte for byte with the first
+     * of its type, length and fingerprint as that one is hashed, and is
+     * hashed itself only if it differs. */
+    uint64_t bitmap_bytes_compared;             /* bytes read to compare */
 };
 
 /* hprof_shrink() :

@@ -33,11 +33,14 @@ struct source {
     atomic_ullong viewed; /* bytes */
 };
 
-static int view_source(void *arg, uint64_t offset, size_t len, uint8_t *buf, const uint8_t **p,
-                       struct hprof_error *err)
+static int view_source(void *arg, const struct md5_job *job, uint64_t offset, size_t len,
+                       uint8_t *buf, const uint8_t **p, struct hprof_error *err)
 {
     struct source *s = arg;
     ck_assert_uint_le(offset + len, s->size);
+    /* a view is of the job it names */
+    ck_assert_uint_ge(offset, job->offset);
+    ck_assert_uint_le(offset + len, job->offset + job->bytes);
     if (s->fail_at >= offset && s->fail_at < offset + len)
         return hprof_error_set(err, HPROF_ERR_IO, "offset %llu: read failed",
                                (unsigned long long)s->fail_at);

@@ -772,8 +772,10 @@ END_TEST
 /* Same-length buffers are told apart by a fingerprint (the first, middle
  * and last 4 KiB) before any MD5: of four 64 KiB buffers A, A2 (a copy of
  * A), N (A but for one byte outside those blocks) and U (another first
- * block), only A, A2 and N are hashed; only A2 merges.  A 48 KiB buffer
- * no other shares the size of is neither fingerprinted nor hashed. */
+ * block), only A, A2 and N may be twins.  A is hashed, A2 and N compared
+ * with it as it is read: A2 equal (A's MD5, merged without reading it
+ * again), N not (hashed itself).  A 48 KiB buffer no other shares the
+ * size of is neither fingerprinted nor hashed. */
 START_TEST(bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin)
 {
     const uint32_t size = 64u << 10, other = 48u << 10;
@@ -801,7 +803,8 @@ START_TEST(bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin)
     ck_assert_uint_eq(st.bitmap_fingerprinted, 4);
     ck_assert_uint_eq(st.bitmap_bytes_fingerprinted, 4 * 3 * 4096);
     ck_assert_uint_eq(st.bitmap_digested, 3);
-    ck_assert_uint_eq(st.bitmap_bytes_hashed, 3 * (uint64_t)size);
+    ck_assert_uint_eq(st.bitmap_bytes_hashed, 2 * (uint64_t)size);
+    ck_assert_uint_eq(st.bitmap_bytes_compared, 2 * (uint64_t)size);
     ck_assert_uint_eq(st.bitmap_groups, 1);
     ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
     ck_assert_uint_eq(st.bitmap_duplicates.bytes, size);
@@ -866,6 +869,7 @@ START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
     ck_assert_uint_eq(st.bitmap_fingerprinted, 4);
     ck_assert_uint_eq(st.bitmap_digested, 3);
     ck_assert_uint_eq(st.bitmap_bytes_hashed, 3 * (uint64_t)size);
+    ck_assert_uint_eq(st.bitmap_bytes_compared, 2 * (uint64_t)size); /* A and B by the merge */
     ck_assert_uint_eq(st.bitmap_groups, 1);
     ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
     ck_assert_uint_eq(st.bitmap_duplicates.bytes, size);
@@ -876,6 +880,57 @@ START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
     free(c);
     free(e);
     free(f);
+}
+END_TEST
+
+/* Over 1 MiB a bunch's first is hashed in 1 MiB pieces, and each piece
+ * compared with the same piece of the others: of A, A2 (a copy) and Z (A
+ * but for a byte in the middle of the second piece, outside the
+ * fingerprint's blocks), A2 merges, read once and never hashed; Z is read
+ * up to its difference in that piece (all of the other two, which are
+ * equal), then hashed.  What is read and counted is the same on one
+ * thread as on two. */
+START_TEST(bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference)
+{
+    const uint32_t size = (3u << 20) + 1, differs_at = (3u << 20) / 2 + (256u << 10);
+    uint8_t *a = malloc(size), *z = malloc(size);
+    for (uint32_t i = 0; i < size; i++)
+        a[i] = z[i] = (uint8_t)(i * 7 + i / 251);
+    z[differs_at] ^= 1;
+    struct tbuf d;
+    begin_bitmap_dump(&d);
+    const uint8_t *pixels[3] = { a, a, z };
+    for (int i = 0; i < 3; i++) {
+        uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
+        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, size, pixels[i]);
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+    }
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
+    struct hprof_shrink_stats st[2];
+    size_t len[2];
+    uint8_t *out[2];
+    for (int t = 0; t < 2; t++) {
+        struct hprof_shrink_options o = { .threads = (unsigned)t + 1 };
+        out[t] = tl_shrink_file(path, &o, &len[t], &st[t]);
+        ck_assert_uint_eq(st[t].bitmap_fingerprinted, 3);
+        ck_assert_uint_eq(st[t].bitmap_digested, 3);
+        ck_assert_uint_eq(st[t].bitmap_bytes_hashed, 2 * (uint64_t)size); /* A and Z */
+        /* A2 whole; Z's first and third pieces whole, its second in part */
+        ck_assert_uint_gt(st[t].bitmap_bytes_compared, (uint64_t)size + (2u << 20) + 1);
+        ck_assert_uint_lt(st[t].bitmap_bytes_compared, 2 * (uint64_t)size);
+        ck_assert_uint_eq(st[t].bitmap_duplicates.count, 1);
+        ck_assert_ptr_nonnull(memmem(out[t], len[t], z, size));
+        ck_assert_ptr_null(memmem(out[t], len[t], "\x23\0\0\x10\x10", 5)); /* A2's record went */
+    }
+    ck_assert_uint_eq(st[0].bitmap_bytes_compared, st[1].bitmap_bytes_compared);
+    ck_assert_uint_eq(len[0], len[1]);
+    ck_assert_mem_eq(out[0], out[1], len[0]);
+    free(out[1]);
+    assert_bitmaps_shrunk_then_free(path, out[0], len[0], &d);
+    free(a);
+    free(z);
 }
 END_TEST
 
@@ -911,8 +966,9 @@ static void *sample_rss_file(void *arg)
     return NULL;
 }
 
-/* A mapped 256 MiB dump of 32 buffers of 8 MiB in 16 identical pairs: every
- * buffer is hashed and compared, and the file's resident pages stay under
+/* A mapped 256 MiB dump of 32 buffers of 8 MiB in 16 identical pairs: each
+ * pair's first is hashed and the other compared with it as it is read,
+ * and the file's resident pages stay under
  * 48 MiB throughout (the readers' 8 MiB steps, read-ahead, slack); hashing
  * through the mapping kept every page it read, 256 MiB and more. */
 START_TEST(bitmaps_hash_a_mapped_dump_with_bounded_resident_pages)
@@ -952,7 +1008,8 @@ START_TEST(bitmaps_hash_a_mapped_dump_with_bounded_resident_pages)
     atomic_store(&s.stop, 1);
     pthread_join(s.thread, NULL);
     ck_assert_uint_eq(st.bitmap_candidates, (uint64_t)n);
-    ck_assert_uint_eq(st.bitmap_bytes_hashed, (uint64_t)n * size);
+    ck_assert_uint_eq(st.bitmap_bytes_hashed, (uint64_t)n / 2 * size);
+    ck_assert_uint_eq(st.bitmap_bytes_compared, (uint64_t)n / 2 * size);
     ck_assert_uint_eq(st.bitmap_groups, (uint64_t)n / 2);
     ck_assert_uint_eq(st.bitmap_duplicates.count, (uint64_t)n / 2);
     ck_assert_msg(s.most - first < 48 << 10, "RssFile grew by %ld KiB", s.most - first);
@@ -1268,6 +1325,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
     tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
     tcase_add_loop_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located, 0, 2);
+    tcase_add_test(t, bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference);
     tcase_add_test(t, bitmaps_hash_a_mapped_dump_with_bounded_resident_pages);
 
     t = test_case(s, "system_heaps");

@@ -306,12 +306,13 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
         fprintf(f, "  %-28s %15" PRIu64 "\n", "strings kept by rule", s->strings_kept_by_rule);
         fprintf(f, "  %-28s %15" PRIu64 "\n", "fields zeroed", s->fields_zeroed);
     }
-    fprintf(f, "  %-28s %15" PRIu64 " found, %" PRIu64 " hashed, %" PRIu64
+    fprintf(f, "  %-28s %15" PRIu64 " found, %" PRIu64 " with an MD5, %" PRIu64
             " groups of identical buffers\n", "bitmap buffers", s->bitmap_candidates,
             s->bitmap_digested, s->bitmap_groups);
     fprintf(f, "  %-28s %15" PRIu64 " fingerprinted, %" PRIu64 " bytes read for them, %" PRIu64
-            " bytes hashed\n", "bitmap buffers", s->bitmap_fingerprinted,
-            s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed);
+            " bytes hashed, %" PRIu64 " bytes compared\n", "bitmap buffers",
+            s->bitmap_fingerprinted, s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed,
+            s->bitmap_bytes_compared);
     fprintf(f, "  %-28s %15.3f s in %d passes (", "time", total, s->passes);
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.3f", i ? " " : "", s->pass_seconds[i]);
@@ -372,10 +373,11 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     fprintf(f, "\"roots_dropped\":%" PRIu64 ",\"bitmap_candidates\":%" PRIu64
             ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64
             ",\"bitmap_fingerprinted\":%" PRIu64 ",\"bitmap_bytes_fingerprinted\":%" PRIu64
-            ",\"bitmap_bytes_hashed\":%" PRIu64 ",\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
+            ",\"bitmap_bytes_hashed\":%" PRIu64 ",\"bitmap_bytes_compared\":%" PRIu64
+            ",\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
             s->roots_dropped, s->bitmap_candidates, s->bitmap_digested, s->bitmap_groups,
             s->bitmap_fingerprinted, s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed,
-            s->resolved_in_pass_1 ? "true" : "false");
+            s->bitmap_bytes_compared, s->resolved_in_pass_1 ? "true" : "false");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);
     fprintf(f, "]");

@@ -237,7 +237,8 @@ static int lane_view(struct lanes *ls, struct lane *ln)
     size_t n = left < LANE_CHUNK ? (size_t)left : LANE_CHUNK;
     const uint8_t *p = ln->buf;
     if (n > 0) {
-        int rc = ls->q->view(ls->q->source, job->offset + ln->viewed, n, ln->buf, &p, ls->err);
+        int rc = ls->q->view(ls->q->source, job, job->offset + ln->viewed, n, ln->buf, &p,
+                             ls->err);
         if (rc != HPROF_OK)
             return rc;
     }

@@ -27,10 +27,12 @@ struct md5_job {
     uint8_t md5[16];    /* the result */
 };
 
-/* Points *p at len bytes at offset of the source: into a mapping of it,
- * or into buf (room for len bytes) after reading them there. */
-typedef int (*md5_view_fn)(void *arg, uint64_t offset, size_t len, uint8_t *buf,
-                           const uint8_t **p, struct hprof_error *err);
+/* Points *p at len bytes at offset of the source, the next of `job`'s:
+ * into a mapping of it, or into buf (room for len bytes) after reading
+ * them there.  A view may also look at other bytes for the job's sake
+ * (compare them with these, say): job->tag says which buffer it is. */
+typedef int (*md5_view_fn)(void *arg, const struct md5_job *job, uint64_t offset, size_t len,
+                           uint8_t *buf, const uint8_t **p, struct hprof_error *err);
 
 enum md5_kernel {
     MD5_KERNEL_BEST,     /* AVX-512 lanes where the CPU has them */

@@ -41,6 +41,8 @@ struct candidate {
     uint8_t unique_print;   /* no other candidate has its size and fingerprint: no digest */
     uint8_t md5[16];
     uint64_t fingerprint;   /* of a few sampled blocks (large located candidates) */
+    uint64_t equal_to;      /* the data_offset of an earlier candidate whose
+                               bytes it was found equal to while hashing, or 0 */
 };
 
 /* A byte array seen lately: a Bitmap or a byte[][] usually comes right
