@@ -50,6 +50,7 @@
 #define CHUNK_MAX HPROF_READ_BUFFER     /* a multiple of every element size */
 #define MEM_CHUNK_MAX (1u << 20)        /* the same, for input in memory */
 #define RELEASE_STEP (8u << 20)
+#define PREFETCH_SEGMENT (8u << 10)     /* read_heap() asks for all of one this small */
 #define PROGRESS_STEP (16u << 20)
 #define CHECK_STEP (1u << 20)           /* how often the two above are looked at */
 #define MAX_HEADER 64
@@ -750,6 +751,8 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
     a.data_offset = r->pos;
     uint64_t left = r->sub_tag == HPROF_PRIMITIVE_ARRAY_NODATA ? 0 : (uint64_t)a.count * esize;
     rc = check_array_fits(r, left, a.count, limit);
+    if (left < avail(r)) /* the next header, while the visitors look at this one */
+        __builtin_prefetch(r->cur + left);
     if (rc == HPROF_OK && r->deliver != NULL && (r->sv->drop_types >> a.type & 1)) {
         skip(r, left); /* salvage: the class of its type never arrived */
         return HPROF_OK;
@@ -872,6 +875,16 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
     if (rc < 0)
         return visitor_failed(r, rc);
     uint64_t limit = r->pos + seg->length;
+    /* A small segment (ART ends one past 4 KiB) is read whole: asking for
+     * all its lines at once, and the next record's header, overlaps their
+     * cache misses instead of taking them one sub-record after another
+     * (the Android-style 2 GB bench dump: pass 1 0.29 s -> 0.19 s, the
+     * write pass's workers 0.25 s -> 0.21 s).  HotSpot's segments are
+     * larger, and prefetching ahead of the cursor there fetched array
+     * contents nothing reads: 10-20% slower. */
+    if (seg->length <= PREFETCH_SEGMENT && seg->length < avail(r))
+        for (size_t at = 0; at <= seg->length; at += 64)
+            __builtin_prefetch(r->cur + at);
     r->in_heap = 1;
     if (r->deliver != NULL && seg->offset == r->sv->first_heap &&
         (rc = deliver_rebuilt(r, v)) != HPROF_OK)
