@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "facts.h"
+#include "md5_lanes.h"
 #include "segment_runs.h"
 #include "write_pass.h"
 #include "testlib.h"
@@ -883,16 +884,63 @@ START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
 }
 END_TEST
 
+/* A copy confirmed equal to its bunch's first while hashing merges into
+ * it without being read again, but only into it: here B (unlocated, so
+ * hashed by the digest pass) comes first in the file and has the MD5 of
+ * A and of A's copy (a published collision), so it heads their MD5 group.
+ * The copy, confirmed against A, must still be compared with B, and
+ * merges into A. */
+START_TEST(bitmaps_merge_a_confirmed_copy_only_into_the_buffer_it_matched)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    uint8_t a[128], b[128];
+    unhex(COLLIDING_A, a);
+    unhex(COLLIDING_B, b);
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, 128, b);
+    tb_segment_end(&d);
+    tb_string(&d, 0x10, "android.graphics.Bitmap");
+    tb_string(&d, 0x900, "mBuffer");
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    for (int i = 0; i < 3; i++) {
+        uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+        if (i > 0) /* after its Bitmap: located */
+            tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, 128, a);
+    }
+    char *path;
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
+    ck_assert_uint_eq(st.bitmap_digested, 3);
+    ck_assert_uint_eq(st.bitmap_bytes_hashed, 2 * 128); /* B by the pass, A by the lanes */
+    ck_assert_uint_eq(st.bitmap_groups, 1);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
+    ck_assert_ptr_nonnull(memmem(out, len, a, 128));
+    ck_assert_ptr_nonnull(memmem(out, len, b, 128));
+    ck_assert_ptr_null(memmem(out, len, "\x23\0\0\x10\x20", 5)); /* the copy's record went */
+    assert_bitmaps_shrunk_then_free(path, out, len, &d);
+}
+END_TEST
+
 /* Over 1 MiB a bunch's first is hashed in 1 MiB pieces, and each piece
- * compared with the same piece of the others: of A, A2 (a copy) and Z (A
- * but for a byte in the middle of the second piece, outside the
- * fingerprint's blocks), A2 merges, read once and never hashed; Z is read
- * up to its difference in that piece (all of the other two, which are
- * equal), then hashed.  What is read and counted is the same on one
- * thread as on two. */
+ * compared with the same piece of the others as it is viewed: of A, A2
+ * (a copy) and Z (A but for a byte in the middle of the second piece,
+ * outside the fingerprint's blocks), A2 merges, read once and never
+ * hashed; Z is read up to the view that holds its difference in that
+ * piece (all of the other three, which are equal), then hashed.  What is
+ * read and counted is the same on one thread as on two (the comparisons
+ * make it worth two here). */
 START_TEST(bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference)
 {
     const uint32_t size = (3u << 20) + 1, differs_at = (3u << 20) / 2 + (256u << 10);
+    const uint32_t in_piece = differs_at - (1u << 20); /* the second piece's */
+    const uint64_t z_read = size - (1u << 20) + (in_piece / MD5_VIEW_MAX + 1) * MD5_VIEW_MAX;
     uint8_t *a = malloc(size), *z = malloc(size);
     for (uint32_t i = 0; i < size; i++)
         a[i] = z[i] = (uint8_t)(i * 7 + i / 251);
@@ -917,9 +965,8 @@ START_TEST(bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference)
         ck_assert_uint_eq(st[t].bitmap_fingerprinted, 3);
         ck_assert_uint_eq(st[t].bitmap_digested, 3);
         ck_assert_uint_eq(st[t].bitmap_bytes_hashed, 2 * (uint64_t)size); /* A and Z */
-        /* A2 whole; Z's first and third pieces whole, its second in part */
-        ck_assert_uint_gt(st[t].bitmap_bytes_compared, (uint64_t)size + (2u << 20) + 1);
-        ck_assert_uint_lt(st[t].bitmap_bytes_compared, 2 * (uint64_t)size);
+        /* A2 whole; Z's first, third and fourth pieces whole, its second in part */
+        ck_assert_uint_eq(st[t].bitmap_bytes_compared, size + z_read);
         ck_assert_uint_eq(st[t].bitmap_duplicates.count, 1);
         ck_assert_ptr_nonnull(memmem(out[t], len[t], z, size));
         ck_assert_ptr_null(memmem(out[t], len[t], "\x23\0\0\x10\x10", 5)); /* A2's record went */
@@ -1326,6 +1373,7 @@ static Suite *shrink_suite(void)
     tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
     tcase_add_loop_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located, 0, 2);
     tcase_add_test(t, bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference);
+    tcase_add_test(t, bitmaps_merge_a_confirmed_copy_only_into_the_buffer_it_matched);
     tcase_add_test(t, bitmaps_hash_a_mapped_dump_with_bounded_resident_pages);
 
     t = test_case(s, "system_heaps");

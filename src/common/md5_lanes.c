@@ -19,7 +19,7 @@
 #endif
 
 #define LANES 16
-#define LANE_CHUNK (128u << 10)
+#define LANE_CHUNK MD5_VIEW_MAX
 /* Below this many busy lanes, one buffer at a time is faster: a lane
  * hashes at 0.4 GB/s, portable C at 0.75. */
 #define MIN_BUSY_LANES 2

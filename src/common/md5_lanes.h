@@ -27,6 +27,10 @@ struct md5_job {
     uint8_t md5[16];    /* the result */
 };
 
+/* A job is viewed in order, MD5_VIEW_MAX bytes at a time (the last view
+ * shorter). */
+#define MD5_VIEW_MAX (128u << 10)
+
 /* Points *p at len bytes at offset of the source, the next of `job`'s:
  * into a mapping of it, or into buf (room for len bytes) after reading
  * them there.  A view may also look at other bytes for the job's sake

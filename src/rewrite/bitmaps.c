@@ -19,6 +19,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -649,7 +650,7 @@ static unsigned threads_for(const struct bitmaps *b, uint64_t bytes, size_t most
  * reading it again.  Only the members found different are hashed, after.
  * (Hashing every member, then comparing each group, read every copy twice
  * and ran MD5 over it: 861 MB hashed and 550 MB compared on the 2 GB
- * bitmap bench dump, against 480 MB hashed and every byte read once.) */
+ * bitmap bench dump, against 492 MB hashed and every byte read once.) */
 struct bunch {
     size_t first_peer;      /* into hash_round.peers */
     size_t n_peers;         /* the other members (0: none, or not a first) */
@@ -658,9 +659,10 @@ struct bunch {
 struct hash_round {
     const struct bitmaps *b;
     struct bunch *bunch;        /* per candidate: its peers, if a bunch's first */
-    size_t *peers;              /* candidate indexes, each bunch's members after its first */
+    size_t *peers;              /* candidate indexes by bunch, each first before its peers */
     atomic_uchar *differs;      /* per candidate: a peer found unequal to its first */
     uint8_t *hash_now;          /* per candidate: hashed in the round under way */
+    int has_peers;              /* the round compares (its threads need a peer room) */
     /* Per job (a piece), per peer of its buffer: found unequal in the piece,
      * so not read on.  Only the lane that views a piece looks at its own,
      * so what is read and counted does not depend on the threads' timing. */
@@ -677,8 +679,9 @@ struct hash_worker {
     struct hprof_error err;
 };
 
-/* Where a hashing thread reads a peer's chunk: its own, as the lanes' views
- * run on the thread that runs the queue (hash_main() frees it). */
+/* Where a hashing thread reads a peer's chunk.  The lanes' views run on
+ * the thread that runs the queue, so each thread has its own, which
+ * hash_main() allocates before the queue runs and frees after. */
 #define PEER_ROOM (128u << 10)
 static _Thread_local uint8_t *peer_room;
 
@@ -688,8 +691,6 @@ static int compare_peer(struct hash_round *hr, size_t peer, uint64_t at, const u
                         size_t len, uint8_t *differs, struct hprof_error *err)
 {
     const struct candidate *c = &hr->b->cand[peer];
-    if (peer_room == NULL && (peer_room = malloc(PEER_ROOM)) == NULL)
-        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
     for (size_t done = 0; done < len;) {
         size_t n = len - done < PEER_ROOM ? len - done : PEER_ROOM;
         int rc = reader_pread_unmapped(hr->b->ctx->reader, c->data_offset + at + done, peer_room,
@@ -727,18 +728,15 @@ static int view_and_compare(void *arg, const struct md5_job *job, uint64_t offse
 static void *hash_main(void *arg)
 {
     struct hash_worker *w = arg;
+    const struct hash_round *hr = w->q->source;
+    if (hr->has_peers && (peer_room = malloc(PEER_ROOM)) == NULL) {
+        w->rc = hprof_error_set(&w->err, HPROF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     w->rc = md5_queue_run(w->q, &w->err);
     free(peer_room);
     peer_room = NULL;
     return NULL;
-}
-
-static int larger_first(const void *pa, const void *pb)
-{
-    const struct md5_job *a = pa, *b = pb;
-    if (a->bytes != b->bytes)
-        return a->bytes > b->bytes ? -1 : 1;
-    return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
 /* A candidate's pieces together, in order. */
@@ -755,32 +753,84 @@ static int needs_hash(const struct candidate *c)
     return c->located && !c->digested && !c->unique_size && !c->unique_print;
 }
 
-/* The candidates hash_now names as jobs of a piece each (see
- * digest_pieces_begin()), or NULL when memory is short; *bytes their sum. */
-static struct md5_job *piece_jobs(const struct bitmaps *b, const uint8_t *hash_now,
-                                  size_t *n_jobs, uint64_t *bytes)
+/* A job and what it reads: its piece, and the same piece of each peer. */
+struct costed_job {
+    uint64_t cost;
+    struct md5_job job;
+};
+
+/* Costliest first: the lanes then finish close together. */
+static int costlier_first(const void *pa, const void *pb)
 {
+    const struct costed_job *a = pa, *b = pb;
+    if (a->cost != b->cost)
+        return a->cost > b->cost ? -1 : 1;
+    return a->job.offset < b->job.offset ? -1 : a->job.offset > b->job.offset;
+}
+
+/* The candidates hr->hash_now names as jobs of a piece each (see
+ * digest_pieces_begin()), costliest first, or NULL when memory is short;
+ * *cost the bytes they read in all. */
+static struct md5_job *piece_jobs(const struct hash_round *hr, size_t *n_jobs, uint64_t *cost)
+{
+    const struct bitmaps *b = hr->b;
     uint64_t n = 0;
-    *bytes = 0;
     for (size_t i = 0; i < b->n_cand; i++)
-        if (hash_now[i]) {
-            n += b->cand[i].bytes / DIGEST_PIECE + 1;
-            *bytes += b->cand[i].bytes;
-        }
-    struct md5_job *jobs = n < SIZE_MAX / sizeof *jobs ? malloc(n * sizeof *jobs + 1) : NULL;
+        n += hr->hash_now[i] ? b->cand[i].bytes / DIGEST_PIECE + 1 : 0;
     *n_jobs = 0;
-    for (size_t i = 0; jobs != NULL && i < b->n_cand; i++) {
+    if (n >= PTRDIFF_MAX / sizeof(struct costed_job))
+        return NULL;
+    struct costed_job *by_cost = malloc((size_t)n * sizeof *by_cost + 1);
+    struct md5_job *jobs = malloc((size_t)n * sizeof *jobs + 1);
+    *cost = 0;
+    for (size_t i = 0; by_cost != NULL && jobs != NULL && i < b->n_cand; i++) {
         const struct candidate *c = &b->cand[i];
         uint64_t at = 0;
-        if (hash_now[i])
+        if (hr->hash_now[i])
             do {
                 uint64_t len = c->bytes - at < DIGEST_PIECE ? c->bytes - at : DIGEST_PIECE;
-                jobs[(*n_jobs)++] =
-                    (struct md5_job){ .offset = c->data_offset + at, .bytes = len, .tag = i };
+                by_cost[*n_jobs] = (struct costed_job){
+                    .cost = len * (1 + hr->bunch[i].n_peers),
+                    .job = { .offset = c->data_offset + at, .bytes = len, .tag = i },
+                };
+                *cost += by_cost[(*n_jobs)++].cost;
                 at += len;
             } while (at < c->bytes);
     }
+    if (by_cost != NULL && jobs != NULL) {
+        qsort(by_cost, *n_jobs, sizeof *by_cost, costlier_first);
+        for (size_t j = 0; j < *n_jobs; j++)
+            jobs[j] = by_cost[j].job;
+    } else {
+        free(jobs);
+        jobs = NULL;
+    }
+    free(by_cost);
     return jobs;
+}
+
+/* Each job's flags for the peers of its buffer, cleared.  @return
+ * HPROF_OK or an error. */
+static int piece_flags_new(struct hash_round *hr, const struct md5_job *jobs, size_t n_jobs)
+{
+    size_t flags = 0;
+    hr->jobs = jobs;
+    hr->piece_base = malloc((n_jobs + 1) * sizeof *hr->piece_base);
+    for (size_t j = 0; hr->piece_base != NULL && j < n_jobs; j++) {
+        hr->piece_base[j] = flags;
+        flags += hr->bunch[jobs[j].tag].n_peers;
+    }
+    hr->piece_differs = calloc(flags + 1, 1);
+    return hr->piece_base && hr->piece_differs ? HPROF_OK : nomem(hr->b);
+}
+
+static void piece_flags_free(struct hash_round *hr)
+{
+    free(hr->piece_base);
+    free(hr->piece_differs);
+    hr->jobs = NULL;
+    hr->piece_base = NULL;
+    hr->piece_differs = NULL;
 }
 
 /* Each hashed candidate's key from its pieces' MD5s. */
@@ -808,24 +858,18 @@ static int join_pieces(struct bitmaps *b, struct md5_job *jobs, size_t n_jobs)
 static int hash_round_run(struct bitmaps *b, struct hash_round *hr)
 {
     struct md5_queue q = { .view = view_and_compare, .source = hr };
-    uint64_t bytes;
-    struct md5_job *jobs = piece_jobs(b, hr->hash_now, &q.n_jobs, &bytes);
+    uint64_t cost;
+    struct md5_job *jobs = piece_jobs(hr, &q.n_jobs, &cost);
     if (jobs == NULL)
         return nomem(b);
-    qsort(jobs, q.n_jobs, sizeof *jobs, larger_first); /* lanes then finish close together */
     q.jobs = jobs;
     atomic_init(&q.next, 0);
-    hr->jobs = jobs;
-    hr->piece_base = malloc((q.n_jobs + 1) * sizeof *hr->piece_base);
-    size_t flags = 0;
-    for (size_t j = 0; hr->piece_base != NULL && j < q.n_jobs; j++) {
-        hr->piece_base[j] = flags;
-        flags += hr->bunch[jobs[j].tag].n_peers;
-    }
-    hr->piece_differs = calloc(flags + 1, 1);
-    unsigned n = threads_for(b, bytes, q.n_jobs / md5_queue_width(&q) + 1); /* lane-fulls */
+    /* Hashing alone, a thread is worth it for a lane-full of jobs; a job
+     * that compares has its own work on any thread. */
+    size_t most = hr->has_peers ? q.n_jobs : q.n_jobs / md5_queue_width(&q) + 1;
+    unsigned n = threads_for(b, cost, most);
     struct hash_worker *w = calloc(n, sizeof *w);
-    int rc = w && hr->piece_base && hr->piece_differs ? HPROF_OK : nomem(b);
+    int rc = w != NULL ? piece_flags_new(hr, jobs, q.n_jobs) : nomem(b);
     for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
         w[i].q = &q;
         w[i].started = i > 0 && pthread_create(&w[i].thread, NULL, hash_main, &w[i]) == 0;
@@ -842,8 +886,7 @@ static int hash_round_run(struct bitmaps *b, struct hash_round *hr)
         rc = join_pieces(b, jobs, q.n_jobs);
     free(w);
     free(jobs);
-    free(hr->piece_base);
-    free(hr->piece_differs);
+    piece_flags_free(hr);
     return rc;
 }
 
@@ -876,6 +919,7 @@ static int form_bunches(struct bitmaps *b, struct hash_round *hr)
         hr->peers[i] = at;
         if (i > 0 && compare_prints(&by[i - 1], &by[i]) == 0) {
             hr->bunch[first].n_peers++;
+            hr->has_peers = 1;
         } else {
             first = at;
             hr->bunch[first].first_peer = i + 1;
@@ -910,6 +954,7 @@ static int settle_peers(struct bitmaps *b, struct hash_round *hr)
         }
         bn->n_peers = 0; /* the next round compares nothing */
     }
+    hr->has_peers = 0;
     return more;
 }
 
@@ -1112,6 +1157,16 @@ static int confirmed(const struct candidate *cand, size_t start, size_t m)
     return cand[m].equal_to != 0 && cand[m].equal_to == cand[start].data_offset;
 }
 
+/* How many buffers of the group [start, end) the merge reads: the members
+ * not confirmed while hashing, and the first if there is any. */
+static size_t to_compare(const struct candidate *cand, size_t start, size_t end)
+{
+    size_t n = 0;
+    for (size_t m = start + 1; m < end; m++)
+        n += !confirmed(cand, start, m);
+    return n > 0 ? n + 1 : 0;
+}
+
 /* Every other member of the group compared with its first, a chunk at a
  * time: the first's chunk is read once for all of them, where comparing
  * them in pairs would read it once for each (a group of g reads g
@@ -1123,9 +1178,7 @@ static int compare_with_first(struct merge_work *mw, size_t start, size_t end, u
     const struct hprof_reader *r = mw->b->ctx->reader;
     const struct candidate *cand = mw->b->cand;
     const uint64_t bytes = cand[start].bytes;
-    int alike = 0; /* some member still to compare, equal so far */
-    for (size_t m = start + 1; m < end; m++)
-        alike |= !confirmed(cand, start, m);
+    int alike = to_compare(cand, start, end) > 0; /* some member to compare, equal so far */
     for (uint64_t at = 0; alike && at < bytes; at += COMPARE_BUFFER) {
         size_t n = bytes - at < COMPARE_BUFFER ? (size_t)(bytes - at) : COMPARE_BUFFER;
         int rc = reader_pread_unmapped(r, cand[start].data_offset + at, buf_x, n, err);
@@ -1252,7 +1305,7 @@ int bitmaps_merge(struct bitmaps *b)
         if (end - start > 1) { /* at most n_cand / 2 groups: two slots each fit */
             mw.groups[2 * mw.n_groups] = start;
             mw.groups[2 * mw.n_groups++ + 1] = end;
-            bytes += (end - start) * b->cand[start].bytes;
+            bytes += to_compare(b->cand, start, end) * b->cand[start].bytes;
         }
     }
     if (rc == HPROF_OK && mw.n_groups > 0)
