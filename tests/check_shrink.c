@@ -100,6 +100,26 @@ static void begin_bitmap_dump(struct tbuf *d)
     tb_class(d, 0x100, 0, bitmap_fields, 1);
 }
 
+/* An Android dump whose first byte array (0x1000, `bytes` of `first`)
+ * comes before the names that say which class is a Bitmap, so that passes
+ * 1-2 cannot locate it; then the class Bitmap (0x100, field mBuffer) in a
+ * segment left open. */
+static void begin_dump_with_an_unlocated_buffer(struct tbuf *d, const uint8_t *first,
+                                                uint32_t bytes)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    tb_init(d, 4);
+    tb_header(d, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(d, 0x1000, HPROF_TYPE_BYTE, bytes, first);
+    tb_segment_end(d);
+    tb_string(d, 0x10, "android.graphics.Bitmap");
+    tb_string(d, 0x900, "mBuffer");
+    tb_load_class(d, 1, 0x100, 0x10);
+    tb_segment_begin(d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(d, 0x100, 0, bitmap_fields, 1);
+}
+
 /* `out` is a valid dump. */
 static void assert_verifies(const uint8_t *out, size_t len)
 {
@@ -834,7 +854,6 @@ END_TEST
  * pass's key (streamed) meets the lanes' (pieces). */
 START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
 {
-    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
     const uint32_t size = _i ? (2u << 20) + 1 : 16u << 10, other = size + 8192;
     uint8_t *a = malloc(size), *c = malloc(size), *e = malloc(other), *f = malloc(other);
     for (uint32_t i = 0; i < size; i++)
@@ -843,16 +862,7 @@ START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
     memset(e, 0x5a, other);
     memset(f, 0xa5, other);
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, size, a);
-    tb_segment_end(&d);
-    tb_string(&d, 0x10, "android.graphics.Bitmap");
-    tb_string(&d, 0x900, "mBuffer");
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    begin_dump_with_an_unlocated_buffer(&d, a, size);
     const uint8_t *pixels[5] = { a, a, c, e, f };
     for (int i = 0; i < 5; i++) {
         uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
@@ -892,21 +902,11 @@ END_TEST
  * merges into A. */
 START_TEST(bitmaps_merge_a_confirmed_copy_only_into_the_buffer_it_matched)
 {
-    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
     uint8_t a[128], b[128];
     unhex(COLLIDING_A, a);
     unhex(COLLIDING_B, b);
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, 128, b);
-    tb_segment_end(&d);
-    tb_string(&d, 0x10, "android.graphics.Bitmap");
-    tb_string(&d, 0x900, "mBuffer");
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    begin_dump_with_an_unlocated_buffer(&d, b, 128);
     for (int i = 0; i < 3; i++) {
         uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
         tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
