@@ -660,7 +660,7 @@ struct hash_round {
     const struct bitmaps *b;
     struct bunch *bunch;        /* per candidate: its peers, if a bunch's first */
     size_t *peers;              /* candidate indexes by bunch, each first before its peers */
-    atomic_uchar *differs;      /* per candidate: a peer found unequal to its first */
+    uint8_t *differs;           /* per candidate: a peer found unequal to its first */
     uint8_t *hash_now;          /* per candidate: hashed in the round under way */
     int has_peers;              /* the round compares (its threads need a peer room) */
     /* Per job (a piece), per peer of its buffer: found unequal in the piece,
@@ -700,7 +700,6 @@ static int compare_peer(struct hash_round *hr, size_t peer, uint64_t at, const u
         atomic_fetch_add_explicit(&hr->compared, n, memory_order_relaxed);
         if (memcmp(chunk + done, peer_room, n) != 0) {
             *differs = 1;
-            atomic_store_explicit(&hr->differs[peer], 1, memory_order_relaxed);
             break;
         }
         done += n;
@@ -824,8 +823,14 @@ static int piece_flags_new(struct hash_round *hr, const struct md5_job *jobs, si
     return hr->piece_base && hr->piece_differs ? HPROF_OK : nomem(hr->b);
 }
 
-static void piece_flags_free(struct hash_round *hr)
+/* The pieces' flags into each peer's: unequal in any piece, unequal. */
+static void piece_flags_free(struct hash_round *hr, size_t n_jobs)
 {
+    for (size_t j = 0; hr->piece_differs != NULL && hr->piece_base != NULL && j < n_jobs; j++) {
+        const struct bunch *bn = &hr->bunch[hr->jobs[j].tag];
+        for (size_t k = 0; k < bn->n_peers; k++)
+            hr->differs[hr->peers[bn->first_peer + k]] |= hr->piece_differs[hr->piece_base[j] + k];
+    }
     free(hr->piece_base);
     free(hr->piece_differs);
     hr->jobs = NULL;
@@ -884,9 +889,9 @@ static int hash_round_run(struct bitmaps *b, struct hash_round *hr)
     }
     if (rc == HPROF_OK)
         rc = join_pieces(b, jobs, q.n_jobs);
+    piece_flags_free(hr, q.n_jobs);
     free(w);
     free(jobs);
-    piece_flags_free(hr);
     return rc;
 }
 
@@ -942,7 +947,7 @@ static int settle_peers(struct bitmaps *b, struct hash_round *hr)
         for (size_t k = 0; k < bn->n_peers; k++) {
             size_t peer = hr->peers[bn->first_peer + k];
             struct candidate *c = &b->cand[peer];
-            if (atomic_load_explicit(&hr->differs[peer], memory_order_relaxed)) {
+            if (hr->differs[peer]) {
                 hr->hash_now[peer] = 1;
                 more = 1;
                 continue;
@@ -977,7 +982,7 @@ static int hash_candidates(struct bitmaps *b)
     b->ctx->stats->bitmap_bytes_compared += atomic_load(&hr.compared);
     free(hr.bunch);
     free(hr.peers);
-    free((void *)hr.differs);
+    free(hr.differs);
     free(hr.hash_now);
     return rc;
 }
