@@ -981,6 +981,43 @@ START_TEST(bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference)
 }
 END_TEST
 
+/* The lanes take pieces costliest first, not in the candidates' order: a
+ * small bunch (S and its copy) before a large one (A, and Z, which
+ * differs from A in its first piece only) in the file still merges just
+ * the true copy, and Z keeps its bytes. */
+START_TEST(bitmaps_keep_each_pieces_comparison_with_its_own_bunch)
+{
+    const uint32_t small = 64u << 10, size = (3u << 20) + 1;
+    uint8_t *s = malloc(small), *a = malloc(size), *z = malloc(size);
+    for (uint32_t i = 0; i < small; i++)
+        s[i] = (uint8_t)(i * 13 + i / 509);
+    for (uint32_t i = 0; i < size; i++)
+        a[i] = z[i] = (uint8_t)(i * 7 + i / 251);
+    z[3u << 18] ^= 1; /* in its first piece, outside the fingerprint's blocks */
+    struct tbuf d;
+    begin_bitmap_dump(&d);
+    const uint8_t *pixels[4] = { s, s, a, z };
+    for (int i = 0; i < 4; i++) {
+        uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
+        tb_prim_array(&d, 0x1000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, i < 2 ? small : size,
+                      pixels[i]);
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+    }
+    char *path;
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
+    ck_assert_uint_eq(st.bitmap_duplicates.bytes, small);
+    ck_assert_ptr_nonnull(memmem(out, len, z, size));
+    ck_assert_ptr_nonnull(memmem(out, len, a, size));
+    assert_bitmaps_shrunk_then_free(path, out, len, &d);
+    free(s);
+    free(a);
+    free(z);
+}
+END_TEST
+
 /* This process's resident file-backed pages (RssFile), in KiB, or -1. */
 static long rss_file_kib(void)
 {
@@ -1374,6 +1411,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located, 0, 2);
     tcase_add_test(t, bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference);
     tcase_add_test(t, bitmaps_merge_a_confirmed_copy_only_into_the_buffer_it_matched);
+    tcase_add_test(t, bitmaps_keep_each_pieces_comparison_with_its_own_bunch);
     tcase_add_test(t, bitmaps_hash_a_mapped_dump_with_bounded_resident_pages);
 
     t = test_case(s, "system_heaps");

@@ -887,9 +887,9 @@ static int hash_round_run(struct bitmaps *b, struct hash_round *hr)
         if (w[i].rc != HPROF_OK && rc == HPROF_OK)
             rc = hprof_error_set(b->ctx->err, w[i].rc, "%s", w[i].err.message);
     }
+    piece_flags_free(hr, q.n_jobs); /* before join_pieces() reorders the jobs */
     if (rc == HPROF_OK)
         rc = join_pieces(b, jobs, q.n_jobs);
-    piece_flags_free(hr, q.n_jobs);
     free(w);
     free(jobs);
     return rc;
