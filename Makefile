@@ -14,6 +14,8 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
+# A cross build names its own binutils: OBJCOPY=aarch64-linux-gnu-objcopy.
+OBJCOPY ?= objcopy
 SANITIZE ?=
 
 ifeq ($(SANITIZE),1)
@@ -114,7 +116,7 @@ $(B)/libhprof-internal.a: $(LIB_OBJ)
 
 $(B)/libhprof.a: $(LIB_OBJ)
 	$(LD) -r -o $(B)/libhprof-all.o $^
-	objcopy --localize-hidden $(B)/libhprof-all.o $(B)/libhprof.o
+	$(OBJCOPY) --localize-hidden $(B)/libhprof-all.o $(B)/libhprof.o
 	rm -f $@ $(B)/libhprof-all.o
 	ar rcs $@ $(B)/libhprof.o
 
