@@ -299,6 +299,213 @@ START_TEST(mapping_lets_the_shrink_find_obfuscated_bitmaps)
 }
 END_TEST
 
+/* Class 0x100, "a" (STRING 0x10), with `n_fields` int fields and
+ * `n_statics` int statics named f0... and s0... (STRINGs from 0x1000 and
+ * 0x40000), and a mapping that renames them all. */
+static void many_fields_dump(struct tbuf *b, unsigned n_fields, unsigned n_statics)
+{
+    char name[16];
+    tb_init(b, 8);
+    tb_header(b, "JAVA PROFILE 1.0.2");
+    tb_string(b, 0x10, "a");
+    for (unsigned i = 0; i < n_fields; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        tb_string(b, 0x1000 + i, name);
+    }
+    for (unsigned i = 0; i < n_statics; i++) {
+        snprintf(name, sizeof name, "s%u", i);
+        tb_string(b, 0x40000 + i, name);
+    }
+    tb_load_class(b, 1, 0x100, 0x10);
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(b, HPROF_CLASS_DUMP);
+    tb_id(b, 0x100);
+    tb_u4(b, 0);
+    for (int i = 0; i < 6; i++)
+        tb_id(b, 0);
+    tb_u4(b, 4 * n_fields);
+    tb_u2(b, 0);
+    tb_u2(b, (uint16_t)n_statics);
+    for (unsigned i = 0; i < n_statics; i++) {
+        tb_id(b, 0x40000 + i);
+        tb_u1(b, HPROF_TYPE_INT);
+        tb_u4(b, i);
+    }
+    tb_u2(b, (uint16_t)n_fields);
+    for (unsigned i = 0; i < n_fields; i++) {
+        tb_id(b, 0x1000 + i);
+        tb_u1(b, HPROF_TYPE_INT);
+    }
+    tb_segment_end(b);
+    tb_record(b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+}
+
+static struct hprof_mapping *many_fields_mapping(unsigned n_fields, unsigned n_statics)
+{
+    size_t cap = 64 + (size_t)(n_fields + n_statics) * 40, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text, cap, "com.example.Wide -> a:\n");
+    for (unsigned i = 0; i < n_fields; i++)
+        len += (size_t)snprintf(text + len, cap - len, "    int field%u -> f%u\n", i, i);
+    for (unsigned i = 0; i < n_statics; i++)
+        len += (size_t)snprintf(text + len, cap - len, "    int STATIC%u -> s%u\n", i, i);
+    struct hprof_mapping *m;
+    struct hprof_error err = { 0 };
+    ck_assert_msg(mapping_parse(text, len, "wide.map", &m, &err) == HPROF_OK, "%s", err.message);
+    free(text);
+    return m;
+}
+
+/* The field names of class 0x100 in a dump. */
+struct wide_seen {
+    struct hprof_visitor base;
+    struct idmap text_at;
+    char **texts;
+    size_t n_texts, cap;
+    char **fields, **statics;
+    unsigned n_fields, n_statics;
+};
+
+static int wide_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct wide_seen *w = (struct wide_seen *)v;
+    if (w->n_texts == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 1024;
+        w->texts = realloc(w->texts, w->cap * sizeof *w->texts);
+    }
+    w->texts[w->n_texts] = strndup((const char *)s->utf8, s->length);
+    ck_assert_int_eq(idmap_put(&w->text_at, s->id, ++w->n_texts), HPROF_OK);
+    return HPROF_OK;
+}
+
+static const char *wide_text(const struct wide_seen *w, uint64_t id)
+{
+    uint64_t at;
+    return idmap_get(&w->text_at, id, &at) ? w->texts[at - 1] : "(none)";
+}
+
+static int wide_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct wide_seen *w = (struct wide_seen *)v;
+    if (c->id != 0x100)
+        return HPROF_OK;
+    w->n_fields = c->n_fields;
+    w->n_statics = c->n_statics;
+    w->fields = calloc(c->n_fields + 1u, sizeof *w->fields);
+    w->statics = calloc(c->n_statics + 1u, sizeof *w->statics);
+    for (unsigned i = 0; i < c->n_fields; i++)
+        w->fields[i] = strdup(wide_text(w, c->fields[i].name_id));
+    for (unsigned i = 0; i < c->n_statics; i++)
+        w->statics[i] = strdup(wide_text(w, c->statics[i].name_id));
+    return HPROF_OK;
+}
+
+static const struct hprof_visitor_ops wide_ops = { .string = wide_string,
+                                                   .class_dump = wide_class_dump };
+
+/* Shrink the wide dump with its mapping on one thread; check every name
+ * restored.  @return the lookup steps taken. */
+static uint64_t shrink_wide(unsigned n_fields, unsigned n_statics)
+{
+    struct tbuf in;
+    many_fields_dump(&in, n_fields, n_statics);
+    struct hprof_mapping *m = many_fields_mapping(n_fields, n_statics);
+    size_t len;
+    uint64_t steps = mapping_lookup_steps;
+    uint8_t *out = shrink_with(&in, m, &len, NULL);
+    steps = mapping_lookup_steps - steps;
+    struct wide_seen w = { .base.ops = &wide_ops };
+    ck_assert_int_eq(idmap_init(&w.text_at, 1), HPROF_OK);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, out, len, &err), HPROF_OK);
+    ck_assert_msg(hprof_reader_run(r, &w.base) == HPROF_OK, "%s", err.message);
+    hprof_reader_free(r);
+    ck_assert_uint_eq(w.n_fields, n_fields);
+    ck_assert_uint_eq(w.n_statics, n_statics);
+    char want[32];
+    for (unsigned i = 0; i < n_fields; i++) {
+        snprintf(want, sizeof want, "field%u", i);
+        ck_assert_str_eq(w.fields[i], want);
+        free(w.fields[i]);
+    }
+    for (unsigned i = 0; i < n_statics; i++) {
+        snprintf(want, sizeof want, "STATIC%u", i);
+        ck_assert_str_eq(w.statics[i], want);
+        free(w.statics[i]);
+    }
+    for (size_t i = 0; i < w.n_texts; i++)
+        free(w.texts[i]);
+    free(w.texts);
+    free(w.fields);
+    free(w.statics);
+    idmap_free(&w.text_at);
+    free(out);
+    mapping_free(m);
+    tb_free(&in);
+    return steps;
+}
+
+/* Statics and instance fields are two u2 counts in a CLASS_DUMP: 65,535 of
+ * each, all renamed, is a valid class. */
+START_TEST(mapping_renames_65535_fields_and_a_static_of_one_class)
+{
+    shrink_wide(65535, 1);
+}
+END_TEST
+
+/* Each field of a class finds its new name by a binary search of the
+ * class's renames, not by a scan of them all (2 billion steps here). */
+START_TEST(mapping_renames_a_wide_class_in_steps_linear_in_its_fields)
+{
+    uint64_t steps = shrink_wide(65535, 0);
+    ck_assert_msg(steps < 65535ull * 64, "%llu lookup steps for 65535 fields",
+                  (unsigned long long)steps);
+}
+END_TEST
+
+/* R8 -repackageclasses '' leaves classes without a package: restored, they
+ * take the dump's form, slashes in HotSpot's 1.0.2 and dots in ART's 1.0.3,
+ * arrays as each writes them. */
+START_TEST(mapping_writes_a_class_without_package_in_the_dumps_form)
+{
+    static const char map[] = "com.example.Alpha -> a:\n";
+    static const struct {
+        const char *version, *cls, *array, *want_cls, *want_array;
+    } forms[] = {
+        { "JAVA PROFILE 1.0.2", "a", "[La;", "com/example/Alpha", "[Lcom/example/Alpha;" },
+        { "JAVA PROFILE 1.0.3", "a", "a[]", "com.example.Alpha", "com.example.Alpha[]" },
+    };
+    struct hprof_mapping *m;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(mapping_parse(map, strlen(map), "r.map", &m, &err), HPROF_OK);
+    for (size_t f = 0; f < 2; f++) {
+        struct tbuf in;
+        tb_init(&in, 8);
+        tb_header(&in, forms[f].version);
+        tb_string(&in, 0x10, forms[f].cls);
+        tb_string(&in, 0x11, forms[f].array);
+        tb_load_class(&in, 1, 0x100, 0x10);
+        tb_load_class(&in, 2, 0x200, 0x11);
+        tb_segment_begin(&in, HPROF_TAG_HEAP_DUMP_SEGMENT);
+        class_with_fields(&in, 0x100, 0, 0x10);
+        class_with_fields(&in, 0x200, 0, 0x10);
+        tb_segment_end(&in);
+        tb_record(&in, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+        size_t len;
+        uint8_t *out = shrink_with(&in, m, &len, NULL);
+        static struct names_seen n;
+        read_names(out, len, &n);
+        ck_assert_str_eq(text_of(&n, n.class_name[0]), forms[f].want_cls);
+        ck_assert_str_eq(text_of(&n, n.class_name[1]), forms[f].want_array);
+        free_names(&n);
+        free(out);
+        tb_free(&in);
+    }
+    mapping_free(m);
+}
+END_TEST
+
 static Suite *deobfuscate_suite(void)
 {
     Suite *s = suite_create("deobfuscate");
@@ -308,6 +515,9 @@ static Suite *deobfuscate_suite(void)
     tcase_add_test(t, mapping_gives_a_name_used_two_ways_records_of_its_own);
     tcase_add_test(t, mapping_that_knows_nothing_changes_nothing);
     tcase_add_test(t, mapping_lets_the_shrink_find_obfuscated_bitmaps);
+    tcase_add_test(t, mapping_renames_65535_fields_and_a_static_of_one_class);
+    tcase_add_test(t, mapping_renames_a_wide_class_in_steps_linear_in_its_fields);
+    tcase_add_test(t, mapping_writes_a_class_without_package_in_the_dumps_form);
     suite_add_tcase(s, t);
     return s;
 }

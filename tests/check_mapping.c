@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mapping.h"
 #include "testlib.h"
@@ -116,7 +117,7 @@ START_TEST(mapping_finds_classes_in_both_spellings_and_as_arrays)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64];
         memset(out, 'x', sizeof out);
-        size_t n = mapping_class_name(m, S(cases[i].in), out, sizeof out);
+        size_t n = mapping_class_name(m, S(cases[i].in), '/', out, sizeof out);
         if (cases[i].out == NULL) {
             ck_assert_msg(n == 0, "%s mapped to %.*s", cases[i].in, (int)n, out);
             continue;
@@ -127,7 +128,7 @@ START_TEST(mapping_finds_classes_in_both_spellings_and_as_arrays)
     /* a buffer too small: the length needed, nothing written past it */
     char small[8];
     memset(small, 'x', sizeof small);
-    ck_assert_uint_eq(mapping_class_name(m, S("[La/b;"), small, 4), strlen("[Lcom/example/Outer;"));
+    ck_assert_uint_eq(mapping_class_name(m, S("[La/b;"), '/', small, 4), strlen("[Lcom/example/Outer;"));
     ck_assert_mem_eq(small, "[Lcoxxxx", 8);
     mapping_free(m);
 }
@@ -312,6 +313,185 @@ START_TEST(mapping_finds_every_class_and_member_of_a_large_file)
 }
 END_TEST
 
+/* R8 -repackageclasses '' leaves classes without a package: `a` shows no
+ * form of its own, and takes the dump's (slashes in HotSpot's, dots in
+ * Android's); a JVM array is HotSpot's form whatever the dump says. */
+START_TEST(mapping_class_name_gives_a_class_without_package_the_dumps_form)
+{
+    struct hprof_mapping *m = parse("com.example.Alpha -> a:\n    int count -> a\n");
+    static const struct {
+        const char *in;
+        char separator;
+        const char *out;
+    } cases[] = {
+        { "a", '/', "com/example/Alpha" },
+        { "a", '.', "com.example.Alpha" },
+        { "[La;", '/', "[Lcom/example/Alpha;" },
+        { "[[La;", '.', "[[Lcom/example/Alpha;" },
+        { "a[]", '.', "com.example.Alpha[]" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        size_t n = mapping_class_name(m, S(cases[i].in), cases[i].separator, out, sizeof out);
+        ck_assert_uint_eq(n, strlen(cases[i].out));
+        ck_assert_str_eq(out, cases[i].out);
+    }
+    mapping_free(m);
+}
+END_TEST
+
+/* A file saved by a Windows editor starts with a UTF-8 byte order mark,
+ * before a comment or before the first class. */
+START_TEST(mapping_skips_a_byte_order_mark)
+{
+    struct hprof_mapping *m = parse("\xEF\xBB\xBF# compiler: R8\ncom.example.Foo -> a:\n");
+    ck_assert_str_eq(mapping_class(m, S("a")), "com.example.Foo");
+    mapping_free(m);
+    m = parse("\xEF\xBB\xBF" "com.example.Foo -> a:\n    int count -> b\n");
+    ck_assert_str_eq(mapping_class(m, S("a")), "com.example.Foo");
+    ck_assert_str_eq(mapping_field(m, S("a"), S("b")), "count");
+    mapping_free(m);
+}
+END_TEST
+
+/* A chain of 50,000 lines under one obfuscated method name, one range and
+ * one name each: 50,000 frames cost a binary search each (counted steps),
+ * not a walk of the chain (2.5 billion steps). */
+START_TEST(mapping_method_finds_a_frame_in_a_long_chain_in_few_steps)
+{
+    enum { N = 50000 };
+    size_t cap = (size_t)N * 48, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text, cap, "com.example.Big -> a:\n");
+    for (unsigned i = 0; i < N; i++)
+        len += (size_t)snprintf(text + len, cap - len, "    %u:%u:void m%u():%u -> a\n",
+                                2 * i + 1, 2 * i + 2, i, i + 1);
+    struct hprof_mapping *m;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(mapping_parse(text, len, "chain.map", &m, &err), HPROF_OK);
+    uint64_t steps = mapping_lookup_steps;
+    for (unsigned i = 0; i < N; i++) {
+        char want[16];
+        int amb = -1;
+        snprintf(want, sizeof want, "m%u", i);
+        ck_assert_str_eq(mapping_method(m, S("a"), S("a"), (int32_t)(2 * i + 1 + i % 2), &amb),
+                         want);
+        ck_assert_int_eq(amb, 0);
+    }
+    steps = mapping_lookup_steps - steps;
+    ck_assert_msg(steps < (uint64_t)N * 40, "%llu steps for %d frames", (unsigned long long)steps,
+                  N);
+    mapping_free(m);
+    free(text);
+}
+END_TEST
+
+/* The rule of mapping.h, the long way: every line of the chain looked at. */
+struct chain_line {
+    int lo, hi;
+    int foreign;
+    char name[8];
+};
+
+static const char *rule_by_walking(const struct chain_line *l, int n, int line, int *ambiguous)
+{
+    int one_name = 1, own = -1, any = -1, differ = 0;
+    for (int i = 1; i < n; i++)
+        one_name &= strcmp(l[i].name, l[0].name) == 0;
+    *ambiguous = 0;
+    if (one_name)
+        return l[0].name;
+    for (int i = 0; line > 0 && i < n; i++) {
+        if (l[i].lo < 0 || line < l[i].lo || line > l[i].hi)
+            continue;
+        differ |= any >= 0 && strcmp(l[i].name, l[any].name) != 0;
+        any = i;
+        if (!l[i].foreign)
+            own = i;
+    }
+    if (any >= 0) {
+        *ambiguous = differ;
+        return l[own >= 0 ? own : any].name;
+    }
+    *ambiguous = 1;
+    for (int i = 0; i < n; i++)
+        if (!l[i].foreign)
+            return l[i].name;
+    return l[0].name;
+}
+
+/* Chains of nested, overlapping and missing ranges, names repeated, lines
+ * inlined from another class: mapping_method() answers as the walk does
+ * for every line, in and around the ranges. */
+START_TEST(mapping_method_answers_as_a_walk_of_the_chain_does)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int round = 0; round < 300; round++) {
+        struct chain_line l[24];
+        int n = 1 + (int)(x % 24);
+        char text[4096];
+        size_t len = (size_t)snprintf(text, sizeof text, "com.example.C -> a:\n");
+        for (int i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            l[i].foreign = (int)(x >> 10 & 3) == 0;
+            snprintf(l[i].name, sizeof l[i].name, "n%d", (int)(x >> 20 & 3));
+            if ((x >> 30 & 3) == 0) {
+                l[i].lo = l[i].hi = -1;
+                len += (size_t)snprintf(text + len, sizeof text - len, "    void %s%s() -> b\n",
+                                        l[i].foreign ? "o.U." : "", l[i].name);
+            } else {
+                l[i].lo = 1 + (int)(x >> 33 & 31);
+                l[i].hi = l[i].lo + (int)(x >> 40 & 15);
+                len += (size_t)snprintf(text + len, sizeof text - len, "    %d:%d:void %s%s():9 -> b\n",
+                                        l[i].lo, l[i].hi, l[i].foreign ? "o.U." : "", l[i].name);
+            }
+        }
+        struct hprof_mapping *m = parse(text);
+        for (int line = -1; line < 52; line++) {
+            int want_amb, amb;
+            const char *want = rule_by_walking(l, n, line, &want_amb);
+            const char *got = mapping_method(m, S("a"), S("b"), line, &amb);
+            ck_assert_msg(strcmp(got, want) == 0 && amb == want_amb,
+                          "round %d line %d: %s (%d), the walk says %s (%d)\n%s", round, line,
+                          got, amb, want, want_amb, text);
+        }
+        mapping_free(m);
+    }
+}
+END_TEST
+
+/* The bound on what a mapping may cost: a file over it is refused before
+ * it is read, a pipe once it has sent more, and a NUL byte (/dev/zero, a
+ * dump given by mistake) at once. */
+START_TEST(mapping_load_refuses_a_file_over_its_bound_and_a_nul_byte)
+{
+    static const char text[] = "com.example.Foo -> a:\n    int count -> b\n";
+    struct hprof_mapping *m = NULL;
+    struct hprof_error err = { 0 };
+    char *path = tl_temp_file(text, strlen(text), ".map");
+    ck_assert_int_eq(mapping_load_at_most(path, strlen(text), &m, &err), HPROF_OK);
+    mapping_free(m);
+    ck_assert_int_eq(mapping_load_at_most(path, strlen(text) - 1, &m, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(err.message, "at most 40 bytes"));
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_int_eq(write(fds[1], text, strlen(text)), (ssize_t)strlen(text));
+    close(fds[1]);
+    err = (struct hprof_error){ 0 };
+    char fd_path[32];
+    snprintf(fd_path, sizeof fd_path, "/dev/fd/%d", fds[0]);
+    ck_assert_int_eq(mapping_load_at_most(fd_path, 10, &m, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "at most 10 bytes") != NULL, "%s", err.message);
+    close(fds[0]);
+    err = (struct hprof_error){ 0 };
+    ck_assert_int_eq(mapping_load("/dev/zero", &m, &err), HPROF_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "/dev/zero: offset 0: a NUL byte"));
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 /* The map R8 wrote for ahat's test program (run only when
  * ../shared/fixtures exists): Bitmap and its DumpData are obfuscated. */
 START_TEST(mapping_reads_the_map_of_the_art_fixture)
@@ -323,7 +503,7 @@ START_TEST(mapping_reads_the_map_of_the_art_fixture)
     ck_assert_str_eq(mapping_class(m, S("android.graphics.b")), "android.graphics.Bitmap");
     ck_assert_str_eq(mapping_class(m, S("android.graphics.a")), "android.graphics.Bitmap$DumpData");
     char out[64];
-    ck_assert_uint_gt(mapping_class_name(m, S("android/graphics/a"), out, sizeof out), 0);
+    ck_assert_uint_gt(mapping_class_name(m, S("android/graphics/a"), '.', out, sizeof out), 0);
     ck_assert_str_eq(out, "android/graphics/Bitmap$DumpData");
     ck_assert_str_eq(mapping_class(m, S("o")), "DumpedStuff$StackSmasher");
     ck_assert_str_eq(mapping_class(m, S("DumpedStuff")), "DumpedStuff");
@@ -356,6 +536,11 @@ static Suite *mapping_suite(void)
     tcase_add_test(t, mapping_load_reports_a_file_it_cannot_read);
     tcase_add_test(t, mapping_method_picks_among_overloads_by_its_rule);
     tcase_add_test(t, mapping_finds_every_class_and_member_of_a_large_file);
+    tcase_add_test(t, mapping_class_name_gives_a_class_without_package_the_dumps_form);
+    tcase_add_test(t, mapping_skips_a_byte_order_mark);
+    tcase_add_test(t, mapping_method_finds_a_frame_in_a_long_chain_in_few_steps);
+    tcase_add_test(t, mapping_method_answers_as_a_walk_of_the_chain_does);
+    tcase_add_test(t, mapping_load_refuses_a_file_over_its_bound_and_a_nul_byte);
     if (tl_have_shared_fixtures())
         tcase_add_test(t, mapping_reads_the_map_of_the_art_fixture);
     else

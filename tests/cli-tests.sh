@@ -598,6 +598,26 @@ head -c 64 "$T/file.hprof.gz" | grep -aq 'HPROF BLOCKSIZE=1048576' || die "no BL
     die "--gzip=1 differs after gunzip"
 "$B/hprof-verify" "$T/file.hprof.gz" > /dev/null || die "gzip output does not verify"
 
+banner "hprof-shrink: every gzip level gives the same bytes run after run, under competing load"
+# Two CPU-burning loops compete with -j2's workers, so members finish in
+# every order; the last member of android-synth is a short one.
+"$B/hprof-synth" -f "$T/det.hprof"
+( while :; do :; done ) & burn1=$!
+( while :; do :; done ) & burn2=$!
+differs=
+for level in 1 6 9; do
+    "$B/hprof-shrink" -q -j2 -f -$level "$T/det.hprof" "$T/det-ref.hprof.gz" || differs="-$level failed"
+    for run in 1 2 3 4 5 6; do
+        "$B/hprof-shrink" -q -j2 -f -$level "$T/det.hprof" "$T/det-run.hprof.gz" || differs="-$level failed"
+        cmp -s "$T/det-ref.hprof.gz" "$T/det-run.hprof.gz" ||
+            differs="$differs -$level run $run: $(stat -c %s "$T/det-run.hprof.gz") bytes, not $(stat -c %s "$T/det-ref.hprof.gz")"
+    done
+done
+kill "$burn1" "$burn2"
+wait "$burn1" "$burn2" 2> /dev/null || true
+[ -z "$differs" ] || die "the same input, other bytes:$differs"
+rm -f "$T/det.hprof" "$T/det-ref.hprof.gz" "$T/det-run.hprof.gz" "$T/det-l1.hprof.gz"
+
 banner "hprof-shrink: .gz inputs of many members inflate on every core as through a pipe"
 # members by our -z (1 MiB each, the first commented as jcmd writes it), by
 # gzip(1) concatenated (cat a.gz b.gz ...), and gzip(1)'s single member;

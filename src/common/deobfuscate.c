@@ -82,6 +82,7 @@ struct deobf_collect {
     struct deobf_plan *plan;
     struct hprof_error *err;
     unsigned ids;
+    char separator;             /* in class names without a package: the dump's */
     uint64_t max_id;            /* of every STRING */
     struct idmap names;         /* STRING id -> offset in `texts` (maybe obfuscated) */
     struct texts texts;
@@ -170,7 +171,7 @@ static int collect_string(struct hprof_visitor *v, const struct hprof_string *s)
     if (s->length > MAX_NAME || idmap_has(&c->names, s->id))
         return HPROF_OK;
     char probe[1];
-    if (mapping_class_name(c->m, text, s->length, probe, 0) == 0 &&
+    if (mapping_class_name(c->m, text, s->length, c->separator, probe, 0) == 0 &&
         !mapping_maybe_member(c->m, text, s->length))
         return HPROF_OK;
     uint32_t at;
@@ -192,14 +193,14 @@ static int collect_load_class(struct hprof_visitor *v, const struct hprof_load_c
     const char *obf = name_text(c, lc->name_id, &len);
     if (obf == NULL || idmap_has(&p->class_names, lc->name_id))
         return HPROF_OK;
-    size_t n = mapping_class_name(c->m, obf, len, NULL, 0);
+    size_t n = mapping_class_name(c->m, obf, len, c->separator, NULL, 0);
     if (n == 0)
         return HPROF_OK;
     char *grown = grow_array(c->scratch, &c->scratch_cap, n + 1, 1);
     if (grown == NULL)
         return nomem(c->err);
     c->scratch = grown;
-    mapping_class_name(c->m, obf, len, c->scratch, n + 1);
+    mapping_class_name(c->m, obf, len, c->separator, c->scratch, n + 1);
     if (n == len && memcmp(c->scratch, obf, len) == 0)
         return HPROF_OK; /* kept its name */
     uint32_t k;
@@ -231,6 +232,12 @@ static int rename_field(struct deobf_collect *c, const char *cls, uint32_t cls_l
     return HPROF_OK;
 }
 
+static int by_old_id(const void *a, const void *b)
+{
+    const struct deobf_rename *x = a, *y = b;
+    return (x->old_id > y->old_id) - (x->old_id < y->old_id);
+}
+
 static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *cd)
 {
     struct deobf_collect *c = collector(v);
@@ -245,14 +252,15 @@ static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_
         rc = rename_field(c, cls, cls_len, cd->statics[i].name_id);
     for (unsigned i = 0; rc == HPROF_OK && i < cd->n_fields; i++)
         rc = rename_field(c, cls, cls_len, cd->fields[i].name_id);
+    /* At most 2 x 65535 (statics and fields are two u2 counts); sorted by
+     * old id for the filter's binary search. */
     size_t count = p->n_renames - start;
-    if (rc == HPROF_OK && count > 0xFFFF)
-        return hprof_error_set(c->err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 ": CLASS_DUMP: more than 65535 fields",
-                               cd->offset);
-    if (rc == HPROF_OK && count > 0 &&
-        idmap_put(&p->field_classes, cd->id, (uint64_t)start << 16 | count) != HPROF_OK)
-        rc = HPROF_ERR_NOMEM;
+    if (rc == HPROF_OK && count > 0) {
+        qsort(p->renames + start, count, sizeof *p->renames, by_old_id);
+        if (idmap_put(&p->field_classes, cd->id, (uint64_t)start << RENAME_COUNT_BITS | count) !=
+            HPROF_OK)
+            rc = HPROF_ERR_NOMEM;
+    }
     return rc == HPROF_OK ? HPROF_OK : nomem(c->err);
 }
 
@@ -284,7 +292,10 @@ static int collect_record(struct hprof_visitor *v, const struct hprof_record *r)
 
 static int collect_header(struct hprof_visitor *v, const struct hprof_header *h)
 {
-    collector(v)->ids = h->id_size;
+    struct deobf_collect *c = collector(v);
+    c->ids = h->id_size;
+    /* ART writes 1.0.3 and dotted names; HotSpot 1.0.1 and 1.0.2, slashed. */
+    c->separator = strcmp(h->version, "JAVA PROFILE 1.0.3") == 0 ? '.' : '/';
     return HPROF_OK;
 }
 
@@ -311,6 +322,7 @@ int deobf_collect_new(struct deobf_collect **out, const struct hprof_mapping *m,
     c->plan = plan;
     c->err = err;
     c->ids = 4;
+    c->separator = '/';
     if (idmap_init(&c->names, 1) || idmap_init(&c->class_name, 1) ||
         idmap_init(&c->class_of_serial, 1) || idmap_init(&c->new_names, 1))
         return nomem(err);
@@ -389,11 +401,22 @@ static int filter_load_class(struct hprof_visitor *v, const struct hprof_load_cl
     return hprof_visit_load_class(v->next, &restored);
 }
 
+/* The new id of field name `name_id` in the class whose renames `at`
+ * locates, or `name_id`: a binary search of the class's sorted renames. */
 static uint64_t renamed(const struct deobf_plan *p, uint64_t at, uint64_t name_id)
 {
-    for (uint64_t i = at >> 16; i < (at >> 16) + (at & 0xFFFF); i++)
-        if (p->renames[i].old_id == name_id)
-            return p->base + p->renames[i].k;
+    const struct deobf_rename *r = p->renames + (at >> RENAME_COUNT_BITS);
+    size_t lo = 0, hi = at & ((1u << RENAME_COUNT_BITS) - 1);
+    while (lo < hi) {
+        mapping_lookup_steps++;
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].old_id == name_id)
+            return p->base + r[mid].k;
+        if (r[mid].old_id < name_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return name_id;
 }
 

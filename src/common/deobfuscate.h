@@ -34,10 +34,15 @@ struct deobf_rename {
     uint32_t k;             /* its new name: STRING id base + k */
 };
 
+/* Bits for a class's count of renamed fields: statics and instance fields
+ * are two u2 counts, 2 x 65535 at most. */
+#define RENAME_COUNT_BITS 17
+
 struct deobf_plan {
     uint64_t base;                  /* new STRING ids are base + k */
     struct idmap class_names;       /* obfuscated class name's id -> k + 1 */
-    struct idmap field_classes;     /* class id -> start << 16 | count in renames */
+    struct idmap field_classes;     /* class id -> start << RENAME_COUNT_BITS | count
+                                       in renames, that class's, sorted by old_id */
     struct deobf_rename *renames;
     size_t n_renames, cap_renames;
     struct idmap frames;            /* STACK_FRAME id -> k + 1 */

@@ -10,7 +10,11 @@
  * `a/b/C` and Android's `a.b.C` hit the same entry without building either
  * form.  Members are found by (class, field or method, obfuscated name);
  * the member lines that share a key (overloads renamed alike, R8's lines
- * for inlined code) are chained in file order for mapping_method()'s rule.
+ * for inlined code) are chained in file order for mapping_method()'s rule;
+ * what that rule answers is worked out once per chain when the file is
+ * read (its one name, its fallback, and for each run of obfuscated lines
+ * the line ranges that cover it), so that a stack frame costs a hash
+ * probe and a binary search however long the chain.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,11 +41,23 @@ struct map_member {
     uint8_t method;             /* 0 field, 1 method */
     uint8_t foreign;            /* the original is qualified: another class's
                                    code inlined here (R8) */
+    uint8_t one_name;           /* chain head: every line of the chain has one name */
     uint32_t obf_len;
     const char *orig;           /* simple name */
     const char *obf;
-    int64_t lo, hi;             /* obfuscated line range, -1 if none */
+    int32_t lo, hi;             /* obfuscated line range, -1 if none */
     uint32_t next;              /* the next line with the same key, or NONE */
+    uint32_t fallback;          /* chain head: its first own line, else itself */
+    uint32_t seg, n_seg;        /* chain head: its runs of lines in `segs` */
+};
+
+/* From line `start` up to the next run's start, the chain's lines whose
+ * range covers it: the last of them and the last not inlined from another
+ * class (NONE if none), and whether their names differ. */
+struct line_run {
+    uint32_t start;
+    uint32_t any, own;
+    uint32_t names_differ;
 };
 
 struct hprof_mapping {
@@ -56,7 +72,11 @@ struct hprof_mapping {
     size_t member_mask;
     uint64_t *member_names;     /* hash | 1 of every obfuscated member name */
     size_t member_names_mask;
+    struct line_run *segs;      /* the method chains' runs, chain after chain */
+    size_t n_segs, cap_segs;
 };
+
+_Thread_local uint64_t mapping_lookup_steps;
 
 /* ---- Hashing: '/' and '.' are the same character in class names -------- */
 
@@ -98,6 +118,7 @@ static uint32_t find_class(const struct hprof_mapping *m, const char *obf, size_
         return NONE;
     for (size_t s = slot_of(hash_name(obf, len, 0xcbf29ce484222325ull), m->class_mask);
          m->class_slots[s] != 0; s = (s + 1) & m->class_mask) {
+        mapping_lookup_steps++;
         const struct map_class *c = &m->classes[m->class_slots[s] - 1];
         if (same_name(c->obf, c->obf_len, obf, len))
             return m->class_slots[s] - 1;
@@ -113,6 +134,7 @@ static uint32_t find_member(const struct hprof_mapping *m, uint32_t cls, int met
         return NONE;
     for (size_t s = slot_of(member_hash(cls, method, obf, len), m->member_mask);
          m->member_slots[s] != 0; s = (s + 1) & m->member_mask) {
+        mapping_lookup_steps++;
         const struct map_member *x = &m->members[m->member_slots[s] - 1];
         if (x->cls == cls && x->method == method && x->obf_len == len &&
             memcmp(x->obf, obf, len) == 0)
@@ -128,6 +150,8 @@ static size_t table_size(size_t n)
         cap *= 2;
     return cap;
 }
+
+static int summarize_chains(struct hprof_mapping *m, const char *name, struct hprof_error *err);
 
 /* Hash tables over the parsed lines; member chains in file order. */
 static int index_all(struct hprof_mapping *m, const char *name, struct hprof_error *err)
@@ -177,7 +201,205 @@ static int index_all(struct hprof_mapping *m, const char *name, struct hprof_err
         x->next = m->member_slots[s] != 0 ? m->member_slots[s] - 1 : NONE;
         m->member_slots[s] = (uint32_t)i + 1;
     }
+    return summarize_chains(m, name, err);
+}
+
+static void *grow(void *array, size_t *cap, size_t n, size_t size);
+
+/* ---- Method chains: mapping_method()'s answers, worked out once ----------- */
+
+/* A line range of a chain's line opens (at its first line) or closes (past
+ * its last). */
+struct line_event {
+    uint32_t at;
+    uint32_t pos;               /* in the chain */
+    uint32_t opens;
+};
+
+struct named_pos {
+    const char *name;
+    uint32_t pos;
+};
+
+/* Scratch arrays for one chain at a time, grown to the longest. */
+struct chain_work {
+    uint32_t *lines;            /* the chain's members in file order */
+    uint32_t *name_of;          /* chain position -> its name's number */
+    uint32_t *name_count;       /* name number -> covering lines of that name */
+    uint8_t *covering;          /* chain position -> its range covers the line */
+    uint32_t *any_heap, *own_heap; /* covering positions (and stale ones), max first */
+    struct line_event *events;
+    struct named_pos *names;
+    size_t cap;
+};
+
+static void work_free(struct chain_work *w)
+{
+    free(w->lines);
+    free(w->name_of);
+    free(w->name_count);
+    free(w->covering);
+    free(w->any_heap);
+    free(w->own_heap);
+    free(w->events);
+    free(w->names);
+}
+
+static int work_reserve(struct chain_work *w, size_t n)
+{
+    if (n <= w->cap)
+        return HPROF_OK;
+    size_t cap = n > 2 * w->cap ? n : 2 * w->cap;
+    work_free(w);
+    memset(w, 0, sizeof *w);
+    w->lines = malloc(cap * sizeof *w->lines);
+    w->name_of = malloc(cap * sizeof *w->name_of);
+    w->name_count = malloc(cap * sizeof *w->name_count);
+    w->covering = malloc(cap);
+    w->any_heap = malloc(cap * sizeof *w->any_heap);
+    w->own_heap = malloc(cap * sizeof *w->own_heap);
+    w->events = malloc(2 * cap * sizeof *w->events);
+    w->names = malloc(cap * sizeof *w->names);
+    if (!w->lines || !w->name_of || !w->name_count || !w->covering || !w->any_heap ||
+        !w->own_heap || !w->events || !w->names)
+        return HPROF_ERR_NOMEM;
+    w->cap = cap;
     return HPROF_OK;
+}
+
+static void heap_push(uint32_t *h, size_t *n, uint32_t v)
+{
+    size_t i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2] < v; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = v;
+}
+
+static void heap_pop(uint32_t *h, size_t *n)
+{
+    uint32_t v = h[--*n];
+    size_t i = 0;
+    for (size_t c = 1; c < *n; c = 2 * i + 1) {
+        if (c + 1 < *n && h[c + 1] > h[c])
+            c++;
+        if (h[c] <= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = v;
+}
+
+/* The greatest position still covering, or NONE; stale ones dropped. */
+static uint32_t heap_top(uint32_t *h, size_t *n, const uint8_t *covering)
+{
+    while (*n > 0 && !covering[h[0]])
+        heap_pop(h, n);
+    return *n > 0 ? h[0] : NONE;
+}
+
+static int by_event_line(const void *a, const void *b)
+{
+    const struct line_event *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const struct named_pos *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c != 0 ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The runs of chain `w->lines[0..n)`: a sweep over the ends of its line
+ * ranges, keeping which lines cover the current one. */
+static int chain_runs(struct hprof_mapping *m, struct chain_work *w, size_t n)
+{
+    struct map_member *x = m->members, *head = &x[w->lines[0]];
+    size_t n_events = 0, n_any = 0, n_own = 0, names = 0, distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        w->names[i] = (struct named_pos){ x[w->lines[i]].orig, (uint32_t)i };
+        w->covering[i] = 0;
+        const struct map_member *l = &x[w->lines[i]];
+        if (l->lo < 0)
+            continue;
+        w->events[n_events++] = (struct line_event){ (uint32_t)l->lo, (uint32_t)i, 1 };
+        w->events[n_events++] = (struct line_event){ (uint32_t)l->hi + 1, (uint32_t)i, 0 };
+    }
+    qsort(w->names, n, sizeof *w->names, by_name);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && strcmp(w->names[i].name, w->names[i - 1].name) != 0)
+            names++;
+        w->name_of[w->names[i].pos] = (uint32_t)names;
+        w->name_count[i] = 0;
+    }
+    qsort(w->events, n_events, sizeof *w->events, by_event_line);
+    head->seg = (uint32_t)m->n_segs;
+    for (size_t e = 0; e < n_events;) {
+        uint32_t at = w->events[e].at;
+        for (; e < n_events && w->events[e].at == at; e++) {
+            uint32_t pos = w->events[e].pos, name = w->name_of[pos];
+            w->covering[pos] = (uint8_t)w->events[e].opens;
+            if (w->events[e].opens) {
+                heap_push(w->any_heap, &n_any, pos);
+                if (!x[w->lines[pos]].foreign)
+                    heap_push(w->own_heap, &n_own, pos);
+                distinct += w->name_count[name]++ == 0;
+            } else {
+                distinct -= --w->name_count[name] == 0;
+            }
+        }
+        uint32_t any = heap_top(w->any_heap, &n_any, w->covering);
+        uint32_t own = heap_top(w->own_heap, &n_own, w->covering);
+        struct line_run run = { at, any == NONE ? NONE : w->lines[any],
+                                own == NONE ? NONE : w->lines[own], distinct > 1 };
+        const struct line_run *last = m->n_segs > head->seg ? &m->segs[m->n_segs - 1] : NULL;
+        if (last != NULL && last->any == run.any && last->own == run.own &&
+            last->names_differ == run.names_differ)
+            continue;
+        struct line_run *grown = grow(m->segs, &m->cap_segs, m->n_segs, sizeof *grown);
+        if (grown == NULL)
+            return HPROF_ERR_NOMEM;
+        m->segs = grown;
+        m->segs[m->n_segs++] = run;
+    }
+    head->n_seg = (uint32_t)(m->n_segs - head->seg);
+    return HPROF_OK;
+}
+
+/* For every method chain: whether its lines share one name, its fallback
+ * (the first line not inlined from another class), and its runs. */
+static int summarize_chains(struct hprof_mapping *m, const char *name, struct hprof_error *err)
+{
+    struct chain_work w = { 0 };
+    int rc = HPROF_OK;
+    for (size_t s = 0; rc == HPROF_OK && s <= m->member_mask; s++) {
+        if (m->member_slots[s] == 0)
+            continue;
+        uint32_t h = m->member_slots[s] - 1;
+        struct map_member *head = &m->members[h];
+        size_t n = 0;
+        head->one_name = 1;
+        head->fallback = NONE;
+        for (uint32_t i = h; i != NONE; i = m->members[i].next, n++) {
+            head->one_name &= strcmp(m->members[i].orig, head->orig) == 0;
+            if (head->fallback == NONE && !m->members[i].foreign)
+                head->fallback = i;
+        }
+        if (head->fallback == NONE)
+            head->fallback = h;
+        if (!head->method || head->one_name)
+            continue;
+        rc = work_reserve(&w, n);
+        n = 0;
+        for (uint32_t i = h; rc == HPROF_OK && i != NONE; i = m->members[i].next)
+            w.lines[n++] = i;
+        if (rc == HPROF_OK)
+            rc = chain_runs(m, &w, n);
+    }
+    work_free(&w);
+    return rc == HPROF_OK ? HPROF_OK : hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
 }
 
 /* ---- Parsing -------------------------------------------------------------- */
@@ -358,8 +580,8 @@ static int member_line(struct parse *p, char *s, char *end)
     s[b_end - s] = '\0';
     m->members[m->n_members++] = (struct map_member){
         .cls = p->cls, .method = (uint8_t)method, .foreign = simple != n,
-        .obf_len = (uint32_t)(b_end - b), .orig = simple, .obf = b, .lo = lo, .hi = hi,
-        .next = NONE };
+        .obf_len = (uint32_t)(b_end - b), .orig = simple, .obf = b, .lo = (int32_t)lo,
+        .hi = (int32_t)hi, .next = NONE };
     return HPROF_OK;
 }
 
@@ -392,20 +614,24 @@ static int parse_lines(struct parse *p, char *text, size_t len)
     return rc;
 }
 
-int mapping_parse(const char *text, size_t len, const char *name, struct hprof_mapping **out,
-                  struct hprof_error *err)
+/* Parse `text` (`len` bytes, room for one more), which the mapping then
+ * owns (freed on failure too): names are cut out of it in place. */
+static int parse_owned(char *text, size_t len, const char *name, struct hprof_mapping **out,
+                       struct hprof_error *err)
 {
+    static const char bom[3] = { '\xEF', '\xBB', '\xBF' };
     *out = NULL;
     struct hprof_mapping *m = calloc(1, sizeof *m);
-    if (m == NULL || (m->text = malloc(len + 1)) == NULL) {
-        free(m);
+    if (m == NULL) {
+        free(text);
         return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
     }
-    if (len > 0)
-        memcpy(m->text, text, len);
+    m->text = text;
     m->text[len] = '\0';
+    /* Editors on Windows start a UTF-8 file with a byte order mark. */
+    size_t skip = len >= sizeof bom && memcmp(text, bom, sizeof bom) == 0 ? sizeof bom : 0;
     struct parse p = { .m = m, .name = name, .err = err, .cls = NONE };
-    int rc = parse_lines(&p, m->text, len);
+    int rc = parse_lines(&p, m->text + skip, len - skip);
     if (rc == HPROF_OK)
         rc = index_all(m, name, err);
     if (rc != HPROF_OK) {
@@ -416,7 +642,27 @@ int mapping_parse(const char *text, size_t len, const char *name, struct hprof_m
     return HPROF_OK;
 }
 
-int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
+int mapping_parse(const char *text, size_t len, const char *name, struct hprof_mapping **out,
+                  struct hprof_error *err)
+{
+    *out = NULL;
+    char *copy = malloc(len + 1);
+    if (copy == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
+    if (len > 0)
+        memcpy(copy, text, len);
+    return parse_owned(copy, len, name, out, err);
+}
+
+static int too_large(const char *path, size_t max_bytes, struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                           "%s: a mapping file is at most %zu bytes; this one is larger", path,
+                           max_bytes);
+}
+
+int mapping_load_at_most(const char *path, size_t max_bytes, struct hprof_mapping **out,
+                         struct hprof_error *err)
 {
     *out = NULL;
     int rc = HPROF_OK;
@@ -426,11 +672,18 @@ int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_erro
     if (fd < 0)
         return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        cap = (size_t)st.st_size + 1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        if ((uint64_t)st.st_size > max_bytes) {
+            close(fd);
+            return too_large(path, max_bytes, err);
+        }
+        cap = (size_t)st.st_size + 1;   /* +1: the read that finds the end */
+    }
     for (;;) {
         if (len == cap) {
             size_t c = cap ? 2 * cap : 65536;
+            if (c > max_bytes + 1)
+                c = max_bytes + 1;
             char *grown = realloc(buf, c);
             if (grown == NULL) {
                 rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", path);
@@ -451,13 +704,40 @@ int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_erro
         }
         if (n == 0)
             break;
+        /* A text file has no NUL: say so at once rather than read on
+         * (/dev/zero, a dump given by mistake). */
+        const char *nul = memchr(buf + len, '\0', (size_t)n);
+        if (nul != NULL) {
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                 "%s: offset %zu: a NUL byte: not a text mapping file", path,
+                                 (size_t)(nul - buf));
+            goto out;
+        }
         len += (size_t)n;
+        if (len > max_bytes) {
+            rc = too_large(path, max_bytes, err);
+            goto out;
+        }
     }
-    rc = mapping_parse(buf, len, path, out, err);
+    if (len == cap) { /* room for the NUL parse_owned() puts at the end */
+        char *grown = realloc(buf, len + 1);
+        if (grown == NULL) {
+            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        buf = grown;
+    }
+    close(fd);
+    return parse_owned(buf, len, path, out, err);
 out:
     free(buf);
     close(fd);
     return rc;
+}
+
+int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
+{
+    return mapping_load_at_most(path, MAPPING_MAX_BYTES, out, err);
 }
 
 void mapping_free(struct hprof_mapping *m)
@@ -470,6 +750,7 @@ void mapping_free(struct hprof_mapping *m)
     free(m->class_slots);
     free(m->member_slots);
     free(m->member_names);
+    free(m->segs);
     free(m);
 }
 
@@ -511,8 +792,8 @@ static void put(char *out, size_t cap, size_t *at, const char *s, size_t len, ch
             out[*at] = s[i] == '.' ? sep : s[i];
 }
 
-size_t mapping_class_name(const struct hprof_mapping *m, const char *name, size_t len, char *out,
-                          size_t cap)
+size_t mapping_class_name(const struct hprof_mapping *m, const char *name, size_t len,
+                          char separator, char *out, size_t cap)
 {
     size_t dims = 0, at = 0;
     const char *core = name;
@@ -534,7 +815,13 @@ size_t mapping_class_name(const struct hprof_mapping *m, const char *name, size_
     const char *orig = mapping_class(m, core, core_len);
     if (orig == NULL)
         return 0;
-    char sep = memchr(core, '/', core_len) != NULL ? '/' : '.';
+    /* The name's own form where it shows one (a JVM array is HotSpot's
+     * form), else the dump's: `a` alone may be either. */
+    char sep = separator;
+    if (jvm_array || memchr(core, '/', core_len) != NULL)
+        sep = '/';
+    else if (memchr(core, '.', core_len) != NULL)
+        sep = '.';
     if (jvm_array) {
         put(out, cap, &at, name, dims + 1, sep);
         put(out, cap, &at, orig, strlen(orig), sep);
@@ -572,32 +859,26 @@ const char *mapping_method(const struct hprof_mapping *m, const char *obf_class,
     if (head == NONE)
         return NULL;
     const struct map_member *x = m->members;
-    int one_name = 1;
-    for (uint32_t i = x[head].next; i != NONE; i = x[i].next)
-        one_name &= strcmp(x[i].orig, x[head].orig) == 0;
-    if (one_name)                                          /* rule 1 */
+    if (x[head].one_name)                                  /* rule 1 */
         return x[head].orig;
-    uint32_t own = NONE, any = NONE;
-    int in_range_names_differ = 0;
-    if (line > 0) {                                        /* rule 2 */
-        for (uint32_t i = head; i != NONE; i = x[i].next) {
-            if (x[i].lo < 0 || line < x[i].lo || line > x[i].hi)
-                continue;
-            in_range_names_differ |= any != NONE && strcmp(x[i].orig, x[any].orig) != 0;
-            any = i;
-            if (!x[i].foreign)
-                own = i;
+    if (line > 0 && x[head].n_seg > 0) {                   /* rule 2 */
+        const struct line_run *runs = m->segs + x[head].seg;
+        size_t lo = 0, hi = x[head].n_seg;                 /* the last run starting <= line */
+        while (lo < hi) {
+            mapping_lookup_steps++;
+            size_t mid = lo + (hi - lo) / 2;
+            if (runs[mid].start <= (uint32_t)line)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
-        if (any != NONE) {
-            *ambiguous = in_range_names_differ;
-            return x[own != NONE ? own : any].orig;
+        if (lo > 0 && runs[lo - 1].any != NONE) {
+            *ambiguous = (int)runs[lo - 1].names_differ;
+            return x[runs[lo - 1].own != NONE ? runs[lo - 1].own : runs[lo - 1].any].orig;
         }
     }
     *ambiguous = 1;                                        /* rule 3 */
-    for (uint32_t i = head; i != NONE; i = x[i].next)
-        if (!x[i].foreign)
-            return x[i].orig;
-    return x[head].orig;
+    return x[x[head].fallback].orig;
 }
 
 int hprof_mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)

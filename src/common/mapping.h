@@ -26,9 +26,11 @@
  * Names are given as (pointer, length), as a dump's STRING records hold
  * them (not NUL-terminated).  A class name may be dotted (Android's
  * `a.b.C`) or use slashes (HotSpot's `a/b/C`): both find the same class.
- * Every pointer returned points into the mapping and lives until
- * mapping_free().  Memory: the file's text plus about 48 bytes per class
- * and per member line, and hash tables of twice those counts.
+ * A UTF-8 byte order mark before the first line is skipped.  Every
+ * pointer returned points into the mapping and lives until mapping_free().
+ * Memory: the file's text (held once), about 56 bytes per member line and
+ * 32 per class, hash tables of twice those counts, and 16 bytes per run of
+ * lines of the method chains whose lines have several names.
  */
 #ifndef HPROF_MAPPING_H
 #define HPROF_MAPPING_H
@@ -46,6 +48,19 @@ struct hprof_mapping;
  * HPROF_ERR_FORMAT (a malformed line: "FILE:LINE: ..." in err) or
  * HPROF_ERR_NOMEM; *out is then NULL. */
 int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err);
+
+/* What mapping_load() reads at most: R8 mappings of large apps run to a
+ * few hundred MB.  Its tables add about 80 bytes per member line. */
+#define MAPPING_MAX_BYTES ((size_t)1 << 30)
+
+/* mapping_load() with another bound (the tests' small ones). */
+int mapping_load_at_most(const char *path, size_t max_bytes, struct hprof_mapping **out,
+                         struct hprof_error *err);
+
+/* Lookup steps taken on this thread (hash probes, chain and binary search
+ * steps): the tests count them to prove the lookups do not grow with the
+ * file. */
+extern _Thread_local uint64_t mapping_lookup_steps;
 
 /* mapping_parse() :
  * The same from `len` bytes of text, copied (the caller keeps `text`);
@@ -76,12 +91,14 @@ int mapping_maybe_member(const struct hprof_mapping *m, const char *name, size_t
  * A class name as a dump spells it, translated: dotted or slashed, and
  * arrays in either form (`a.b[][]`, `[[La/b;`; primitive arrays such as
  * `[I` or `int[]` are never mapped).  The result keeps the spelling of
- * `name` (slashes stay slashes, `[]` stays `[]`) and is written to `out`
+ * `name` (slashes stay slashes, `[]` stays `[]`; a name without a package
+ * gets `separator`, '/' in a HotSpot dump and '.' in an Android one, and
+ * `[L...;` is HotSpot's form) and is written to `out`
  * (`cap` bytes, NUL-terminated when it fits).
  * @return the length of the translated name (without NUL; if >= cap, call
  * again with a larger buffer), or 0 when the class is not mapped. */
-size_t mapping_class_name(const struct hprof_mapping *m, const char *name, size_t len, char *out,
-                          size_t cap);
+size_t mapping_class_name(const struct hprof_mapping *m, const char *name, size_t len,
+                          char separator, char *out, size_t cap);
 
 /* mapping_field() :
  * The original name of field `obf_field` of the class whose obfuscated

@@ -14,16 +14,14 @@
  * at about 2 x threads x 2 MiB.  The bytes written are the same for every
  * thread count.
  *
- * Which library deflates a member depends on what the level asks for and
- * what the library is built with.  Level 1 asks for speed: ISA-L's level 1
- * (HPROF_WITH_ISAL) is 2x faster than libdeflate's on shrunk dumps whose
- * arrays are emptied and 7x on zeroed ones, and its output is 2-8% smaller
- * than zlib's level 1 (the bytes pigz -1 writes), though 4-8% larger than
- * libdeflate's.  Levels 2-9 ask for size: libdeflate (HPROF_WITH_LIBDEFLATE)
- * is 2.5x faster than zlib at level 6 with 5% smaller output, where ISA-L's
- * best level is larger than zlib -6.  zlib does what neither is built for.
- * All three compress whole buffers, which is what a member is; they give
- * different bytes, each deterministic.
+ * Which library deflates a member: libdeflate (HPROF_WITH_LIBDEFLATE) at
+ * every level, 2.5x faster than zlib at level 6 with 5% smaller output,
+ * and at level 1 faster than gzip -1 with output 15% smaller; zlib where
+ * it is not built.  Each writes the same bytes on every machine.  ISA-L's
+ * level 1 (HPROF_WITH_ISAL, gzip_sink_new() only) is 2x faster on emptied
+ * arrays and 7x on zeroed ones, but it chooses its code by CPU features:
+ * its bytes differ between x86-64, arm64 and s390x, and may between x86
+ * CPUs, which breaks the promise that the same input gives the same bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -362,10 +360,6 @@ struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
     enum gzip_backend backend = GZIP_ZLIB;
 #ifdef HPROF_WITH_LIBDEFLATE
     backend = GZIP_LIBDEFLATE;
-#endif
-#ifdef HPROF_WITH_ISAL
-    if (level == 1)
-        backend = GZIP_ISAL;
 #endif
     return gzip_sink_new(fd, level, threads, backend, err);
 }
