@@ -64,14 +64,38 @@ static int read_input(struct hprof_reader *r, uint64_t offset, void *buf, size_t
                                                  "a bitmap buffer", offset);
 }
 
+/* Write all of `buf` to `fd`, through short writes and EINTR. */
+static int write_all(int fd, const uint8_t *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* ---- A PNG writer on zlib -------------------------------------------------- */
 
 struct png {
-    FILE *f;
+    int fd;
     z_stream z;
     uint8_t *out;
     int failed;
+    int error;      /* errno of the first failed write, or 0 */
 };
+
+static void put(struct png *p, const uint8_t *data, size_t len)
+{
+    if (!p->failed && write_all(p->fd, data, len) != 0) {
+        p->failed = 1;
+        p->error = errno;
+    }
+}
 
 static void put_be32(uint8_t *p, uint32_t v)
 {
@@ -87,9 +111,10 @@ static void chunk(struct png *p, const char *type, const uint8_t *data, uint32_t
     if (len > 0) /* crc32() with a NULL buffer restarts: keep the type's CRC */
         crc = crc32(crc, data, len);
     put_be32(crc_be, (uint32_t)crc);
-    if (fwrite(head, 1, 8, p->f) != 8 || (len > 0 && fwrite(data, 1, len, p->f) != len) ||
-        fwrite(crc_be, 1, 4, p->f) != 4)
-        p->failed = 1;
+    put(p, head, 8);
+    if (len > 0)
+        put(p, data, len);
+    put(p, crc_be, 4);
 }
 
 /* Feed raw scanline bytes to deflate; full IDAT chunks go out as they fill. */
@@ -113,29 +138,17 @@ static void deflate_rows(struct png *p, const uint8_t *data, size_t len, int flu
     } while (p->z.avail_in > 0 || (flush == Z_FINISH));
 }
 
-/* A stream on a duplicate of `fd` (the output's own descriptor stays for
- * its commit), or NULL. */
-static FILE *stream_on(int fd)
-{
-    int copy = dup(fd);
-    FILE *f = copy >= 0 ? fdopen(copy, "wb") : NULL;
-    if (f == NULL && copy >= 0)
-        close(copy);
-    return f;
-}
-
 /* Write width x height RGBA pixels read from the dump at `offset`. */
 static int write_png(const char *path, int fd, struct hprof_reader *r, uint64_t offset,
                      uint32_t width, uint32_t height, struct hprof_error *err)
 {
-    struct png p = { .f = stream_on(fd) };
+    struct png p = { .fd = fd };
     size_t row = (size_t)width * 4;
     uint8_t *line = malloc(row + 1);
     p.out = malloc(IDAT_CHUNK);
     int rc = HPROF_OK;
-    if (p.f == NULL || line == NULL || p.out == NULL ||
-        deflateInit(&p.z, Z_DEFAULT_COMPRESSION) != Z_OK) {
-        rc = hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+    if (line == NULL || p.out == NULL || deflateInit(&p.z, Z_DEFAULT_COMPRESSION) != Z_OK) {
+        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
         goto out;
     }
     static const uint8_t signature[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
@@ -145,8 +158,7 @@ static int write_png(const char *path, int fd, struct hprof_reader *r, uint64_t 
     ihdr[8] = 8;    /* bits per channel */
     ihdr[9] = 6;    /* RGBA */
     ihdr[10] = ihdr[11] = ihdr[12] = 0;
-    if (fwrite(signature, 1, 8, p.f) != 8)
-        p.failed = 1;
+    put(&p, signature, 8);
     chunk(&p, "IHDR", ihdr, sizeof ihdr);
     p.z.next_out = p.out;
     p.z.avail_out = IDAT_CHUNK;
@@ -162,32 +174,11 @@ static int write_png(const char *path, int fd, struct hprof_reader *r, uint64_t 
     }
     deflateEnd(&p.z);
 out:
-    errno = 0;
-    if (p.f != NULL && (fflush(p.f) != 0 || ferror(p.f)))
-        p.failed = 1;
-    int error = errno;
-    if (p.f != NULL && fclose(p.f) != 0)
-        p.failed = 1;
     if (rc == HPROF_OK && p.failed)
-        rc = output_error(path, error, err);
+        rc = output_error(path, p.error, err);
     free(line);
     free(p.out);
     return rc;
-}
-
-/* Write all of `buf` to `fd`, through short writes and EINTR. */
-static int write_all(int fd, const uint8_t *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        buf += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* Copy `len` bytes at `offset` to `fd` as they are. */
@@ -391,7 +382,10 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info,
     struct cli_output index_out;
     if (cli_outdir_create(dir, &index_out, "index.tsv") != 0)
         return hprof_error_set(err, HPROF_ERR_IO, "%s", "");
-    FILE *index = stream_on(index_out.fd);
+    /* the index is made in memory (a line per content) and written at the end */
+    char *index_text = NULL;
+    size_t index_len = 0;
+    FILE *index = open_memstream(&index_text, &index_len);
     size_t n = 0, *order = malloc((info->n_bitmaps + 1) * sizeof *order);
     size_t *starts = malloc((info->n_bitmaps + 2) * sizeof *starts);
     size_t *ordinal = malloc((info->n_bitmaps + 1) * sizeof *ordinal);
@@ -422,11 +416,11 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info,
     free(starts);
     free(ordinal);
     free(pairs);
-    errno = 0;
-    if (index != NULL && (fflush(index) != 0 || ferror(index)) && rc == HPROF_OK)
+    if (index != NULL && (fclose(index) != 0 || index_text == NULL) && rc == HPROF_OK)
+        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    if (rc == HPROF_OK && write_all(index_out.fd, (const uint8_t *)index_text, index_len) != 0)
         rc = output_error(index_out.path, errno, err);
-    if (index != NULL && fclose(index) != 0 && rc == HPROF_OK)
-        rc = output_error(index_out.path, errno, err);
+    free(index_text);
     if (rc != HPROF_OK) {
         cli_output_abort(&index_out);
         return rc;
