@@ -49,6 +49,10 @@ t_permissions() {
     [ "$(mode "$d/out.hprof.gz")" = 600 ] || die "-z: a 0600 input gave $(mode "$d/out.hprof.gz")"
     (umask 022; "$B/hprof-shrink" -q -o "$d/batch" "$d/in.hprof" > /dev/null) || die "batch"
     [ "$(mode "$d/batch/in.hprof")" = 600 ] || die "batch: a 0600 input gave $(mode "$d/batch/in.hprof")"
+    # the directories a batch run makes: the input's bits plus x where r
+    (umask 022; "$B/hprof-shrink" -q -o "$d/made/out" "$d/in.hprof" > /dev/null) || die "batch, new -o"
+    [ "$(mode "$d/made")" = 700 ] && [ "$(mode "$d/made/out")" = 700 ] ||
+        die "batch: a 0600 input gave directories $(mode "$d/made") $(mode "$d/made/out")"
     # the input's bits, whatever the umask (as gzip does)
     chmod 640 "$d/in.hprof"
     (umask 077; "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof") || die "shrink 0640"

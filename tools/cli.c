@@ -616,9 +616,7 @@ void cli_output_abort(struct cli_output *o)
 
 /* ---- A directory of outputs ------------------------------------------------- */
 
-/* A new directory's mode: what the input lets read, with x where r (so
- * that the files in it can be reached); 0700 from standard input. */
-static mode_t directory_mode(const struct stat *input)
+mode_t cli_directory_mode(const struct stat *input)
 {
     if (input == NULL || !(S_ISREG(input->st_mode) || S_ISFIFO(input->st_mode)))
         return 0700;
@@ -632,7 +630,7 @@ int cli_outdir_open(struct cli_outdir *d, const char *path, int replace, const s
     d->fd = -1;
     d->replace = replace;
     d->input = input;
-    d->made = mkdir(path, directory_mode(input)) == 0;
+    d->made = mkdir(path, cli_directory_mode(input)) == 0;
     int error = errno;
     if (!d->made && error != EEXIST) {
         cli_error("%s: %s", cli_quote(path), strerror(error));

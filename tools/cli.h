@@ -139,6 +139,11 @@ int cli_output_commit(struct cli_output *o);
 /* Close and remove the temporary file. */
 void cli_output_abort(struct cli_output *o);
 
+/* The mode of a directory made for outputs of `input`: its permission
+ * bits plus x where they have r (so that the files in it can be reached),
+ * 0700 without an input (standard input); mkdir() applies the umask. */
+mode_t cli_directory_mode(const struct stat *input);
+
 /* A directory of outputs made safely (hprof-bitmaps' images): created
  * if missing with the input's permission bits at most, plus x where they
  * have r (0700 without an input), and used through one descriptor opened
