@@ -559,6 +559,10 @@ struct hprof_info_bitmap {
     uint64_t buffer_offset;     /* input offset of the buffer's bytes */
     uint8_t buffer_type;        /* element type (byte) */
     uint8_t md5[16];            /* of the buffer, when it has one */
+    size_t same_as;             /* index in hprof_info.bitmaps of the first bitmap
+                                 * whose buffer holds the same bytes (MD5 equal,
+                                 * then compared byte for byte); its own index
+                                 * for the first, and without a buffer */
 };
 
 enum { HPROF_INFO_HEAPS = 4 };  /* default, app, image, zygote */
@@ -576,6 +580,11 @@ struct hprof_info {
     size_t n_classes;
     struct hprof_info_bitmap *bitmaps;    /* Bitmaps, then DumpData buffers */
     size_t n_bitmaps;
+    struct hprof_count bitmap_buffers;    /* distinct buffer objects, their bytes */
+    uint64_t bitmap_groups;               /* contents held by more than one buffer
+                                           * (hprof_shrink_stats.bitmap_groups) */
+    struct hprof_count bitmap_duplicates; /* the buffers beyond the first of each
+                                           * group: what a shrink merges away */
 };
 
 /* Name of heap index i of hprof_info.heaps: "default", "app", "image", "zygote". */

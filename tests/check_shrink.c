@@ -522,6 +522,36 @@ START_TEST(bitmaps_merge_copies_that_differ_from_their_groups_first_member)
 }
 END_TEST
 
+/* hprof-info and hprof-bitmaps decide identity as the shrink does: of b,
+ * a, a, b, a (two contents that share an MD5), the same groups and copies
+ * as the shrink merges, and each bitmap's content is the first with
+ * equal bytes, not the first with its MD5. */
+START_TEST(info_tells_md5_colliding_buffers_apart_as_the_shrink_does)
+{
+    struct colliding c;
+    shrink_colliding_bitmaps("baaba", &c);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct hprof_info info;
+    int fd;
+    ck_assert_int_eq(tl_open_reader(c.path, &fd, &r, &err), HPROF_OK);
+    ck_assert_msg(hprof_info_analyze(r, &info, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(info.n_bitmaps, 5);
+    ck_assert_uint_eq(info.bitmap_groups, c.st.bitmap_groups);
+    ck_assert_uint_eq(info.bitmap_duplicates.count, c.st.bitmap_duplicates.count);
+    ck_assert_uint_eq(info.bitmap_duplicates.bytes, c.st.bitmap_duplicates.bytes);
+    ck_assert_uint_eq(info.bitmap_buffers.count, 5);
+    static const size_t same_as[5] = { 0, 1, 1, 0, 1 };
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_mem_eq(info.bitmaps[i].md5, info.bitmaps[0].md5, 16);
+        ck_assert_uint_eq(info.bitmaps[i].same_as, same_as[i]);
+    }
+    hprof_info_free(&info);
+    tl_close_reader(fd, r);
+    colliding_free(&c);
+}
+END_TEST
+
 /* Pass 1 resolves as it goes (one pass fewer) only while nothing can come
  * too late for a decision it took; otherwise pass 2 runs.  An instance
  * whose class (or a superclass) is dumped later is put aside until pass 1
@@ -1406,6 +1436,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, bitmaps_keep_every_bitmap_and_dump_data_buffer, 0, n);
     tcase_add_test(t, bitmaps_never_merge_buffers_that_only_share_an_md5);
     tcase_add_test(t, bitmaps_merge_copies_that_differ_from_their_groups_first_member);
+    tcase_add_test(t, info_tells_md5_colliding_buffers_apart_as_the_shrink_does);
     tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
     tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
     tcase_add_loop_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located, 0, 2);

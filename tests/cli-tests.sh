@@ -49,6 +49,10 @@ t_permissions() {
     [ "$(mode "$d/out.hprof.gz")" = 600 ] || die "-z: a 0600 input gave $(mode "$d/out.hprof.gz")"
     (umask 022; "$B/hprof-shrink" -q -o "$d/batch" "$d/in.hprof" > /dev/null) || die "batch"
     [ "$(mode "$d/batch/in.hprof")" = 600 ] || die "batch: a 0600 input gave $(mode "$d/batch/in.hprof")"
+    # the directories a batch run makes: the input's bits plus x where r
+    (umask 022; "$B/hprof-shrink" -q -o "$d/made/out" "$d/in.hprof" > /dev/null) || die "batch, new -o"
+    [ "$(mode "$d/made")" = 700 ] && [ "$(mode "$d/made/out")" = 700 ] ||
+        die "batch: a 0600 input gave directories $(mode "$d/made") $(mode "$d/made/out")"
     # the input's bits, whatever the umask (as gzip does)
     chmod 640 "$d/in.hprof"
     (umask 077; "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof") || die "shrink 0640"
@@ -1245,6 +1249,98 @@ PY
 cmp -s "$T/bm/index.tsv" "$T/bm2/index.tsv" || true
 [ "$(ls "$T/bm" | sort)" = "$(ls "$T/bm2" | sort)" ] || die "hprof-bitmaps differs on the shrunk dump"
 for f in "$T"/bm/*.png; do cmp -s "$f" "$T/bm2/$(basename "$f")" || die "pixels differ after shrinking: $f"; done
+
+banner "hprof-bitmaps and hprof-info: one content per equal bytes, not per MD5; the shrink's counts"
+# b a a b c a c: a and b share an MD5 (a published collision), c is other
+python3 tests/make-colliding-dump.py "$T/coll.hprof" baabcac
+rm -rf "$T/coll"
+"$B/hprof-bitmaps" "$T/coll.hprof" "$T/coll" || die "hprof-bitmaps on MD5-colliding buffers"
+"$B/hprof-info" --json "$T/coll.hprof" > "$T/coll.info" || die "hprof-info on MD5-colliding buffers"
+"$B/hprof-shrink" -q --json "$T/coll.hprof" "$T/coll-shrunk.hprof" > "$T/coll.shrink" ||
+    die "hprof-shrink on MD5-colliding buffers"
+python3 - "$T/coll" "$T/coll.info" "$T/coll.shrink" <<'PY' || die "MD5-colliding buffers: one image, or counts apart"
+import json, os, struct, sys, zlib
+sys.path.insert(0, "tests")
+from importlib import import_module
+contents = import_module("make-colliding-dump").CONTENTS
+order = "baabcac"
+out, info, shrink = sys.argv[1], json.load(open(sys.argv[2]))["bitmaps"], json.load(open(sys.argv[3]))
+def pixels(path):
+    data, at, idat = open(path, "rb").read(), 8, b""
+    while at < len(data):
+        n, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"IHDR":
+            w, h = struct.unpack(">II", data[at + 8:at + 16])
+        if kind == b"IDAT":
+            idat += data[at + 8:at + 8 + n]
+        at += 12 + n
+    raw = zlib.decompress(idat)
+    return b"".join(raw[y * (4 * w + 1) + 1:(y + 1) * (4 * w + 1)] for y in range(h))
+index = [l.split("\t") for l in open(os.path.join(out, "index.tsv")).read().splitlines()[1:]]
+files = sorted(f for f in os.listdir(out) if f != "index.tsv")
+assert len(files) == len(index) == 3, (files, index)
+assert sorted(l[0] for l in index) == files, index
+seen = set()
+for name, bitmaps, *_ in index:
+    data = pixels(os.path.join(out, name))
+    for b in bitmaps.split(","):
+        i = (int(b, 16) - 0x2000) // 0x10
+        assert contents[order[i]] == data, (name, b)
+        seen.add(i)
+assert seen == set(range(len(order))), seen
+assert len({f[:32] for f in files}) == 2, files     # a and b: one MD5, two files
+assert info["duplicate_groups"] == shrink["bitmap_groups"] == 3, (info, shrink)
+assert info["wasted_bytes"] == shrink["bitmap_duplicates"]["bytes"] == 4 * 128, (info, shrink)
+PY
+
+banner "hprof-bitmaps: files as private as the input, never through a symlink, nothing partial on failure"
+cp "$T/coll.hprof" "$T/priv.hprof"
+chmod 600 "$T/priv.hprof"
+rm -rf "$T/priv"
+(umask 022; "$B/hprof-bitmaps" "$T/priv.hprof" "$T/priv") || die "hprof-bitmaps of a 0600 input"
+[ "$(mode "$T/priv")" = 700 ] || die "a 0600 input gave a $(mode "$T/priv") directory"
+for f in "$T"/priv/*; do [ "$(mode "$f")" = 600 ] || die "a 0600 input gave a $(mode "$f") file: $f"; done
+chmod 640 "$T/priv.hprof"
+rm -rf "$T/priv"
+(umask 022; "$B/hprof-bitmaps" "$T/priv.hprof" "$T/priv") || die "hprof-bitmaps of a 0640 input"
+[ "$(mode "$T/priv")" = 750 ] || die "a 0640 input gave a $(mode "$T/priv") directory"
+for f in "$T"/priv/*; do [ "$(mode "$f")" = 640 ] || die "a 0640 input gave a $(mode "$f") file: $f"; done
+# a symlink planted under an image's name: refused and left alone, or with
+# -f replaced by the image; its target never written
+name=$(ls "$T/priv" | grep -v index.tsv | head -n 1)
+rm -rf "$T/planted"; mkdir "$T/planted"
+echo "not yours" > "$T/victim"
+ln -s "$T/victim" "$T/planted/$name"
+expect 2 "$B/hprof-bitmaps" "$T/coll.hprof" "$T/planted"
+grep -q "already exists" "$T/err" || die "planted symlink: $(cat "$T/err")"
+[ "$(cat "$T/victim")" = "not yours" ] || die "hprof-bitmaps wrote through a planted symlink"
+[ -L "$T/planted/$name" ] || die "the planted symlink is gone without -f"
+[ "$(ls "$T/planted")" = "$name" ] || die "a refused run left files: $(ls "$T/planted")"
+expect 0 "$B/hprof-bitmaps" -f "$T/coll.hprof" "$T/planted"
+[ "$(cat "$T/victim")" = "not yours" ] || die "hprof-bitmaps -f wrote through a planted symlink"
+[ -f "$T/planted/$name" ] && [ ! -L "$T/planted/$name" ] || die "-f did not replace the symlink"
+cmp -s "$T/planted/$name" "$T/priv/$name" || die "-f: the image differs"
+# OUTDIR given as a symlink is refused
+ln -s "$T/planted" "$T/planted-link"
+expect 2 "$B/hprof-bitmaps" -f "$T/coll.hprof" "$T/planted-link"
+grep -q "is a symbolic link" "$T/err" || die "OUTDIR a symlink: $(cat "$T/err")"
+# a full disk: no truncated image under its name, no temporary, nothing
+# the run wrote (the 2.6 MB picture of the fixture fails half way)
+gzip -dc fixtures/android-synth.hprof.gz > "$T/bmfull.hprof"
+for fault in enospc:100000 enospc:1000 eio:5000; do
+    rm -rf "$T/full"
+    HPROF_FAULT=$fault LD_PRELOAD="$(pwd)/$B/tests/fault_write.so" "$B/hprof-bitmaps" "$T/bmfull.hprof" "$T/full" \
+        > /dev/null 2> "$T/err" && die "hprof-bitmaps with $fault succeeded"
+    [ ! -e "$T/full" ] || die "$fault left $(ls -A "$T/full")"
+    rm -rf "$T/full"; mkdir "$T/full"
+    set +e
+    HPROF_FAULT=$fault LD_PRELOAD="$(pwd)/$B/tests/fault_write.so" "$B/hprof-bitmaps" "$T/bmfull.hprof" "$T/full" \
+        > /dev/null 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = 3 ] || die "hprof-bitmaps with $fault: exit $got, not 3: $(cat "$T/err")"
+    [ -z "$(ls -A "$T/full")" ] || die "$fault left $(ls -A "$T/full") in an existing OUTDIR"
+done
 
 banner "--redact: analyzers still open the output with the same counts"
 expect 2 "$B/hprof-shrink" --redact-keep=android.app.Activity.mTitle fixtures/android-synth.hprof.gz "$T/r.hprof"

@@ -1,12 +1,17 @@
 /*
  * cli.c - shared command-line plumbing for the hprof-* tools.
  *
- * Safe output: data goes to "OUT.XXXXXX.tmp" in OUT's directory and is
- * renamed over OUT only when everything succeeded, so a reader of OUT never
- * sees a half-written dump and a failure leaves nothing behind.  The paths
- * of open temporary files sit in a fixed table that the signal handler can
- * walk with only async-signal-safe calls.
+ * Safe output: data goes to "hprof-shrink.XXXXXX.tmp" in OUT's directory
+ * and is renamed to OUT only when everything succeeded, so a reader of OUT
+ * never sees a half-written dump and a failure leaves nothing behind.  The
+ * temporary file is created, and renamed, relative to one descriptor of
+ * the directory, never through a symbolic link and never onto a file that
+ * was there (O_CREAT | O_EXCL | O_NOFOLLOW), and the rename replaces an
+ * existing OUT only when the caller allows it.  Open temporary files sit
+ * in a fixed table that the signal handler can walk with only
+ * async-signal-safe calls.
  */
+#define _GNU_SOURCE /* O_PATH, renameat2() */
 #include <errno.h>
 #include <inttypes.h>
 #include <time.h>
@@ -26,7 +31,9 @@
 const char *cli_progname = "hprof";
 
 #define MAX_TEMPS 64
-static char *volatile temp_paths[MAX_TEMPS];
+/* A temporary file: its name in the directory of descriptor temp_dirs[i]. */
+static const char *volatile temp_names[MAX_TEMPS];
+static volatile int temp_dirs[MAX_TEMPS];
 
 int cli_init(const char *argv0)
 {
@@ -206,28 +213,34 @@ double cli_progress_seconds(const struct cli_progress *p)
 
 /* ---- Temporary files and signals ------------------------------------------ */
 
-static int remember_temp(char *path)
+static int remember_temp(int dir_fd, const char *name)
 {
     for (int i = 0; i < MAX_TEMPS; i++)
-        if (temp_paths[i] == NULL) {
-            temp_paths[i] = path;
+        if (temp_names[i] == NULL) {
+            temp_dirs[i] = dir_fd;
+            temp_names[i] = name;
             return 0;
         }
     return -1;
 }
 
-static void forget_temp(const char *path)
+static void forget_temp(const char *name)
 {
     for (int i = 0; i < MAX_TEMPS; i++)
-        if (temp_paths[i] == path)
-            temp_paths[i] = NULL;
+        if (temp_names[i] == name)
+            temp_names[i] = NULL;
+}
+
+static void remove_temps(void)
+{
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_names[i] != NULL)
+            unlinkat(temp_dirs[i], temp_names[i], 0);
 }
 
 static void on_signal(int sig)
 {
-    for (int i = 0; i < MAX_TEMPS; i++)
-        if (temp_paths[i] != NULL)
-            unlink(temp_paths[i]);
+    remove_temps();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -246,9 +259,7 @@ static void write_stderr(const char *text)
 static void on_sigbus(int sig)
 {
     (void)sig;
-    for (int i = 0; i < MAX_TEMPS; i++)
-        if (temp_paths[i] != NULL)
-            unlink(temp_paths[i]);
+    remove_temps();
     write_stderr(cli_progname);
     write_stderr(": ");
     write_stderr(mapped_input[0] ? mapped_input : "input");
@@ -318,6 +329,15 @@ static int open_direct(struct cli_output *o, const char *path, int force)
     return 0;
 }
 
+static void release_output_names(struct cli_output *o)
+{
+    free(o->path);
+    free(o->name);
+    free(o->tmp);
+    o->path = o->name = o->tmp = NULL;
+    o->tmp_name = NULL;
+}
+
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input)
 {
     struct stat st;
@@ -351,43 +371,94 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
             return EXIT_USAGE;
         }
     }
-    /* A short name of our own (not OUT plus a suffix, which a long OUT
-     * would push past NAME_MAX), locked while we live: a later batch run
-     * removes those that nobody holds (cli_remove_stale_temps()). */
+    /* OUT's directory as it is now: the temporary file is made in it and
+     * renamed in it, whatever happens to the path meanwhile.  O_PATH: a
+     * directory we may write in but not read (0300) is still written. */
     const char *slash = strrchr(path, '/');
-    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    size_t len = dir_len + sizeof CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX;
-    o->path = strdup(path);
-    o->tmp = malloc(len);
-    if (o->path == NULL || o->tmp == NULL) {
-        cli_error("out of memory");
-        cli_output_abort(o);
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    int at = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    int error = errno;
+    free(dir);
+    if (at < 0) {
+        cli_error("%s: cannot open its directory: %s", cli_quote(path), strerror(error));
         return EXIT_IO;
     }
-    snprintf(o->tmp, len, "%.*s" CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX, (int)dir_len, path);
+    int code = cli_output_open_at(o, at, slash ? slash + 1 : path, path, force, input);
+    if (code != 0) {
+        close(at);
+        return code;
+    }
+    o->owns_at = 1;
+    return 0;
+}
+
+/* A temporary name of our own: a short one (not OUT plus a suffix, which a
+ * long OUT would push past NAME_MAX), random enough that guessing it is
+ * futile; created exclusively, so a name taken is simply drawn again. */
+static int create_temp_at(int at, char *name, size_t size)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static uint64_t state;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    state ^= (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^
+             (uint64_t)ts.tv_sec;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char random[7];
+        for (int i = 0; i < 6; i++) {
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            random[i] = letters[state % (sizeof letters - 1)];
+        }
+        random[6] = '\0';
+        snprintf(name, size, CLI_TEMP_PREFIX "%s" CLI_TEMP_SUFFIX, random);
+        int fd = openat(at, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+int cli_output_open_at(struct cli_output *o, int at, const char *name, const char *path,
+                       int force, const struct stat *input)
+{
+    memset(o, 0, sizeof *o);
+    o->fd = o->dir_fd = -1;
+    o->at = at;
+    o->replace = force;
+    o->path = strdup(path);
+    o->name = strdup(name);
+    /* the temporary file's path, for messages: OUT's directory part and our name */
+    size_t prefix = strlen(path) >= strlen(name) ? strlen(path) - strlen(name) : 0;
+    size_t len = prefix + sizeof CLI_TEMP_PREFIX "XXXXXX" CLI_TEMP_SUFFIX;
+    o->tmp = malloc(len);
+    if (o->path == NULL || o->name == NULL || o->tmp == NULL) {
+        cli_error("out of memory");
+        release_output_names(o);
+        return EXIT_IO;
+    }
+    memcpy(o->tmp, path, prefix);
+    o->tmp_name = o->tmp + prefix;
     /* Between its creation and its lock, a cleaner must not take the file
      * for a stale one: creators hold the directory shared meanwhile, the
      * cleaner exclusively (a directory's flock is advisory, as is ours). */
-    char *dir = strndup(o->tmp, dir_len ? dir_len : 1);
-    int dir_fd = dir ? open(dir_len ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    free(dir);
-    if (dir_fd >= 0)
-        flock(dir_fd, LOCK_SH);
-    o->fd = mkstemps(o->tmp, (int)strlen(CLI_TEMP_SUFFIX));
+    int lock_fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock_fd >= 0)
+        flock(lock_fd, LOCK_SH);
+    o->fd = create_temp_at(at, o->tmp_name, len - prefix);
+    int error = errno;
     if (o->fd >= 0)
         flock(o->fd, LOCK_EX | LOCK_NB);
-    if (dir_fd >= 0)
-        close(dir_fd); /* and the shared lock with it */
+    if (lock_fd >= 0)
+        close(lock_fd); /* and the shared lock with it */
     if (o->fd < 0) {
         cli_error("%s: cannot create a temporary file in its directory: %s", cli_quote(path),
-                  strerror(errno));
-        free(o->tmp);
-        o->tmp = NULL;
-        cli_output_abort(o);
+                  strerror(error));
+        release_output_names(o);
         return EXIT_IO;
     }
     set_output_mode(o->fd, input);
-    if (remember_temp(o->tmp) != 0) {
+    if (remember_temp(at, o->tmp_name) != 0) {
         cli_error("too many outputs open at once");
         cli_output_abort(o);
         return EXIT_IO;
@@ -451,6 +522,25 @@ static void close_directory(struct cli_output *o)
     o->dir_fd = -1;
 }
 
+/* The temporary file takes its name, in the directory it was made in:
+ * onto an existing file only when o->replace (a name that appeared
+ * meanwhile is not ours to replace); a symbolic link there is replaced,
+ * never followed. */
+static int place_temp(const struct cli_output *o)
+{
+    if (o->replace)
+        return renameat(o->at, o->tmp_name, o->at, o->name);
+    if (renameat2(o->at, o->tmp_name, o->at, o->name, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    /* a file system without RENAME_NOREPLACE: a link never replaces either */
+    if (linkat(o->at, o->tmp_name, o->at, o->name, 0) != 0)
+        return -1;
+    unlinkat(o->at, o->tmp_name, 0);
+    return 0;
+}
+
 int cli_output_commit(struct cli_output *o)
 {
     int rc = 0;
@@ -478,25 +568,32 @@ int cli_output_commit(struct cli_output *o)
         rc = EXIT_IO;
     }
     o->fd = -1;
-    if (rc == 0 && rename(o->tmp, o->path) != 0) {
-        cli_error("%s: cannot rename the temporary file: %s", cli_quote(o->path),
-                  strerror(errno));
-        rc = EXIT_IO;
+    if (rc == 0 && place_temp(o) != 0) {
+        if (errno == EEXIST) {
+            cli_error("%s: already exists; not replaced (use -f to overwrite)",
+                      cli_quote(o->path));
+            rc = EXIT_USAGE;
+        } else {
+            cli_error("%s: cannot rename the temporary file: %s", cli_quote(o->path),
+                      strerror(errno));
+            rc = EXIT_IO;
+        }
     }
     if (rc != 0) {
         cli_output_abort(o);
         return rc;
     }
-    forget_temp(o->tmp);
+    forget_temp(o->tmp_name);
     if (o->dir_fd >= 0 && fsync(o->dir_fd) != 0 && errno != EINVAL) {
         cli_error("%s: written, but its directory could not be synced: %s", cli_quote(o->path),
                   strerror(errno));
         rc = EXIT_IO;
     }
     close_directory(o);
-    free(o->tmp);
-    free(o->path);
-    o->tmp = o->path = NULL;
+    if (o->owns_at)
+        close(o->at);
+    o->owns_at = 0;
+    release_output_names(o);
     return rc;
 }
 
@@ -506,14 +603,117 @@ void cli_output_abort(struct cli_output *o)
     if (o->fd >= 0 && (o->tmp != NULL || o->direct))
         close(o->fd);
     o->direct = 0;
-    if (o->tmp != NULL) {
-        unlink(o->tmp);
-        forget_temp(o->tmp);
+    if (o->tmp_name != NULL) {
+        unlinkat(o->at, o->tmp_name, 0);
+        forget_temp(o->tmp_name);
     }
-    free(o->tmp);
-    free(o->path);
-    o->tmp = o->path = NULL;
+    if (o->tmp != NULL && o->owns_at)
+        close(o->at);
+    o->owns_at = 0;
+    release_output_names(o);
     o->fd = -1;
+}
+
+/* ---- A directory of outputs ------------------------------------------------- */
+
+mode_t cli_directory_mode(const struct stat *input)
+{
+    if (input == NULL || !(S_ISREG(input->st_mode) || S_ISFIFO(input->st_mode)))
+        return 0700;
+    mode_t bits = input->st_mode & 0777;
+    return bits | (bits & 0444) >> 2;
+}
+
+int cli_outdir_open(struct cli_outdir *d, const char *path, int replace, const struct stat *input)
+{
+    memset(d, 0, sizeof *d);
+    d->fd = -1;
+    d->replace = replace;
+    d->input = input;
+    d->made = mkdir(path, cli_directory_mode(input)) == 0;
+    int error = errno;
+    if (!d->made && error != EEXIST) {
+        cli_error("%s: %s", cli_quote(path), strerror(error));
+        return EXIT_IO;
+    }
+    d->fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    error = errno;
+    struct stat st;
+    if (d->fd < 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        cli_error("%s: is a symbolic link; name the directory itself", cli_quote(path));
+        return EXIT_USAGE;
+    }
+    if (d->fd < 0) {
+        cli_error("%s: %s", cli_quote(path), strerror(error));
+        return error == ENOTDIR ? EXIT_USAGE : EXIT_IO;
+    }
+    /* one we made and that another user swapped for theirs is not ours */
+    if (d->made && (fstat(d->fd, &st) != 0 || st.st_uid != geteuid())) {
+        cli_error("%s: replaced by another user's directory while it was made", cli_quote(path));
+        close(d->fd);
+        d->fd = -1;
+        d->made = 0;
+        return EXIT_IO;
+    }
+    d->path = strdup(path);
+    if (d->path == NULL) {
+        cli_error("out of memory");
+        cli_outdir_close(d, 1);
+        return EXIT_IO;
+    }
+    return 0;
+}
+
+int cli_outdir_create(struct cli_outdir *d, struct cli_output *o, const char *name)
+{
+    size_t len = strlen(d->path) + strlen(name) + 2;
+    char *path = malloc(len);
+    if (path == NULL) {
+        cli_error("out of memory");
+        return EXIT_IO;
+    }
+    snprintf(path, len, "%s%s%s", d->path, d->path[strlen(d->path) - 1] == '/' ? "" : "/", name);
+    int code = cli_output_open_at(o, d->fd, name, path, d->replace, d->input);
+    free(path);
+    return code;
+}
+
+int cli_outdir_placed(struct cli_outdir *d, const char *name)
+{
+    if (d->n_placed == d->cap_placed) {
+        size_t cap = d->cap_placed ? 2 * d->cap_placed : 16;
+        char **grown = realloc(d->placed, cap * sizeof *grown);
+        if (grown == NULL) {
+            cli_error("out of memory");
+            return EXIT_IO;
+        }
+        d->placed = grown;
+        d->cap_placed = cap;
+    }
+    if ((d->placed[d->n_placed] = strdup(name)) == NULL) {
+        cli_error("out of memory");
+        return EXIT_IO;
+    }
+    d->n_placed++;
+    return 0;
+}
+
+void cli_outdir_close(struct cli_outdir *d, int failed)
+{
+    for (size_t i = 0; i < d->n_placed; i++) {
+        if (failed && d->fd >= 0)
+            unlinkat(d->fd, d->placed[i], 0);
+        free(d->placed[i]);
+    }
+    free(d->placed);
+    if (d->fd >= 0)
+        close(d->fd);
+    /* empty now, or not ours to remove: rmdir refuses anything else */
+    if (failed && d->made && d->path != NULL)
+        rmdir(d->path);
+    free(d->path);
+    memset(d, 0, sizeof *d);
+    d->fd = -1;
 }
 
 /* A compressor the library does not read: its name, or NULL. */

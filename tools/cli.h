@@ -79,6 +79,11 @@ void cli_format_bytes(char *buf, size_t len, uint64_t n);
 struct cli_output {
     char *path;
     char *tmp;          /* temporary file next to path, or NULL */
+    char *tmp_name;     /* its last component, in tmp */
+    char *name;         /* path's last component */
+    int at;             /* the directory both are in (O_PATH) */
+    int owns_at;        /* cli_output_open() opened it */
+    int replace;        /* the rename may replace an existing file */
     int fd;
     int direct;         /* a device or FIFO, written in place */
     int dir_fd;         /* after cli_output_sync(), its directory: the commit
@@ -105,12 +110,21 @@ uint64_t cli_writeback_step(uint64_t input_size);
  * (hprof_sink_set_preallocate()), which makes the writes cheaper. */
 #define CLI_PREALLOCATE_STEP (8u << 20)
 
-/* Opens the temporary file for `path`.  Refuses when `path` is the input
- * (`input` is the input's stat, or NULL), a directory, or exists and
- * !force.  A character device or FIFO is opened and written in place (no
+/* Opens the temporary file for `path`, in a descriptor of its directory
+ * opened now.  Refuses when `path` is the input (`input` is the input's
+ * stat, or NULL), a directory, or exists and !force (and the commit will
+ * not replace a file that appears meanwhile).  A character device or FIFO is opened and written in place (no
  * -f needed).  Refuses a terminal unless force.  @return 0, or an exit code (message
  * printed). */
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input);
+/* The same for `name` in the directory of descriptor `at` (the caller's,
+ * open until the commit or abort), with no check of what exists: `path`
+ * names it in messages.  The temporary file is made there exclusively,
+ * with the input's permission bits at most (0600 without `input`), and
+ * the commit renames it to `name` only if nothing has that name, unless
+ * `force`. */
+int cli_output_open_at(struct cli_output *o, int at, const char *name, const char *path,
+                       int force, const struct stat *input);
 /* Make the commit durable (nothing to do for standard output, a FIFO or a
  * device); opens the output's directory now.  @return 0, or EXIT_IO with
  * the message printed (the caller aborts). */
@@ -124,6 +138,36 @@ int cli_sync_directory_of(const char *path);
 int cli_output_commit(struct cli_output *o);
 /* Close and remove the temporary file. */
 void cli_output_abort(struct cli_output *o);
+
+/* The mode of a directory made for outputs of `input`: its permission
+ * bits plus x where they have r (so that the files in it can be reached),
+ * 0700 without an input (standard input); mkdir() applies the umask. */
+mode_t cli_directory_mode(const struct stat *input);
+
+/* A directory of outputs made safely (hprof-bitmaps' images): created
+ * if missing with the input's permission bits at most, plus x where they
+ * have r (0700 without an input), and used through one descriptor opened
+ * with O_NOFOLLOW (a symbolic link given as the directory is refused), so
+ * that every file goes where the first look found the directory.  Each
+ * file is a cli_output made in it (cli_outdir_create(), then
+ * cli_output_commit() and cli_outdir_placed(), or cli_output_abort()). */
+struct cli_outdir {
+    char *path;
+    int fd;
+    int made;           /* this run created it */
+    int replace;        /* files may replace existing ones (-f) */
+    const struct stat *input;
+    char **placed;      /* the names committed so far */
+    size_t n_placed, cap_placed;
+};
+/* @return 0, or an exit code (message printed). */
+int cli_outdir_open(struct cli_outdir *d, const char *path, int replace, const struct stat *input);
+int cli_outdir_create(struct cli_outdir *d, struct cli_output *o, const char *name);
+/* Note `name` as committed, for cli_outdir_close(); @return 0 or EXIT_IO. */
+int cli_outdir_placed(struct cli_outdir *d, const char *name);
+/* After a failure (`failed`), removes every file committed in it and, if
+ * this run made it, the directory: a failed run leaves nothing. */
+void cli_outdir_close(struct cli_outdir *d, int failed);
 
 /* Temporary outputs are DIR/hprof-shrink.XXXXXX.tmp, flock()ed while the
  * process that writes them lives. */

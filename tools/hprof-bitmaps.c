@@ -33,8 +33,12 @@ static void usage(FILE *out)
             "Writes one file per distinct buffer content, named MD5-WIDTHxHEIGHT.png for\n"
             "pre-Android-8 mBuffer pixels and MD5.png/.jpg/.webp for Android 10+ DumpData\n"
             "buffers, and OUTDIR/index.tsv: file, bitmap ids, width, height, bytes, note.\n"
+            "Buffers are the same content when their bytes are equal, not just their MD5.\n"
+            "Files are as private as FILE, made under temporary names and renamed.\n"
             "\n"
             "Options:\n"
+            "  -f, --force    replace files of the same names in OUTDIR (without it,\n"
+            "                 an existing name is an error and nothing is left)\n"
             "  --mapping=FILE find Bitmaps by the names a ProGuard/R8 mapping.txt\n"
             "                 restores (obfuscated apps)\n"
             "  -h, --help     show this help and exit\n"
@@ -44,14 +48,54 @@ static void usage(FILE *out)
             cli_progname);
 }
 
+/* A failed write of output `path`, said at once (the input is not to
+ * blame): an I/O error with no message left to print. */
+static int output_error(const char *path, int error, struct hprof_error *err)
+{
+    cli_error("%s: %s", cli_quote(path), error ? strerror(error) : "write failed");
+    return hprof_error_set(err, HPROF_ERR_IO, "%s", "");
+}
+
+static int read_input(struct hprof_reader *r, uint64_t offset, void *buf, size_t len,
+                      struct hprof_error *err)
+{
+    int rc = hprof_reader_pread(r, offset, buf, len);
+    return rc == HPROF_OK ? rc : hprof_error_set(err, rc, "offset 0x%" PRIx64 ": cannot read "
+                                                 "a bitmap buffer", offset);
+}
+
+/* Write all of `buf` to `fd`, through short writes and EINTR. */
+static int write_all(int fd, const uint8_t *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* ---- A PNG writer on zlib -------------------------------------------------- */
 
 struct png {
-    FILE *f;
+    int fd;
     z_stream z;
     uint8_t *out;
     int failed;
+    int error;      /* errno of the first failed write, or 0 */
 };
+
+static void put(struct png *p, const uint8_t *data, size_t len)
+{
+    if (!p->failed && write_all(p->fd, data, len) != 0) {
+        p->failed = 1;
+        p->error = errno;
+    }
+}
 
 static void put_be32(uint8_t *p, uint32_t v)
 {
@@ -67,9 +111,10 @@ static void chunk(struct png *p, const char *type, const uint8_t *data, uint32_t
     if (len > 0) /* crc32() with a NULL buffer restarts: keep the type's CRC */
         crc = crc32(crc, data, len);
     put_be32(crc_be, (uint32_t)crc);
-    if (fwrite(head, 1, 8, p->f) != 8 || (len > 0 && fwrite(data, 1, len, p->f) != len) ||
-        fwrite(crc_be, 1, 4, p->f) != 4)
-        p->failed = 1;
+    put(p, head, 8);
+    if (len > 0)
+        put(p, data, len);
+    put(p, crc_be, 4);
 }
 
 /* Feed raw scanline bytes to deflate; full IDAT chunks go out as they fill. */
@@ -94,17 +139,16 @@ static void deflate_rows(struct png *p, const uint8_t *data, size_t len, int flu
 }
 
 /* Write width x height RGBA pixels read from the dump at `offset`. */
-static int write_png(const char *path, struct hprof_reader *r, uint64_t offset, uint32_t width,
-                     uint32_t height, struct hprof_error *err)
+static int write_png(const char *path, int fd, struct hprof_reader *r, uint64_t offset,
+                     uint32_t width, uint32_t height, struct hprof_error *err)
 {
-    struct png p = { .f = fopen(path, "wb") };
+    struct png p = { .fd = fd };
     size_t row = (size_t)width * 4;
     uint8_t *line = malloc(row + 1);
     p.out = malloc(IDAT_CHUNK);
     int rc = HPROF_OK;
-    if (p.f == NULL || line == NULL || p.out == NULL ||
-        deflateInit(&p.z, Z_DEFAULT_COMPRESSION) != Z_OK) {
-        rc = hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+    if (line == NULL || p.out == NULL || deflateInit(&p.z, Z_DEFAULT_COMPRESSION) != Z_OK) {
+        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
         goto out;
     }
     static const uint8_t signature[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
@@ -114,14 +158,13 @@ static int write_png(const char *path, struct hprof_reader *r, uint64_t offset, 
     ihdr[8] = 8;    /* bits per channel */
     ihdr[9] = 6;    /* RGBA */
     ihdr[10] = ihdr[11] = ihdr[12] = 0;
-    if (fwrite(signature, 1, 8, p.f) != 8)
-        p.failed = 1;
+    put(&p, signature, 8);
     chunk(&p, "IHDR", ihdr, sizeof ihdr);
     p.z.next_out = p.out;
     p.z.avail_out = IDAT_CHUNK;
     line[0] = 0;    /* filter: none */
     for (uint32_t y = 0; y < height && rc == HPROF_OK; y++) {
-        rc = hprof_reader_pread(r, offset + (uint64_t)y * row, line + 1, row);
+        rc = read_input(r, offset + (uint64_t)y * row, line + 1, row, err);
         if (rc == HPROF_OK)
             deflate_rows(&p, line, row + 1, Z_NO_FLUSH);
     }
@@ -131,30 +174,25 @@ static int write_png(const char *path, struct hprof_reader *r, uint64_t offset, 
     }
     deflateEnd(&p.z);
 out:
-    if (p.f != NULL && fclose(p.f) != 0)
-        p.failed = 1;
     if (rc == HPROF_OK && p.failed)
-        rc = hprof_error_set(err, HPROF_ERR_IO, "%s: write failed", path);
+        rc = output_error(path, p.error, err);
     free(line);
     free(p.out);
     return rc;
 }
 
-/* Copy `len` bytes at `offset` to `path` as they are. */
-static int write_raw(const char *path, struct hprof_reader *r, uint64_t offset, uint64_t len,
-                     struct hprof_error *err)
+/* Copy `len` bytes at `offset` to `fd` as they are. */
+static int write_raw(const char *path, int fd, struct hprof_reader *r, uint64_t offset,
+                     uint64_t len, struct hprof_error *err)
 {
-    FILE *f = fopen(path, "wb");
     uint8_t *buf = malloc(IDAT_CHUNK);
-    int rc = f && buf ? HPROF_OK : hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
+    int rc = buf ? HPROF_OK : hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
     for (uint64_t at = 0; rc == HPROF_OK && at < len; at += IDAT_CHUNK) {
         size_t n = len - at < IDAT_CHUNK ? (size_t)(len - at) : IDAT_CHUNK;
-        rc = hprof_reader_pread(r, offset + at, buf, n);
-        if (rc == HPROF_OK && fwrite(buf, 1, n, f) != n)
-            rc = hprof_error_set(err, HPROF_ERR_IO, "%s: write failed", path);
+        rc = read_input(r, offset + at, buf, n, err);
+        if (rc == HPROF_OK && write_all(fd, buf, n) != 0)
+            rc = output_error(path, errno, err);
     }
-    if (f != NULL && fclose(f) != 0 && rc == HPROF_OK)
-        rc = hprof_error_set(err, HPROF_ERR_IO, "%s: write failed", path);
     free(buf);
     return rc;
 }
@@ -175,25 +213,17 @@ static const char *encoded_extension(struct hprof_reader *r, const struct hprof_
     return "bin";
 }
 
-static int same_content(const struct hprof_info_bitmap *a, const struct hprof_info_bitmap *b)
-{
-    return a->buffer_bytes == b->buffer_bytes && memcmp(a->md5, b->md5, 16) == 0;
-}
-
 /* The bitmaps being sorted (qsort has no context argument). */
 static const struct hprof_info_bitmap *sorting;
 
-/* By content (bytes, MD5), then by position: a content's bitmaps adjacent,
- * the first listed first. */
+/* By content (the first bitmap with the same bytes: hprof_info_bitmap's
+ * same_as), then by position: a content's bitmaps adjacent, the contents
+ * in the order of their first bitmap in the dump. */
 static int by_content(const void *pa, const void *pb)
 {
     size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
-    const struct hprof_info_bitmap *x = &sorting[a], *y = &sorting[b];
-    if (x->buffer_bytes != y->buffer_bytes)
-        return x->buffer_bytes < y->buffer_bytes ? -1 : 1;
-    int c = memcmp(x->md5, y->md5, 16);
-    if (c != 0)
-        return c;
+    if (sorting[a].same_as != sorting[b].same_as)
+        return sorting[a].same_as < sorting[b].same_as ? -1 : 1;
     return a < b ? -1 : a > b;
 }
 
@@ -240,83 +270,167 @@ static size_t group_by_content(const struct hprof_info *info, size_t *order, siz
     qsort(order, n, sizeof *order, by_content);
     size_t groups = 0;
     for (size_t i = 0; i < n; i++)
-        if (i == 0 || !same_content(&info->bitmaps[order[i - 1]], &info->bitmaps[order[i]]))
+        if (i == 0 || info->bitmaps[order[i - 1]].same_as != info->bitmaps[order[i]].same_as)
             starts[groups++] = i;
     return groups;
 }
 
-static int export_all(struct hprof_reader *r, const struct hprof_info *info, const char *dir,
-                      struct hprof_error *err)
+/* Groups by MD5 and size, then in dump order: different contents that
+ * share an MD5 (a collision) are told apart in their file names. */
+static int by_md5_then_group(const void *pa, const void *pb)
 {
-    char path[4096], name[128], md5[33];
-    snprintf(path, sizeof path, "%s/index.tsv", dir);
-    FILE *index = fopen(path, "w");
-    if (index == NULL)
-        return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
-    fprintf(index, "file\tbitmaps\twidth\theight\tbytes\tnote\tbuffers\n");
-    int rc = HPROF_OK;
+    const struct hprof_info_bitmap *x = &sorting[((const struct id_at *)pa)->id];
+    const struct hprof_info_bitmap *y = &sorting[((const struct id_at *)pb)->id];
+    if (x->buffer_bytes != y->buffer_bytes)
+        return x->buffer_bytes < y->buffer_bytes ? -1 : 1;
+    int c = memcmp(x->md5, y->md5, 16);
+    if (c != 0)
+        return c;
+    return by_at(pa, pb);
+}
+
+/* ordinal[g]: how many earlier groups have group g's MD5 and size (0
+ * almost always).  `pairs` is room for `groups` entries. */
+static void md5_ordinals(const struct hprof_info *info, const size_t *order, const size_t *starts,
+                         size_t groups, struct id_at *pairs, size_t *ordinal)
+{
+    for (size_t g = 0; g < groups; g++)
+        pairs[g] = (struct id_at){ order[starts[g]], g };
+    sorting = info->bitmaps;
+    qsort(pairs, groups, sizeof *pairs, by_md5_then_group);
+    for (size_t k = 0; k < groups; k++) {
+        const struct hprof_info_bitmap *x = &info->bitmaps[pairs[k].id];
+        const struct hprof_info_bitmap *prev = k > 0 ? &info->bitmaps[pairs[k - 1].id] : NULL;
+        int same_md5 = prev != NULL && prev->buffer_bytes == x->buffer_bytes &&
+                       memcmp(prev->md5, x->md5, 16) == 0;
+        ordinal[pairs[k].at] = same_md5 ? ordinal[pairs[k - 1].at] + 1 : 0;
+    }
+}
+
+/* The file name of a content whose first bitmap is `b`: its MD5, "-N"
+ * for the Nth content with that MD5 (N >= 2), and what it holds.  @return
+ * the note for the index ("" for none); *png says to encode pixels. */
+static const char *image_name(struct hprof_reader *r, const struct hprof_info_bitmap *b,
+                              size_t ordinal, char *name, size_t size, int *png)
+{
+    char md5[33], tag[24] = "";
+    for (int k = 0; k < 16; k++)
+        snprintf(md5 + 2 * k, 3, "%02x", b->md5[k]);
+    if (ordinal > 0)
+        snprintf(tag, sizeof tag, "-%zu", ordinal + 1);
+    uint64_t want = (uint64_t)b->width * b->height * 4;
+    *png = 0;
+    if (b->width == 0 && b->height == 0) { /* DumpData: encoded already */
+        snprintf(name, size, "%s%s.%s", md5, tag, encoded_extension(r, b));
+        return "";
+    }
+    if (b->buffer_type == HPROF_TYPE_BYTE && want == b->buffer_bytes && want > 0) {
+        snprintf(name, size, "%s%s-%ux%u.png", md5, tag, b->width, b->height);
+        *png = 1;
+        return "";
+    }
+    snprintf(name, size, "%s%s-%ux%u.bin", md5, tag, b->width, b->height);
+    return "buffer length does not fit width x height x 4 (ARGB_8888): raw bytes";
+}
+
+/* One content's file, made in `dir` under a temporary name and renamed. */
+static int export_image(struct cli_outdir *dir, struct hprof_reader *r,
+                        const struct hprof_info_bitmap *b, const char *name, int png,
+                        struct hprof_error *err)
+{
+    struct cli_output o;
+    if (cli_outdir_create(dir, &o, name) != 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "%s", "");
+    int rc = png ? write_png(o.path, o.fd, r, b->buffer_offset, b->width, b->height, err)
+                 : write_raw(o.path, o.fd, r, b->buffer_offset, b->buffer_bytes, err);
+    if (rc != HPROF_OK) {
+        cli_output_abort(&o);
+        return rc;
+    }
+    int code = cli_output_commit(&o);
+    if (code == 0)
+        code = cli_outdir_placed(dir, name);
+    return code == 0 ? HPROF_OK
+                     : hprof_error_set(err, code == EXIT_USAGE ? HPROF_ERR_USAGE : HPROF_ERR_IO,
+                                       "%s", "");
+}
+
+/* The ids of the bitmaps [from, to) of `order` and of their buffers, each
+ * once: one line of the index after its file name. */
+static void index_line(FILE *index, const struct hprof_info *info, const size_t *order,
+                       size_t from, size_t to, const char *name, const char *note,
+                       struct id_at *pairs)
+{
+    const struct hprof_info_bitmap *b = &info->bitmaps[order[from]];
+    /* a Bitmap may be listed more than once (its buffer and a DumpData
+     * entry): its id once per line, and each array once */
+    fprintf(index, "%s\t", name);
+    for (size_t j = from; j < to; j++)
+        pairs[j - from] = (struct id_at){ info->bitmaps[order[j]].id, order[j] };
+    print_distinct(index, pairs, to - from);
+    fprintf(index, "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu64 "\t%s\t", b->width, b->height,
+            b->buffer_bytes, note);
+    for (size_t j = from; j < to; j++)
+        pairs[j - from] = (struct id_at){ info->bitmaps[order[j]].buffer_id, order[j] };
+    print_distinct(index, pairs, to - from);
+    fputc('\n', index);
+}
+
+static int export_all(struct hprof_reader *r, const struct hprof_info *info,
+                      struct cli_outdir *dir, struct hprof_error *err)
+{
+    struct cli_output index_out;
+    if (cli_outdir_create(dir, &index_out, "index.tsv") != 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "%s", "");
+    /* the index is made in memory (a line per content) and written at the end */
+    char *index_text = NULL;
+    size_t index_len = 0;
+    FILE *index = open_memstream(&index_text, &index_len);
     size_t n = 0, *order = malloc((info->n_bitmaps + 1) * sizeof *order);
     size_t *starts = malloc((info->n_bitmaps + 2) * sizeof *starts);
+    size_t *ordinal = malloc((info->n_bitmaps + 1) * sizeof *ordinal);
     struct id_at *pairs = malloc((info->n_bitmaps + 1) * sizeof *pairs);
-    if (order == NULL || starts == NULL || pairs == NULL)
+    int rc = HPROF_OK;
+    if (index == NULL || order == NULL || starts == NULL || ordinal == NULL || pairs == NULL)
         rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    if (rc == HPROF_OK)
+        fprintf(index, "file\tbitmaps\twidth\theight\tbytes\tnote\tbuffers\n");
     for (size_t i = 0; rc == HPROF_OK && i < info->n_bitmaps; i++)
         if (info->bitmaps[i].buffer_id != 0 && info->bitmaps[i].buffer_bytes != 0)
             order[n++] = i;
     size_t groups = rc == HPROF_OK ? group_by_content(info, order, n, starts) : 0;
     if (rc == HPROF_OK) {
         starts[groups] = n;
-        /* groups in the order of their first bitmap, as the dump lists them */
-        struct id_at *first = pairs;
-        for (size_t g = 0; g < groups; g++)
-            first[g] = (struct id_at){ g, order[starts[g]] };
-        qsort(first, groups, sizeof *first, by_at);
-        size_t *sequence = malloc((groups + 1) * sizeof *sequence);
-        if (sequence == NULL)
-            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
-        for (size_t g = 0; rc == HPROF_OK && g < groups; g++)
-            sequence[g] = first[g].id;
-        for (size_t s = 0; rc == HPROF_OK && s < groups; s++) {
-            size_t g = sequence[s], from = starts[g], to = starts[g + 1];
-            const struct hprof_info_bitmap *b = &info->bitmaps[order[from]];
-            for (int k = 0; k < 16; k++)
-                snprintf(md5 + 2 * k, 3, "%02x", b->md5[k]);
-            int dump_data = b->width == 0 && b->height == 0;
-            const char *note = "";
-            uint64_t want = (uint64_t)b->width * b->height * 4;
-            if (dump_data) {
-                snprintf(name, sizeof name, "%s.%s", md5, encoded_extension(r, b));
-            } else if (b->buffer_type == HPROF_TYPE_BYTE && want == b->buffer_bytes && want > 0) {
-                snprintf(name, sizeof name, "%s-%ux%u.png", md5, b->width, b->height);
-            } else {
-                snprintf(name, sizeof name, "%s-%ux%u.bin", md5, b->width, b->height);
-                note = "buffer length does not fit width x height x 4 (ARGB_8888): raw bytes";
-            }
-            snprintf(path, sizeof path, "%s/%s", dir, name);
-            rc = !dump_data && *note == '\0'
-                     ? write_png(path, r, b->buffer_offset, b->width, b->height, err)
-                     : write_raw(path, r, b->buffer_offset, b->buffer_bytes, err);
-            /* a Bitmap may be listed more than once (its buffer and a
-             * DumpData entry): its id once per line, and each array once */
-            fprintf(index, "%s\t", name);
-            for (size_t j = from; j < to; j++)
-                pairs[j - from] = (struct id_at){ info->bitmaps[order[j]].id, order[j] };
-            print_distinct(index, pairs, to - from);
-            fprintf(index, "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu64 "\t%s\t", b->width, b->height,
-                    b->buffer_bytes, note);
-            for (size_t j = from; j < to; j++)
-                pairs[j - from] = (struct id_at){ info->bitmaps[order[j]].buffer_id, order[j] };
-            print_distinct(index, pairs, to - from);
-            fputc('\n', index);
-        }
-        free(sequence);
+        md5_ordinals(info, order, starts, groups, pairs, ordinal);
+    }
+    for (size_t g = 0; rc == HPROF_OK && g < groups; g++) {
+        const struct hprof_info_bitmap *b = &info->bitmaps[order[starts[g]]];
+        char name[128];
+        int png;
+        const char *note = image_name(r, b, ordinal[g], name, sizeof name, &png);
+        rc = export_image(dir, r, b, name, png, err);
+        if (rc == HPROF_OK)
+            index_line(index, info, order, starts[g], starts[g + 1], name, note, pairs);
     }
     free(order);
     free(starts);
+    free(ordinal);
     free(pairs);
-    if (fclose(index) != 0 && rc == HPROF_OK)
-        rc = hprof_error_set(err, HPROF_ERR_IO, "index.tsv: write failed");
-    return rc;
+    if (index != NULL && (fclose(index) != 0 || index_text == NULL) && rc == HPROF_OK)
+        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    if (rc == HPROF_OK && write_all(index_out.fd, (const uint8_t *)index_text, index_len) != 0)
+        rc = output_error(index_out.path, errno, err);
+    free(index_text);
+    if (rc != HPROF_OK) {
+        cli_output_abort(&index_out);
+        return rc;
+    }
+    int code = cli_output_commit(&index_out);
+    if (code == 0)
+        code = cli_outdir_placed(dir, "index.tsv");
+    return code == 0 ? HPROF_OK
+                     : hprof_error_set(err, code == EXIT_USAGE ? HPROF_ERR_USAGE : HPROF_ERR_IO,
+                                       "%s", "");
 }
 
 int main(int argc, char **argv)
@@ -324,19 +438,22 @@ int main(int argc, char **argv)
     enum { OPT_MAPPING = 256 };
     static const struct option long_options[] = {
         { "mapping", required_argument, NULL, OPT_MAPPING },
+        { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     int c;
     const char *mapping_path = NULL;
+    int force = 0;
     struct hprof_mapping *mapping = NULL;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
     argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
-    while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "fhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_MAPPING: mapping_path = optarg; break;
+        case 'f': force = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
         default: return cli_usage_error(NULL);
@@ -347,6 +464,7 @@ int main(int argc, char **argv)
                                : argc - optind == 1 ? "missing OUTDIR"
                                : "too many arguments");
     const char *path = argv[optind], *dir = argv[optind + 1];
+    cli_install_signal_handlers();
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_info info;
@@ -359,16 +477,25 @@ int main(int argc, char **argv)
     rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK)
         analysed = (rc = hprof_info_analyze_mapped(r, mapping, &info, &err)) == HPROF_OK;
-    /* OUTDIR only once there is something to put in it */
-    if (rc == HPROF_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
-        rc = hprof_error_set(&err, HPROF_ERR_IO, "%s: %s", dir, strerror(errno));
-    if (rc == HPROF_OK)
-        rc = export_all(r, &info, dir, &err);
-    if (rc != HPROF_OK)
+    /* OUTDIR only once there is something to put in it, as private as
+     * the input */
+    struct stat in_st;
+    int have_stat = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &in_st) == 0
+                                           : stat(path, &in_st) == 0;
+    struct cli_outdir out;
+    int code = 0;
+    if (rc == HPROF_OK) {
+        code = cli_outdir_open(&out, dir, force, have_stat ? &in_st : NULL);
+        if (code == 0) {
+            rc = export_all(r, &info, &out, &err);
+            cli_outdir_close(&out, rc != HPROF_OK);
+        }
+    }
+    if (rc != HPROF_OK && err.message[0]) /* else said already */
         cli_file_error(path, err.message);
     if (analysed)
         hprof_info_free(&info);
     cli_close_reader(fd, r);
     hprof_mapping_free(mapping);
-    return cli_exit_code(rc);
+    return code ? code : cli_exit_code(rc);
 }

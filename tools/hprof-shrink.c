@@ -715,8 +715,9 @@ static int new_dir_synced(const char *dir)
 }
 
 /* mkdir -p of `path` itself (dir = 1) or of its directory part, each new
- * directory synced into its parent with `sync`. */
-static int make_dirs(const char *path, int dir, int sync)
+ * directory made with `mode` (no more open than the inputs: see
+ * cli_directory_mode()) and synced into its parent with `sync`. */
+static int make_dirs(const char *path, int dir, int sync, mode_t mode)
 {
     char *p0 = strdup(path);
     int rc = 0, first_error = 0;
@@ -729,7 +730,7 @@ static int make_dirs(const char *path, int dir, int sync)
             break;
         char c = *p;
         *p = '\0';
-        if (mkdir(p0, 0777) == 0 ? sync && !new_dir_synced(p0) : errno != EEXIST) {
+        if (mkdir(p0, mode) == 0 ? sync && !new_dir_synced(p0) : errno != EEXIST) {
             first_error = rc == 0 ? errno : first_error;
             rc = -1;
         }
@@ -904,7 +905,9 @@ static int run_one_child(struct options *o, const char *in, const char *out)
     o->out = out;
     o->quiet = 1;
     o->threads = 1;         /* the parallelism is across files */
-    if (make_dirs(out, 0, o->sync != 0) != 0) { /* batch mode syncs unless --no-sync */
+    struct stat in_st;
+    mode_t mode = cli_directory_mode(stat(in, &in_st) == 0 ? &in_st : NULL);
+    if (make_dirs(out, 0, o->sync != 0, mode) != 0) { /* batch mode syncs unless --no-sync */
         char reason[256];
         snprintf(reason, sizeof reason, "cannot create the output's directory: %s",
                  strerror(errno));
@@ -943,6 +946,20 @@ static void clean_output_dirs(const struct file_list *l)
     free(last);
 }
 
+/* The output directory's mode: what every input named on the command
+ * line lets read (a directory input, its files' mode is not known yet). */
+static mode_t inputs_directory_mode(const struct options *o)
+{
+    struct stat all = { .st_mode = S_IFREG | 0777 }, st;
+    int any = 0;
+    for (int i = 0; i < o->n_inputs; i++)
+        if (stat(o->inputs[i], &st) == 0) {
+            all.st_mode &= (st.st_mode & 0777) | S_IFMT;
+            any = 1;
+        }
+    return cli_directory_mode(any ? &all : NULL);
+}
+
 static int run_batch(struct options *o)
 {
     struct file_list l = { 0 };
@@ -957,7 +974,8 @@ static int run_batch(struct options *o)
     o->batch = 1;
     /* The output directory exists before the walk, so that the walk can
      * leave it out when it lies inside an input directory. */
-    if (make_dirs(o->out_dir, 1, o->sync != 0) != 0 || stat(o->out_dir, &st) != 0) {
+    if (make_dirs(o->out_dir, 1, o->sync != 0, inputs_directory_mode(o)) != 0 ||
+        stat(o->out_dir, &st) != 0) {
         cli_error("%s: cannot create the output directory: %s", cli_quote(o->out_dir),
                   strerror(errno));
         return EXIT_IO;

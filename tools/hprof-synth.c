@@ -19,6 +19,7 @@
  * like a reader would.  --manifest FILE writes what was generated (counts the
  * tests check tools against), one "key value" per line.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -949,13 +950,38 @@ static void generate_chain(struct synth *s, const struct options *o)
         s->rc = hprof_visit_end(s->out);
 }
 
-static int write_manifest(const struct synth *s, const char *path)
+static void print_manifest(const struct synth *s, FILE *f);
+
+/* The manifest is written as the dump is: a temporary file renamed. */
+static int write_manifest(const struct synth *s, const char *path, int force)
 {
-    FILE *f = fopen(path, "w");
+    struct cli_output out;
+    int code = cli_output_open(&out, path, force, NULL);
+    if (code != 0)
+        return code;
+    int copy = out.tmp != NULL ? dup(out.fd) : -1;
+    FILE *f = copy >= 0 ? fdopen(copy, "w") : NULL;
     if (f == NULL) {
-        cli_error("%s: cannot create", path);
+        if (copy >= 0)
+            close(copy);
+        cli_error("%s: cannot write it%s", path, out.tmp ? "" : " (not a regular file)");
+        cli_output_abort(&out);
         return EXIT_IO;
     }
+    print_manifest(s, f);
+    int failed = fflush(f) != 0 || ferror(f);
+    int error = errno;
+    failed |= fclose(f) != 0;
+    if (failed) {
+        cli_error("%s: %s", path, strerror(error));
+        cli_output_abort(&out);
+        return EXIT_IO;
+    }
+    return cli_output_commit(&out);
+}
+
+static void print_manifest(const struct synth *s, FILE *f)
+{
     fprintf(f, "id_size %u\n", s->ids);
     fprintf(f, "class_dumps %" PRIu64 "\n", s->class_dumps);
     fprintf(f, "roots %" PRIu64 "\n", s->roots);
@@ -975,7 +1001,6 @@ static int write_manifest(const struct synth *s, const char *path)
     fprintf(f, "system_objects %" PRIu64 "\n",
             s->instances[0] + s->object_arrays[0] + s->primitive_arrays[0]);
     fprintf(f, "roots_dropped %" PRIu64 "\n", s->roots_to_system_dropped);
-    return fclose(f) == 0 ? EXIT_OK : EXIT_IO;
 }
 
 static void usage(FILE *out)
@@ -1103,5 +1128,5 @@ int main(int argc, char **argv)
     }
     if ((code = cli_output_commit(&out)) != 0)
         return code;
-    return o.manifest ? write_manifest(&s, o.manifest) : EXIT_OK;
+    return o.manifest ? write_manifest(&s, o.manifest, force) : EXIT_OK;
 }

@@ -29,17 +29,9 @@ static int by_bytes(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
-/* Bitmap buffers grouped by content: the indexes of info->bitmaps sorted by
- * (size, md5, buffer id); a group is a run with equal size and md5 holding
- * more than one buffer object. */
+/* Bitmaps listed by buffer size, the largest first, those holding the
+ * same bytes (hprof_info_bitmap.same_as) together. */
 static int cmp_bitmaps(const void *pa, const void *pb, void *ctx);
-
-struct bitmap_groups {
-    uint64_t buffers;           /* distinct buffer objects */
-    uint64_t pixel_bytes;       /* their bytes */
-    uint64_t groups;            /* contents held by more than one buffer */
-    uint64_t wasted_bytes;      /* bytes of the extra copies */
-};
 
 static const struct hprof_info *sort_info;
 
@@ -58,6 +50,8 @@ static int cmp_bitmaps(const void *pa, const void *pb, void *ctx)
     int c = memcmp(a->md5, b->md5, 16);
     if (c != 0)
         return c;
+    if (a->same_as != b->same_as)
+        return a->same_as < b->same_as ? -1 : 1;
     return a->buffer_id < b->buffer_id ? -1 : a->buffer_id > b->buffer_id;
 }
 
@@ -71,34 +65,6 @@ static size_t *sorted_bitmaps(const struct hprof_info *info)
     sort_info = info;
     qsort(order, info->n_bitmaps, sizeof *order, cmp_bitmap_index);
     return order;
-}
-
-static struct bitmap_groups group_bitmaps(const struct hprof_info *info, const size_t *order)
-{
-    struct bitmap_groups g = { 0 };
-    for (size_t i = 0; i < info->n_bitmaps;) {
-        const struct hprof_info_bitmap *first = &info->bitmaps[order[i]];
-        size_t j = i, distinct = 0;
-        uint64_t last_buffer = 0;
-        for (; j < info->n_bitmaps; j++) {
-            const struct hprof_info_bitmap *b = &info->bitmaps[order[j]];
-            if (b->buffer_bytes != first->buffer_bytes || memcmp(b->md5, first->md5, 16) != 0)
-                break;
-            if (b->buffer_id != 0 && b->buffer_id != last_buffer)
-                distinct++;
-            last_buffer = b->buffer_id;
-        }
-        if (first->buffer_id != 0) {
-            g.buffers += distinct;
-            g.pixel_bytes += distinct * first->buffer_bytes;
-            if (distinct > 1) {
-                g.groups++;
-                g.wasted_bytes += (distinct - 1) * first->buffer_bytes;
-            }
-        }
-        i = j;
-    }
-    return g;
 }
 
 /* ---- Names ------------------------------------------------------------------ */
@@ -210,10 +176,10 @@ void info_print_report(FILE *f, const char *path, const struct hprof_info *info,
 
     size_t *order = sorted_bitmaps(info);
     if (order != NULL) {
-        struct bitmap_groups g = group_bitmaps(info, order);
         fprintf(f, "\nBitmaps %zu, buffers %" PRIu64 " (%" PRIu64 " bytes); %" PRIu64
                 " groups of identical buffers wasting %" PRIu64 " bytes\n", info->n_bitmaps,
-                g.buffers, g.pixel_bytes, g.groups, g.wasted_bytes);
+                info->bitmap_buffers.count, info->bitmap_buffers.bytes, info->bitmap_groups,
+                info->bitmap_duplicates.bytes);
         size_t shown = info->n_bitmaps < o->top ? info->n_bitmaps : o->top;
         for (size_t i = 0; i < shown; i++) {
             const struct hprof_info_bitmap *b = &info->bitmaps[order[i]];
@@ -339,10 +305,10 @@ void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
     fprintf(f, ",\"top_by_bytes\":");
     json_classes(f, info, o->top, by_bytes);
     size_t *order = sorted_bitmaps(info);
-    struct bitmap_groups g = order ? group_bitmaps(info, order) : (struct bitmap_groups){ 0 };
     fprintf(f, ",\"bitmaps\":{\"count\":%zu,\"buffers\":%" PRIu64 ",\"pixel_bytes\":%" PRIu64
             ",\"duplicate_groups\":%" PRIu64 ",\"wasted_bytes\":%" PRIu64 ",\"list\":[",
-            info->n_bitmaps, g.buffers, g.pixel_bytes, g.groups, g.wasted_bytes);
+            info->n_bitmaps, info->bitmap_buffers.count, info->bitmap_buffers.bytes,
+            info->bitmap_groups, info->bitmap_duplicates.bytes);
     for (size_t i = 0; order != NULL && i < info->n_bitmaps; i++) {
         const struct hprof_info_bitmap *b = &info->bitmaps[order[i]];
         fprintf(f, "%s{\"id\":", i ? "," : "");
@@ -353,7 +319,9 @@ void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
         fprintf(f, ",\"buffer_bytes\":%" PRIu64 ",\"md5\":\"", b->buffer_bytes);
         for (int k = 0; k < 16; k++)
             fprintf(f, "%02x", b->md5[k]);
-        fprintf(f, "\"}");
+        fprintf(f, "\",\"same_bytes_as\":");
+        json_id(f, info->bitmaps[b->same_as].buffer_id);
+        fprintf(f, "}");
     }
     free(order);
     fprintf(f, "]}");

@@ -10,6 +10,9 @@
  *           Bitmap fields; the elements of byte[][] arrays (DumpData).
  *   pass 3  only the arrays found in pass 2: text bytes of Strings, size and
  *           MD5 of bitmap buffers.
+ *   then    buffers with the same type, size and MD5 are read back and
+ *           compared byte for byte: an MD5 collision is two contents, as the
+ *           shrink, which merges only confirmed copies, counts it.
  *
  * Memory: one offset per STRING record and per class, the String value ids
  * and the bitmaps - what the report needs, never the contents.
@@ -497,6 +500,157 @@ static int build_classes(struct analyzer *a)
     return HPROF_OK;
 }
 
+/* ---- Identical buffers --------------------------------------------------------- */
+
+#define COMPARE_CHUNK (1u << 20)
+
+/* A bitmap's buffer as the grouping sorts it: candidates for equal bytes
+ * are adjacent, the earliest bitmap first. */
+struct buffer_key {
+    uint64_t bytes;
+    uint8_t md5[16];
+    uint8_t type;
+    size_t index;               /* in info->bitmaps */
+};
+
+static int by_type_size_md5_index(const void *pa, const void *pb)
+{
+    const struct buffer_key *a = pa, *b = pb;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? -1 : 1;
+    int c = memcmp(a->md5, b->md5, 16);
+    if (c != 0)
+        return c;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Do the `len` bytes at offsets x and y of the input agree? */
+static int same_bytes(struct analyzer *a, uint64_t x, uint64_t y, uint64_t len, uint8_t *bx,
+                      uint8_t *by, int *same)
+{
+    *same = 1;
+    for (uint64_t at = 0; *same && at < len; at += COMPARE_CHUNK) {
+        size_t n = len - at < COMPARE_CHUNK ? (size_t)(len - at) : COMPARE_CHUNK;
+        int rc = hprof_reader_pread(a->reader, x + at, bx, n);
+        if (rc == HPROF_OK)
+            rc = hprof_reader_pread(a->reader, y + at, by, n);
+        if (rc != HPROF_OK)
+            return hprof_error_set(a->err, rc, "offset 0x%" PRIx64 ": cannot read a bitmap "
+                                   "buffer back to compare it", x + at);
+        *same = memcmp(bx, by, n) == 0;
+    }
+    return HPROF_OK;
+}
+
+/* Within keys[from, to) (one type, size and MD5, in bitmap order), each
+ * bitmap's same_as: the first earlier one whose buffer is the same object,
+ * lies at the same offset or holds equal bytes; firsts[] is room for the
+ * distinct contents met so far. */
+static int split_by_bytes(struct analyzer *a, const struct buffer_key *keys, size_t from,
+                          size_t to, size_t *firsts, uint8_t *bx, uint8_t *by)
+{
+    struct hprof_info_bitmap *bm = a->info->bitmaps;
+    size_t n_firsts = 0;
+    for (size_t k = from; k < to; k++) {
+        struct hprof_info_bitmap *b = &bm[keys[k].index];
+        int found = 0;
+        for (size_t f = 0; !found && f < n_firsts; f++) {
+            const struct hprof_info_bitmap *first = &bm[firsts[f]];
+            found = first->buffer_id == b->buffer_id || first->buffer_offset == b->buffer_offset;
+            int rc = found ? HPROF_OK
+                           : same_bytes(a, first->buffer_offset, b->buffer_offset, b->buffer_bytes,
+                                        bx, by, &found);
+            if (rc != HPROF_OK)
+                return rc;
+            if (found)
+                b->same_as = firsts[f];
+        }
+        if (!found)
+            firsts[n_firsts++] = keys[k].index;
+    }
+    return HPROF_OK;
+}
+
+/* A buffer object and the first bitmap whose bytes it holds. */
+struct buffer_owner {
+    size_t same_as;
+    uint64_t buffer_id;
+};
+
+static int by_same_as_then_buffer(const void *pa, const void *pb)
+{
+    const struct buffer_owner *a = pa, *b = pb;
+    if (a->same_as != b->same_as)
+        return a->same_as < b->same_as ? -1 : 1;
+    return a->buffer_id < b->buffer_id ? -1 : a->buffer_id > b->buffer_id;
+}
+
+/* Distinct buffer objects, and the groups of those holding equal bytes,
+ * counted as hprof_shrink() counts what it merges. */
+static int count_groups(struct analyzer *a)
+{
+    struct hprof_info *info = a->info;
+    struct buffer_owner *owners = malloc((info->n_bitmaps + 1) * sizeof *owners);
+    if (owners == NULL)
+        return nomem(a);
+    size_t n = 0;
+    for (size_t i = 0; i < info->n_bitmaps; i++)
+        if (info->bitmaps[i].buffer_id != 0)
+            owners[n++] = (struct buffer_owner){ info->bitmaps[i].same_as,
+                                                 info->bitmaps[i].buffer_id };
+    qsort(owners, n, sizeof *owners, by_same_as_then_buffer);
+    for (size_t k = 0; k < n;) {
+        size_t first = owners[k].same_as;
+        uint64_t distinct = 0, bytes = info->bitmaps[first].buffer_bytes;
+        for (size_t from = k; k < n && owners[k].same_as == first; k++)
+            distinct += k == from || owners[k].buffer_id != owners[k - 1].buffer_id;
+        info->bitmap_buffers.count += distinct;
+        info->bitmap_buffers.bytes += distinct * bytes;
+        if (distinct > 1 && bytes > 0) {
+            info->bitmap_groups++;
+            info->bitmap_duplicates.count += distinct - 1;
+            info->bitmap_duplicates.bytes += (distinct - 1) * bytes;
+        }
+    }
+    free(owners);
+    return HPROF_OK;
+}
+
+static int group_identical_buffers(struct analyzer *a)
+{
+    struct hprof_info *info = a->info;
+    struct buffer_key *keys = malloc((info->n_bitmaps + 1) * sizeof *keys);
+    size_t *firsts = malloc((info->n_bitmaps + 1) * sizeof *firsts);
+    uint8_t *bx = malloc(COMPARE_CHUNK), *by = malloc(COMPARE_CHUNK);
+    int rc = keys && firsts && bx && by ? HPROF_OK : nomem(a);
+    size_t n = 0;
+    for (size_t i = 0; rc == HPROF_OK && i < info->n_bitmaps; i++) {
+        struct hprof_info_bitmap *b = &info->bitmaps[i];
+        b->same_as = i;
+        if (b->buffer_id == 0)
+            continue;
+        keys[n] = (struct buffer_key){ .bytes = b->buffer_bytes, .type = b->buffer_type, .index = i };
+        memcpy(keys[n++].md5, b->md5, 16);
+    }
+    if (rc == HPROF_OK)
+        qsort(keys, n, sizeof *keys, by_type_size_md5_index);
+    for (size_t from = 0, to; rc == HPROF_OK && from < n; from = to) {
+        for (to = from + 1; to < n && keys[to].type == keys[from].type &&
+                            keys[to].bytes == keys[from].bytes &&
+                            memcmp(keys[to].md5, keys[from].md5, 16) == 0;)
+            to++;
+        if (to - from > 1)
+            rc = split_by_bytes(a, keys, from, to, firsts, bx, by);
+    }
+    free(keys);
+    free(firsts);
+    free(bx);
+    free(by);
+    return rc == HPROF_OK ? count_groups(a) : rc;
+}
+
 static void release(struct analyzer *a)
 {
     idmap_free(&a->string_at);
@@ -583,6 +737,8 @@ int hprof_info_analyze_mapped(struct hprof_reader *r, const struct hprof_mapping
     deobf_filter_release(&restore);
     if (rc == HPROF_OK)
         rc = build_classes(&a);
+    if (rc == HPROF_OK)
+        rc = group_identical_buffers(&a);
     deobf_plan_free(&plan);
     release(&a);
     if (rc != HPROF_OK)
