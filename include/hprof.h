@@ -486,6 +486,12 @@ struct hprof_shrink_options {
      * them (with --arrays=zero --keep-system-heaps --jvm: a plain
      * converter that changes no object and no reference). */
     int keep_duplicates;
+    /* A file of several heap dumps (hprof_reader_set_dump()): 0 shrinks
+     * each one on its own (each its own space of object ids) into a file
+     * of as many; n >= 1 keeps the n-th (1-based) alone, with every
+     * record outside the heap dumps.  What the reader selected counts
+     * when this is 0. */
+    unsigned dump;
 };
 
 struct hprof_count {
@@ -547,6 +553,7 @@ struct hprof_shrink_stats {
      * of its type, length and fingerprint as that one is hashed, and is
      * hashed itself only if it differs. */
     uint64_t bitmap_bytes_compared;             /* bytes read to compare */
+    unsigned dumps;                     /* heap dumps shrunk (1 for most files) */
 };
 
 /* hprof_shrink() :

@@ -474,6 +474,8 @@ int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
 /* A second heap dump fails the run (hprof_reader_dumps() then says 2):
  * what a pass that gathers object ids across the whole run needs. */
 void reader_set_one_dump(struct hprof_reader *r, int on);
+/* Did the last run stop so?  (The file holds several heap dumps.) */
+int reader_stopped_at_second_dump(const struct hprof_reader *r);
 /* Where the last record of the dump hprof_reader_set_dump() selected
  * ended, in the last run. */
 uint64_t reader_dump_end(const struct hprof_reader *r);

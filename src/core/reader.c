@@ -147,6 +147,8 @@ struct hprof_reader {
      * request): ids are unique within a dump only. */
     unsigned only_dump;         /* hprof_reader_set_dump(): 0 all, else the n-th alone */
     unsigned selecting;         /* only_dump during a run from the header, else 0 */
+    int guarding;               /* one_dump, in a run of every dump */
+    int stopped_at_dump;        /* the last run stopped at a second heap dump */
     int one_dump;               /* reader_set_one_dump(): a second dump stops the run */
     unsigned dumps;             /* heap dumps begun so far in this run */
     unsigned dumps_seen;        /* ... in the last run */
@@ -506,6 +508,11 @@ unsigned hprof_reader_dumps(const struct hprof_reader *r)
 void reader_set_one_dump(struct hprof_reader *r, int on)
 {
     r->one_dump = on;
+}
+
+int reader_stopped_at_second_dump(const struct hprof_reader *r)
+{
+    return r->stopped_at_dump;
 }
 
 uint64_t reader_dump_end(const struct hprof_reader *r)
@@ -1396,8 +1403,9 @@ static int dump_boundary(struct hprof_reader *r)
     if (r->dumps == UINT_MAX)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "more than %u heap dumps", UINT_MAX);
     r->dumps++;
-    if (r->one_dump && r->selecting == 0 && r->dumps > 1) {
+    if (r->guarding && r->dumps > 1) {
         r->dumps_seen = r->dumps;
+        r->stopped_at_dump = 1;
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": %s: a second heap dump begins here "
                                "(each dump is read on its own)", r->rec_offset,
@@ -1516,6 +1524,8 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     r->dumps = 0;
     r->dump_end = 0;
     r->selecting = r->only_dump;
+    r->guarding = r->one_dump && r->only_dump == 0;
+    r->stopped_at_dump = 0;
     memset(&r->report, 0, sizeof r->report);
     if (r->deliver != NULL) {
         r->report.classes_dropped = r->sv->classes_dropped;
@@ -1691,6 +1701,7 @@ int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
     seek_to(r, start);
     r->next_check = 0;
     r->selecting = 0; /* the caller chose the records */
+    r->guarding = 0;
     start_read_ahead(r, &ahead, start);
     do
         rc = read_record(r, v);
