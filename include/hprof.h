@@ -170,6 +170,9 @@ HPROF_API void hprof_reader_set_strict(struct hprof_reader *r, int strict);
  * dump, and hprof_reader_dumps() then says there is more than one), and
  * the shrink shrinks every dump on its own. */
 HPROF_API void hprof_reader_set_dump(struct hprof_reader *r, unsigned dump);
+/* Each dump on its own costs a run per dump: past this many, the shrink,
+ * hprof-verify and hprof-info refuse (one dump chosen still works). */
+#define HPROF_MAX_DUMPS 256
 /* The heap dumps the last run began (so far, if it failed). */
 HPROF_API unsigned hprof_reader_dumps(const struct hprof_reader *r);
 

@@ -572,6 +572,12 @@ for n in 1 2; do
     heapcount "$out" > "$T/hc" || die "VisualVM cannot load $out: $(cat "$T/hc")"
     grep -qx "instances $want" "$T/hc" || die "VisualVM on dump $n: $(head -2 "$T/hc"), want $want"
 done
+# a run per dump is bounded: 300 empty HEAP_DUMP records are refused
+{ printf 'JAVA PROFILE 1.0.2\0\0\0\0\004\0\0\0\0\0\0\0\0'
+  i=0; while [ $i -lt 300 ]; do printf '\014\0\0\0\0\0\0\0\0'; i=$((i + 1)); done; } > "$T/many.hprof"
+expect 1 "$B/hprof-shrink" -f "$T/many.hprof" "$T/many-out.hprof"
+grep -q '300 heap dumps in one file: at most 256' "$T/err" || die "300 dumps: $(cat "$T/err")"
+expect 0 "$B/hprof-shrink" -f --dump=300 "$T/many.hprof" "$T/many-out.hprof"
 # the hprof agent's text format is named, not parsed
 printf 'JAVA PROFILE 1.0.1, created Wed Nov 26 10:00:00 2025\n\nHeader for -agentlib:hprof (or -Xrunhprof) ASCII Output\n' > "$T/text.hprof"
 for tool in hprof-verify hprof-info hprof-shrink; do

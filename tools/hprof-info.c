@@ -190,6 +190,9 @@ static int info_file(const char *path, const struct info_options *o)
             if (each.dump > 1 && !o->json)
                 printf("\n");
             rc = info_dump(path, r, &each, &progress, &err);
+            if (rc == HPROF_OK && hprof_reader_dumps(r) > HPROF_MAX_DUMPS)
+                rc = hprof_error_set(&err, HPROF_ERR_FORMAT, "%u heap dumps: at most %u are "
+                                     "reported", hprof_reader_dumps(r), HPROF_MAX_DUMPS);
         }
     }
     cli_progress_done(&progress);

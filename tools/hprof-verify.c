@@ -66,6 +66,9 @@ static int verify_each_dump(const char *path, struct hprof_reader *r, int quiet,
         hprof_reader_set_dump(r, n);
         rc = hprof_verify(r, report, err);
         snprintf(dump, sizeof dump, "dump %u of %u: ", n, hprof_reader_dumps(r));
+        if (rc == HPROF_OK && hprof_reader_dumps(r) > HPROF_MAX_DUMPS)
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT, "%u heap dumps: at most %u are checked",
+                                 hprof_reader_dumps(r), HPROF_MAX_DUMPS);
         if (rc != HPROF_OK) {
             char message[sizeof dump + sizeof err->message];
             snprintf(message, sizeof message, "%s%s", dump, err->message);

@@ -393,6 +393,10 @@ static int shrink_each_dump(struct hprof_reader *r, struct hprof_writer *w,
         if (rc == HPROF_OK)
             rc = collect_and_plan(&run);
         dumps = hprof_reader_dumps(run.ctx.reader);
+        if (rc == HPROF_OK && dumps > HPROF_MAX_DUMPS)
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                 "%u heap dumps in one file: at most %u are shrunk each on its "
+                                 "own; choose one (--dump=N)", dumps, HPROF_MAX_DUMPS);
         uint64_t end = n < dumps ? reader_dump_end(run.ctx.reader) : 0;
         hprof_reader_set_dump(run.ctx.reader, 0);
         reader_set_range(run.ctx.reader, start, end);
