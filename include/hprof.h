@@ -157,6 +157,25 @@ HPROF_API int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v);
  * it on. */
 HPROF_API void hprof_reader_set_strict(struct hprof_reader *r, int strict);
 
+/* hprof_reader_set_dump() :
+ * A file may hold several heap dumps (the JDK's hprof agent appends one
+ * per request), each its own space of object ids: a HEAP_DUMP record is a
+ * dump, and so is a run of HEAP_DUMP_SEGMENTs closed by HEAP_DUMP_END.
+ * With `dump` n >= 1, each run delivers the heap records of the n-th
+ * dump alone (1-based, in file order) and every other record; a run
+ * fails with HPROF_ERR_USAGE if the file has fewer.  0 (the default):
+ * every heap dump.  hprof_verify(), hprof_info_analyze() and
+ * hprof_shrink() follow it; with 0 on a file of several dumps the first
+ * two check and analyze one dump at a time only (they fail at the second
+ * dump, and hprof_reader_dumps() then says there is more than one), and
+ * the shrink shrinks every dump on its own. */
+HPROF_API void hprof_reader_set_dump(struct hprof_reader *r, unsigned dump);
+/* Each dump on its own costs a run per dump: past this many, the shrink,
+ * hprof-verify and hprof-info refuse (one dump chosen still works). */
+#define HPROF_MAX_DUMPS 256
+/* The heap dumps the last run began (so far, if it failed). */
+HPROF_API unsigned hprof_reader_dumps(const struct hprof_reader *r);
+
 /* hprof_reader_set_salvage() :
  * With `on`, a dump cut short (storage full, a process killed while
  * dumping, a stopped upload) is read as far as it is complete instead of
@@ -470,6 +489,12 @@ struct hprof_shrink_options {
      * them (with --arrays=zero --keep-system-heaps --jvm: a plain
      * converter that changes no object and no reference). */
     int keep_duplicates;
+    /* A file of several heap dumps (hprof_reader_set_dump()): 0 shrinks
+     * each one on its own (each its own space of object ids) into a file
+     * of as many; n >= 1 keeps the n-th (1-based) alone, with every
+     * record outside the heap dumps.  What the reader selected counts
+     * when this is 0. */
+    unsigned dump;
 };
 
 struct hprof_count {
@@ -531,6 +556,7 @@ struct hprof_shrink_stats {
      * of its type, length and fingerprint as that one is hashed, and is
      * hashed itself only if it differs. */
     uint64_t bitmap_bytes_compared;             /* bytes read to compare */
+    unsigned dumps;                     /* heap dumps shrunk (1 for most files) */
 };
 
 /* hprof_shrink() :

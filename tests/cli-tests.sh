@@ -522,6 +522,77 @@ for k in instances class_dumps object_arrays primitive_arrays roots strings; do
         die "verify does not count $want $label"
 done
 
+banner "several heap dumps in one file: each its own ids, in every tool"
+# what hprof-verify counts of each dump: "DUMP: CLASS_DUMPS INSTANCES OBJ_ARRAYS PRIM_ARRAYS ROOTS"
+dump_counts() {
+    "$B/hprof-verify" "$1" | sed -n 's/.*: \(dump [0-9]* of [0-9]*\): OK: .* \([0-9]*\) class dumps, \([0-9]*\) instances, \([0-9]*\) object arrays, \([0-9]*\) primitive arrays .* \([0-9]*\) roots,.*/\1: \2 \3 \4 \5 \6/p'
+}
+for shape in "" --whole-dumps; do
+    for mode in --hotspot --android; do
+        m="$T/multi$shape$mode.hprof"
+        "$B/hprof-synth" -f $mode --dumps 3 $shape "$m"
+        expect 0 "$B/hprof-verify" "$m"
+        [ "$(grep -c ': dump [123] of 3: OK: ' "$T/out")" = 3 ] || die "verify $shape $mode: $(cat "$T/out")"
+        dump_counts "$m" > "$T/multi.in"
+        [ "$(wc -l < "$T/multi.in")" = 3 ] || die "counts $shape $mode: $(cat "$T/multi.in")"
+        [ "$(sed -n 1p "$T/multi.in" | cut -d: -f2)" != "$(sed -n 3p "$T/multi.in" | cut -d: -f2)" ] ||
+            die "the generator's dumps $shape $mode do not differ"
+        # Android's zygote and image objects and merged bitmap copies would go: kept, to compare counts
+        keep=""
+        [ $mode = --hotspot ] || keep="--keep-system-heaps --keep-duplicates"
+        for j in -j1 -j2; do
+            expect 0 "$B/hprof-shrink" -f $keep $j "$m" "$T/multi-out$j.hprof"
+        done
+        cmp -s "$T/multi-out-j1.hprof" "$T/multi-out-j2.hprof" || die "shrink $shape $mode: -j1 and -j2 differ"
+        # every dump keeps its class dumps, instances, arrays and roots
+        dump_counts "$T/multi-out-j1.hprof" > "$T/multi.out"
+        cmp -s "$T/multi.in" "$T/multi.out" ||
+            die "shrink $shape $mode changed a dump: $(diff "$T/multi.in" "$T/multi.out")"
+        "$B/hprof-info" --json "$m" > "$T/out" || die "info $shape $mode"
+        [ "$(grep -c '"dump":[123],"dumps":3' "$T/out")" = 3 ] || die "info --json $shape $mode: one object per dump"
+        # --dump=N keeps that dump alone
+        expect 0 "$B/hprof-shrink" -f $keep --dump=2 "$m" "$T/multi-2.hprof"
+        expect 0 "$B/hprof-verify" "$T/multi-2.hprof"
+        grep -q ': OK: ' "$T/out" && ! grep -q 'dump 1 of' "$T/out" || die "--dump=2 $shape $mode: $(cat "$T/out")"
+        want=$(sed -n 2p "$T/multi.in" | cut -d: -f2 | awk '{ print $2 + $3 + $4 }')
+        got=$("$B/hprof-verify" "$T/multi-2.hprof" | sed 's/.* \([0-9]*\) instances, \([0-9]*\) object arrays, \([0-9]*\) primitive arrays.*/\1 \2 \3/' | awk '{ print $1 + $2 + $3 }')
+        [ "$want" = "$got" ] || die "--dump=2 $shape $mode: $got objects, dump 2 has $want"
+        expect 2 "$B/hprof-shrink" -f --dump=4 "$m" "$T/multi-4.hprof"
+        grep -q 'no heap dump 4: the file holds 3' "$T/err" || die "--dump=4: $(cat "$T/err")"
+        [ ! -e "$T/multi-4.hprof" ] || die "--dump=4 left an output"
+    done
+done
+expect 2 "$B/hprof-shrink" --dump=0 "$m" "$T/x.hprof"
+# VisualVM reads the first heap dump of a file: of the shrunk file, as
+# many objects as dump 1 holds; of --dump=2's output, dump 2's
+m="$T/multi--hotspot.hprof"
+"$B/hprof-shrink" -q -f "$m" "$T/multi-out.hprof"
+"$B/hprof-shrink" -q -f --dump=2 "$m" "$T/multi-2.hprof"
+dump_counts "$m" > "$T/multi.in"
+for n in 1 2; do
+    out="$T/multi-out.hprof"
+    [ $n = 1 ] || out="$T/multi-2.hprof"
+    want=$(sed -n ${n}p "$T/multi.in" | cut -d: -f2 | awk '{ print $2 + $3 + $4 }')
+    heapcount "$out" > "$T/hc" || die "VisualVM cannot load $out: $(cat "$T/hc")"
+    grep -qx "instances $want" "$T/hc" || die "VisualVM on dump $n: $(head -2 "$T/hc"), want $want"
+done
+# a run per dump is bounded: 300 empty HEAP_DUMP records are refused
+{ printf 'JAVA PROFILE 1.0.2\0\0\0\0\004\0\0\0\0\0\0\0\0'
+  i=0; while [ $i -lt 300 ]; do printf '\014\0\0\0\0\0\0\0\0'; i=$((i + 1)); done; } > "$T/many.hprof"
+expect 1 "$B/hprof-shrink" -f "$T/many.hprof" "$T/many-out.hprof"
+grep -q '300 heap dumps in one file: at most 256' "$T/err" || die "300 dumps: $(cat "$T/err")"
+expect 0 "$B/hprof-shrink" -f --dump=300 "$T/many.hprof" "$T/many-out.hprof"
+# the hprof agent's text format is named, not parsed
+printf 'JAVA PROFILE 1.0.1, created Wed Nov 26 10:00:00 2025\n\nHeader for -agentlib:hprof (or -Xrunhprof) ASCII Output\n' > "$T/text.hprof"
+for tool in hprof-verify hprof-info hprof-shrink; do
+    args="$T/text.hprof"
+    [ $tool != hprof-shrink ] || args="-f $T/text.hprof $T/text-out.hprof"
+    # shellcheck disable=SC2086 # the arguments are words
+    expect 1 "$B/$tool" $args
+    grep -q 'offset 0x0: header: a text-format hprof (format=a), not a binary heap dump' "$T/err" ||
+        die "$tool on the text format: $(cat "$T/err")"
+done
+
 banner "round trip: HotSpot dumps load in VisualVM with the same counts"
 hotspot="fixtures/hotspot-fixture.hprof.gz $T/hotspot-synth.hprof"
 if [ -d ../shared/fixtures ]; then

@@ -133,44 +133,73 @@ static int estimate(struct hprof_reader *r, struct info_estimate *e, struct cli_
     return HPROF_OK;
 }
 
-/* One file's report (or JSON object, one line); @return its exit code. */
+/* The report of `r`'s heap dump (the one selected, or the file's only
+ * one), printed; @return HPROF_OK or an error in `err`. */
+static int info_dump(const char *path, struct hprof_reader *r, const struct info_options *o,
+                     struct cli_progress *progress, struct hprof_error *err)
+{
+    struct hprof_info info;
+    struct info_estimate e;
+    memset(&e, 0, sizeof e);
+    int rc = hprof_info_analyze_mapped(r, mapping, &info, err);
+    if (rc != HPROF_OK)
+        return rc;
+    if (o->estimate) /* of the selected dump alone: the reader selects it */
+        rc = estimate(r, &e, progress, err);
+    struct info_options shown = *o;
+    if (shown.dump != 0)
+        shown.dumps = hprof_reader_dumps(r);
+    if (rc == HPROF_OK && salvage) {
+        cli_salvage_collect(&salvaged, r, 1);
+        cli_salvage_print(path, &salvaged);
+        shown.salvage = &salvaged;
+    }
+    if (rc == HPROF_OK) {
+        if (o->json)
+            info_print_json(stdout, path, &info, &shown, &e);
+        else
+            info_print_report(stdout, path, &info, &shown, &e);
+    }
+    hprof_info_free(&info);
+    return rc;
+}
+
+/* One file's report (or JSON object, one line), one per heap dump for a
+ * file of several (each dump its own space of object ids); @return its
+ * exit code. */
 static int info_file(const char *path, const struct info_options *o)
 {
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
-    struct hprof_info info;
-    struct info_estimate e;
     struct cli_progress progress;
-    int fd = -1, analysed = 0;
-    memset(&e, 0, sizeof e);
+    int fd = -1;
     cli_progress_init(&progress, path, 0);
     cli_progress_note(&progress, "reading the input");
     cli_set_salvage(salvage);
     int rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK) {
         hprof_reader_set_progress(r, cli_progress_bytes, &progress);
-        analysed = (rc = hprof_info_analyze_mapped(r, mapping, &info, &err)) == HPROF_OK;
+        rc = info_dump(path, r, o, &progress, &err);
     }
-    if (rc == HPROF_OK && o->estimate)
-        rc = estimate(r, &e, &progress, &err);
-    struct info_options shown = *o;
-    if (rc == HPROF_OK && salvage) {
-        cli_salvage_collect(&salvaged, r, 1);
-        cli_salvage_print(path, &salvaged);
-        shown.salvage = &salvaged;
+    if (rc != HPROF_OK && r != NULL && hprof_reader_dumps(r) > 1) {
+        struct info_options each = *o;
+        rc = HPROF_OK;
+        for (each.dump = 1; rc == HPROF_OK && each.dump <= hprof_reader_dumps(r); each.dump++) {
+            memset(&err, 0, sizeof err);
+            hprof_reader_set_dump(r, each.dump);
+            if (each.dump > 1 && !o->json)
+                printf("\n");
+            rc = info_dump(path, r, &each, &progress, &err);
+            if (rc == HPROF_OK && hprof_reader_dumps(r) > HPROF_MAX_DUMPS)
+                rc = hprof_error_set(&err, HPROF_ERR_FORMAT, "%u heap dumps: at most %u are "
+                                     "reported", hprof_reader_dumps(r), HPROF_MAX_DUMPS);
+        }
     }
     cli_progress_done(&progress);
-    if (rc == HPROF_OK) {
-        if (o->json)
-            info_print_json(stdout, path, &info, &shown, &e);
-        else
-            info_print_report(stdout, path, &info, &shown, &e);
-    } else {
+    if (rc != HPROF_OK) {
         fflush(stdout);
         cli_file_error(path, err.message);
     }
-    if (analysed)
-        hprof_info_free(&info);
     cli_close_reader(fd, r);
     return cli_exit_code(rc);
 }

@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,9 @@ static void usage(FILE *out)
             "  --mapping=FILE       restore class, field and method names with a\n"
             "                       ProGuard/R8 mapping.txt\n"
             "  --keep-duplicates    do not merge byte-identical bitmap buffers\n"
+            "  --dump=N             of a file of several heap dumps (the JDK's hprof\n"
+            "                       agent's), keep the N-th alone (1-based); by\n"
+            "                       default each is shrunk on its own\n"
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6];\n"
             "                       attach the level: -z9, --gzip=9, or -1 ... -9\n"
             "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: for one\n"
@@ -109,7 +113,7 @@ static int parse(int argc, char **argv, struct options *o)
 {
     enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
            OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
-           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC };
+           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP };
     static const struct option long_options[] = {
         { "arrays", required_argument, NULL, OPT_ARRAYS },
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
@@ -120,6 +124,7 @@ static int parse(int argc, char **argv, struct options *o)
         { "jvm", no_argument, NULL, OPT_JVM },
         { "mapping", required_argument, NULL, OPT_MAPPING },
         { "keep-duplicates", no_argument, NULL, OPT_KEEP_DUPLICATES },
+        { "dump", required_argument, NULL, OPT_DUMP },
         { "gzip", optional_argument, NULL, 'z' },
         { "threads", required_argument, NULL, 'j' },
         { "output-dir", required_argument, NULL, 'o' },
@@ -178,6 +183,12 @@ static int parse(int argc, char **argv, struct options *o)
         case OPT_JVM: o->shrink.jvm = 1; break;
         case OPT_MAPPING: o->mapping_path = optarg; break;
         case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; break;
+        case OPT_DUMP:
+            if (cli_parse_uint(optarg, UINT_MAX, &v) != 0 || v < 1)
+                return cli_usage_error("--dump: expected a heap dump's number from 1, got '%s'",
+                                       optarg);
+            o->shrink.dump = (unsigned)v;
+            break;
         case 'z':
             o->gzip_level = 6;
             z_bare = optarg == NULL;
@@ -262,6 +273,8 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
         total += s->pass_seconds[i];
     fprintf(f, "%s -> %s\n", o->in, o->out);
     fprintf(f, "  %-28s %15" PRIu64 " bytes\n", "input", s->bytes_in);
+    if (s->dumps > 1)
+        fprintf(f, "  %-28s %15u\n", "heap dumps, each shrunk", s->dumps);
     fprintf(f, "  %-28s %15" PRIu64 " bytes (%.1f%%)\n", "output", s->bytes_out,
             ratio(s->bytes_out, s->bytes_in));
     if (o->gzip_level)
@@ -344,6 +357,8 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
             o->gzip_level);
     fprintf(f, "\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64 ",\"bytes_written\":%" PRIu64
             ",", s->bytes_in, s->bytes_out, written);
+    if (s->dumps > 1)
+        fprintf(f, "\"dumps\":%u,", s->dumps);
     json_count(f, "strings", &s->strings, 0);
     json_count(f, "instances_in", &s->instances_in, 0);
     json_count(f, "instances_out", &s->instances_out, 0);

@@ -51,6 +51,7 @@ struct synth {
     unsigned seg_objects, seg_limit;
     uint64_t seg_bytes, seg_byte_limit; /* the body so far; ART's limit */
     uint32_t seg_heap;              /* heap of the last HEAP_DUMP_INFO, ~0 none */
+    uint8_t seg_tag;                /* HEAP_DUMP_SEGMENT, or HEAP_DUMP (--whole-dumps) */
 
     /* Bookkeeping for --manifest. */
     uint64_t instances[2], object_arrays[2], primitive_arrays[2]; /* [system, app] */
@@ -128,7 +129,7 @@ static uint64_t load_class(struct synth *s, const char *name)
 static void end_segment(struct synth *s)
 {
     if (s->seg_open && s->rc >= 0) {
-        struct hprof_segment seg = { .tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
+        struct hprof_segment seg = { .tag = s->seg_tag };
         s->rc = hprof_visit_heap_end(s->out, &seg);
     }
     s->seg_open = 0;
@@ -143,7 +144,7 @@ static void place(struct synth *s, uint32_t heap, uint64_t bytes)
     if (s->seg_open && (s->seg_objects >= s->seg_limit || s->seg_bytes >= s->seg_byte_limit))
         end_segment(s);
     if (!s->seg_open && s->rc >= 0) {
-        struct hprof_segment seg = { .tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
+        struct hprof_segment seg = { .tag = s->seg_tag };
         s->rc = hprof_visit_heap_begin(s->out, &seg);
         s->seg_open = 1;
         s->seg_objects = 0;
@@ -791,16 +792,60 @@ struct options {
     const char *manifest;
     unsigned class_chain;   /* --class-chain N: that dump instead */
     int leaf_first;
+    unsigned dumps;         /* --dumps N: heap dumps in the file, as the hprof agent appends them */
+    int whole_dumps;        /* --whole-dumps: each a HEAP_DUMP record, not segments and an END */
 };
 
-static void generate(struct synth *s, const struct options *o)
+/* In front of the writer while a later heap dump's classes and stack
+ * records are made again (same ids): the names, LOAD_CLASSes and traces
+ * are in the file already, as the hprof agent writes them once. */
+static int drop_string(struct hprof_visitor *v, const struct hprof_string *r)
+{
+    (void)v;
+    (void)r;
+    return HPROF_OK;
+}
+
+static int drop_load_class(struct hprof_visitor *v, const struct hprof_load_class *r)
+{
+    (void)v;
+    (void)r;
+    return HPROF_OK;
+}
+
+static int drop_record(struct hprof_visitor *v, const struct hprof_record *r)
+{
+    (void)v;
+    (void)r;
+    return HPROF_OK;
+}
+
+static const struct hprof_visitor_ops written_already_ops = {
+    .string = drop_string, .load_class = drop_load_class, .record = drop_record,
+};
+
+/* Heap dump `dump` (1-based) of the file; every dump has the same object
+ * ids, as the hprof agent's dumps of one JVM have. */
+static void generate(struct synth *s, const struct options *o, unsigned dump)
 {
     struct model m = { 0 };
-    struct hprof_header h = { .id_size = s->ids, .timestamp_ms = 1700000000000ull };
-    snprintf(h.version, sizeof h.version, "JAVA PROFILE 1.0.%d", s->android ? 3 : 2);
-    s->rc = hprof_visit_header(s->out, &h);
+    struct hprof_visitor *out = s->out;
+    struct hprof_visitor written_already = { &written_already_ops, out };
+    if (dump == 1) {
+        struct hprof_header h = { .id_size = s->ids, .timestamp_ms = 1700000000000ull };
+        snprintf(h.version, sizeof h.version, "JAVA PROFILE 1.0.%d", s->android ? 3 : 2);
+        s->rc = hprof_visit_header(s->out, &h);
+    } else {
+        s->out = &written_already;
+    }
     define_classes(s, &m);
     stack_records(s, &m);
+    s->out = out;
+    if (dump > 1) { /* a record between the dumps, as the agent's traces are */
+        char name[32];
+        snprintf(name, sizeof name, "heap dump %u", dump);
+        (void)string_id(s, name);
+    }
     CHECK(s);
     if (s->android)
         m.dump_data_instance = new_object_id(s);
@@ -840,7 +885,8 @@ static void generate(struct synth *s, const struct options *o)
     instance(s, 'A', thread, m.thread, &tv);
 
     uint64_t last = 0;
-    for (unsigned round = 0; round < o->scale && s->rc >= 0; round++)
+    /* later dumps hold more: the same ids, other objects behind some */
+    for (unsigned round = 0; round < o->scale + dump - 1 && s->rc >= 0; round++)
         last = population(s, &m, round, 40, 2048);
     string_object(s, &m, 'A', "");
     string_object(s, &m, 'A', "na\xC3\xAFve caf\xC3\xA9 \xE2\x98\x95");
@@ -867,10 +913,13 @@ static void generate(struct synth *s, const struct options *o)
         if (s->rc >= 0)
             s->rc = hprof_visit_primitive_array(s->out, &a);
     }
-    end_segment(s);
+    if (!o->whole_dumps)
+        end_segment(s);
 
     /* Roots in a segment of their own at the end keep the code simple; ART
      * puts them first, which the real ART fixture covers. */
+    unsigned seg_limit = s->seg_limit;
+    uint64_t seg_byte_limit = s->seg_byte_limit;
     s->seg_limit = ~0u;
     s->seg_byte_limit = UINT64_MAX;
     root(s, HPROF_ROOT_STICKY_CLASS, m.string, 0, 0);
@@ -896,9 +945,11 @@ static void generate(struct synth *s, const struct options *o)
     }
     end_segment(s);
     struct hprof_record end = { .tag = HPROF_TAG_HEAP_DUMP_END };
-    if (s->rc >= 0)
+    if (s->rc >= 0 && !o->whole_dumps)
         s->rc = hprof_visit_record(s->out, &end);
-    if (s->rc >= 0)
+    s->seg_limit = seg_limit;
+    s->seg_byte_limit = seg_byte_limit;
+    if (s->rc >= 0 && dump == o->dumps)
         s->rc = hprof_visit_end(s->out);
 }
 
@@ -1020,6 +1071,10 @@ static void usage(FILE *out)
             "  --nodata           add a PRIMITIVE_ARRAY_NODATA record\n"
             "  --class-chain N    instead, N classes chained by superclass, root first\n"
             "  --leaf-first       with --class-chain: list the classes leaf first\n"
+            "  --dumps N          N heap dumps in the file with the same object ids, as\n"
+            "                     the JDK's hprof agent appends them [Default: 1]\n"
+            "  --whole-dumps      each heap dump one HEAP_DUMP record (else segments\n"
+            "                     closed by HEAP_DUMP_END)\n"
             "  --manifest FILE    write what was generated, \"key value\" per line\n"
             "  -f, --force        overwrite OUT\n"
             "  -h, --help         show this help and exit\n"
@@ -1037,9 +1092,11 @@ int main(int argc, char **argv)
         { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { "class-chain", required_argument, NULL, 'c' },
         { "leaf-first", no_argument, NULL, 'l' },
+        { "dumps", required_argument, NULL, 'D' },
+        { "whole-dumps", no_argument, NULL, 'W' },
         { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
     };
-    struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440 };
+    struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440, .dumps = 1 };
     int c, force = 0;
     unsigned long long v;
     if (cli_init(argv[0]) != 0)
@@ -1078,6 +1135,14 @@ int main(int argc, char **argv)
             o.class_chain = (unsigned)v;
             break;
         case 'l': o.leaf_first = 1; break;
+        case 'D':
+            if (cli_parse_uint(optarg, 1000, &v) != 0 || v == 0) {
+                cli_error("--dumps: expected 1-1000, got '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            o.dumps = (unsigned)v;
+            break;
+        case 'W': o.whole_dumps = 1; break;
         case 'm': o.manifest = optarg; break;
         case 'f': force = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
@@ -1107,13 +1172,22 @@ int main(int argc, char **argv)
         .next_string = o.android ? 0x1000 : 0x7f00000000ull, .rng = 0x2545F4914F6CDD1Dull,
         .seg_limit = o.android ? 128 : 100000, .seg_heap = ~0u,
         .seg_byte_limit = o.android ? 4096 : UINT64_MAX,
+        .seg_tag = o.whole_dumps ? HPROF_TAG_HEAP_DUMP : HPROF_TAG_HEAP_DUMP_SEGMENT,
     };
+    if (o.whole_dumps) { /* one record holds the whole dump */
+        s.seg_limit = ~0u;
+        s.seg_byte_limit = UINT64_MAX;
+    }
     if (w != NULL) {
         s.out = hprof_writer_visitor(w);
         if (o.class_chain > 0)
             generate_chain(&s, &o);
         else
-            generate(&s, &o);
+            for (unsigned dump = 1; dump <= o.dumps && s.rc >= 0; dump++) {
+                s.next_object = o.android ? 0x12c00000 : 0x7f0000000ull;
+                s.next_serial = 0;
+                generate(&s, &o, dump);
+            }
         if (s.rc >= 0)
             s.rc = hprof_sink_finish(sink);
     } else {

@@ -30,15 +30,16 @@ static void usage(FILE *out)
             cli_progname);
 }
 
-static void print_report(const char *path, const struct hprof_header *h,
+/* `dump` is "" for a file of one heap dump, else "dump N of M: ". */
+static void print_report(const char *path, const char *dump, const struct hprof_header *h,
                          const struct hprof_verify_report *r)
 {
-    printf("%s: OK: %s, %" PRIu32 "-byte ids, %" PRIu64 " records (%" PRIu64
+    printf("%s: %sOK: %s, %" PRIu32 "-byte ids, %" PRIu64 " records (%" PRIu64
            " heap segments, %" PRIu64 " unknown), %" PRIu64 " strings, %" PRIu64
            " classes loaded, %" PRIu64 " class dumps, %" PRIu64 " instances, %" PRIu64
            " object arrays, %" PRIu64 " primitive arrays (%" PRIu64 " bytes), %" PRIu64
            " roots, %" PRIu64 " heap infos; %" PRIu64 " dangling references",
-           cli_quote(path), h->version, h->id_size, r->records, r->segments, r->unknown_records,
+           cli_quote(path), dump, h->version, h->id_size, r->records, r->segments, r->unknown_records,
            r->strings, r->load_classes, r->class_dumps, r->instances, r->object_arrays,
            r->primitive_arrays, r->primitive_bytes, r->roots, r->heap_infos, r->dangling);
     const char *sep = " (";
@@ -52,6 +53,34 @@ static void print_report(const char *path, const struct hprof_header *h,
 }
 
 static int salvage;    /* --salvage */
+
+/* A file of several heap dumps (the hprof agent's): each dump is its own
+ * space of object ids, checked and reported on its own. */
+static int verify_each_dump(const char *path, struct hprof_reader *r, int quiet,
+                            struct hprof_verify_report *report, struct hprof_error *err)
+{
+    int rc = HPROF_OK;
+    for (unsigned n = 1; rc == HPROF_OK && n <= hprof_reader_dumps(r); n++) {
+        char dump[64];
+        memset(err, 0, sizeof *err);
+        hprof_reader_set_dump(r, n);
+        rc = hprof_verify(r, report, err);
+        snprintf(dump, sizeof dump, "dump %u of %u: ", n, hprof_reader_dumps(r));
+        if (rc == HPROF_OK && hprof_reader_dumps(r) > HPROF_MAX_DUMPS)
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT, "%u heap dumps: at most %u are checked",
+                                 hprof_reader_dumps(r), HPROF_MAX_DUMPS);
+        if (rc != HPROF_OK) {
+            char message[sizeof dump + sizeof err->message];
+            snprintf(message, sizeof message, "%s%s", dump, err->message);
+            memcpy(err->message, message, sizeof err->message - 1);
+            err->message[sizeof err->message - 1] = '\0';
+        } else if (!quiet) {
+            print_report(path, dump, hprof_reader_header(r), report);
+        }
+    }
+    hprof_reader_set_dump(r, 0);
+    return rc;
+}
 
 static int verify_file(const char *path, int quiet)
 {
@@ -68,10 +97,13 @@ static int verify_file(const char *path, int quiet)
         hprof_reader_set_progress(r, cli_progress_bytes, &progress);
         rc = hprof_verify(r, &report, &err);
     }
+    int several = rc != HPROF_OK && r != NULL && hprof_reader_dumps(r) > 1;
+    if (several)
+        rc = verify_each_dump(path, r, quiet, &report, &err);
     cli_progress_done(&progress);
     if (rc == HPROF_OK) {
-        if (!quiet)
-            print_report(path, hprof_reader_header(r), &report);
+        if (!quiet && !several)
+            print_report(path, "", hprof_reader_header(r), &report);
         if (salvage) {
             struct cli_salvage s;
             cli_salvage_collect(&s, r, 0);

@@ -128,7 +128,10 @@ void info_print_report(FILE *f, const char *path, const struct hprof_info *info,
     fprintf(f, "  %-24s %s, %" PRIu32 "-byte ids, taken ", "format",
             cli_quote(info->header.version), info->header.id_size);
     print_time(f, info->header.timestamp_ms);
-    fprintf(f, "\n  %-24s %" PRIu64 " bytes\n\n", "size", info->file_bytes);
+    fprintf(f, "\n  %-24s %" PRIu64 " bytes\n", "size", info->file_bytes);
+    if (o->dump != 0)
+        fprintf(f, "  %-24s %u of %u (each its own objects)\n", "heap dump", o->dump, o->dumps);
+    fprintf(f, "\n");
 
     fprintf(f, "%-26s %12s %16s\n", "Records", "count", "bytes");
     for (int t = 0; t < 256; t++)
@@ -257,6 +260,8 @@ void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
     char label[16];
     fprintf(f, "{\"file\":");
     json_str(f, path);
+    if (o->dump != 0)
+        fprintf(f, ",\"dump\":%u,\"dumps\":%u", o->dump, o->dumps);
     fprintf(f, ",\"version\":");
     json_str(f, info->header.version);
     fprintf(f, ",\"id_size\":%" PRIu32 ",\"timestamp_ms\":%" PRIu64 ",\"bytes\":%" PRIu64,

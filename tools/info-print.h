@@ -14,6 +14,7 @@ struct info_options {
     int json, estimate;
     size_t top;
     const struct cli_salvage *salvage; /* --salvage: what was lost, or NULL */
+    unsigned dump, dumps;       /* the report's heap dump, of several; 0 for a file of one */
 };
 
 /* What hprof-shrink would write, from its passes over a null sink. */

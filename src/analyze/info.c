@@ -710,6 +710,7 @@ int hprof_info_analyze_mapped(struct hprof_reader *r, const struct hprof_mapping
         rc = nomem(&a);
     objcheck_visitor_init(&check, &a.objcheck, err, &a.base);
     hprof_reader_set_strict(r, 1);
+    reader_set_one_dump(r, 1); /* object ids are unique within one heap dump only */
     memset(&restore, 0, sizeof restore);
     if (deobf_plan_init(&plan) != HPROF_OK && rc == HPROF_OK)
         rc = nomem(&a);
@@ -734,6 +735,7 @@ int hprof_info_analyze_mapped(struct hprof_reader *r, const struct hprof_mapping
             rc = add_dump_data_buffers(&a);
     }
     hprof_reader_set_strict(r, 0);
+    reader_set_one_dump(r, 0);
     deobf_filter_release(&restore);
     if (rc == HPROF_OK)
         rc = build_classes(&a);

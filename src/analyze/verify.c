@@ -229,6 +229,7 @@ int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
         goto out;
     }
     hprof_reader_set_strict(r, 1);
+    reader_set_one_dump(r, 1); /* object ids are unique within one heap dump only */
     vf.pass = 1;
     if ((rc = hprof_reader_run(r, &vf.base)) != HPROF_OK)
         goto out;
@@ -239,6 +240,7 @@ int hprof_verify(struct hprof_reader *r, struct hprof_verify_report *report,
     rc = hprof_reader_run(r, &vf.base);
 out:
     hprof_reader_set_strict(r, 0);
+    reader_set_one_dump(r, 0);
     classes_free(&vf.classes);
     idmap_free(&vf.objects);
     return rc;

@@ -471,6 +471,17 @@ void reader_copy_salvage_report(struct hprof_reader *to, const struct hprof_read
  * least, until one ends at or past `end`. */
 int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
                         struct hprof_visitor *v);
+/* A second heap dump fails the run (hprof_reader_dumps() then says 2):
+ * what a pass that gathers object ids across the whole run needs. */
+void reader_set_one_dump(struct hprof_reader *r, int on);
+/* Did the last run stop so?  (The file holds several heap dumps.) */
+int reader_stopped_at_second_dump(const struct hprof_reader *r);
+/* Where the last record of the dump hprof_reader_set_dump() selected
+ * ended, in the last run. */
+uint64_t reader_dump_end(const struct hprof_reader *r);
+/* Runs read the records from `start` (a record boundary; 0: the first)
+ * until `end` (0: the end of the file). */
+void reader_set_range(struct hprof_reader *r, uint64_t start, uint64_t end);
 /* Called by a visitor's heap_begin that returns HPROF_SKIP: the run goes on
  * at `offset` (a record boundary past that segment) instead of right after
  * it.  The records in between are neither read nor counted. */

@@ -34,6 +34,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -141,6 +142,18 @@ struct hprof_reader {
     uint64_t records;           /* in this run */
     uint64_t heap_bytes;        /* bytes of heap records in this run */
     uint64_t open_run;          /* offset of an unclosed HEAP_DUMP_SEGMENT run, or 0 */
+
+    /* Several heap dumps in one file (the hprof agent appends one per
+     * request): ids are unique within a dump only. */
+    unsigned only_dump;         /* hprof_reader_set_dump(): 0 all, else the n-th alone */
+    unsigned selecting;         /* only_dump during a run from the header, else 0 */
+    int guarding;               /* one_dump, in a run of every dump */
+    int stopped_at_dump;        /* the last run stopped at a second heap dump */
+    int one_dump;               /* reader_set_one_dump(): a second dump stops the run */
+    unsigned dumps;             /* heap dumps begun so far in this run */
+    unsigned dumps_seen;        /* ... in the last run */
+    uint64_t dump_end;          /* where the selected dump's last record ends */
+    uint64_t range_start, range_end; /* reader_set_range(), or 0 */
 
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -365,6 +378,12 @@ static int parse_header(struct hprof_reader *r)
     if (len < sizeof magic - 1 || memcmp(head, magic, sizeof magic - 1) != 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)");
+    /* The hprof agent's format=a writes "JAVA PROFILE 1.0.1, created ..."
+     * and text lines: the version is followed by a comma, not a NUL. */
+    if (len > sizeof magic && (head[sizeof magic] == ',' || head[sizeof magic] == '\n'))
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x0: header: a text-format hprof (format=a), not a binary "
+                               "heap dump");
     if (nul == NULL || (size_t)(nul - head) >= sizeof r->header.version)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x0: header: version string is not terminated");
@@ -474,6 +493,37 @@ uint64_t hprof_reader_size(const struct hprof_reader *r)
 void hprof_reader_set_strict(struct hprof_reader *r, int strict)
 {
     r->strict = strict;
+}
+
+void hprof_reader_set_dump(struct hprof_reader *r, unsigned dump)
+{
+    r->only_dump = dump;
+}
+
+unsigned hprof_reader_dumps(const struct hprof_reader *r)
+{
+    return r->dumps_seen;
+}
+
+void reader_set_one_dump(struct hprof_reader *r, int on)
+{
+    r->one_dump = on;
+}
+
+int reader_stopped_at_second_dump(const struct hprof_reader *r)
+{
+    return r->stopped_at_dump;
+}
+
+uint64_t reader_dump_end(const struct hprof_reader *r)
+{
+    return r->dump_end;
+}
+
+void reader_set_range(struct hprof_reader *r, uint64_t start, uint64_t end)
+{
+    r->range_start = start;
+    r->range_end = end;
 }
 
 void hprof_reader_set_progress(struct hprof_reader *r,
@@ -1337,6 +1387,33 @@ static int check_layout(struct hprof_reader *r, const uint8_t *p, uint32_t lengt
     return HPROF_OK;
 }
 
+/* At a heap record: a HEAP_DUMP, or a segment that opens a run, begins a
+ * heap dump (as MAT counts them: a HEAP_DUMP record or a HEAP_DUMP_END
+ * ends one).  With reader_set_one_dump(), a second one stops the run. */
+static int dump_boundary(struct hprof_reader *r)
+{
+    int begins = r->rec_tag == HPROF_TAG_HEAP_DUMP ||
+                 (r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT && r->open_run == 0);
+    if (r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT && r->open_run == 0)
+        r->open_run = r->rec_offset;
+    else if (r->rec_tag == HPROF_TAG_HEAP_DUMP_END)
+        r->open_run = 0;
+    if (!begins)
+        return HPROF_OK;
+    if (r->dumps == UINT_MAX)
+        FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "more than %u heap dumps", UINT_MAX);
+    r->dumps++;
+    if (r->guarding && r->dumps > 1) {
+        r->dumps_seen = r->dumps;
+        r->stopped_at_dump = 1;
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": %s: a second heap dump begins here "
+                               "(each dump is read on its own)", r->rec_offset,
+                               hprof_tag_name(r->rec_tag));
+    }
+    return HPROF_OK;
+}
+
 static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
 {
     unsigned ids = r->header.id_size;
@@ -1369,10 +1446,13 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     uint32_t time = get_u4(p + 1), length = get_u4(p + 5);
     consume(r, 9);
     r->records++;
-    if (r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT && r->open_run == 0)
-        r->open_run = r->rec_offset;
-    else if (r->rec_tag == HPROF_TAG_HEAP_DUMP_END)
-        r->open_run = 0;
+    int heap_record = 0;
+    if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT ||
+        r->rec_tag == HPROF_TAG_HEAP_DUMP_END) {
+        heap_record = 1;
+        if ((rc = dump_boundary(r)) != HPROF_OK)
+            return rc;
+    }
     if (!hprof_tag_known(r->rec_tag))
         return unknown_tag(r);
     if (length > r->size - r->pos && r->salvage)
@@ -1381,6 +1461,13 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
               "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)"
               SALVAGE_HINT, length, r->size - r->pos);
+    if (heap_record && r->selecting != 0) {
+        if (r->dumps != r->selecting) { /* another dump's: not this run's */
+            skip(r, length);
+            return HPROF_OK;
+        }
+        r->dump_end = r->pos + length;
+    }
 
     if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT) {
         struct hprof_segment seg = { r->rec_offset, r->rec_tag, time, length };
@@ -1426,13 +1513,19 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     int rc = salvage_begin(r);
     if (rc != HPROF_OK)
         return rc;
-    seek_to(r, r->header.length);
+    seek_to(r, r->range_start != 0 ? r->range_start : r->header.length);
+    uint64_t end = r->range_end != 0 ? r->range_end : r->size;
     r->next_progress = r->next_check = 0;
     r->in_heap = 0;
     r->rec_tag = 0;
     r->records = 0;
     r->heap_bytes = 0;
     r->open_run = 0;
+    r->dumps = 0;
+    r->dump_end = 0;
+    r->selecting = r->only_dump;
+    r->guarding = r->one_dump && r->only_dump == 0;
+    r->stopped_at_dump = 0;
     memset(&r->report, 0, sizeof r->report);
     if (r->deliver != NULL) {
         r->report.classes_dropped = r->sv->classes_dropped;
@@ -1443,7 +1536,7 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     rc = hprof_visit_header(v, &r->header);
     if (rc < 0)
         return hprof_error_set(r->err, rc, "offset 0x0: header: a visitor failed");
-    while (r->pos < r->size) {
+    while (r->pos < end) {
         rc = read_record(r, v);
         if (rc == READER_CUT)
             break;
@@ -1451,6 +1544,10 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
             return rc;
         report_progress(r);
     }
+    r->dumps_seen = r->dumps;
+    if (r->selecting > r->dumps)
+        return hprof_error_set(r->err, HPROF_ERR_USAGE,
+                               "no heap dump %u: the file holds %u", r->selecting, r->dumps);
     if (r->salvage && r->open_run != 0) { /* the visitors' end closes it */
         if (!r->report.cut)
             r->report.input_end = r->report.kept_end = r->size;
@@ -1507,6 +1604,10 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
         (*out)->cut_subs = r->cut_subs;
         (*out)->cut_sub_tag = r->cut_sub_tag;
         (*out)->prepared = r->prepared;
+        (*out)->only_dump = r->only_dump;
+        (*out)->one_dump = r->one_dump;
+        (*out)->range_start = r->range_start;
+        (*out)->range_end = r->range_end;
         if (((*out)->sv = r->sv) != NULL)
             atomic_fetch_add(&r->sv->refs, 1);
     }
@@ -1599,6 +1700,8 @@ int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
         return rc;
     seek_to(r, start);
     r->next_check = 0;
+    r->selecting = 0; /* the caller chose the records */
+    r->guarding = 0;
     start_read_ahead(r, &ahead, start);
     do
         rc = read_record(r, v);

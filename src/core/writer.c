@@ -45,6 +45,7 @@ struct hprof_writer {
     struct hprof_error *err;
     unsigned id_size;
     uint32_t limit;
+    int header_written;         /* a writer fed several runs (one per heap dump) writes it once */
 
     uint8_t *seg;               /* the open segment's body, up to `limit`
                                    (a whole HEAP_DUMP's: up to seg_cap) */
@@ -315,6 +316,9 @@ static int on_header(struct hprof_visitor *v, const struct hprof_header *h)
     size_t vlen = strlen(h->version) + 1;
     if (h->id_size != 4 && h->id_size != 8)
         return hprof_error_set(w->err, HPROF_ERR_USAGE, "writer: id size %" PRIu32, h->id_size);
+    if (w->header_written)
+        return HPROF_OK;
+    w->header_written = 1;
     w->id_size = h->id_size;
     put_u4(put_u4(put_u4(tail, h->id_size), (uint32_t)(h->timestamp_ms >> 32)),
            (uint32_t)h->timestamp_ms);

@@ -48,6 +48,9 @@ struct shrink_run {
     struct objcheck ids_seen;   /* no object id dumped twice (validate.h) */
     struct objcheck_visitor check; /* confirms ids_seen's suspects, when pass 2 runs */
     struct segment_runs runs;   /* for the write pass's workers, noted in pass 1 */
+    /* A file of several heap dumps: the names in use in any of them,
+     * collected once, since each dump's run writes the names around it. */
+    const struct names_plan *shared_names;
     unsigned threads;
     int pass, passes;
 };
@@ -96,31 +99,27 @@ static int run_pass(struct shrink_run *run, struct hprof_visitor *v)
     return rc;
 }
 
-static int write_pass(struct shrink_run *run, struct hprof_sink *sink)
+static int write_pass(struct shrink_run *run, struct hprof_writer *w)
 {
-    struct hprof_error *err = run->ctx.err;
-    struct hprof_writer *w = hprof_writer_new(sink, err);
-    int rc = w ? HPROF_OK : err->code;
-    if (rc == HPROF_OK && run->opt.segment_limit)
-        rc = hprof_writer_set_segment_limit(w, run->opt.segment_limit);
-    if (rc == HPROF_OK) {
-        struct write_pass_config cfg = {
-            .plan = &run->plan,
-            .reader = run->ctx.reader,
-            .writer = w,
-            .threads = run->threads,
-            .segment_limit = run->opt.segment_limit,
-            .stats = run->ctx.stats,
-            .err = err,
-            .progress = run->opt.progress ? report : NULL,
-            .progress_ctx = run,
-            .runs = run->runs.n > 0 ? &run->runs : NULL,
-        };
-        double start = pass_begin(run);
-        rc = write_pass_run(&cfg);
-        pass_end(run, start);
-    }
-    hprof_writer_free(w);
+    struct names_plan own_names = run->plan.names;
+    if (run->shared_names != NULL)
+        run->plan.names = *run->shared_names;
+    struct write_pass_config cfg = {
+        .plan = &run->plan,
+        .reader = run->ctx.reader,
+        .writer = w,
+        .threads = run->threads,
+        .segment_limit = run->opt.segment_limit,
+        .stats = run->ctx.stats,
+        .err = run->ctx.err,
+        .progress = run->opt.progress ? report : NULL,
+        .progress_ctx = run,
+        .runs = run->runs.n > 0 ? &run->runs : NULL,
+    };
+    double start = pass_begin(run);
+    int rc = write_pass_run(&cfg);
+    pass_end(run, start);
+    run->plan.names = own_names;
     return rc;
 }
 
@@ -163,7 +162,7 @@ static int collect_and_plan(struct shrink_run *run)
     int resolved = 0, expand = 0, digest = 0, merge = 0;
     struct names_collect names;
     struct hprof_visitor *pass_1 = collect_pass_1(&run->collect);
-    if (run->plan.drop_names) { /* which STRING records are in use, as pass 1 goes */
+    if (run->plan.drop_names && run->shared_names == NULL) { /* names in use, as pass 1 goes */
         names_collect_init(&names, &run->plan.names, run->ctx.err);
         names.base.next = pass_1;
         pass_1 = &names.base;
@@ -219,7 +218,7 @@ static int collect_and_plan(struct shrink_run *run)
     /* A dump that uses no name at all (STRING records alone, or a dump cut
      * to its names) keeps them: dropping every one could leave no record,
      * which is not a valid dump. */
-    if (names_plan_count(&run->plan.names) == 0)
+    if (names_plan_count(run->shared_names ? run->shared_names : &run->plan.names) == 0)
         run->plan.drop_names = 0;
     run->plan.ids = run->ctx.ids;
     run->plan.arrays = run->opt.arrays;
@@ -263,46 +262,196 @@ static void release(struct shrink_run *run)
     model_free(&rw->model);
 }
 
+/* A run over `r` with its own reader, as the caller's options say. */
+static int run_begin(struct shrink_run *run, struct hprof_reader *r,
+                     const struct hprof_shrink_options *options, struct hprof_shrink_stats *stats,
+                     struct hprof_error *err)
+{
+    memset(run, 0, sizeof *run);
+    run->opt = *options;
+    run->ctx = (struct rewrite_ctx){ .err = err, .stats = stats,
+                                     .opt = &run->opt, .ids = hprof_reader_header(r)->id_size };
+    memset(stats, 0, sizeof *stats);
+    /* A reader of our own, so that the caller's is left as it was set up. */
+    int rc = reader_clone(r, &run->ctx.reader, err);
+    if (rc != HPROF_OK)
+        return rc;
+    run->threads = shrink_threads(&run->opt, hprof_reader_size(r));
+    run->ctx.helper_threads = run->threads > 1 && online_cores() > 1;
+    run->ctx.threads = run->ctx.helper_threads ? run->threads : 1;
+    hprof_reader_set_strict(run->ctx.reader, 1);
+    /* every pass but a parallel write pass reads every record */
+    reader_set_readahead_thread(run->ctx.reader, run->ctx.helper_threads);
+    if (run->opt.progress)
+        hprof_reader_set_progress(run->ctx.reader, report, run);
+    if (run->opt.dump != 0)
+        hprof_reader_set_dump(run->ctx.reader, run->opt.dump);
+    rc = init(run);
+    run->plan.drop_names = !run->opt.keep_names;
+    run->plan.deobfuscate = run->opt.mapping != NULL;
+    return rc;
+}
+
+static void run_end(struct shrink_run *run, struct hprof_reader *r)
+{
+    release(run);
+    deobf_filter_release(&run->restore);
+    if (run->ctx.reader != NULL) {
+        reader_copy_salvage_report(r, run->ctx.reader);
+        hprof_reader_free(run->ctx.reader);
+    }
+}
+
+static void add_count(struct hprof_count *to, const struct hprof_count *c)
+{
+    to->count += c->count;
+    to->bytes += c->bytes;
+}
+
+/* What one heap dump's run counted, added to the file's. */
+static void add_dump_stats(struct hprof_shrink_stats *to, const struct hprof_shrink_stats *s)
+{
+    const struct hprof_count *from[] = {
+        &s->strings, &s->class_dumps, &s->instances_in, &s->instances_out,
+        &s->object_arrays_in, &s->object_arrays_out, &s->primitive_arrays_in,
+        &s->string_values_kept, &s->bitmap_buffers_kept, &s->other_kept, &s->arrays_emptied,
+        &s->arrays_zeroed, &s->arrays_removed, &s->system_dropped, &s->system_standins,
+        &s->strings_redacted, &s->buffers_redacted, &s->bitmap_duplicates, &s->names_dropped,
+    };
+    struct hprof_count *into[] = {
+        &to->strings, &to->class_dumps, &to->instances_in, &to->instances_out,
+        &to->object_arrays_in, &to->object_arrays_out, &to->primitive_arrays_in,
+        &to->string_values_kept, &to->bitmap_buffers_kept, &to->other_kept, &to->arrays_emptied,
+        &to->arrays_zeroed, &to->arrays_removed, &to->system_dropped, &to->system_standins,
+        &to->strings_redacted, &to->buffers_redacted, &to->bitmap_duplicates, &to->names_dropped,
+    };
+    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++)
+        add_count(into[i], from[i]);
+    to->roots_dropped += s->roots_dropped;
+    to->strings_kept_by_rule += s->strings_kept_by_rule;
+    to->fields_zeroed += s->fields_zeroed;
+    to->bitmap_candidates += s->bitmap_candidates;
+    to->bitmap_digested += s->bitmap_digested;
+    to->bitmap_groups += s->bitmap_groups;
+    to->jvm_roots_converted += s->jvm_roots_converted;
+    to->jvm_heap_infos_dropped += s->jvm_heap_infos_dropped;
+    to->jvm_nodata_arrays += s->jvm_nodata_arrays;
+    to->bitmap_fingerprinted += s->bitmap_fingerprinted;
+    to->bitmap_bytes_fingerprinted += s->bitmap_bytes_fingerprinted;
+    to->bitmap_bytes_hashed += s->bitmap_bytes_hashed;
+    to->bitmap_bytes_compared += s->bitmap_bytes_compared;
+    for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
+        to->pass_seconds[i] += s->pass_seconds[i];
+    if (s->passes > to->passes)
+        to->passes = s->passes;
+    to->resolved_in_pass_1 = s->resolved_in_pass_1;
+}
+
+/* Which STRING records any heap dump of the file uses: one pass. */
+static int collect_all_names(struct hprof_reader *r, struct names_plan *names,
+                             struct hprof_error *err)
+{
+    struct hprof_reader *all;
+    struct names_collect c;
+    int rc = reader_clone(r, &all, err);
+    if (rc != HPROF_OK)
+        return rc;
+    hprof_reader_set_dump(all, 0);
+    hprof_reader_set_strict(all, 1);
+    names_collect_init(&c, names, err);
+    c.base.next = NULL;
+    rc = hprof_reader_run(all, &c.base);
+    hprof_reader_free(all);
+    return rc;
+}
+
+/* A file of several heap dumps, each its own space of object ids: each
+ * dump is shrunk by a run of its own, whose collect passes read the
+ * records outside the heap dumps and that dump's, and whose write pass
+ * writes the records from the end of the dump before to the end of its
+ * own (the last, to the end of the file) through the one writer. */
+static int shrink_each_dump(struct hprof_reader *r, struct hprof_writer *w,
+                            const struct hprof_shrink_options *options,
+                            struct hprof_shrink_stats *stats, struct hprof_error *err)
+{
+    if (options->mapping != NULL)
+        return hprof_error_set(err, HPROF_ERR_USAGE,
+                               "a mapping cannot restore the names of a file of several heap "
+                               "dumps: choose one (--dump=N)");
+    struct names_plan names;
+    if (names_plan_init(&names) != HPROF_OK)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    int rc = options->keep_names ? HPROF_OK : collect_all_names(r, &names, err);
+    uint64_t start = 0;
+    unsigned dumps = 2;
+    for (unsigned n = 1; rc == HPROF_OK && n <= dumps; n++) {
+        struct hprof_shrink_stats dump_stats;
+        struct shrink_run run;
+        rc = run_begin(&run, r, options, &dump_stats, err);
+        run.shared_names = &names;
+        hprof_reader_set_dump(run.ctx.reader, n);
+        if (rc == HPROF_OK)
+            rc = collect_and_plan(&run);
+        dumps = hprof_reader_dumps(run.ctx.reader);
+        if (rc == HPROF_OK && dumps > HPROF_MAX_DUMPS)
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                 "%u heap dumps in one file: at most %u are shrunk each on its "
+                                 "own; choose one (--dump=N)", dumps, HPROF_MAX_DUMPS);
+        uint64_t end = n < dumps ? reader_dump_end(run.ctx.reader) : 0;
+        hprof_reader_set_dump(run.ctx.reader, 0);
+        reader_set_range(run.ctx.reader, start, end);
+        if (rc == HPROF_OK)
+            rc = write_pass(&run, w);
+        start = end;
+        add_dump_stats(stats, &dump_stats);
+        run_end(&run, r);
+    }
+    stats->dumps = dumps;
+    names_plan_free(&names);
+    return rc;
+}
+
 int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
                  const struct hprof_shrink_options *options, struct hprof_shrink_stats *stats,
                  struct hprof_error *err)
 {
     struct hprof_shrink_stats scratch_stats;
     struct shrink_run run;
-    memset(&run, 0, sizeof run);
-    run.opt = *options;
-    run.ctx = (struct rewrite_ctx){ .err = err, .stats = stats ? stats : &scratch_stats,
-                                    .opt = &run.opt, .ids = hprof_reader_header(r)->id_size };
-    memset(run.ctx.stats, 0, sizeof *run.ctx.stats);
-    if ((unsigned)run.opt.arrays > HPROF_ARRAYS_REMOVE)
-        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d", (int)run.opt.arrays);
-    /* A reader of our own, so that the caller's is left as it was set up. */
-    int rc = reader_clone(r, &run.ctx.reader, err);
-    if (rc != HPROF_OK)
-        return rc;
-    run.threads = shrink_threads(&run.opt, hprof_reader_size(r));
-    run.ctx.helper_threads = run.threads > 1 && online_cores() > 1;
-    run.ctx.threads = run.ctx.helper_threads ? run.threads : 1;
-    hprof_reader_set_strict(run.ctx.reader, 1);
-    /* every pass but a parallel write pass reads every record */
-    reader_set_readahead_thread(run.ctx.reader, run.ctx.helper_threads);
-    if (run.opt.progress)
-        hprof_reader_set_progress(run.ctx.reader, report, &run);
-
-    rc = init(&run);
-    run.plan.drop_names = !run.opt.keep_names;
-    run.plan.deobfuscate = run.opt.mapping != NULL;
+    if (stats == NULL)
+        stats = &scratch_stats;
+    memset(stats, 0, sizeof *stats);
+    if ((unsigned)options->arrays > HPROF_ARRAYS_REMOVE)
+        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d",
+                               (int)options->arrays);
+    struct hprof_writer *w = hprof_writer_new(sink, err);
+    if (w == NULL)
+        return err->code;
+    int rc = options->segment_limit ? hprof_writer_set_segment_limit(w, options->segment_limit)
+                                    : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = run_begin(&run, r, options, stats, err);
+    else
+        memset(&run, 0, sizeof run);
+    /* object ids are unique within one heap dump only: a second one stops
+     * the first pass, before anything is written */
+    if (run.ctx.reader != NULL)
+        reader_set_one_dump(run.ctx.reader, 1);
     if (rc == HPROF_OK)
         rc = collect_and_plan(&run);
+    int several = rc != HPROF_OK && run.ctx.reader != NULL &&
+                  reader_stopped_at_second_dump(run.ctx.reader);
     if (rc == HPROF_OK)
-        rc = write_pass(&run, sink);
-    if (rc == HPROF_OK) {
-        run.ctx.stats->bytes_in = hprof_reader_size(r);
-        run.ctx.stats->bytes_out = hprof_sink_bytes(sink);
+        rc = write_pass(&run, w);
+    stats->dumps = 1;
+    run_end(&run, r);
+    if (several) {
+        memset(err, 0, sizeof *err);
+        rc = shrink_each_dump(r, w, options, stats, err);
     }
-    release(&run);
-    deobf_filter_release(&run.restore);
-    reader_copy_salvage_report(r, run.ctx.reader);
-    hprof_reader_free(run.ctx.reader);
+    if (rc == HPROF_OK) {
+        stats->bytes_in = hprof_reader_size(r);
+        stats->bytes_out = hprof_sink_bytes(sink);
+    }
+    hprof_writer_free(w);
     return rc;
 }
