@@ -326,7 +326,9 @@ struct hprof_writer;
  * starting a new one where the input's segment ends or where the limit
  * would be passed (a single sub-record larger than the limit gets a
  * segment of its own), never writing
- * an empty one; closes each run of segments with one HEAP_DUMP_END; and in a
+ * an empty one; closes each run of segments with one HEAP_DUMP_END (a
+ * top-level record between segments does not end the run: the run is one
+ * heap dump until its END); and in a
  * new segment repeats the current HEAP_DUMP_INFO before the first object, as
  * ART does.  HEAP_DUMP_INFO sub-records not followed by any object in their
  * segment are not written.  It holds each segment in memory, up to the

@@ -326,15 +326,14 @@ static int on_header(struct hprof_visitor *v, const struct hprof_header *h)
     return rc == HPROF_OK ? io(w, tail, sizeof tail) : rc;
 }
 
-/* Any top-level record ends the open run of segments. */
+/* A top-level record ends the open segment but not the run: a run of
+ * segments is one heap dump until its HEAP_DUMP_END, also with names or
+ * traces between its segments (as the JDK's hprof agent writes them), and
+ * an END written here would make it two dumps to MAT and to the reader. */
 static int before_top_level(struct hprof_writer *w)
 {
     int rc = check_no_array_pending(w);
-    if (rc == HPROF_OK && (w->seg_len > 0 || w->in_run)) {
-        rc = end_run(w, 0);
-        w->closed_by_us = 1;
-    }
-    return rc;
+    return rc == HPROF_OK ? flush_segment(w) : rc;
 }
 
 /* Names are the most numerous top-level records: header and id go out in
