@@ -40,6 +40,9 @@ struct options {
     const char *mapping_path;   /* --mapping, loaded once for every input */
     int salvage;                /* --salvage: keep what a cut dump holds */
     int sync;                   /* --sync 1, --no-sync 0; -1: in batch mode only */
+    /* --shard=K/N: this run is worker K (from 0) of N sharing one tree;
+     * shard_count 0: no sharding. */
+    unsigned shard_index, shard_count;
     struct cli_salvage salvaged;
 };
 
@@ -84,6 +87,9 @@ static void usage(FILE *out)
             "                       than their input unless -f\n"
             "  -r, --recursive      batch: IN may be directories, searched for *.hprof\n"
             "                       and *.hprof.gz; outputs keep their relative paths\n"
+            "  --shard=K/N          batch: take only the inputs of shard K (0 to N-1) of\n"
+            "                       N, chosen by a hash of each relative path, so that\n"
+            "                       N runs on N machines share one tree\n"
             "  -f, --force          overwrite OUT; write to a terminal\n"
             "  --sync               write each output to disk (fsync) before naming it,\n"
             "                       so that it survives a crash [Default: in batch mode]\n"
@@ -105,11 +111,31 @@ static void usage(FILE *out)
             cli_progname, cli_progname, cli_progname);
 }
 
+#define MAX_SHARDS 1000000u
+
+/* "K/N", both decimal, 0 <= K < N. */
+static int parse_shard(const char *arg, struct options *o)
+{
+    const char *slash = strchr(arg, '/');
+    unsigned long long k, n;
+    char kbuf[16];
+    if (slash == NULL || (size_t)(slash - arg) >= sizeof kbuf)
+        return -1;
+    memcpy(kbuf, arg, (size_t)(slash - arg));
+    kbuf[slash - arg] = '\0';
+    if (cli_parse_uint(kbuf, MAX_SHARDS, &k) != 0 || cli_parse_uint(slash + 1, MAX_SHARDS, &n) != 0 ||
+        n == 0 || k >= n)
+        return -1;
+    o->shard_index = (unsigned)k;
+    o->shard_count = (unsigned)n;
+    return 0;
+}
+
 static int parse(int argc, char **argv, struct options *o)
 {
     enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
            OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
-           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC };
+           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_SHARD };
     static const struct option long_options[] = {
         { "arrays", required_argument, NULL, OPT_ARRAYS },
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
@@ -124,6 +150,7 @@ static int parse(int argc, char **argv, struct options *o)
         { "threads", required_argument, NULL, 'j' },
         { "output-dir", required_argument, NULL, 'o' },
         { "recursive", no_argument, NULL, 'r' },
+        { "shard", required_argument, NULL, OPT_SHARD },
         { "force", no_argument, NULL, 'f' },
         { "sync", no_argument, NULL, OPT_SYNC },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
@@ -203,6 +230,11 @@ static int parse(int argc, char **argv, struct options *o)
             break;
         case 'o': o->out_dir = optarg; break;
         case 'r': o->recursive = 1; break;
+        case OPT_SHARD:
+            if (parse_shard(optarg, o) != 0)
+                return cli_usage_error("--shard: expected K/N with 0 <= K < N <= %u, got '%s'",
+                                       MAX_SHARDS, optarg);
+            break;
         case 'f': o->force = 1; break;
         case OPT_SYNC: o->sync = 1; break;
         case OPT_NO_SYNC: o->sync = 0; break;
@@ -221,6 +253,8 @@ static int parse(int argc, char **argv, struct options *o)
         }
     }
     int left = argc - optind;
+    if (o->shard_count != 0 && o->out_dir == NULL)
+        return cli_usage_error("--shard needs batch mode (-o DIR)");
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0) {
             return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
@@ -330,12 +364,22 @@ static void json_string(FILE *f, const char *s)
     cli_json_string(f, s, strlen(s));
 }
 
+/* "{" and, under --shard, the shard's name: every line a shard prints
+ * says which it is, so that the lines of N shards can be put together. */
+static void json_open(FILE *f, const struct options *o)
+{
+    fputc('{', f);
+    if (o->shard_count != 0)
+        fprintf(f, "\"shard\":\"%u/%u\",", o->shard_index, o->shard_count);
+}
+
 /* One JSON object on one line; keys are documented in hprof-shrink(1). */
 static void print_json(FILE *f, const struct options *o, const struct hprof_shrink_stats *s,
                        uint64_t written)
 {
     static const char *const modes[] = { "empty", "zero", "remove" };
-    fprintf(f, "{\"input\":");
+    json_open(f, o);
+    fprintf(f, "\"input\":");
     json_string(f, o->in);
     fprintf(f, ",\"output\":");
     json_string(f, o->out);
@@ -564,6 +608,27 @@ static int is_dump_name(const char *path)
     return ends_with_nocase(path, ".hprof") || ends_with_nocase(path, ".hprof.gz");
 }
 
+/* Whether the input at REL (its path below the root named on the command
+ * line, or its base name) is this run's under --shard.  The hash is FNV-1a
+ * of REL without ".gz": the same on every machine and in every run, and
+ * the same for x.hprof and x.hprof.gz, which would write one output, so
+ * that they meet in one shard, where find_collisions() sees them.  A file
+ * added to the tree lands in exactly one shard; the others are unmoved. */
+static int in_my_shard(const struct options *o, const char *rel)
+{
+    if (o->shard_count == 0)
+        return 1;
+    while (*rel == '/')
+        rel++;
+    size_t n = strlen(rel) - (ends_with_nocase(rel, ".gz") ? 3 : 0);
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)rel[i];
+        h *= 0x100000001b3u;
+    }
+    return h % o->shard_count == o->shard_index;
+}
+
 /* DIR/REL with REL's ".gz" dropped, and added back with --gzip; DIR's
  * trailing slashes are not doubled. */
 static char *output_name(const char *dir, const char *rel, int gzip)
@@ -623,6 +688,8 @@ static int walk_entry(const char *path, const struct stat *st, int type, struct 
     char reason[256];
     struct stat target;
     struct job *j = (struct job *)1;
+    if (type != FTW_D && !in_my_shard(o, rel))
+        return FTW_CONTINUE;
     switch (type) {
     case FTW_D:
         if (walk_out_dir_known && st->st_dev == walk_out_dir.st_dev &&
@@ -785,8 +852,12 @@ static int collect_inputs(const struct options *o, struct file_list *l)
 {
     for (int i = 0; i < o->n_inputs; i++) {
         const char *in = o->inputs[i];
+        const char *base = strrchr(in, '/');
         struct stat st;
-        if (stat(in, &st) != 0) {
+        int stat_rc = stat(in, &st);
+        if ((stat_rc != 0 || !S_ISDIR(st.st_mode)) && !in_my_shard(o, base ? base + 1 : in))
+            continue;
+        if (stat_rc != 0) {
             char reason[256];
             snprintf(reason, sizeof reason, "%s", strerror(errno));
             if (add_job(l, in, NULL, JOB_FAILED, EXIT_IO, reason) == NULL)
@@ -814,7 +885,6 @@ static int collect_inputs(const struct options *o, struct file_list *l)
         }
         /* named on the command line, it is read whatever it is (a FIFO
          * from a shell's <(...) included) */
-        const char *base = strrchr(in, '/');
         char *out = output_name(o->out_dir, base ? base + 1 : in, o->gzip_level);
         if (out == NULL || add_job(l, in, out, JOB_TODO, 0, NULL) == NULL) {
             free(out);
@@ -851,10 +921,11 @@ static const char *exit_class(int code)
 
 /* With --json, one object for an input that was not shrunk.  `offset`:
  * from "offset 0x..." in the message, if any. */
-static void json_unshrunk(const char *in, const char *out, int failed, int code,
-                          const char *reason)
+static void json_unshrunk(const struct options *o, const char *in, const char *out, int failed,
+                          int code, const char *reason)
 {
-    printf("{\"input\":");
+    json_open(stdout, o);
+    printf("\"input\":");
     cli_json_string(stdout, in, strlen(in));
     printf(",\"output\":");
     if (out)
@@ -888,7 +959,7 @@ static void report_unshrunk(const struct options *o, const char *in, const char 
     if (failed)
         cli_error("%s: %s", cli_quote(in), reason);
     if (o->json)
-        json_unshrunk(in, out, failed, code, reason);
+        json_unshrunk(o, in, out, failed, code, reason);
 }
 
 static volatile sig_atomic_t batch_signal;
@@ -914,7 +985,7 @@ static int run_one_child(struct options *o, const char *in, const char *out)
     int code = shrink_file(o);
     /* whatever failed said so on stderr; the first message is the error */
     if (code != 0 && o->json)
-        json_unshrunk(in, out, 1, code, cli_first_error[0] ? cli_first_error : "failed");
+        json_unshrunk(o, in, out, 1, code, cli_first_error[0] ? cli_first_error : "failed");
     return code;
 }
 
@@ -1067,11 +1138,15 @@ static int run_batch(struct options *o)
     free(pids);
     free(slot_job);
     if (!batch_signal && worst != EXIT_USAGE) {
-        if (o->json)
-            printf("{\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
+        if (o->json) {
+            json_open(stdout, o);
+            printf("\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
                    t.failed, t.skipped, worst);
-        else
+        } else {
+            if (o->shard_count != 0)
+                printf("shard %u/%u: ", o->shard_index, o->shard_count);
             printf("%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
+        }
         fflush(stdout);
     }
     for (size_t i = 0; i < l.n; i++) {
