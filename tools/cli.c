@@ -373,21 +373,33 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
     free(dir);
     if (dir_fd >= 0)
         flock(dir_fd, LOCK_SH);
+    /* A stop signal between the file's creation and remember_temp() would
+     * leave it behind: held until the handler knows the file. */
+    sigset_t stop_signals, before;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stop_signals, &before);
     o->fd = mkstemps(o->tmp, (int)strlen(CLI_TEMP_SUFFIX));
     if (o->fd >= 0)
         flock(o->fd, LOCK_EX | LOCK_NB);
     if (dir_fd >= 0)
         close(dir_fd); /* and the shared lock with it */
     if (o->fd < 0) {
+        int err = errno;
+        sigprocmask(SIG_SETMASK, &before, NULL);
         cli_error("%s: cannot create a temporary file in its directory: %s", cli_quote(path),
-                  strerror(errno));
+                  strerror(err));
         free(o->tmp);
         o->tmp = NULL;
         cli_output_abort(o);
         return EXIT_IO;
     }
     set_output_mode(o->fd, input);
-    if (remember_temp(o->tmp) != 0) {
+    int remembered = remember_temp(o->tmp);
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    if (remembered != 0) {
         cli_error("too many outputs open at once");
         cli_output_abort(o);
         return EXIT_IO;

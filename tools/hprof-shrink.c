@@ -1023,6 +1023,7 @@ static int run_batch(struct options *o)
     unsigned jobs = o->threads ? o->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     unsigned running = 0;
     size_t next = 0;
+    int signal_passed_on = 0;
     if (jobs < 1)
         jobs = 1;
     o->batch = 1;
@@ -1076,14 +1077,24 @@ static int run_batch(struct options *o)
                 continue;
             }
             fflush(stdout);
+            /* A signal between fork() and the child's own handlers would
+             * reach only the parent's, which a child ignores: held until
+             * both sides have theirs, it reaches each. */
+            sigset_t stop_signals, before;
+            sigemptyset(&stop_signals);
+            sigaddset(&stop_signals, SIGINT);
+            sigaddset(&stop_signals, SIGTERM);
+            sigprocmask(SIG_BLOCK, &stop_signals, &before);
             pid_t pid = fork();
             if (pid == 0) {
                 sigaction(SIGINT, &old_int, NULL);
                 sigaction(SIGTERM, &old_term, NULL);
+                sigprocmask(SIG_SETMASK, &before, NULL);
                 o->force = 1; /* the up-to-date check above decided */
                 _exit(run_one_child(o, j->in, j->out));
             }
             if (pid < 0) {
+                sigprocmask(SIG_SETMASK, &before, NULL);
                 char reason[256];
                 snprintf(reason, sizeof reason, "cannot start: %s", strerror(errno));
                 report_unshrunk(o, j->in, j->out, 1, EXIT_IO, reason);
@@ -1098,19 +1109,24 @@ static int run_batch(struct options *o)
                     break;
                 }
             running++;
+            sigprocmask(SIG_SETMASK, &before, NULL);
             continue;
         }
         if (batch_signal && next < l.n)
             next = l.n; /* start nothing more */
+        if (batch_signal && !signal_passed_on) {
+            /* the children may not have had it: a kill(1) of the parent
+             * alone, or a signal taken outside wait() */
+            for (unsigned k = 0; k < jobs; k++)
+                if (pids[k] > 0)
+                    kill(pids[k], batch_signal);
+            signal_passed_on = 1;
+        }
         int status;
         pid_t done = wait(&status);
         if (done < 0) {
-            if (errno == EINTR) {
-                for (unsigned k = 0; k < jobs; k++)
-                    if (pids[k] > 0)
-                        kill(pids[k], batch_signal ? batch_signal : SIGTERM);
+            if (errno == EINTR)
                 continue;
-            }
             break;
         }
         size_t which = l.n;
