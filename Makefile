@@ -4,9 +4,11 @@
 #   make check           unit tests (Check) and CLI tests
 #   make check SANITIZE=1  the same under AddressSanitizer + UBSan (build-san/)
 #   make check-tsan      the threaded suites under ThreadSanitizer (build-tsan/)
+#   make check-cluster   --shard on a real one-node Slurm cluster (root)
 #   make demo            shrink a bundled fixture
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make bench           the benchmark (tools/bench.sh; SIZES="20 300 2000" MB)
+#   make bench-cluster   a Slurm array against the one-machine batch (root)
 #   make install PREFIX=/usr/local DESTDIR=   (make uninstall, the same way)
 #
 # Missing Debian packages are installed first (tools/ensure-deps.sh).
@@ -75,7 +77,7 @@ TOOL_BIN := $(TOOLS:%=$(B)/%)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all check check-tsan demo bench fuzz clean install uninstall
+.PHONY: all check check-tsan check-cluster demo bench bench-cluster fuzz clean install uninstall
 
 FUZZ_TARGETS := reader shrink verify info
 FUZZ_SECONDS ?= 60
@@ -203,6 +205,16 @@ build-tsan/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c test
 check-tsan: all $(TSAN_TESTS:%=build-tsan/tests/%)
 	@set -e; for t in $(TSAN_TESTS); do echo "===> $$t (ThreadSanitizer)"; \
 		HPROF_BUILD=$(B) TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/$$t; done
+
+# Slurm's daemons (munged, slurmctld, slurmd) are started as root by the
+# test itself and stopped after it; see tests/cluster/.
+check-cluster: all $(B)/tests/fault_write.so
+	@tools/ensure-deps.sh cluster
+	@HPROF_BUILD=$(B) tests/cluster-tests.sh
+
+bench-cluster: all
+	@tools/ensure-deps.sh cluster
+	@tools/bench-cluster.sh $(B)
 
 demo: all
 	@tools/demo.sh $(B)

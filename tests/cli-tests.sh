@@ -180,6 +180,55 @@ assert rows[-1] == {"shrunk": 2, "failed": 1, "skipped": 1, "exit": 1}, rows[-1]
 PY
 }
 
+TESTS="$TESTS batch_shard"
+t_batch_shard() {
+    d=$T/shard; rm -rf "$d"; mkdir -p "$d/in/a" "$d/in/b"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/ok.hprof"
+    for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cp "$d/ok.hprof" "$d/in/a/x$i.hprof"; done
+    for i in 1 2 3 4 5 6; do cp "$d/ok.hprof" "$d/in/b/y$i.hprof"; done
+    gzip -c "$d/ok.hprof" > "$d/in/b/y1.hprof.gz"    # writes y1.hprof too: one shard sees both
+    expect 2 "$B/hprof-shrink" --shard=3/3 -o "$d/out" "$d/in"
+    expect 2 "$B/hprof-shrink" --shard=1 -o "$d/out" "$d/in"
+    expect 2 "$B/hprof-shrink" --shard=0/0 -o "$d/out" "$d/in"
+    expect 2 "$B/hprof-shrink" --shard=0/2 "$d/ok.hprof" "$d/out.hprof"
+    for k in 0 1 2; do
+        set +e
+        "$B/hprof-shrink" --shard=$k/3 --json -r -o "$d/out" "$d/in" > "$d/s$k.json" 2>/dev/null
+        set -e
+    done
+    python3 - "$d" <<'PY' || die "batch --shard"
+import json, os, sys
+d = sys.argv[1]
+lines = {k: [json.loads(l) for l in open(f"{d}/s{k}.json")] for k in range(3)}
+for k, rows in lines.items():
+    assert all(r["shard"] == f"{k}/3" for r in rows), rows     # every line names its shard
+    assert "shrunk" in rows[-1], rows[-1]                       # the tally last
+inputs = [r["input"] for rows in lines.values() for r in rows if "input" in r]
+tree = sorted(os.path.join(r, f) for r, _, fs in os.walk(f"{d}/in") for f in fs)
+assert sorted(inputs) == tree, (inputs, tree)                   # each input once, in one shard
+pair = [k for k, rows in lines.items() for r in rows if r.get("input", "").endswith("/y1.hprof")]
+gz = [k for k, rows in lines.items() for r in rows if r.get("input", "").endswith("/y1.hprof.gz")]
+assert pair == gz, (pair, gz)                                   # x and x.gz meet in one shard
+for r in (r for rows in lines.values() for r in rows if r.get("input", "").split("/")[-1].startswith("y1.")):
+    assert r["status"] == "failed" and "would write" in r["error"], r
+outs = sorted(os.path.join(r, f) for r, _, fs in os.walk(f"{d}/out") for f in fs)
+assert len(outs) == len(tree) - 2, outs                         # every other input, once
+PY
+    # the same partition from another root and another working directory
+    mkdir -p "$d/else/where"; mv "$d/in" "$d/else/where/tree"
+    abs_b=$(cd "$B" && pwd)
+    for k in 0 1 2; do
+        (cd "$d/else" && "$abs_b/hprof-shrink" --shard=$k/3 --json -f -r -o "$d/out2" where/tree 2>/dev/null ||
+            true) | python3 -c '
+import json, sys
+print("\n".join(sorted(json.loads(l)["input"].split("/tree/")[1] for l in sys.stdin if "\"input\"" in l)))' > "$d/moved$k"
+        python3 -c '
+import json, sys
+print("\n".join(sorted(json.loads(l)["input"].split("/in/")[1] for l in open(sys.argv[1]) if "\"input\"" in l)))' "$d/s$k.json" |
+            cmp -s - "$d/moved$k" || die "--shard=$k/3 takes other files from another root"
+    done
+}
+
 TESTS="$TESTS special_outputs"
 t_special_outputs() {
     d=$T/so; rm -rf "$d"; mkdir -p "$d/dir"

@@ -445,6 +445,14 @@ int cli_output_open_at(struct cli_output *o, int at, const char *name, const cha
     int lock_fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (lock_fd >= 0)
         flock(lock_fd, LOCK_SH);
+    /* A stop signal between the file's creation and remember_temp() would
+     * leave it behind: held until the handler knows the file. */
+    sigset_t stop_signals, before;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stop_signals, &before);
     o->fd = create_temp_at(at, o->tmp_name, len - prefix);
     int error = errno;
     if (o->fd >= 0)
@@ -452,13 +460,16 @@ int cli_output_open_at(struct cli_output *o, int at, const char *name, const cha
     if (lock_fd >= 0)
         close(lock_fd); /* and the shared lock with it */
     if (o->fd < 0) {
+        sigprocmask(SIG_SETMASK, &before, NULL);
         cli_error("%s: cannot create a temporary file in its directory: %s", cli_quote(path),
                   strerror(error));
         release_output_names(o);
         return EXIT_IO;
     }
     set_output_mode(o->fd, input);
-    if (remember_temp(at, o->tmp_name) != 0) {
+    int remembered = remember_temp(at, o->tmp_name);
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    if (remembered != 0) {
         cli_error("too many outputs open at once");
         cli_output_abort(o);
         return EXIT_IO;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ensure-deps.sh build|check|fuzz - install the Debian packages a make target needs.
+# ensure-deps.sh build|check|fuzz|cluster - install the Debian packages a make target needs.
 # As root it runs apt-get; otherwise it prints the exact command and fails,
 # so a missing dependency is never silently skipped.
 set -eu
@@ -9,6 +9,9 @@ pkgs="libssl-dev zlib1g-dev pkg-config gcc make"
 [ "${DEFLATE:-libdeflate}" = libdeflate ] && [ "${ISAL:-1}" = 1 ] && pkgs="$pkgs libisal-dev"
 if [ "$what" = fuzz ]; then
     pkgs="$pkgs clang libclang-rt-14-dev"
+fi
+if [ "$what" = cluster ]; then
+    pkgs="$pkgs slurm-wlm munge jq"
 fi
 if [ "$what" = check ]; then
     pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip man-db python3 time strace"

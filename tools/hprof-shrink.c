@@ -41,6 +41,9 @@ struct options {
     const char *mapping_path;   /* --mapping, loaded once for every input */
     int salvage;                /* --salvage: keep what a cut dump holds */
     int sync;                   /* --sync 1, --no-sync 0; -1: in batch mode only */
+    /* --shard=K/N: this run is worker K (from 0) of N sharing one tree;
+     * shard_count 0: no sharding. */
+    unsigned shard_index, shard_count;
     struct cli_salvage salvaged;
 };
 
@@ -88,6 +91,9 @@ static void usage(FILE *out)
             "                       than their input unless -f\n"
             "  -r, --recursive      batch: IN may be directories, searched for *.hprof\n"
             "                       and *.hprof.gz; outputs keep their relative paths\n"
+            "  --shard=K/N          batch: take only the inputs of shard K (0 to N-1) of\n"
+            "                       N, chosen by a hash of each relative path, so that\n"
+            "                       N runs on N machines share one tree\n"
             "  -f, --force          overwrite OUT; write to a terminal\n"
             "  --sync               write each output to disk (fsync) before naming it,\n"
             "                       so that it survives a crash [Default: in batch mode]\n"
@@ -109,11 +115,31 @@ static void usage(FILE *out)
             cli_progname, cli_progname, cli_progname);
 }
 
+#define MAX_SHARDS 1000000u
+
+/* "K/N", both decimal, 0 <= K < N. */
+static int parse_shard(const char *arg, struct options *o)
+{
+    const char *slash = strchr(arg, '/');
+    unsigned long long k, n;
+    char kbuf[16];
+    if (slash == NULL || (size_t)(slash - arg) >= sizeof kbuf)
+        return -1;
+    memcpy(kbuf, arg, (size_t)(slash - arg));
+    kbuf[slash - arg] = '\0';
+    if (cli_parse_uint(kbuf, MAX_SHARDS, &k) != 0 || cli_parse_uint(slash + 1, MAX_SHARDS, &n) != 0 ||
+        n == 0 || k >= n)
+        return -1;
+    o->shard_index = (unsigned)k;
+    o->shard_count = (unsigned)n;
+    return 0;
+}
+
 static int parse(int argc, char **argv, struct options *o)
 {
     enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
            OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
-           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP };
+           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD };
     static const struct option long_options[] = {
         { "arrays", required_argument, NULL, OPT_ARRAYS },
         { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
@@ -129,6 +155,7 @@ static int parse(int argc, char **argv, struct options *o)
         { "threads", required_argument, NULL, 'j' },
         { "output-dir", required_argument, NULL, 'o' },
         { "recursive", no_argument, NULL, 'r' },
+        { "shard", required_argument, NULL, OPT_SHARD },
         { "force", no_argument, NULL, 'f' },
         { "sync", no_argument, NULL, OPT_SYNC },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
@@ -214,6 +241,11 @@ static int parse(int argc, char **argv, struct options *o)
             break;
         case 'o': o->out_dir = optarg; break;
         case 'r': o->recursive = 1; break;
+        case OPT_SHARD:
+            if (parse_shard(optarg, o) != 0)
+                return cli_usage_error("--shard: expected K/N with 0 <= K < N <= %u, got '%s'",
+                                       MAX_SHARDS, optarg);
+            break;
         case 'f': o->force = 1; break;
         case OPT_SYNC: o->sync = 1; break;
         case OPT_NO_SYNC: o->sync = 0; break;
@@ -232,6 +264,8 @@ static int parse(int argc, char **argv, struct options *o)
         }
     }
     int left = argc - optind;
+    if (o->shard_count != 0 && o->out_dir == NULL)
+        return cli_usage_error("--shard needs batch mode (-o DIR)");
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0) {
             return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
@@ -343,12 +377,22 @@ static void json_string(FILE *f, const char *s)
     cli_json_string(f, s, strlen(s));
 }
 
+/* "{" and, under --shard, the shard's name: every line a shard prints
+ * says which it is, so that the lines of N shards can be put together. */
+static void json_open(FILE *f, const struct options *o)
+{
+    fputc('{', f);
+    if (o->shard_count != 0)
+        fprintf(f, "\"shard\":\"%u/%u\",", o->shard_index, o->shard_count);
+}
+
 /* One JSON object on one line; keys are documented in hprof-shrink(1). */
 static void print_json(FILE *f, const struct options *o, const struct hprof_shrink_stats *s,
                        uint64_t written)
 {
     static const char *const modes[] = { "empty", "zero", "remove" };
-    fprintf(f, "{\"input\":");
+    json_open(f, o);
+    fprintf(f, "\"input\":");
     json_string(f, o->in);
     fprintf(f, ",\"output\":");
     json_string(f, o->out);
@@ -579,6 +623,27 @@ static int is_dump_name(const char *path)
     return ends_with_nocase(path, ".hprof") || ends_with_nocase(path, ".hprof.gz");
 }
 
+/* Whether the input at REL (its path below the root named on the command
+ * line, or its base name) is this run's under --shard.  The hash is FNV-1a
+ * of REL without ".gz": the same on every machine and in every run, and
+ * the same for x.hprof and x.hprof.gz, which would write one output, so
+ * that they meet in one shard, where find_collisions() sees them.  A file
+ * added to the tree lands in exactly one shard; the others are unmoved. */
+static int in_my_shard(const struct options *o, const char *rel)
+{
+    if (o->shard_count == 0)
+        return 1;
+    while (*rel == '/')
+        rel++;
+    size_t n = strlen(rel) - (ends_with_nocase(rel, ".gz") ? 3 : 0);
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)rel[i];
+        h *= 0x100000001b3u;
+    }
+    return h % o->shard_count == o->shard_index;
+}
+
 /* DIR/REL with REL's ".gz" dropped, and added back with --gzip; DIR's
  * trailing slashes are not doubled. */
 static char *output_name(const char *dir, const char *rel, int gzip)
@@ -638,6 +703,8 @@ static int walk_entry(const char *path, const struct stat *st, int type, struct 
     char reason[256];
     struct stat target;
     struct job *j = (struct job *)1;
+    if (type != FTW_D && !in_my_shard(o, rel))
+        return FTW_CONTINUE;
     switch (type) {
     case FTW_D:
         if (walk_out_dir_known && st->st_dev == walk_out_dir.st_dev &&
@@ -801,8 +868,12 @@ static int collect_inputs(const struct options *o, struct file_list *l)
 {
     for (int i = 0; i < o->n_inputs; i++) {
         const char *in = o->inputs[i];
+        const char *base = strrchr(in, '/');
         struct stat st;
-        if (stat(in, &st) != 0) {
+        int stat_rc = stat(in, &st);
+        if ((stat_rc != 0 || !S_ISDIR(st.st_mode)) && !in_my_shard(o, base ? base + 1 : in))
+            continue;
+        if (stat_rc != 0) {
             char reason[256];
             snprintf(reason, sizeof reason, "%s", strerror(errno));
             if (add_job(l, in, NULL, JOB_FAILED, EXIT_IO, reason) == NULL)
@@ -830,7 +901,6 @@ static int collect_inputs(const struct options *o, struct file_list *l)
         }
         /* named on the command line, it is read whatever it is (a FIFO
          * from a shell's <(...) included) */
-        const char *base = strrchr(in, '/');
         char *out = output_name(o->out_dir, base ? base + 1 : in, o->gzip_level);
         if (out == NULL || add_job(l, in, out, JOB_TODO, 0, NULL) == NULL) {
             free(out);
@@ -867,10 +937,11 @@ static const char *exit_class(int code)
 
 /* With --json, one object for an input that was not shrunk.  `offset`:
  * from "offset 0x..." in the message, if any. */
-static void json_unshrunk(const char *in, const char *out, int failed, int code,
-                          const char *reason)
+static void json_unshrunk(const struct options *o, const char *in, const char *out, int failed,
+                          int code, const char *reason)
 {
-    printf("{\"input\":");
+    json_open(stdout, o);
+    printf("\"input\":");
     cli_json_string(stdout, in, strlen(in));
     printf(",\"output\":");
     if (out)
@@ -904,7 +975,7 @@ static void report_unshrunk(const struct options *o, const char *in, const char 
     if (failed)
         cli_error("%s: %s", cli_quote(in), reason);
     if (o->json)
-        json_unshrunk(in, out, failed, code, reason);
+        json_unshrunk(o, in, out, failed, code, reason);
 }
 
 static volatile sig_atomic_t batch_signal;
@@ -932,7 +1003,7 @@ static int run_one_child(struct options *o, const char *in, const char *out)
     int code = shrink_file(o);
     /* whatever failed said so on stderr; the first message is the error */
     if (code != 0 && o->json)
-        json_unshrunk(in, out, 1, code, cli_first_error[0] ? cli_first_error : "failed");
+        json_unshrunk(o, in, out, 1, code, cli_first_error[0] ? cli_first_error : "failed");
     return code;
 }
 
@@ -984,6 +1055,7 @@ static int run_batch(struct options *o)
     unsigned jobs = o->threads ? o->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     unsigned running = 0;
     size_t next = 0;
+    int signal_passed_on = 0;
     if (jobs < 1)
         jobs = 1;
     o->batch = 1;
@@ -1038,14 +1110,24 @@ static int run_batch(struct options *o)
                 continue;
             }
             fflush(stdout);
+            /* A signal between fork() and the child's own handlers would
+             * reach only the parent's, which a child ignores: held until
+             * both sides have theirs, it reaches each. */
+            sigset_t stop_signals, before;
+            sigemptyset(&stop_signals);
+            sigaddset(&stop_signals, SIGINT);
+            sigaddset(&stop_signals, SIGTERM);
+            sigprocmask(SIG_BLOCK, &stop_signals, &before);
             pid_t pid = fork();
             if (pid == 0) {
                 sigaction(SIGINT, &old_int, NULL);
                 sigaction(SIGTERM, &old_term, NULL);
+                sigprocmask(SIG_SETMASK, &before, NULL);
                 o->force = 1; /* the up-to-date check above decided */
                 _exit(run_one_child(o, j->in, j->out));
             }
             if (pid < 0) {
+                sigprocmask(SIG_SETMASK, &before, NULL);
                 char reason[256];
                 snprintf(reason, sizeof reason, "cannot start: %s", strerror(errno));
                 report_unshrunk(o, j->in, j->out, 1, EXIT_IO, reason);
@@ -1060,19 +1142,24 @@ static int run_batch(struct options *o)
                     break;
                 }
             running++;
+            sigprocmask(SIG_SETMASK, &before, NULL);
             continue;
         }
         if (batch_signal && next < l.n)
             next = l.n; /* start nothing more */
+        if (batch_signal && !signal_passed_on) {
+            /* the children may not have had it: a kill(1) of the parent
+             * alone, or a signal taken outside wait() */
+            for (unsigned k = 0; k < jobs; k++)
+                if (pids[k] > 0)
+                    kill(pids[k], batch_signal);
+            signal_passed_on = 1;
+        }
         int status;
         pid_t done = wait(&status);
         if (done < 0) {
-            if (errno == EINTR) {
-                for (unsigned k = 0; k < jobs; k++)
-                    if (pids[k] > 0)
-                        kill(pids[k], batch_signal ? batch_signal : SIGTERM);
+            if (errno == EINTR)
                 continue;
-            }
             break;
         }
         size_t which = l.n;
@@ -1100,11 +1187,15 @@ static int run_batch(struct options *o)
     free(pids);
     free(slot_job);
     if (!batch_signal && worst != EXIT_USAGE) {
-        if (o->json)
-            printf("{\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
+        if (o->json) {
+            json_open(stdout, o);
+            printf("\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
                    t.failed, t.skipped, worst);
-        else
+        } else {
+            if (o->shard_count != 0)
+                printf("shard %u/%u: ", o->shard_index, o->shard_count);
             printf("%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
+        }
         fflush(stdout);
     }
     for (size_t i = 0; i < l.n; i++) {

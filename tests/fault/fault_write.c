@@ -6,6 +6,8 @@
  *
  *   short        every write moves at most 4093 bytes, every pwrite 4
  *   eintr        every other write fails with EINTR before writing
+ *   slow         every write moves at most 4093 bytes, each after 20 ms: a
+ *                slow disk, so that a test can stop a run in mid-write
  *   enospc:N     writes fail with ENOSPC once N bytes have been written
  *   eio:N        the same with EIO
  *   truncate     a file mapped read-only is cut to half its size right after
@@ -14,7 +16,7 @@
  *                thread only: the shrink's own share of the bitmap hashing
  *                fails while its other threads still hash
  *
- * The first two must not change the output; the others must end in exit
+ * The first three must not change the output; the others must end in exit
  * status 3, a message, and no output file.
  */
 #define _GNU_SOURCE
@@ -26,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static unsigned long long written;
@@ -35,8 +38,10 @@ static unsigned calls;
  * `most` is what a short one moves at most. */
 static size_t allowed(const char *mode, size_t n, size_t most)
 {
-    if (strcmp(mode, "short") == 0 && n > most)
+    if ((strcmp(mode, "short") == 0 || strcmp(mode, "slow") == 0) && n > most)
         n = most;
+    if (strcmp(mode, "slow") == 0)
+        nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
     if (strcmp(mode, "eintr") == 0 && calls++ % 2 == 0) {
         errno = EINTR;
         return 0;
