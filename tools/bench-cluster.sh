@@ -73,6 +73,6 @@ t0=$(date +%s.%N)
 array "$W/out-array"
 t1=$(date +%s.%N)
 t2=$(date +%s.%N)
-"$B/hprof-shrink" --shard=0/$SHARDS -j1 -r -q -o "$W/out-array" "$W/in"
+"$B/hprof-shrink" --shard=0/$SHARDS -j1 -r -q -o "$W/out-array" "$W/in" > /dev/null
 t3=$(date +%s.%N)
 echo "rerun over the up-to-date tree: $(secs "$t0" "$t1") s through Slurm (submission to empty queue), $(secs "$t2" "$t3") s for one shard's own run"
