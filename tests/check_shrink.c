@@ -280,7 +280,7 @@ START_TEST(shrink_matches_the_generators_bookkeeping)
 }
 END_TEST
 
-/* Stand-ins keep their id and class and refer to nothing. */
+/* Stand-ins keep their id and class; the synth's primitive one is emptied. */
 START_TEST(system_heaps_keep_referenced_objects_as_hollow_stand_ins)
 {
     struct run x;
