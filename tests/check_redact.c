@@ -20,10 +20,19 @@
 
 static const char *const keep_title[] = { "android.app.Activity.mTitle" };
 
+/* Is `t` in some STRING record, as it is or (a char[] of Latin-1 units,
+ * such as an enum constant's name, a static field name there) narrowed? */
 static int in_records(const struct facts *f, const struct text *t)
 {
+    uint8_t narrow[256];
+    size_t n = 0;
+    if (t->len % 2 == 0 && t->len / 2 <= sizeof narrow)
+        for (; n < t->len / 2 && t->bytes[2 * n] == 0; n++)
+            narrow[n] = t->bytes[2 * n + 1];
+    int narrowed = n > 0 && n == t->len / 2;
     for (size_t i = 0; i < f->n_records; i++)
-        if (memmem(f->records[i].bytes, f->records[i].len, t->bytes, t->len) != NULL)
+        if (memmem(f->records[i].bytes, f->records[i].len, t->bytes, t->len) != NULL ||
+            (narrowed && memmem(f->records[i].bytes, f->records[i].len, narrow, n) != NULL))
             return 1;
     return 0;
 }
@@ -104,7 +113,9 @@ static void hash_cache_classes(const char *path, struct idmap *out)
 {
     static const char *const names[] = { "java.lang.String", "java.util.HashMap$Node",
                                          "java.util.LinkedHashMap$Entry",
-                                         "java.util.HashMap$TreeNode", "java.util.Hashtable$Entry",
+                                         "java.util.HashMap$TreeNode", "java.util.HashMap$Entry",
+                                         "java.util.Hashtable$Entry",
+                                         "java.util.concurrent.ConcurrentHashMap$HashEntry",
                                          "java.util.concurrent.ConcurrentHashMap$Node",
                                          "java.util.WeakHashMap$Entry" };
     ck_assert_int_eq(idmap_init(out, 0), HPROF_OK);
