@@ -499,6 +499,45 @@ static void model_instance(struct tbuf *b, uint32_t id, unsigned cls, const uint
     tb_instance(b, id, M_CLASS(cls), values, (uint32_t)n);
 }
 
+/* Classes with static fields: Build.VERSION (Android's SDK level and
+ * another number) and Shark's KeyedWeakReference (the dump's uptime and a
+ * counter).  The field names are STRING ids 0x80 + i. */
+#define N_STATIC_CLASSES 2
+static const struct {
+    const char *name;
+    const char *statics[2];
+    uint8_t types[2];
+    uint64_t values[2];
+} static_classes[N_STATIC_CLASSES] = {
+    { "android/os/Build$VERSION", { "SDK_INT", "SECRET_NUMBER" }, { F_INT, F_INT }, { 33, 0x1234 } },
+    { "shark/KeyedWeakReference", { "heapDumpUptimeMillis", "counter" }, { F_LONG, F_LONG },
+      { 5000, 77 } },
+};
+#define STATIC_CLASS(i) (0x1F0u + (i))
+
+static void static_class_dumps(struct tbuf *b)
+{
+    for (unsigned c = 0; c < N_STATIC_CLASSES; c++) {
+        tb_u1(b, HPROF_CLASS_DUMP);
+        tb_id(b, STATIC_CLASS(c));
+        tb_u4(b, 1);
+        for (int i = 0; i < 6; i++) /* super, loader, signers, domain, 2 reserved */
+            tb_id(b, 0);
+        tb_u4(b, 0);
+        tb_u2(b, 0); /* constants */
+        tb_u2(b, 2);
+        for (unsigned i = 0; i < 2; i++) {
+            tb_id(b, 0x80 + 2 * c + i);
+            tb_u1(b, static_classes[c].types[i]);
+            if (static_classes[c].types[i] == F_LONG)
+                tb_u8(b, static_classes[c].values[i]);
+            else
+                tb_u4(b, (uint32_t)static_classes[c].values[i]);
+        }
+        tb_u2(b, 0); /* instance fields */
+    }
+}
+
 static char *model_dump(void)
 {
     const char *names[64];
@@ -522,7 +561,14 @@ static char *model_dump(void)
             field_names[c][i] = NAME_ID(k);
         }
     }
+    for (unsigned c = 0; c < N_STATIC_CLASSES; c++) {
+        tb_string(&b, 0x70 + c, static_classes[c].name);
+        tb_load_class(&b, 0x70 + c, STATIC_CLASS(c), 0x70 + c);
+        for (unsigned i = 0; i < 2; i++)
+            tb_string(&b, 0x80 + 2 * c + i, static_classes[c].statics[i]);
+    }
     tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    static_class_dumps(&b);
     for (unsigned c = 1; c < M_N_CLASSES; c++) {
         unsigned n = 0;
         while (n < 4 && model_classes[c].fields[n] != NULL)
@@ -560,7 +606,20 @@ struct model_out {
     uint8_t values[0x500][32];
     uint8_t arrays[S_N][32];
     size_t array_len[S_N];
+    uint64_t statics[N_STATIC_CLASSES][2];
 };
+
+static int model_out_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    struct model_out *m = (struct model_out *)v;
+    unsigned i = (unsigned)(c->id - STATIC_CLASS(0));
+    if (i < N_STATIC_CLASSES) {
+        ck_assert_uint_eq(c->n_statics, 2);
+        m->statics[i][0] = c->statics[0].value;
+        m->statics[i][1] = c->statics[1].value;
+    }
+    return HPROF_OK;
+}
 
 static int model_out_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
@@ -583,6 +642,7 @@ static int model_out_array(struct hprof_visitor *v, const struct hprof_primitive
 }
 
 static const struct hprof_visitor_ops model_out_ops = {
+    .class_dump = model_out_class_dump,
     .instance = model_out_instance,
     .primitive_array = model_out_array,
 };
@@ -668,6 +728,20 @@ START_TEST(redact_fields_keeps_the_allowlisted_structural_fields)
 }
 END_TEST
 
+/* Statics: SDK_INT, which Shark's known-leak rules match on, and the
+ * uptime it measures retained references against stay; other numbers of
+ * the JDK's, Android's and LeakCanary's classes go. */
+START_TEST(redact_fields_zeroes_static_numbers_but_the_allowlisted)
+{
+    struct model_out *m = shrink_model(1);
+    ck_assert_uint_eq(m->statics[0][0], 33);
+    ck_assert_uint_eq(m->statics[0][1], 0);
+    ck_assert_uint_eq(m->statics[1][0], 5000);
+    ck_assert_uint_eq(m->statics[1][1], 0);
+    free(m);
+}
+END_TEST
+
 START_TEST(redact_keeps_the_key_and_name_of_both_keyed_weak_references)
 {
     struct model_out *m = shrink_model(1);
@@ -713,6 +787,7 @@ static Suite *redact_suite(void)
     tcase_add_test(t, redact_clears_the_hash_a_hash_map_node_keeps_of_its_key);
     tcase_add_test(t, redact_fields_zeroes_the_numbers_of_jdk_classes);
     tcase_add_test(t, redact_fields_keeps_the_allowlisted_structural_fields);
+    tcase_add_test(t, redact_fields_zeroes_static_numbers_but_the_allowlisted);
     tcase_add_test(t, redact_keeps_the_key_and_name_of_both_keyed_weak_references);
     tcase_add_test(t, redact_blanks_a_keyed_weak_reference_description);
     tcase_add_test(t, redact_keeps_the_main_thread_name_and_blanks_an_application_thread_name);
