@@ -35,6 +35,10 @@ struct exempt_field {
     int runtime_names;
 };
 
+/* The slots of the field table's index of names (redact.c): a power of
+ * two, over twice its entries. */
+#define TABLE_SLOTS 256
+
 /* Values of exempt_strings and exempt_values. */
 #define EXEMPT_ALWAYS 0
 #define EXEMPT_IF_RUNTIME_NAME 1
@@ -54,6 +58,8 @@ struct redaction {
     size_t n_exempt_at, cap_exempt_at;
     struct idmap exempt_strings;/* String id -> EXEMPT_* */
     struct idmap exempt_values; /* their value arrays -> EXEMPT_* */
+    uint16_t table_slots[2][TABLE_SLOTS]; /* class (0), field (1) names: 1 + first entry */
+    size_t table_longest[2];
     struct idmap table_classes; /* STRING id -> 1 + first field-table entry of that class */
     struct idmap table_fields;  /* STRING id -> 1 + a field-table entry of that field name */
     struct idmap field_classes; /* class id -> 1 + first field-table entry of its name */
