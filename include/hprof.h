@@ -450,17 +450,20 @@ enum hprof_redact {
     HPROF_REDACT_STRINGS    /* String texts only */
 };
 
-/* Most entries in redact_keep (LeakCanary's built-in ones come on top). */
+/* Most entries in redact_keep (the built-in ones come on top). */
 #define HPROF_REDACT_MAX_RULES 28
 
 struct hprof_shrink_options {
     enum hprof_arrays_mode arrays;
     int keep_system_heaps;  /* 0: drop zygote and image heap objects */
     enum hprof_redact redact;
-    int redact_fields;      /* zero primitive fields of application classes */
+    /* zero the primitive fields of every class, but booleans and the
+     * structural ones analyzers read (hprof-shrink(1), REDACTION) */
+    int redact_fields;
     /* "CLASS.FIELD": the Strings that field refers to keep their text.  The
      * field may be declared in CLASS and the instance of a subclass.
-     * LeakCanary's KeyedWeakReference key and description are always kept. */
+     * LeakCanary's KeyedWeakReference key and name (not its description),
+     * enum constant names and the runtime's thread names are always kept. */
     const char *const *redact_keep;
     size_t n_redact_keep;
     uint32_t segment_limit; /* 0: HPROF_SEGMENT_LIMIT */
@@ -526,8 +529,9 @@ struct hprof_shrink_stats {
     uint64_t roots_dropped;
     struct hprof_count strings_redacted;        /* String values filled */
     struct hprof_count buffers_redacted;        /* bitmap buffers filled */
-    uint64_t strings_kept_by_rule;              /* Strings a keep rule names */
-    uint64_t fields_zeroed;                     /* --redact-fields */
+    uint64_t strings_kept_by_rule;              /* Strings a keep rule names (a
+                                                   thread's, kept if the runtime's) */
+    uint64_t fields_zeroed;                     /* --redact-fields, hash caches */
     uint64_t bitmap_candidates;                 /* buffers Bitmaps refer to */
     uint64_t bitmap_digested;                   /* of which with an MD5 (their
                                                    own, or a byte-identical
