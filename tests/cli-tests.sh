@@ -1262,7 +1262,7 @@ leak_analysis_survives_shrink() {
         sleep 0.1
     done
     jcmd $app GC.heap_dump "$d/leak.hprof" > /dev/null || die "jcmd could not dump LeakApp"
-    kill $app; wait $app 2>/dev/null || true
+    kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
     leaks() { java -cp "$VISUALVM_JAR:$T/java" LeakAnalysis "$@"; }
     leaks "$d/leak.hprof" > "$d/in" || die "LeakAnalysis fails on LeakApp's dump"
     # the dump holds what the comparison is about: two leaks (1.x and 2), a
