@@ -494,7 +494,8 @@ struct hprof_shrink_stats {
     struct hprof_count arrays_zeroed;           /* bytes: contents zeroed */
     struct hprof_count arrays_removed;          /* bytes: contents removed */
     struct hprof_count system_dropped;          /* zygote/image objects gone */
-    struct hprof_count system_standins;         /* kept hollow (referenced) */
+    struct hprof_count system_standins;         /* kept as stand-ins (see
+                                                   system_standin_refs) */
     uint64_t roots_dropped;
     struct hprof_count strings_redacted;        /* String values filled */
     struct hprof_count buffers_redacted;        /* bitmap buffers filled */
@@ -531,6 +532,7 @@ struct hprof_shrink_stats {
      * of its type, length and fingerprint as that one is hashed, and is
      * hashed itself only if it differs. */
     uint64_t bitmap_bytes_compared;             /* bytes read to compare */
+    uint64_t system_standin_refs;               /* references stand-ins keep */
 };
 
 /* hprof_shrink() :

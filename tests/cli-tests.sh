@@ -470,8 +470,9 @@ command -v javac >/dev/null || { echo "FAIL: javac missing (apt-get install defa
 command -v strace >/dev/null || { echo "FAIL: strace missing (apt-get install strace)" >&2; exit 1; }
 
 mkdir -p "$T/java"
-javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java
+javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java tests/java/RetainedSizes.java
 heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$@"; }
+retained() { java -cp "$VISUALVM_JAR:$T/java" RetainedSizes "$@"; }
 
 
 banner "generator reproduces the committed fixtures"
@@ -698,6 +699,41 @@ for f in $android; do
     done
     echo "    $n: $(wc -c < "$f") -> $(wc -c < "$T/$n.empty") bytes; VisualVM: $(head -4 "$T/$n.empty.count" | tr '\n' ' ')"
 done
+
+# Dropping the system heaps must not change what an app object retains:
+# the stand-ins keep the paths from the roots through the zygote heap and
+# the references behind the app's objects.  VisualVM computes the retained
+# size of every object before and after (--arrays=zero keeps sizes,
+# --keep-duplicates every array); the app's objects are those hprof-conv -z
+# keeps.  The generator's --system-links dump has each case (a zygote
+# chain to an app object a leak also holds, a zygote object behind an app
+# one, android.os.Build's Strings in the zygote heap).
+banner "hprof-shrink: every app object retains in VisualVM what it retained before"
+"$B/hprof-synth" -f --system-links "$T/links.hprof" || die "hprof-synth --system-links"
+for f in "$T/links.hprof" $(echo "$android" | tr ' ' '\n' | grep art-ahat); do
+    n=rs-$(basename "$f")
+    "$B/tests/hprof-roundtrip" "$f" "$T/$n.in" || die "round trip of $f" # ART's empty segments
+    "$HPROF_CONV" "$T/$n.in" "$T/$n.in.conv" || die "hprof-conv on $f"
+    "$HPROF_CONV" -z "$T/$n.in" "$T/$n.app.conv" || die "hprof-conv -z on $f"
+    "$B/hprof-shrink" -q --arrays=zero --keep-duplicates "$f" "$T/$n.out" || die "shrink $f"
+    "$HPROF_CONV" "$T/$n.out" "$T/$n.out.conv" || die "hprof-conv on shrunk $f"
+    for x in in app out; do
+        retained "$T/$n.$x.conv" > "$T/$n.$x.sizes" || die "VisualVM: no retained sizes for $n.$x"
+    done
+    python3 - "$T/$n.in.sizes" "$T/$n.out.sizes" "$T/$n.app.sizes" <<'PY' ||
+import sys
+load = lambda p: dict(line.split() for line in open(p))
+before, after, app = (load(p) for p in sys.argv[1:])
+differ = [i for i in app if before.get(i) != after.get(i)]
+print("    %d app objects, %d retained sizes differ%s" % (len(app), len(differ),
+      "".join(" %s: %s -> %s" % (i, before.get(i), after.get(i)) for i in differ[:5])))
+sys.exit(1 if differ or not app else 0)
+PY
+        die "VisualVM's retained sizes of $f's app objects change in the shrink"
+done
+echo "    Build.MANUFACTURER: $(grep -c samsung "$T/rs-links.hprof.out") matching records kept"
+grep -q "samsung/o1sxeea" "$T/rs-links.hprof.out" || die "Build.FINGERPRINT's text lost"
+rm -rf "$T"/rs-* # VisualVM's caches (*.hwcache) are by file name
 
 banner "files over 4 GiB with a 3 GiB segment (sparse, so it costs no disk)"
 python3 - "$T/huge.hprof" <<'PY'
@@ -1415,10 +1451,9 @@ PY
         cmp -s "$T/jvm-a.count" "$T/jvm-b.count" ||
             die "--jvm and hprof-conv disagree on $n: $(diff "$T/jvm-a.count" "$T/jvm-b.count" | head -5)"
         # The default shrink with --jvm against hprof-conv -z of the default
-        # shrink: the same but for the system-heap objects an app object
-        # refers to, which we keep as hollow stand-ins (no field, no
-        # element) where hprof-conv -z drops them and leaves the
-        # references dangling.
+        # shrink: the same but for the system-heap objects we keep as
+        # stand-ins (with their references to kept objects), where
+        # hprof-conv -z drops them and leaves the references dangling.
         "$B/hprof-shrink" -q -f --jvm --json "$T/jvm-in.hprof" "$T/jvm-c.hprof" > "$T/jvm-c.json" ||
             die "--jvm shrink of $n"
         "$B/hprof-shrink" -q -f "$T/jvm-in.hprof" "$T/jvm-d.hprof" || die "shrink of $n"
@@ -1443,7 +1478,8 @@ for k in ours:
     if k.startswith("class "):
         assert 0 <= int(ours[k]) - int(conv.get(k, "0")) <= standins, k
 refs = lambda d: next(int(k.split()[1]) for k in d if k.startswith("references "))
-assert refs(conv) <= refs(ours) <= refs(conv) + standins, (refs(ours), refs(conv))
+kept = stats["system_standin_refs"]
+assert refs(conv) + kept <= refs(ours) <= refs(conv) + kept + standins, (refs(ours), refs(conv), kept)
 PY
             die "--jvm and hprof-conv -z disagree on shrunk $n beyond the stand-ins"
         rm -rf "$T"/jvm-* # VisualVM's caches (*.hwcache) are by file name

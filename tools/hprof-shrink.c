@@ -288,6 +288,7 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
 #undef ROW
 #define ROW2(label, c) \
     fprintf(f, "  %-28s %15" PRIu64 " %12" PRIu64 " bytes\n", label, (c).count, (c).bytes)
+    fprintf(f, "  %-28s %15" PRIu64 "\n", "stand-ins' references", s->system_standin_refs);
     fprintf(f, "  %-28s %15" PRIu64 "\n", "roots dropped", s->roots_dropped);
     if (!o->shrink.keep_names)
         ROW2("unused names dropped", s->names_dropped);
@@ -359,6 +360,7 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     json_count(f, "arrays_removed", &s->arrays_removed, 0);
     json_count(f, "system_dropped", &s->system_dropped, 0);
     json_count(f, "system_standins", &s->system_standins, 0);
+    fprintf(f, "\"system_standin_refs\":%" PRIu64 ",", s->system_standin_refs);
     json_count(f, "strings_redacted", &s->strings_redacted, 0);
     json_count(f, "buffers_redacted", &s->buffers_redacted, 0);
     fprintf(f, "\"strings_kept_by_rule\":%" PRIu64 ",\"fields_zeroed\":%" PRIu64 ",",

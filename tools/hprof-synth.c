@@ -57,6 +57,7 @@ struct synth {
     uint64_t string_instances_app, bitmaps, bitmap_slots;
     uint64_t dedupe_groups, dedupe_merged, dedupe_dropped;
     uint64_t standins;
+    int system_links;               /* --system-links */
 };
 
 /* Ids of the classes and of named objects the heap refers to. */
@@ -66,6 +67,7 @@ struct model {
     uint64_t dump_data_instance;
     uint64_t primitive_array_classes[8];
     uint64_t keyed_ref, activity, main_activity;
+    uint64_t build, build_version, reference, references[4], klass; /* --system-links */
     uint32_t thread_serial, stack_serial;
 };
 
@@ -388,6 +390,24 @@ static void define_classes(struct synth *s, struct model *m)
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         string_id(s, names[i]);
+    if (s->system_links) {
+        m->build = load_class(s, "android.os.Build");
+        m->build_version = load_class(s, "android.os.Build$VERSION");
+        /* VisualVM computes no retained size without these */
+        m->reference = load_class(s, "java.lang.ref.Reference");
+        m->klass = load_class(s, "java.lang.Class");
+        static const char *const kinds[4] = {
+            "java.lang.ref.WeakReference", "java.lang.ref.SoftReference",
+            "java.lang.ref.FinalReference", "java.lang.ref.PhantomReference",
+        };
+        for (int i = 0; i < 4; i++)
+            m->references[i] = load_class(s, kinds[i]);
+        static const char *const link_names[] = {
+            "MANUFACTURER", "BRAND", "MODEL", "FINGERPRINT", "SDK_INT", "RELEASE", "referent",
+        };
+        for (size_t i = 0; i < sizeof link_names / sizeof link_names[0]; i++)
+            string_id(s, link_names[i]);
+    }
 }
 
 static void stack_records(struct synth *s, struct model *m)
@@ -781,6 +801,83 @@ static void pixel_bitmaps(struct synth *s, const struct model *m, uint64_t budge
     }
 }
 
+/* ---- --system-links ------------------------------------------------------------
+ *
+ * What ties the system heaps to the app's on a device, for the retained
+ * sizes to be checked: android.os.Build and Build$VERSION, whose String
+ * statics live in the zygote heap; a rooted zygote array whose element,
+ * another zygote array, refers to an app object that a leak also holds
+ * (so the leak does not retain it); a rooted zygote instance naming an app
+ * object the leak holds too; and an unrooted zygote array that only the
+ * leak reaches, through an app array, and that refers to an app object
+ * (which the leak does retain).  The app objects' ids are taken in the
+ * zygote part and their records written by system_links_app(). */
+struct links {
+    uint64_t shared, named, behind, behind_child, leak;   /* app */
+    uint64_t chain, named_by, behind_zygote;               /* zygote */
+};
+
+static void system_links_zygote(struct synth *s, const struct model *m, struct links *l)
+{
+    static const char *const build[][2] = {
+        { "MANUFACTURER", "samsung" }, { "BRAND", "samsung" }, { "MODEL", "SM-G991B" },
+        { "FINGERPRINT", "samsung/o1sxeea/o1s:14/UP1A.231005.007/G991BXXS9FXA1:user/release-keys" },
+    };
+    static const struct fdef reference_fields[] = { { "referent", HPROF_TYPE_OBJECT } };
+    class_dump(s, 'I', m->reference, m->object, reference_fields, 1, NULL, 0, NULL, 0, s->ids);
+    for (int i = 0; i < 4; i++)
+        class_dump(s, 'I', m->references[i], m->reference, NULL, 0, NULL, 0, NULL, 0, 0);
+    class_dump(s, 'I', m->klass, m->object, NULL, 0, NULL, 0, NULL, 0, 0);
+    struct hprof_static_field statics[4];
+    for (int i = 0; i < 4; i++)
+        statics[i] = (struct hprof_static_field){ string_id(s, build[i][0]), HPROF_TYPE_OBJECT,
+                                                  string_object(s, m, 'Z', build[i][1]) };
+    class_dump(s, 'Z', m->build, m->object, NULL, 0, statics, 4, NULL, 0, 0);
+    struct hprof_static_field version[2] = {
+        { string_id(s, "SDK_INT"), HPROF_TYPE_INT, 34 },
+        { string_id(s, "RELEASE"), HPROF_TYPE_OBJECT, string_object(s, m, 'Z', "14") },
+    };
+    class_dump(s, 'Z', m->build_version, m->object, NULL, 0, version, 2, NULL, 0, 0);
+    l->shared = new_object_id(s);
+    l->named = new_object_id(s);
+    l->behind = new_object_id(s);
+    l->behind_child = new_object_id(s);
+    l->leak = new_object_id(s);
+    uint64_t middle = new_object_id(s);
+    object_array(s, 'Z', middle, m->object_array, &l->shared, 1);
+    l->chain = new_object_id(s);
+    object_array(s, 'Z', l->chain, m->object_array, &middle, 1);
+    struct values v = { .n = 0 };
+    base_values(s, &v, 3, l->named);
+    l->named_by = new_object_id(s);
+    instance(s, 'Z', l->named_by, m->base, &v);
+    l->behind_zygote = new_object_id(s);
+    object_array(s, 'Z', l->behind_zygote, m->object_array, &l->behind_child, 1);
+}
+
+static void system_links_app(struct synth *s, const struct model *m, const struct links *l)
+{
+    struct values v = { .n = 0 };
+    base_values(s, &v, 4, string_object(s, m, 'A', "held by the zygote and the leak"));
+    instance(s, 'A', l->shared, m->base, &v);
+    v.n = 0;
+    base_values(s, &v, 5, string_object(s, m, 'A', "named by a zygote object"));
+    instance(s, 'A', l->named, m->base, &v);
+    v.n = 0;
+    base_values(s, &v, 6, string_object(s, m, 'A', "behind a zygote array"));
+    instance(s, 'A', l->behind_child, m->base, &v);
+    object_array(s, 'A', l->behind, m->object_array, &l->behind_zygote, 1);
+    uint64_t held[3] = { l->shared, l->named, l->behind };
+    object_array(s, 'A', l->leak, m->object_array, held, 3);
+}
+
+static void system_links_roots(struct synth *s, const struct links *l)
+{
+    root(s, HPROF_ROOT_VM_INTERNAL, l->chain, 0, 0);
+    root(s, HPROF_ROOT_VM_INTERNAL, l->named_by, 0, 0);
+    root(s, HPROF_ROOT_JNI_GLOBAL, l->leak, 0, 0);
+}
+
 struct options {
     int android;
     unsigned scale;
@@ -789,6 +886,7 @@ struct options {
     int nodata;
     const char *manifest;
     unsigned class_chain;   /* --class-chain N: that dump instead */
+    int system_links;
     int leaf_first;
 };
 
@@ -809,6 +907,7 @@ static void generate(struct synth *s, const struct options *o)
     uint64_t zygote_kept = new_object_id(s), zygote_lost = new_object_id(s);
     uint64_t zygote_bytes = new_object_id(s), zygote_array = new_object_id(s);
     uint64_t image_string = 0, zygote_string = 0;
+    struct links links = { 0 };
 
     if (s->android) {
         system_classes(s, &m);
@@ -829,6 +928,8 @@ static void generate(struct synth *s, const struct options *o)
          * (from Statics.sObject) image_string: these stay as hollow stand-ins.
          * A stand-in refers to nothing, so zygote_string is not kept. */
         s->standins = 4;
+        if (s->system_links)
+            system_links_zygote(s, &m, &links);
     } else {
         system_classes(s, &m);
     }
@@ -852,6 +953,8 @@ static void generate(struct synth *s, const struct options *o)
         put(&v, zygote_kept, s->ids);
         derived_values(s, &v, zygote_bytes, last, 7, 0);
         instance(s, 'A', new_object_id(s), m.leaf, &v);
+        if (s->system_links)
+            system_links_app(s, &m, &links);
         bitmaps(s, &m, o->big_bitmap);
         if (o->pixels)
             pixel_bitmaps(s, &m, o->pixels);
@@ -892,6 +995,8 @@ static void generate(struct synth *s, const struct options *o)
         root(s, HPROF_ROOT_JNI_MONITOR, holder, m.thread_serial, 3);
         root(s, HPROF_UNREACHABLE, last, 0, 0);
         s->roots_to_system_dropped = 2;
+        if (s->system_links)
+            system_links_roots(s, &links);
     }
     end_segment(s);
     struct hprof_record end = { .tag = HPROF_TAG_HEAP_DUMP_END };
@@ -993,6 +1098,8 @@ static void usage(FILE *out)
             "  --pixels BYTES     add about BYTES of pixel buffers in many Bitmaps, with\n"
             "                     duplicates, shared, null, recycled and zeroed ones\n"
             "  --nodata           add a PRIMITIVE_ARRAY_NODATA record\n"
+            "  --system-links     add android.os.Build, zygote objects that refer to app\n"
+            "                     objects and app objects only a zygote object leads to\n"
             "  --class-chain N    instead, N classes chained by superclass, root first\n"
             "  --leaf-first       with --class-chain: list the classes leaf first\n"
             "  --manifest FILE    write what was generated, \"key value\" per line\n"
@@ -1012,6 +1119,7 @@ int main(int argc, char **argv)
         { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { "class-chain", required_argument, NULL, 'c' },
         { "leaf-first", no_argument, NULL, 'l' },
+        { "system-links", no_argument, NULL, 'L' },
         { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
     };
     struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440 };
@@ -1053,6 +1161,7 @@ int main(int argc, char **argv)
             o.class_chain = (unsigned)v;
             break;
         case 'l': o.leaf_first = 1; break;
+        case 'L': o.system_links = 1; break;
         case 'm': o.manifest = optarg; break;
         case 'f': force = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
@@ -1081,7 +1190,7 @@ int main(int argc, char **argv)
         .next_object = o.android ? 0x12c00000 : 0x7f0000000ull,
         .next_string = o.android ? 0x1000 : 0x7f00000000ull, .rng = 0x2545F4914F6CDD1Dull,
         .seg_limit = o.android ? 128 : 100000, .seg_heap = ~0u,
-        .seg_byte_limit = o.android ? 4096 : UINT64_MAX,
+        .seg_byte_limit = o.android ? 4096 : UINT64_MAX, .system_links = o.system_links,
     };
     if (w != NULL) {
         s.out = hprof_writer_visitor(w);

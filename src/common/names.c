@@ -20,6 +20,10 @@
     X("buffers", NAME_FIELD_BUFFERS)                             \
     X("natives", NAME_FIELD_NATIVES)                             \
     X("coder", NAME_FIELD_CODER)                                 \
+    X("android.os.Build", NAME_CLASS_DEVICE)                     \
+    X("android/os/Build", NAME_CLASS_DEVICE)                     \
+    X("android.os.Build$VERSION", NAME_CLASS_DEVICE)             \
+    X("android/os/Build$VERSION", NAME_CLASS_DEVICE)             \
     X("mWidth", NAME_FIELD_WIDTH)                                \
     X("mHeight", NAME_FIELD_HEIGHT)                              \
     X("mRecycled", NAME_FIELD_RECYCLED)

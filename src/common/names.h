@@ -21,6 +21,7 @@ enum known_name {
     NAME_FIELD_BUFFERS,     /* DumpData.buffers */
     NAME_FIELD_NATIVES,     /* DumpData.natives */
     NAME_FIELD_CODER,       /* String.coder (HotSpot: 1 = UTF-16) */
+    NAME_CLASS_DEVICE,      /* android.os.Build, Build$VERSION: what the device is */
     NAME_FIELD_WIDTH,       /* Bitmap.mWidth */
     NAME_FIELD_HEIGHT,      /* Bitmap.mHeight */
     NAME_FIELD_RECYCLED,    /* Bitmap.mRecycled */

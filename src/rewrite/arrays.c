@@ -188,7 +188,7 @@ static int out_primitive_array(struct hprof_visitor *v, const struct hprof_primi
         count_add(&f->st->bitmap_buffers_kept, bytes);
         break;
     case ARRAY_NOT_KEPT:
-        if (plan_in_system(f->plan, a->id))
+        if (plan_in_system(f->plan, a->id) && f->plan->arrays != HPROF_ARRAYS_ZERO)
             break; /* a stand-in, emptied by the system-heap filter */
         return apply_mode(z, a, bytes);
     }

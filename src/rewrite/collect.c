@@ -17,7 +17,7 @@ static int nomem(const struct collect *c)
     return rewrite_nomem(c->ctx);
 }
 
-static const struct hprof_visitor_ops pass_1_ops, resolve_ops;
+static const struct hprof_visitor_ops pass_1_ops, resolve_ops, graph_ops;
 
 void collect_init(struct collect *c, const struct rewrite_ctx *ctx, struct rewrites *rw,
                   struct objcheck *ids_seen)
@@ -25,6 +25,7 @@ void collect_init(struct collect *c, const struct rewrite_ctx *ctx, struct rewri
     *c = (struct collect){ .ctx = ctx, .rw = rw, .ids_seen = ids_seen };
     c->pass_1.ops = &pass_1_ops;
     c->resolve.ops = &resolve_ops;
+    c->graph.ops = &graph_ops;
     idlist_init(&c->deferred);
 }
 
@@ -185,6 +186,15 @@ static int collect_heap_info(struct hprof_visitor *v, const struct hprof_heap_in
     return HPROF_OK;
 }
 
+/* The code of the name of class `class_id` (NAME_NONE for most). */
+static int class_name_code(const struct dump_model *m, uint64_t class_id)
+{
+    uint64_t name, code;
+    if (!idmap_get(&m->class_names, class_id, &name) || !idmap_get(&m->names, name, &code))
+        return NAME_NONE;
+    return (int)code;
+}
+
 /* Eager resolution looks into an instance only once its class's layout is
  * complete (the whole superclass chain dumped); the first time it is, the
  * class's kind and redaction fields are worked out.  While eager, a class
@@ -216,6 +226,9 @@ static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_
         return rc;
     rc = classes_add(&rw->model.classes, cd, c->ctx->err);
     bitmaps_note_class_dump(&rw->bitmaps, cd);
+    if (rc == HPROF_OK &&
+        system_heaps_note_class_dump(&rw->system, cd, class_name_code(&rw->model, cd->id)))
+        return nomem(c);
     if (rc != HPROF_OK || c->eager == EAGER_ABANDONED)
         return rc;
     /* a kept class dump's references decide stand-ins, which need every
@@ -476,4 +489,130 @@ static const struct hprof_visitor_ops resolve_ops = {
     .instance = resolve_instance,
     .object_array = resolve_object_array_visit,
     .primitive_array = resolve_primitive_array,
+};
+
+/* ---- The graph pass ------------------------------------------------------------------ */
+
+static struct collect *from_graph(struct hprof_visitor *v)
+{
+    return (struct collect *)((char *)v - offsetof(struct collect, graph));
+}
+
+int collect_wants_graph(const struct collect *c)
+{
+    const struct system_heaps *s = &c->rw->system;
+    return system_heaps_wants_graph(s) ||
+           (s->device.count > 0 && c->ctx->opt->redact != HPROF_REDACT_NONE);
+}
+
+struct hprof_visitor *collect_graph(struct collect *c)
+{
+    return &c->graph;
+}
+
+int collect_finish_graph(struct collect *c)
+{
+    struct system_heaps *s = &c->rw->system;
+    return system_heaps_wants_graph(s) && system_heaps_settle(s) != HPROF_OK ? nomem(c) : HPROF_OK;
+}
+
+static int graph_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    struct collect *c = from_graph(v);
+    return system_heaps_graph_seed(&c->rw->system, r->id) == HPROF_OK ? HPROF_OK : nomem(c);
+}
+
+/* A reference a system object holds: to another, or out of the system
+ * heaps (a class is neither: class dumps are all kept). */
+static int graph_edge(struct collect *c, uint64_t ref)
+{
+    if (ref == 0 || classes_find(&c->rw->model.classes, ref) != NULL)
+        return HPROF_OK;
+    return system_heaps_graph_edge(&c->rw->system, ref) == HPROF_OK ? HPROF_OK : nomem(c);
+}
+
+static int seed_class_ref(struct collect *c, uint64_t ref)
+{
+    return system_heaps_graph_seed(&c->rw->system, ref) == HPROF_OK ? HPROF_OK : nomem(c);
+}
+
+/* Class dumps are roots to the analyzers (their statics hold what they
+ * name), as the stand-ins' references already treat them. */
+static int graph_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *cd)
+{
+    struct collect *c = from_graph(v);
+    int rc = seed_class_ref(c, cd->loader_id);
+    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_statics; i++)
+        if (cd->statics[i].type == HPROF_TYPE_OBJECT)
+            rc = seed_class_ref(c, cd->statics[i].value);
+    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_constants; i++)
+        if (cd->constants[i].type == HPROF_TYPE_OBJECT)
+            rc = seed_class_ref(c, cd->constants[i].value);
+    return rc;
+}
+
+static int graph_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
+{
+    (void)at;
+    (void)name_id;
+    return graph_edge(ctx, ref);
+}
+
+/* A String that android.os.Build names keeps its value, unredacted. */
+static int keep_device_string(struct collect *c, const struct hprof_instance *o)
+{
+    struct rewrites *rw = c->rw;
+    const struct kind_layout *k;
+    if (model_kind(&rw->model, o->class_id, &k) != NAME_CLASS_STRING)
+        return HPROF_OK;
+    if (strings_resolve_instance(&rw->strings, k, o, c->ctx->ids) != HPROF_OK)
+        return nomem(c);
+    return redact_keep_device_text(&rw->redact, model_field_id(c->ctx->ids, o, k->field[0]));
+}
+
+static int graph_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct collect *c = from_graph(v);
+    struct system_heaps *s = &c->rw->system;
+    int rc = system_heaps_is_device(s, o->id) ? keep_device_string(c, o) : HPROF_OK;
+    if (rc != HPROF_OK || !system_heaps_wants_graph(s) || !system_heaps_has(s, o->id))
+        return rc;
+    if (system_heaps_graph_node(s, o->id) != HPROF_OK)
+        return nomem(c);
+    struct class_info *ci = classes_find(&c->rw->model.classes, o->class_id);
+    return ci ? classes_each_ref(&c->rw->model.classes, ci, o->values, o->length, graph_field, c)
+              : HPROF_OK;
+}
+
+static int graph_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct collect *c = from_graph(v);
+    struct system_heaps *s = &c->rw->system;
+    if (!system_heaps_wants_graph(s) || !system_heaps_has(s, a->id))
+        return HPROF_SKIP;
+    if (a->first == 0 && system_heaps_graph_node(s, a->id) != HPROF_OK)
+        return nomem(c);
+    int rc = HPROF_OK;
+    for (uint32_t i = 0; rc == HPROF_OK && i < a->n; i++)
+        rc = graph_edge(c, get_id(a->elements + (size_t)i * c->ctx->ids, c->ctx->ids));
+    return rc;
+}
+
+/* Primitive arrays are nodes without references: a stand-in may be one. */
+static int graph_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct collect *c = from_graph(v);
+    struct system_heaps *s = &c->rw->system;
+    if (system_heaps_wants_graph(s) && system_heaps_has(s, a->id) &&
+        system_heaps_graph_node(s, a->id) != HPROF_OK)
+        return nomem(c);
+    return HPROF_SKIP;
+}
+
+static const struct hprof_visitor_ops graph_ops = {
+    .root = graph_root,
+    .class_dump = graph_class_dump,
+    .instance = graph_instance,
+    .object_array = graph_object_array,
+    .primitive_array = graph_primitive_array,
 };

@@ -38,7 +38,7 @@ struct rewrites {
 };
 
 struct collect {
-    struct hprof_visitor pass_1, resolve;
+    struct hprof_visitor pass_1, resolve, graph;
     const struct rewrite_ctx *ctx;
     struct rewrites *rw;
     struct objcheck *ids_seen;  /* pass 1 adds every object id (validate.h) */
@@ -63,5 +63,12 @@ int collect_finish_pass_1(struct collect *c, int *resolved);
 /* Pass 2's visitor, after collect_prepare_resolve(). */
 int collect_prepare_resolve(struct collect *c);
 struct hprof_visitor *collect_resolve(struct collect *c);
+
+/* After the resolution: is the graph pass needed, and its visitor (the
+ * references system objects hold, the device's Strings), then what it
+ * found into the rewrites. */
+int collect_wants_graph(const struct collect *c);
+struct hprof_visitor *collect_graph(struct collect *c);
+int collect_finish_graph(struct collect *c);
 
 #endif

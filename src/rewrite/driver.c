@@ -194,6 +194,13 @@ static int collect_and_plan(struct shrink_run *run)
         /* ids the filter cannot vouch for, settled in a pass of headers */
         rc = objcheck_confirm_pass(&run->ids_seen, run->ctx.reader, run->ctx.err);
     }
+    /* which system objects link the roots to the application's */
+    if (rc == HPROF_OK && collect_wants_graph(&run->collect)) {
+        run->passes++;
+        rc = run_pass(run, restored(run, collect_graph(&run->collect)));
+        if (rc == HPROF_OK)
+            rc = collect_finish_graph(&run->collect);
+    }
     bitmaps_settle(&rw->bitmaps);
     if (rc == HPROF_OK)
         rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);

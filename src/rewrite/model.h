@@ -39,7 +39,7 @@ void model_free(struct dump_model *m);
 static inline int model_note_string(struct dump_model *m, const struct hprof_string *s)
 {
     int code = known_name(s->utf8, s->length);
-    if (code > NAME_FIELD_CODER)
+    if (code > NAME_CLASS_DEVICE)
         code = NAME_NONE; /* hprof-info's names, not the shrink's */
     m->names_seen |= 1u << code;
     if (code != NAME_NONE && idmap_put(&m->names, s->id, (uint64_t)code) != HPROF_OK)

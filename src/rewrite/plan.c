@@ -27,6 +27,7 @@ void plan_free(struct shrink_plan *p)
     idmap_free(&p->bitmaps.dump_buffers);
     idmap_free(&p->system.objects);
     idmap_free(&p->system.standins);
+    idmap_free(&p->system.device);
     idmap_free(&p->redact.exempt_values);
     idmap_free(&p->redact.field_classes);
     idmap_free(&p->redact.field_names);

@@ -33,6 +33,7 @@ struct bitmaps_plan {
 struct system_plan {
     struct idmap objects;       /* every object of those heaps */
     struct idmap standins;      /* those kept hollow: a kept object refers to them */
+    struct idmap device;        /* Strings android.os.Build statics name: kept whole */
 };
 
 /* redact.c: what --redact and --redact-fields change. */

@@ -492,6 +492,16 @@ static int exempt_instance(struct hprof_visitor *v, const struct hprof_instance 
     return idmap_put(&r->exempt_values, value, how) == HPROF_OK ? HPROF_OK : nomem(r);
 }
 
+/* The device's own Strings (what android.os.Build's statics name: make,
+ * model, fingerprint, version) describe the phone, not its user, and leak
+ * analyzers match on them: their text is never redacted. */
+int redact_keep_device_text(struct redaction *r, uint64_t value)
+{
+    if (r->ctx->opt->redact == HPROF_REDACT_NONE || value == 0)
+        return HPROF_OK;
+    return idmap_put(&r->exempt_values, value, 0) == HPROF_OK ? HPROF_OK : nomem(r);
+}
+
 static const struct hprof_visitor_ops exempt_ops = {
     .instance = exempt_instance,
     .object_array = visit_skip_object_array,

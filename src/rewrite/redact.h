@@ -97,6 +97,8 @@ static inline int redact_needs_exempt_pass(const struct redaction *r)
 }
 struct hprof_visitor *redact_exempt_visitor(struct redaction *r);
 
+/* String value array `value` holds the device's text, not the user's: kept. */
+int redact_keep_device_text(struct redaction *r, uint64_t value);
 void redact_publish(struct redaction *r, struct redact_plan *plan);
 
 #endif

@@ -103,6 +103,7 @@ static void add_filter_counts(struct hprof_shrink_stats *to, const struct hprof_
     add_count(&to->strings_redacted, &s->strings_redacted);
     add_count(&to->buffers_redacted, &s->buffers_redacted);
     to->roots_dropped += s->roots_dropped;
+    to->system_standin_refs += s->system_standin_refs;
     to->fields_zeroed += s->fields_zeroed;
     add_count(&to->names_dropped, &s->names_dropped);
     to->jvm_roots_converted += s->jvm_roots_converted;
