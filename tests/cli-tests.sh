@@ -1519,6 +1519,71 @@ grep -q "received onDestroy" "$T/ra.hprof" && die "the KeyedWeakReference descri
 "$B/hprof-shrink" -q --redact --redact-keep=android.app.Activity.mTitle fixtures/android-synth.hprof.gz "$T/rb.hprof"
 grep -q "Secret account overview" "$T/rb.hprof" || die "--redact-keep=android.app.Activity.mTitle did not keep it"
 
+# What LeakCanary's Shark concludes from a dump (tests/java/LeakAnalysis.java:
+# its rules on VisualVM's heap library) stays the same after a shrink: the
+# dump is a HotSpot one of tests/java/leakapp, which holds KeyedWeakReferences
+# of LeakCanary 1.x and 2, android.os.Build, and parts of a leaked Activity in
+# the locals of the threads whose locals Shark ignores by their names.
+leak_analysis_survives_shrink() {
+    banner "leak analysis: the same leaks, traces, metadata and retained sizes after --redact --redact-fields"
+    d=$T/leaks; rm -rf "$d"; mkdir -p "$d/app"
+    javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/LeakAnalysis.java
+    javac -d "$d/app" $(find tests/java/leakapp -name '*.java')
+    java -Xmx32m -XX:+UseSerialGC -Xshare:off -cp "$d/app" LeakApp > "$d/app.log" 2>&1 &
+    app=$!
+    i=0
+    until grep -q ready "$d/app.log"; do
+        i=$((i + 1)); [ $i -lt 300 ] || break
+        sleep 0.1
+    done
+    jcmd $app GC.heap_dump "$d/leak.hprof" > /dev/null || die "jcmd could not dump LeakApp"
+    kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
+    leaks() { java -cp "$VISUALVM_JAR:$T/java" LeakAnalysis "$@"; }
+    leaks "$d/leak.hprof" > "$d/in" || die "LeakAnalysis fails on LeakApp's dump"
+    # the dump holds what the comparison is about: two leaks (1.x and 2), a
+    # reference not yet retained and a cleared one that are none, Build
+    [ "$(grep -c '^leak [0-9]* trace ' "$d/in")" = 2 ] || die "LeakApp's dump: not two leaks: $(cat "$d/in")"
+    [ "$(grep -c '^watched .* leaking$' "$d/in")" = 2 ] || die "LeakApp's dump: not two leaking references"
+    grep -q '^watched .*retainedDurationMillis -1 referent [0-9]*$' "$d/in" || die "LeakApp's dump: no watched, unretained object"
+    grep -q '^watched .* referent null$' "$d/in" || die "LeakApp's dump: no cleared reference"
+    grep -q '^metadata Build.MANUFACTURER Fairphone-LeakApp$' "$d/in" || die "LeakApp's dump: no Build.MANUFACTURER"
+    # and the ignored locals count: followed, the Activity retains less
+    leaks --follow-every-local "$d/leak.hprof" > "$d/every-local" || die "LeakAnalysis --follow-every-local"
+    cmp -s "$d/in" "$d/every-local" && die "LeakApp's dump: the locals Shark ignores change nothing"
+    # Strings, fields and names: all that a LeakCanary analysis needs stays;
+    # --arrays=zero keeps the arrays' sizes, so retained bytes stay too
+    # (each output has a name of its own: VisualVM keeps an index beside a
+    # dump, FILE.hwcache, and would take a rewritten file's for its own)
+    n=0
+    for opts in "--redact --redact-fields --arrays=zero" "--redact --arrays=zero" "--arrays=zero"; do
+        n=$((n + 1))
+        "$B/hprof-shrink" -q $opts "$d/leak.hprof" "$d/out$n.hprof" || { die "shrink $opts"; continue; }
+        leaks "$d/leak.hprof" "$d/out$n.hprof" > "$d/cmp" ||
+            die "Shark's conclusions differ after $opts: $(grep '^DIFFERS' "$d/cmp" | tr '\n' ' ')"
+    done
+    # by default the arrays are emptied, so retained bytes shrink, as the
+    # man page says; everything else stays
+    for opts in "--redact --redact-fields" ""; do
+        n=$((n + 1))
+        "$B/hprof-shrink" -q $opts "$d/leak.hprof" "$d/out$n.hprof" || { die "shrink $opts"; continue; }
+        leaks --objects-only "$d/leak.hprof" "$d/out$n.hprof" > "$d/cmp" ||
+            die "Shark's conclusions differ after ${opts:-a default shrink}: $(grep '^DIFFERS' "$d/cmp" | tr '\n' ' ')"
+    done
+    # a real ART dump (no KeyedWeakReference): the same metadata and the same
+    # objects reachable past the locals Shark ignores (FinalizerWatchdogDaemon, main)
+    if [ -d ../shared/fixtures ]; then
+        f=../shared/fixtures/art-ahat-test-dump.hprof
+        "$B/tests/hprof-roundtrip" "$f" "$d/art.rt" 4096
+        "$HPROF_CONV" "$d/art.rt" "$d/art-in.conv" || die "hprof-conv of the ART dump"
+        "$B/hprof-shrink" -q --redact --redact-fields --arrays=zero --keep-system-heaps "$f" "$d/art.hprof" &&
+            "$HPROF_CONV" "$d/art.hprof" "$d/art-out.conv" || die "shrink and hprof-conv of the ART dump"
+        leaks "$d/art-in.conv" "$d/art-out.conv" > "$d/cmp" ||
+            die "Shark's view of the ART dump differs after --redact --redact-fields: $(grep '^DIFFERS' "$d/cmp" | tr '\n' ' ')"
+    fi
+    rm -rf "$d"
+}
+leak_analysis_survives_shrink
+
 banner "bench-time: the benchmark's timer redirects, reports and passes the status on"
 printf 'abc' > "$T/bt.in"
 "$B/bench-time" -i "$T/bt.in" -o "$T/bt.out" -- tr a-c x-z > "$T/bt.time" || die "bench-time tr failed"
