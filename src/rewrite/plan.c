@@ -28,7 +28,9 @@ void plan_free(struct shrink_plan *p)
     idmap_free(&p->system.objects);
     idmap_free(&p->system.standins);
     idmap_free(&p->redact.exempt_values);
-    idmap_free(&p->redact.app_classes);
+    idmap_free(&p->redact.field_classes);
+    idmap_free(&p->redact.field_names);
+    idmap_free(&p->redact.clearing);
     names_plan_free(&p->names);
     deobf_plan_free(&p->deobf);
 }

@@ -1,45 +1,64 @@
 /*
  * redact.h - the redaction rewrite (--redact, --redact-keep,
- * --redact-fields): the text of kept Strings becomes a filler of the same
- * length and element type, bitmap pixels a neutral grey (unless strings
- * only), except the Strings a keep rule's field refers to; with fields, the
- * primitive fields of application classes other than booleans become 0.
+ * --redact-fields), whose privacy model man/hprof-shrink.1 states: the
+ * text of kept Strings becomes a filler of the same length and element
+ * type, bitmap pixels a neutral grey (unless strings only), except the
+ * Strings a keep rule's field refers to; the hash caches derived from
+ * texts (String.hash, hash-table nodes' hash) become 0; with fields, every
+ * primitive field but booleans and the structural ones analyzers read (the
+ * table in redact.c) becomes 0.
  *
  * It learns in pass 1 which STRING records name a rule's class or field
- * and which name JDK or Android classes; when classes are resolved, where
- * each class holds a rule's field; while instances are resolved, which
- * Strings those fields name; and in a pass of its own (exempt), which
- * value arrays those Strings hold.
+ * and which name a class or field of the field table; when classes are
+ * resolved, where each class holds a rule's field; while instances are
+ * resolved, which Strings those fields name; and in a pass of its own
+ * (exempt), which value arrays those Strings hold.
  */
 #ifndef HPROF_REWRITE_REDACT_H
 #define HPROF_REWRITE_REDACT_H
 
 #include "rewrite.h"
 
-/* A keep rule, split: the Strings `cls`.`field` refers to keep their text. */
+/* A keep rule, split: the Strings `cls`.`field` refers to keep their text
+ * (with `runtime_names`, only a text of the runtime's thread names). */
 struct redact_rule {
     const char *cls, *field;
     size_t cls_len, field_len;
+    int runtime_names;
 };
-#define REDACT_BUILTIN_RULES 4
+#define REDACT_BUILTIN_RULES 8
 #define MAX_RULES (HPROF_REDACT_MAX_RULES + REDACT_BUILTIN_RULES)
+
+/* Where instances of a class hold a rule's field. */
+struct exempt_field {
+    int64_t at;
+    int runtime_names;
+};
+
+/* Values of exempt_strings and exempt_values. */
+#define EXEMPT_ALWAYS 0
+#define EXEMPT_IF_RUNTIME_NAME 1
 
 struct redaction {
     const struct rewrite_ctx *ctx;
     struct dump_model *model;
     struct redact_rule rules[MAX_RULES];
     size_t n_rules;
-    struct idmap rule_names;    /* STRING id -> bits: 2i class, 2i+1 field of rule i */
+    struct idmap rule_classes;  /* STRING id -> bit i: names rule i's class */
+    struct idmap rule_fields;   /* STRING id -> bit i: names rule i's field */
     struct idmap exempt_fields; /* class id -> start << 16 | count in exempt_at */
     struct idmap rule_class;    /* class id -> nearest class up that a rule names, or 0 */
-    struct class_info **path;   /* scratch of rule_class_from() */
+    struct class_info **path;   /* scratch of the walks up a class chain */
     size_t cap_path;
-    int64_t *exempt_at;         /* offsets of fields whose Strings keep their text */
+    struct exempt_field *exempt_at;
     size_t n_exempt_at, cap_exempt_at;
-    struct idmap exempt_strings;/* Strings a rule names */
-    struct idmap exempt_values; /* their value arrays */
-    struct idmap system_names;  /* STRING ids of JDK/Android class names */
-    struct idmap app_classes;   /* classes of the application (--redact-fields) */
+    struct idmap exempt_strings;/* String id -> EXEMPT_* */
+    struct idmap exempt_values; /* their value arrays -> EXEMPT_* */
+    struct idmap table_classes; /* STRING id -> 1 + first field-table entry of that class */
+    struct idmap table_fields;  /* STRING id -> 1 + a field-table entry of that field name */
+    struct idmap field_classes; /* class id -> 1 + first field-table entry of its name */
+    struct idmap clear_memo;    /* class id -> 1 + whether a class up its chain has a cleared field */
+    struct idmap clearing;      /* classes whose instances hold a field --redact clears */
     struct module_visitor exempt;
 };
 
@@ -48,7 +67,8 @@ int redact_init(struct redaction *r, const struct rewrite_ctx *ctx, struct dump_
 void redact_free(struct redaction *r);
 
 /* A STRING record.  @return 1 when it names something redaction looks for
- * (a rule's class or field, a system package), 0 if not, or an error. */
+ * (a rule's class or field, a class or field of the field table), 0 if
+ * not, or an error. */
 int redact_note_string(struct redaction *r, const struct hprof_string *s);
 /* Does redaction look at names at all (without --redact it has no rules)?
  * Pass 1 asks before each STRING record rather than call for nothing. */
@@ -56,12 +76,17 @@ static inline int redact_notes_strings(const struct redaction *r)
 {
     return r->n_rules > 0 || r->ctx->opt->redact_fields;
 }
-/* Where instances of `ci` (resolved) hold a rule's field, and whether `ci`
- * is the application's. */
+/* Where instances of `ci` (resolved) hold a rule's field, whether its
+ * class is in the field table, and whether --redact clears some field of
+ * its instances. */
 int redact_resolve_class(struct redaction *r, struct class_info *ci);
 int redact_resolve_classes(struct redaction *r);
 /* A kept instance: the Strings its rule fields name. */
 int redact_resolve_instance(struct redaction *r, const struct hprof_instance *o);
+/* String `id` keeps its text, whatever refers to it: for the resolution's
+ * other modules (what this module's rules cannot name, such as the Strings
+ * a class's static fields refer to).  Forgotten by redact_forget(). */
+int redact_exempt_string(struct redaction *r, uint64_t id);
 /* Forget what was resolved, to resolve again. */
 int redact_forget(struct redaction *r);
 
