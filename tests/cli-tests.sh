@@ -1241,6 +1241,7 @@ done
 heapcount "$T/ra.conv" > /dev/null || die "VisualVM cannot load a redacted Android dump"
 grep -q "5b2f0c1e-77aa-4f3e-9d1a-0c4e6d2b9f10" "$T/ra.hprof" || die "the KeyedWeakReference key was redacted"
 grep -q "Secret account overview" "$T/ra.hprof" && die "Activity.mTitle survived --redact"
+grep -q "received onDestroy" "$T/ra.hprof" && die "the KeyedWeakReference description survived --redact"
 "$B/hprof-shrink" -q --redact --redact-keep=android.app.Activity.mTitle fixtures/android-synth.hprof.gz "$T/rb.hprof"
 grep -q "Secret account overview" "$T/rb.hprof" || die "--redact-keep=android.app.Activity.mTitle did not keep it"
 
@@ -1386,6 +1387,25 @@ PY
     rm -f "$T"/names-*
 }
 names_in_use_only
+
+# The names in use are code; --keep-names keeps the rest of HotSpot's
+# symbol table, the program's literals, which --redact cannot fill.
+keep_names_warns_under_redact() {
+    banner "--redact --keep-names warns that the names keep the literals, unless -q"
+    f=fixtures/hotspot-synth.hprof.gz
+    "$B/hprof-shrink" -f --redact --keep-names "$f" "$T/kn.hprof" > /dev/null 2> "$T/kn.err" ||
+        die "shrink --redact --keep-names"
+    grep -q "warning: --keep-names keeps every STRING record, the program's string literals" \
+        "$T/kn.err" || die "no warning for --redact --keep-names: $(cat "$T/kn.err")"
+    "$B/hprof-shrink" -q -f --redact --keep-names "$f" "$T/kn.hprof" 2> "$T/kn.err" ||
+        die "shrink -q --redact --keep-names"
+    [ -s "$T/kn.err" ] && die "-q printed: $(cat "$T/kn.err")"
+    "$B/hprof-shrink" -f --keep-names "$f" "$T/kn.hprof" > /dev/null 2> "$T/kn.err" ||
+        die "shrink --keep-names"
+    grep -q warning "$T/kn.err" && die "--keep-names without --redact warned: $(cat "$T/kn.err")"
+    rm -f "$T"/kn.*
+}
+keep_names_warns_under_redact
 
 # --jvm converts as hprof-conv does, in the same run as the shrink; the
 # graphs are compared by VisualVM's heap library (HeapCount --detail:

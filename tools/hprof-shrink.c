@@ -64,8 +64,10 @@ static void usage(FILE *out)
             "                       bitmap pixels) by a filler of the same size\n"
             "  --redact-keep=CLASS.FIELD\n"
             "                       keep the text of Strings this field refers to\n"
-            "                       (repeatable; LeakCanary's keys are always kept)\n"
-            "  --redact-fields      zero number and char fields of application classes\n"
+            "                       (repeatable; LeakCanary's KeyedWeakReference key and\n"
+            "                       name and the runtime's thread names are always kept)\n"
+            "  --redact-fields      zero number and char fields of every class but the\n"
+            "                       structural ones analyzers read (man page)\n"
             "  --keep-names         keep the STRING records nothing refers to (HotSpot's\n"
             "                       symbol table, string literals included)\n"
             "  --jvm                write a standard 1.0.2 dump from an Android one, as\n"
@@ -1098,6 +1100,12 @@ int main(int argc, char **argv)
     int code = parse(argc, argv, &o);
     if (code != 0)
         return code;
+    /* the names in use are code; the others are HotSpot's symbol table,
+     * which --redact alone keeps out of the output */
+    if (o.shrink.redact && o.shrink.keep_names && !o.quiet)
+        cli_error("warning: --keep-names keeps every STRING record, the program's string "
+                  "literals among them (HotSpot writes its whole symbol table): --redact "
+                  "does not remove them");
     struct hprof_mapping *mapping = NULL;
     if (o.mapping_path != NULL) {
         struct hprof_error err = { 0 };
