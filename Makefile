@@ -149,6 +149,10 @@ $(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libhprof.a $(LDLIBS_LIB)
 
+$(B)/tests/hprof-secrets: tests/hprof-secrets.c $(B)/libhprof-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< $(B)/libhprof-internal.a $(LDLIBS_LIB)
+
 $(B)/tests/fault_write.so: tests/fault/fault_write.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
@@ -184,7 +188,7 @@ fuzz: all $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%) $(B)/tests/check_hostile
 	@mkdir -p $(B)/hostile && HPROF_HOSTILE_OUT=$(B)/hostile $(B)/tests/check_hostile > /dev/null
 	@tools/fuzz.sh $(B) $(FUZZ_SECONDS)
 
-check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/bench-time $(B)/tests/fault_write.so $(REPLAY_BIN)
+check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/hprof-secrets $(B)/bench-time $(B)/tests/fault_write.so $(REPLAY_BIN)
 	@rm -rf $(B)/hostile && mkdir -p $(B)/hostile
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done

@@ -1584,6 +1584,77 @@ leak_analysis_survives_shrink() {
 }
 leak_analysis_survives_shrink
 
+# planted_secrets: a HotSpot heap (tests/java/SecretPlanter.java) and an
+# ART-shaped one (hprof-synth --secrets) with a unique secret in each kind
+# of place a heap holds data, searched for in every output mode by
+# tests/hprof-secrets (texts as Latin-1, UTF-8 and UTF-16 both ways;
+# numbers as big-endian 4 and 8 bytes; short values in their instances).
+# Every secret is in the input; without --redact the String texts stay
+# (that is the product); --redact --redact-fields leaves none of the
+# "gone" kinds and every "stays" kind (what leak analysis reads), and its
+# output verifies and shows VisualVM the same classes, instances, roots
+# and references.
+planted_secrets() {
+    banner "--redact --redact-fields: no planted secret is left, and the heap is whole"
+    d=$T/ps; rm -rf "$d"; mkdir -p "$d/java"
+    javac -d "$d/java" tests/java/SecretPlanter.java tests/java/leakcanary/KeyedWeakReference.java \
+        tests/java/android/location/Location.java || { die "javac SecretPlanter"; return; }
+    java -Xmx32m -XX:+UseSerialGC -Xshare:off -cp "$d/java" SecretPlanter "$d/hotspot.hprof" \
+        "$d/hotspot.secrets" || { die "SecretPlanter did not dump its heap"; return; }
+    "$B/hprof-synth" --secrets "$d/android.secrets" "$d/android.hprof" || { die "hprof-synth --secrets"; return; }
+    for corpus in hotspot android; do
+        in=$d/$corpus.hprof
+        secrets() { "$B/tests/hprof-secrets" "$d/$corpus.secrets" "$1" > "$d/found" || die "hprof-secrets $1"; }
+        secrets "$in"
+        grep ' absent$' "$d/found" && die "$corpus: the input lacks planted secrets"
+        modes="default|--arrays=zero|--arrays=remove|--redact|--redact=strings|--redact --redact-fields|-z"
+        [ $corpus = android ] && modes="$modes|--jvm|--jvm --redact --redact-fields"
+        echo "$modes" | tr '|' '\n' > "$d/modes"
+        while read -r mode; do
+            args=$mode; [ "$mode" = default ] && args=""
+            out=$d/out.hprof; [ "$mode" = -z ] && out=$d/out.hprof.gz
+            rm -f "$d/out.hprof" "$d/out.hprof.gz"
+            "$B/hprof-shrink" -q $args "$in" "$out" || { die "$corpus: shrink $mode"; continue; }
+            secrets "$out"
+            echo "    $corpus $mode: $(grep -c ' found ' "$d/found") of $(wc -l < "$d/found") kinds left:" \
+                "$(grep '^gone .* found ' "$d/found" | cut -d' ' -f2 | tr '\n' ' ')"
+            case $mode in
+            *"--redact --redact-fields")
+                if grep -q '^gone .* found ' "$d/found"; then
+                    grep '^gone .* found ' "$d/found" | sed "s/^/    left: /" >&2
+                    die "$corpus $mode: secrets left (above)"
+                fi
+                if grep -q '^stays .* absent$' "$d/found"; then
+                    grep '^stays .* absent$' "$d/found" | sed "s/^/    lost: /" >&2
+                    die "$corpus $mode: what leak analysis needs was removed (above)"
+                fi
+                "$B/hprof-verify" "$out" > /dev/null || die "$corpus $mode: the output does not verify"
+                ;;
+            *--redact*) ;;
+            *)
+                grep -Eq '^gone string-(field|latin1) found ' "$d/found" && grep -q '^gone string-utf16 found ' "$d/found" ||
+                    die "$corpus $mode: a String's text was lost without --redact"
+                ;;
+            esac
+        done < "$d/modes"
+    done
+    # VisualVM: the same classes, instances, roots and references (HotSpot:
+    # against the input; Android: against the same conversion unredacted)
+    "$B/hprof-shrink" -q --redact --redact-fields "$d/hotspot.hprof" "$d/hotspot-r.hprof" || die "redact hotspot"
+    heapcount --detail "$d/hotspot.hprof" > "$d/hotspot.count" || die "VisualVM cannot load SecretPlanter's dump"
+    heapcount --detail "$d/hotspot-r.hprof" > "$d/hotspot-r.count" || die "VisualVM cannot load its redacted dump"
+    cmp -s "$d/hotspot.count" "$d/hotspot-r.count" ||
+        die "VisualVM sees another heap after --redact --redact-fields: $(diff "$d/hotspot.count" "$d/hotspot-r.count" | head -5)"
+    "$B/hprof-shrink" -q --jvm "$d/android.hprof" "$d/android-j.hprof" || die "--jvm android"
+    "$B/hprof-shrink" -q --jvm --redact --redact-fields "$d/android.hprof" "$d/android-r.hprof" || die "--jvm --redact android"
+    heapcount --detail "$d/android-j.hprof" > "$d/android-j.count" || die "VisualVM cannot load the converted corpus"
+    heapcount --detail "$d/android-r.hprof" > "$d/android-r.count" || die "VisualVM cannot load the redacted corpus"
+    cmp -s "$d/android-j.count" "$d/android-r.count" ||
+        die "VisualVM sees another Android heap after --redact --redact-fields: $(diff "$d/android-j.count" "$d/android-r.count" | head -5)"
+    rm -rf "$d"
+}
+planted_secrets
+
 banner "bench-time: the benchmark's timer redirects, reports and passes the status on"
 printf 'abc' > "$T/bt.in"
 "$B/bench-time" -i "$T/bt.in" -o "$T/bt.out" -- tr a-c x-z > "$T/bt.time" || die "bench-time tr failed"

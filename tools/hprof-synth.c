@@ -60,6 +60,8 @@ struct synth {
     uint64_t dedupe_groups, dedupe_merged, dedupe_dropped;
     uint64_t standins;
     int system_links;               /* --system-links */
+
+    struct secrets *secrets;    /* --secrets: plant them, NULL otherwise */
 };
 
 /* Ids of the classes and of named objects the heap refers to. */
@@ -290,8 +292,8 @@ static uint8_t *pattern(uint64_t seed, size_t len)
 /* A java.lang.String and its value array, in ART's order (array right after
  * the instance).  Latin-1 text is stored compressed as byte[] in Android
  * dumps, other text as char[]; HotSpot dumps use byte[] with coder. */
-static uint64_t string_object(struct synth *s, const struct model *m, uint32_t heap,
-                              const char *text)
+static uint64_t string_object_hashed(struct synth *s, const struct model *m, uint32_t heap,
+                                     const char *text, uint32_t hash)
 {
     uint16_t units[256];
     uint32_t n = 0;
@@ -333,19 +335,336 @@ static uint64_t string_object(struct synth *s, const struct model *m, uint32_t h
     }
     if (s->android) { /* count, hash, value */
         put(&v, n, 4);
-        put(&v, 0, 4);
+        put(&v, hash, 4);
         put(&v, value, s->ids);
     } else {          /* value, coder, hash, hashIsZero */
         put(&v, value, s->ids);
         put(&v, latin1 ? 0 : 1, 1);
-        put(&v, 0, 4);
-        put(&v, 1, 1);
+        put(&v, hash, 4);
+        put(&v, hash == 0, 1);
     }
     instance(s, heap, id, m->string, &v);
     primitive_array(s, heap, value, type, bytes, count);
     if (!is_system(heap))
         s->string_instances_app++;
     return id;
+}
+
+/* A String whose hash has not been asked for yet (0, as the runtime leaves it). */
+static uint64_t string_object(struct synth *s, const struct model *m, uint32_t heap,
+                              const char *text)
+{
+    return string_object_hashed(s, m, heap, text, 0);
+}
+
+/* ---- Planted secrets (--secrets) ----------------------------------------------
+ * Unique secrets in each kind of place an Android heap holds data, and a
+ * manifest of them for tests/hprof-secrets.c (see there for its format):
+ * "gone" what --redact --redact-fields must remove, "stays" what leak
+ * analysis needs (LeakCanary's keys and names, the runtime's thread names,
+ * the device's Build strings).  The generator of the secrets is its own,
+ * so the rest of the dump is the same with or without them. */
+
+enum { BOXED_INT, BOXED_LONG, BOXED_DOUBLE, BOXED_FLOAT, BOXED_CHAR, BOXED_SHORT, BOXED_BYTE,
+       N_BOXED };
+
+struct secrets {
+    FILE *manifest;
+    uint64_t rng;
+    uint64_t boxed[N_BOXED], uuid, date, node, location, build, account, byte_holder, vault,
+        keyed_ref_1x;
+};
+
+static const struct {
+    const char *name;
+    uint8_t type;
+} boxed_classes[N_BOXED] = {
+    { "java.lang.Integer", HPROF_TYPE_INT }, { "java.lang.Long", HPROF_TYPE_LONG },
+    { "java.lang.Double", HPROF_TYPE_DOUBLE }, { "java.lang.Float", HPROF_TYPE_FLOAT },
+    { "java.lang.Character", HPROF_TYPE_CHAR }, { "java.lang.Short", HPROF_TYPE_SHORT },
+    { "java.lang.Byte", HPROF_TYPE_BYTE },
+};
+
+static void load_secret_classes(struct synth *s)
+{
+    struct secrets *sec = s->secrets;
+    for (int i = 0; i < N_BOXED; i++)
+        sec->boxed[i] = load_class(s, boxed_classes[i].name);
+    sec->uuid = load_class(s, "java.util.UUID");
+    sec->date = load_class(s, "java.util.Date");
+    sec->node = load_class(s, "java.util.HashMap$Node");
+    sec->location = load_class(s, "android.location.Location");
+    sec->build = load_class(s, "android.os.Build");
+    sec->account = load_class(s, "com.example.Account");
+    sec->byte_holder = load_class(s, "com.example.ByteHolder");
+    sec->vault = load_class(s, "com.example.Vault");
+    sec->keyed_ref_1x = load_class(s, "com.squareup.leakcanary.KeyedWeakReference");
+    static const char *const names[] = {
+        "mostSigBits", "leastSigBits", "fastTime", "mLatitude", "mLongitude", "MANUFACTURER",
+        "MODEL", "iban", "balance", "rate", "ratio", "initial", "code", "sLong", "sInt", "sText",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        string_id(s, names[i]);
+}
+
+static uint64_t secret_random(struct secrets *sec)
+{
+    sec->rng ^= sec->rng << 13;
+    sec->rng ^= sec->rng >> 7;
+    sec->rng ^= sec->rng << 17;
+    return sec->rng;
+}
+
+/* A value with no zero byte (zeros are everywhere in a dump). */
+static uint64_t secret_bits(struct secrets *sec)
+{
+    uint64_t v = secret_random(sec);
+    for (int k = 0; k < 8; k++)
+        if ((v >> (8 * k) & 0xFF) == 0)
+            v |= 0x5Aull << (8 * k);
+    return v;
+}
+
+static void base36(uint64_t v, char *out)
+{
+    char digits[16];
+    int n = 0;
+    do {
+        digits[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+        v /= 36;
+    } while (v != 0 && n < 13);
+    while (n > 0)
+        *out++ = digits[--n];
+    *out = '\0';
+}
+
+/* A unique text, "P" and letters and digits, in `out` (64 bytes). */
+static const char *secret_text(struct secrets *sec, const char *expect, const char *kind, char *out)
+{
+    out[0] = 'P';
+    base36(secret_random(sec) >> 2, out + 1);
+    strcat(out, "q");
+    base36(secret_random(sec) >> 2, out + strlen(out));
+    fprintf(sec->manifest, "%s %s text %s\n", expect, kind, out);
+    return out;
+}
+
+/* A number of `size` bytes: searched for in the whole file when it has 4
+ * or 8 bytes, and in the instances of `class` (if any) in any case. */
+static uint64_t secret_number(struct secrets *sec, const char *kind, const char *class,
+                              uint64_t bits, unsigned size)
+{
+    if (size < 8)
+        bits &= (1ull << (8 * size)) - 1;
+    if (size == 4 || size == 8)
+        fprintf(sec->manifest, "gone %s i%u %0*" PRIx64 "\n", kind, 8 * size, 2 * size, bits);
+    if (class != NULL)
+        fprintf(sec->manifest, "gone %s field %s %0*" PRIx64 "\n", kind, class, 2 * size, bits);
+    return bits;
+}
+
+/* The hash String.hashCode() caches: over the UTF-16 code units. */
+static uint32_t java_hash(const char *text)
+{
+    uint32_t h = 0;
+    for (const uint8_t *p = (const uint8_t *)text; *p;) {
+        uint32_t unit;
+        if (*p < 0x80) {
+            unit = *p++;
+        } else if ((*p & 0xE0) == 0xC0) {
+            unit = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+            p += 2;
+        } else {
+            unit = (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+            p += 3;
+        }
+        h = 31 * h + unit;
+    }
+    return h;
+}
+
+static void secret_class_dumps(struct synth *s, const struct model *m, uint64_t manufacturer,
+                               uint64_t model, uint64_t vault_text, uint64_t vault_long,
+                               uint32_t vault_int)
+{
+    struct secrets *sec = s->secrets;
+    unsigned ids = s->ids;
+    for (int i = 0; i < N_BOXED; i++) {
+        struct fdef value = { "value", boxed_classes[i].type };
+        class_dump(s, 'I', sec->boxed[i], m->object, &value, 1, NULL, 0, NULL, 0,
+                   hprof_type_size(value.type, ids));
+    }
+    static const struct fdef uuid_fields[] = { { "mostSigBits", HPROF_TYPE_LONG },
+                                               { "leastSigBits", HPROF_TYPE_LONG } };
+    class_dump(s, 'I', sec->uuid, m->object, uuid_fields, 2, NULL, 0, NULL, 0, 16);
+    static const struct fdef date_fields[] = { { "fastTime", HPROF_TYPE_LONG } };
+    class_dump(s, 'I', sec->date, m->object, date_fields, 1, NULL, 0, NULL, 0, 8);
+    static const struct fdef node_fields[] = { { "hash", HPROF_TYPE_INT }, { "key", HPROF_TYPE_OBJECT },
+                                               { "value", HPROF_TYPE_OBJECT }, { "next", HPROF_TYPE_OBJECT } };
+    class_dump(s, 'I', sec->node, m->object, node_fields, 4, NULL, 0, NULL, 0, 4 + 3 * ids);
+    static const struct fdef location_fields[] = { { "mLatitude", HPROF_TYPE_DOUBLE },
+                                                   { "mLongitude", HPROF_TYPE_DOUBLE } };
+    class_dump(s, 'I', sec->location, m->object, location_fields, 2, NULL, 0, NULL, 0, 16);
+    struct hprof_static_field build[] = {
+        { string_id(s, "MANUFACTURER"), HPROF_TYPE_OBJECT, manufacturer },
+        { string_id(s, "MODEL"), HPROF_TYPE_OBJECT, model },
+    };
+    class_dump(s, 'I', sec->build, m->object, NULL, 0, build, 2, NULL, 0, 0);
+    static const struct fdef account_fields[] = {
+        { "iban", HPROF_TYPE_OBJECT }, { "balance", HPROF_TYPE_LONG }, { "rate", HPROF_TYPE_DOUBLE },
+        { "ratio", HPROF_TYPE_FLOAT }, { "code", HPROF_TYPE_INT }, { "sh", HPROF_TYPE_SHORT },
+        { "initial", HPROF_TYPE_CHAR },
+    };
+    class_dump(s, 'A', sec->account, m->object, account_fields, 7, NULL, 0, NULL, 0,
+               ids + 8 + 8 + 4 + 4 + 2 + 2);
+    static const struct fdef byte_fields[] = { { "b", HPROF_TYPE_BYTE } };
+    class_dump(s, 'A', sec->byte_holder, m->object, byte_fields, 1, NULL, 0, NULL, 0, 1);
+    struct hprof_static_field vault[] = {
+        { string_id(s, "sLong"), HPROF_TYPE_LONG, vault_long },
+        { string_id(s, "sInt"), HPROF_TYPE_INT, vault_int },
+        { string_id(s, "sText"), HPROF_TYPE_OBJECT, vault_text },
+    };
+    class_dump(s, 'A', sec->vault, m->object, NULL, 0, vault, 3, NULL, 0, 0);
+    static const struct fdef keyed_fields[] = { { "key", HPROF_TYPE_OBJECT }, { "name", HPROF_TYPE_OBJECT } };
+    class_dump(s, 'A', sec->keyed_ref_1x, m->object, keyed_fields, 2, NULL, 0, NULL, 0, 2 * ids);
+}
+
+/* An instance of a class of one field of `size` bytes. */
+static void one_field_instance(struct synth *s, uint64_t class_id, uint64_t bits, unsigned size)
+{
+    struct values v = { .n = 0 };
+    put(&v, bits, size);
+    instance(s, 'A', new_object_id(s), class_id, &v);
+}
+
+static void plant_secrets(struct synth *s, const struct model *m)
+{
+    struct secrets *sec = s->secrets;
+    unsigned ids = s->ids;
+    char t[64], t2[16];
+    struct values v = { .n = 0 };
+
+    /* Texts: compressed (byte[]) and UTF-16 (char[]); hash caches */
+    string_object(s, m, 'A', secret_text(sec, "gone", "string-latin1", t));
+    base36(secret_random(sec) >> 2, t2);
+    snprintf(t, sizeof t, "Z\xC3\xBCrich-\xCE\xA9-%s", t2);
+    fprintf(sec->manifest, "gone string-utf16 text %s\n", t);
+    string_object(s, m, 'A', t);
+    secret_text(sec, "gone", "string-hash-text", t);
+    string_object_hashed(s, m, 'A', t, (uint32_t)secret_number(sec, "string-hash", "java.lang.String",
+                                                               java_hash(t), 4));
+    snprintf(t, sizeof t, "%04u", (unsigned)(secret_random(sec) % 10000));
+    uint32_t h = java_hash(t);
+    secret_number(sec, "pin-string-hash", "java.lang.String", h, 4);
+    uint64_t pin = string_object_hashed(s, m, 'A', t, h);
+    put(&v, secret_number(sec, "pin-hashmap-node-hash", "java.util.HashMap$Node", h ^ h >> 16, 4), 4);
+    put(&v, pin, ids);
+    put(&v, 0, ids);
+    put(&v, 0, ids);
+    instance(s, 'A', new_object_id(s), sec->node, &v);
+
+    /* Statics and the device's Build strings (made first: the class dumps name them) */
+    uint64_t manufacturer = string_object(s, m, 'A', "Synthetic Devices Inc");
+    fprintf(sec->manifest, "stays Build.MANUFACTURER text Synthetic Devices Inc\n");
+    uint64_t model = string_object(s, m, 'A', "Synthphone Model 7");
+    fprintf(sec->manifest, "stays Build.MODEL text Synthphone Model 7\n");
+    uint64_t vault_text = string_object(s, m, 'A', secret_text(sec, "gone", "static-string", t));
+    uint64_t vault_long = secret_number(sec, "static-long", NULL, secret_bits(sec), 8);
+    uint32_t vault_int = (uint32_t)secret_number(sec, "static-int", NULL, secret_bits(sec), 4);
+    secret_class_dumps(s, m, manufacturer, model, vault_text, vault_long, vault_int);
+
+    /* Boxed values */
+    static const char *const kinds[N_BOXED] = { "Integer", "Long", "Double", "Float",
+                                                "Character", "Short", "Byte" };
+    for (int i = 0; i < N_BOXED; i++) {
+        unsigned size = hprof_type_size(boxed_classes[i].type, ids);
+        one_field_instance(s, sec->boxed[i], secret_number(sec, kinds[i], boxed_classes[i].name,
+                                                           secret_bits(sec), size), size);
+    }
+    /* JDK value objects */
+    v.n = 0;
+    put(&v, secret_number(sec, "UUID", "java.util.UUID", secret_bits(sec), 8), 8);
+    put(&v, secret_number(sec, "UUID", "java.util.UUID", secret_bits(sec), 8), 8);
+    instance(s, 'A', new_object_id(s), sec->uuid, &v);
+    uint64_t millis = 1500000000000ull + secret_random(sec) % 100000000000ull;
+    one_field_instance(s, sec->date, secret_number(sec, "Date.fastTime", "java.util.Date", millis, 8), 8);
+    v.n = 0;
+    put(&v, secret_number(sec, "Location", "android.location.Location",
+                          0x4048000000000000ull | (secret_bits(sec) >> 16), 8), 8);
+    put(&v, secret_number(sec, "Location", "android.location.Location",
+                          0x4000000000000000ull | (secret_bits(sec) >> 16), 8), 8);
+    instance(s, 'A', new_object_id(s), sec->location, &v);
+
+    /* An application class's fields of each type */
+    uint64_t iban = string_object(s, m, 'A', secret_text(sec, "gone", "field-string", t));
+    v.n = 0;
+    put(&v, iban, ids);
+    put(&v, secret_number(sec, "field-long", "com.example.Account", secret_bits(sec), 8), 8);
+    put(&v, secret_number(sec, "field-double", "com.example.Account",
+                          0x4090000000000000ull | (secret_bits(sec) >> 16), 8), 8);
+    put(&v, secret_number(sec, "field-float", "com.example.Account",
+                          0x44800000u | (secret_bits(sec) & 0x7FFFFF), 4), 4);
+    put(&v, secret_number(sec, "field-int", "com.example.Account", secret_bits(sec), 4), 4);
+    put(&v, secret_number(sec, "field-short", "com.example.Account", secret_bits(sec), 2), 2);
+    put(&v, secret_number(sec, "field-char", "com.example.Account", secret_bits(sec), 2), 2);
+    instance(s, 'A', new_object_id(s), sec->account, &v);
+    one_field_instance(s, sec->byte_holder,
+                       secret_number(sec, "field-byte", "com.example.ByteHolder", secret_bits(sec), 1), 1);
+
+    /* Arrays: a byte[] buffer, char[], int[], long[] */
+    secret_text(sec, "gone", "byte[]", t);
+    primitive_array(s, 'A', new_object_id(s), HPROF_TYPE_BYTE, t, (uint32_t)strlen(t));
+    secret_text(sec, "gone", "char[]", t);
+    uint8_t chars[128];
+    for (size_t i = 0; t[i]; i++)
+        chars[2 * i] = 0, chars[2 * i + 1] = (uint8_t)t[i];
+    primitive_array(s, 'A', new_object_id(s), HPROF_TYPE_CHAR, chars, (uint32_t)strlen(t));
+    v.n = 0;
+    put(&v, 7, 4);
+    put(&v, secret_number(sec, "int[]", NULL, secret_bits(sec), 4), 4);
+    primitive_array(s, 'A', new_object_id(s), HPROF_TYPE_INT, v.b, 2);
+    v.n = 0;
+    put(&v, 7, 8);
+    put(&v, secret_number(sec, "long[]", NULL, secret_bits(sec), 8), 8);
+    primitive_array(s, 'A', new_object_id(s), HPROF_TYPE_LONG, v.b, 2);
+
+    /* Threads: one the app named, and the runtime's and LeakCanary's own */
+    static const struct { const char *expect, *kind, *name; } threads[] = {
+        { "gone", "thread-name", NULL },
+        { "stays", "thread-FinalizerDaemon", "FinalizerDaemon" },
+        { "stays", "thread-ReferenceQueueDaemon", "ReferenceQueueDaemon" },
+        { "stays", "thread-LeakCanary-Heap-Dump", "LeakCanary-Heap-Dump" },
+    };
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        const char *name = threads[i].name;
+        if (name == NULL)
+            name = secret_text(sec, threads[i].expect, threads[i].kind, t);
+        else
+            fprintf(sec->manifest, "%s %s text %s\n", threads[i].expect, threads[i].kind, name);
+        v.n = 0;
+        put(&v, string_object(s, m, 'A', name), ids);
+        instance(s, 'A', new_object_id(s), m->thread, &v);
+    }
+
+    /* LeakCanary 2: the key stays, the description is the app's text */
+    uint64_t key = string_object(s, m, 'A', "0f3c9a7e-5d21-4b8e-a6c4-91e2d7b05a38");
+    fprintf(sec->manifest, "stays KeyedWeakReference.key text 0f3c9a7e-5d21-4b8e-a6c4-91e2d7b05a38\n");
+    uint64_t description = string_object(s, m, 'A',
+                                         secret_text(sec, "gone", "KeyedWeakReference.description", t));
+    v.n = 0;
+    put(&v, key, ids);
+    put(&v, description, ids);
+    put(&v, 987654321, 8);
+    instance(s, 'A', new_object_id(s), m->keyed_ref, &v);
+    /* LeakCanary 1.x: key and name stay */
+    key = string_object(s, m, 'A', "7d4e2b19-c3a0-4f6d-8e15-b9a2c0d3e4f7");
+    fprintf(sec->manifest, "stays KeyedWeakReference-1.x.key text 7d4e2b19-c3a0-4f6d-8e15-b9a2c0d3e4f7\n");
+    uint64_t name = string_object(s, m, 'A', "com.example.SettingsActivity");
+    fprintf(sec->manifest, "stays KeyedWeakReference-1.x.name text com.example.SettingsActivity\n");
+    v.n = 0;
+    put(&v, key, ids);
+    put(&v, name, ids);
+    instance(s, 'A', new_object_id(s), sec->keyed_ref_1x, &v);
 }
 
 /* ---- The model ---------------------------------------------------------------- */
@@ -410,6 +729,8 @@ static void define_classes(struct synth *s, struct model *m)
         for (size_t i = 0; i < sizeof link_names / sizeof link_names[0]; i++)
             string_id(s, link_names[i]);
     }
+    if (s->secrets)
+        load_secret_classes(s);
 }
 
 static void stack_records(struct synth *s, struct model *m)
@@ -887,6 +1208,7 @@ struct options {
     uint64_t pixels;
     int nodata;
     const char *manifest;
+    const char *secrets;    /* --secrets FILE: plant them, list them there */
     unsigned class_chain;   /* --class-chain N: that dump instead */
     int system_links;
     int leaf_first;
@@ -1007,6 +1329,8 @@ static void generate(struct synth *s, const struct options *o, unsigned dump)
             pixel_bitmaps(s, &m, o->pixels);
     }
     leak_candidates(s, &m);
+    if (s->secrets)
+        plant_secrets(s, &m);
     if (o->nodata) {
         place(s, 'A', 1 + s->ids + 9);
         struct hprof_primitive_array a = { .tag = HPROF_PRIMITIVE_ARRAY_NODATA,
@@ -1176,6 +1500,8 @@ static void usage(FILE *out)
             "  --nodata           add a PRIMITIVE_ARRAY_NODATA record\n"
             "  --system-links     add android.os.Build, zygote objects that refer to app\n"
             "                     objects and app objects only a zygote object leads to\n"
+            "  --secrets FILE     (Android) plant unique secrets in every kind of place,\n"
+            "                     listed in FILE for tests/hprof-secrets\n"
             "  --class-chain N    instead, N classes chained by superclass, root first\n"
             "  --leaf-first       with --class-chain: list the classes leaf first\n"
             "  --dumps N          N heap dumps in the file with the same object ids, as\n"
@@ -1202,6 +1528,7 @@ int main(int argc, char **argv)
         { "dumps", required_argument, NULL, 'D' },
         { "whole-dumps", no_argument, NULL, 'W' },
         { "system-links", no_argument, NULL, 'L' },
+        { "secrets", required_argument, NULL, 'S' },
         { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
     };
     struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440, .dumps = 1 };
@@ -1253,6 +1580,7 @@ int main(int argc, char **argv)
         case 'W': o.whole_dumps = 1; break;
         case 'L': o.system_links = 1; break;
         case 'm': o.manifest = optarg; break;
+        case 'S': o.secrets = optarg; break;
         case 'f': force = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
@@ -1262,6 +1590,15 @@ int main(int argc, char **argv)
     if (optind != argc - 1) {
         usage(stderr);
         return EXIT_USAGE;
+    }
+    if (o.secrets && (!o.android || o.class_chain)) {
+        cli_error("--secrets: only for the Android heap (not with --hotspot or --class-chain)");
+        return EXIT_USAGE;
+    }
+    struct secrets secrets = { .rng = 0x5EC12E75EC12E7ull };
+    if (o.secrets && (secrets.manifest = fopen(o.secrets, "w")) == NULL) {
+        cli_error("%s: cannot create", o.secrets);
+        return EXIT_IO;
     }
     cli_install_signal_handlers();
     struct cli_output out;
@@ -1283,6 +1620,7 @@ int main(int argc, char **argv)
         .seg_byte_limit = o.android ? 4096 : UINT64_MAX,
         .seg_tag = o.whole_dumps ? HPROF_TAG_HEAP_DUMP : HPROF_TAG_HEAP_DUMP_SEGMENT,
         .system_links = o.system_links,
+        .secrets = o.secrets ? &secrets : NULL,
     };
     if (o.whole_dumps) { /* one record holds the whole dump */
         s.seg_limit = ~0u;
@@ -1305,6 +1643,10 @@ int main(int argc, char **argv)
     }
     hprof_writer_free(w);
     hprof_sink_free(sink);
+    if (secrets.manifest != NULL && fclose(secrets.manifest) != 0 && s.rc >= 0) {
+        cli_error("%s: cannot write", o.secrets);
+        s.rc = HPROF_ERR_IO;
+    }
     if (s.rc < 0) {
         cli_error("%s: %s", argv[optind], err.message[0] ? err.message : "generation failed");
         cli_output_abort(&out);
