@@ -217,6 +217,43 @@ t_stdout_errors() {
     done
     expect 3 "$B/hprof-shrink" "$T/se.hprof" /dev/full
     grep -qx 'hprof-shrink: /dev/full: write: No space left on device' "$T/err" || die "OUT /dev/full: $(cat "$T/err")"
+    # a report that cannot be written is an I/O error, on a full disk or
+    # with standard output closed; with nothing to write, closed is fine
+    for cmd in "hprof-shrink --json -f $T/se.hprof $T/se-out.hprof" "hprof-verify $T/se.hprof" \
+               "hprof-info $T/se.hprof" "hprof-synth --help"; do
+        set +e; "$B"/$cmd > /dev/full 2> "$T/err"; got=$?; set -e
+        [ "$got" = 3 ] || die "$cmd > /dev/full: exit $got"
+        grep -q "standard output: write error" "$T/err" || die "$cmd > /dev/full: $(cat "$T/err")"
+        set +e; "$B"/$cmd >&- 2> "$T/err"; got=$?; set -e
+        [ "$got" = 3 ] || die "$cmd >&-: exit $got"
+    done
+    set +e; "$B/hprof-shrink" -q -f "$T/se.hprof" "$T/se-out.hprof" >&- 2> "$T/err"; got=$?; set -e
+    [ "$got" = 0 ] && "$B/hprof-verify" -q "$T/se-out.hprof" || die "-q with stdout closed: exit $got: $(cat "$T/err")"
+}
+
+TESTS="$TESTS stdout_is_input"
+t_stdout_is_input() {
+    # standard output appended to the input is refused as cat refuses it
+    # (exit 2), for a named input and for standard input; IN is unchanged
+    d=$T/si; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/ref.hprof"
+    cp "$d/ref.hprof" "$d/in.hprof"
+    for cmd in "hprof-shrink $d/in.hprof -" "hprof-shrink --json $d/in.hprof $d/o.hprof" \
+               "hprof-verify $d/in.hprof" "hprof-info $d/in.hprof"; do
+        set +e; "$B"/$cmd >> "$d/in.hprof" 2> "$T/err"; got=$?; set -e
+        [ "$got" = 2 ] || die "$cmd >> IN: exit $got"
+        grep -q "in.hprof: input file is output file" "$T/err" || die "$cmd >> IN: $(cat "$T/err")"
+        cmp -s "$d/ref.hprof" "$d/in.hprof" || die "$cmd >> IN changed IN"
+    done
+    for cmd in "hprof-shrink - -" "hprof-verify -" "hprof-info -"; do
+        set +e; "$B"/$cmd < "$d/in.hprof" >> "$d/in.hprof" 2> "$T/err"; got=$?; set -e
+        [ "$got" = 2 ] || die "$cmd < IN >> IN: exit $got"
+        grep -q "standard input: input file is output file" "$T/err" || die "$cmd < IN >> IN: $(cat "$T/err")"
+        cmp -s "$d/ref.hprof" "$d/in.hprof" || die "$cmd < IN >> IN changed IN"
+    done
+    # another file, or the same one read but written elsewhere, is fine
+    "$B/hprof-shrink" - - < "$d/in.hprof" > "$d/o2.hprof" || die "stdin to another file"
+    "$B/hprof-verify" "$d/in.hprof" >> "$d/o3.txt" || die "verify appending to another file"
 }
 
 TESTS="$TESTS usage"

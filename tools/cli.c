@@ -28,10 +28,46 @@ const char *cli_progname = "hprof";
 #define MAX_TEMPS 64
 static char *volatile temp_paths[MAX_TEMPS];
 
+/* A report that never reached standard output must not pass for one that
+ * did: at exit, a write error or a failed close of standard output is
+ * said on stderr and the status becomes EXIT_IO (as gnulib's close_stdout
+ * does).  Batch children leave with _exit() and write nothing here. */
+static void check_stdout_at_exit(void)
+{
+    int error = 0;
+    if (fflush(stdout) != 0)
+        error = errno ? errno : EIO;
+    else if (ferror(stdout))
+        error = -1; /* an earlier write failed; its errno is gone */
+    if (fclose(stdout) != 0 && error == 0)
+        error = errno;
+    if (error == 0)
+        return;
+    fprintf(stderr, "%s: standard output: write error%s%s\n", cli_progname,
+            error > 0 ? ": " : "", error > 0 ? strerror(error) : "");
+    _exit(EXIT_IO);
+}
+
+/* A descriptor 0, 1 or 2 the caller left closed would be handed to the
+ * first file we open, and a report meant for standard output would land
+ * in an output file.  Each is taken by /dev/null opened the wrong way
+ * round, so that using it fails (EBADF) and is reported. */
+static void hold_standard_descriptors(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int held = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+            if (held >= 0 && held != fd)
+                close(held);
+        }
+}
+
 int cli_init(const char *argv0)
 {
     const char *slash = strrchr(argv0, '/');
     cli_progname = slash ? slash + 1 : argv0;
+    hold_standard_descriptors();
+    atexit(check_stdout_at_exit);
     if (hprof_version_number() != HPROF_VERSION_NUMBER) {
         cli_error("libhprof version %u does not match the headers' %u",
                   hprof_version_number(), HPROF_VERSION_NUMBER);
@@ -548,6 +584,19 @@ void cli_set_input_threads(unsigned threads)
     input_threads = threads;
 }
 
+/* Whether standard output is the regular file `path` ("-": standard
+ * input) names, as cat checks: `tool IN >> IN` would append to IN what is
+ * read from it, and `tool - - < IN >> IN` too. */
+static int is_standard_output(const char *path)
+{
+    struct stat in, out;
+    if (fstat(STDOUT_FILENO, &out) != 0 || !S_ISREG(out.st_mode))
+        return 0;
+    if (strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &in) != 0 : stat(path, &in) != 0)
+        return 0;
+    return in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+}
+
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
 {
     *fd = -1;
@@ -557,6 +606,10 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "is a terminal; refusing to read a heap dump from it");
+    if (is_standard_output(path))
+        return hprof_error_set(err, HPROF_ERR_USAGE,
+                               "input file is output file (standard output): refusing "
+                               "to write into the file being read");
     rc = hprof_input_open_threads(path, input_flags, input_threads, fd, &last_input, err);
     const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
     if (other != NULL)
