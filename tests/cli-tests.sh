@@ -176,6 +176,34 @@ assert rows[-1] == {"shrunk": 2, "failed": 1, "skipped": 1, "exit": 1}, rows[-1]
 PY
 }
 
+TESTS="$TESTS batch_json_lines"
+t_batch_json_lines() {
+    # lines over 4 KiB (failing inputs under 2 KB paths) from children,
+    # "skipped" lines from the parent, two at a time: every line whole
+    d=$T/bjl; rm -rf "$d"; mkdir -p "$d/in"
+    comp=$(printf 'd%.0s' $(seq 200))
+    for b in 1 2 3 4 5 6; do
+        p=$d/in/b$b; for i in 1 2 3 4 5 6 7 8 9 10; do p=$p/$comp; done
+        mkdir -p "$p"
+        for f in 1 2 3 4; do echo garbage > "$p/bad$f.hprof"; done
+    done
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/s1.hprof"
+    for k in $(seq 2 20); do cp "$d/in/s1.hprof" "$d/in/s$k.hprof"; done
+    "$B/hprof-shrink" -q -r -o "$d/out" "$d/in" > /dev/null 2>&1 || true
+    touch "$d"/out/s*.hprof
+    for run in $(seq 12); do
+        set +e; "$B/hprof-shrink" --json -j2 -r -o "$d/out" "$d/in" > "$d/lines" 2> /dev/null; set -e
+        python3 - "$d/lines" <<'PY' || die "batch --json -j2, run $run: a line is not JSON"
+import json, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+assert lines[-1] == b""
+rows = [json.loads(l) for l in lines[:-1]]
+assert len(rows) == 45 and rows[-1] == {"shrunk": 0, "failed": 24, "skipped": 20, "exit": 1}, rows[-1]
+assert sum(len(json.dumps(r)) > 4096 for r in rows) == 24
+PY
+    done
+}
+
 TESTS="$TESTS special_outputs"
 t_special_outputs() {
     d=$T/so; rm -rf "$d"; mkdir -p "$d/dir"

@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -849,31 +850,86 @@ static const char *exit_class(int code)
     }
 }
 
+/* Batch mode's standard output has one writer, the parent: children
+ * send their lines through a pipe, and each line goes out in one
+ * write(), so that no other line lands inside it however long it is.
+ * The first write error is kept for the exit status. */
+static int batch_out_error;
+
+static void write_line(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(STDOUT_FILENO, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (batch_out_error == 0)
+                batch_out_error = k < 0 ? errno : EIO;
+            return;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+/* A line built in memory, then written whole. */
+struct line {
+    char *buf;
+    size_t len;
+    FILE *f;
+};
+
+static FILE *line_open(struct line *l)
+{
+    l->buf = NULL;
+    l->len = 0;
+    l->f = open_memstream(&l->buf, &l->len);
+    return l->f;
+}
+
+static void line_emit(struct line *l)
+{
+    if (l->f == NULL || fclose(l->f) != 0) {
+        cli_error("out of memory");
+        if (batch_out_error == 0)
+            batch_out_error = ENOMEM;
+    } else {
+        write_line(l->buf, l->len);
+    }
+    free(l->buf);
+}
+
 /* With --json, one object for an input that was not shrunk.  `offset`:
  * from "offset 0x..." in the message, if any. */
 static void json_unshrunk(const char *in, const char *out, int failed, int code,
                           const char *reason)
 {
-    printf("{\"input\":");
-    cli_json_string(stdout, in, strlen(in));
-    printf(",\"output\":");
+    struct line l;
+    FILE *f = line_open(&l);
+    if (f == NULL) {
+        line_emit(&l);
+        return;
+    }
+    fprintf(f, "{\"input\":");
+    cli_json_string(f, in, strlen(in));
+    fprintf(f, ",\"output\":");
     if (out)
-        cli_json_string(stdout, out, strlen(out));
+        cli_json_string(f, out, strlen(out));
     else
-        printf("null");
-    printf(",\"status\":\"%s\"", failed ? "failed" : "skipped");
-    printf(",\"%s\":", failed ? "error" : "reason");
-    cli_json_string(stdout, reason, strlen(reason));
+        fprintf(f, "null");
+    fprintf(f, ",\"status\":\"%s\"", failed ? "failed" : "skipped");
+    fprintf(f, ",\"%s\":", failed ? "error" : "reason");
+    cli_json_string(f, reason, strlen(reason));
     if (failed) {
         const char *at = strstr(reason, "offset 0x");
         if (at != NULL)
-            printf(",\"offset\":%llu", strtoull(at + 9, NULL, 16));
+            fprintf(f, ",\"offset\":%llu", strtoull(at + 9, NULL, 16));
         else
-            printf(",\"offset\":null");
-        printf(",\"exit\":%d,\"class\":\"%s\"", code, exit_class(code));
+            fprintf(f, ",\"offset\":null");
+        fprintf(f, ",\"exit\":%d,\"class\":\"%s\"", code, exit_class(code));
     }
-    printf("}\n");
-    fflush(stdout);
+    fprintf(f, "}\n");
+    line_emit(&l);
 }
 
 /* An input that was not shrunk: skipped on stdout (text), failed on stderr,
@@ -881,10 +937,14 @@ static void json_unshrunk(const char *in, const char *out, int failed, int code,
 static void report_unshrunk(const struct options *o, const char *in, const char *out,
                             int failed, int code, const char *reason)
 {
-    if (!failed && !o->json)
-        printf("%s%s%s: %s\n", cli_quote(in), out ? " -> " : "", out ? cli_quote(out) : "",
-               reason);
-    fflush(stdout);
+    if (!failed && !o->json) {
+        struct line l;
+        FILE *f = line_open(&l);
+        if (f != NULL)
+            fprintf(f, "%s%s%s: %s\n", cli_quote(in), out ? " -> " : "",
+                    out ? cli_quote(out) : "", reason);
+        line_emit(&l);
+    }
     if (failed)
         cli_error("%s: %s", cli_quote(in), reason);
     if (o->json)
@@ -943,6 +1003,132 @@ static void clean_output_dirs(const struct file_list *l)
     free(last);
 }
 
+/* A running child: its pid, its job, and the read end of the pipe its
+ * standard output goes to, with the part of a line not yet complete. */
+struct child {
+    pid_t pid;              /* 0: a free slot */
+    size_t job;
+    int from;               /* -1 once the child closed it */
+    char *pending;
+    size_t len, cap;
+};
+
+/* Write each complete line the child sent; with `eof`, the rest too. */
+static void pass_lines_on(struct child *c, int eof)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < c->len; i++)
+        if (c->pending[i] == '\n') {
+            write_line(c->pending + start, i + 1 - start);
+            start = i + 1;
+        }
+    if (eof && start < c->len) {
+        write_line(c->pending + start, c->len - start);
+        write_line("\n", 1);
+        start = c->len;
+    }
+    memmove(c->pending, c->pending + start, c->len - start);
+    c->len -= start;
+}
+
+/* Read what the child sent; @return 0, or 1 once it closed the pipe. */
+static int read_child(struct child *c)
+{
+    if (c->cap - c->len < 4096) {
+        size_t cap = c->cap ? c->cap * 2 : 16384;
+        char *p = realloc(c->pending, cap);
+        if (p == NULL) { /* pass on what there is, cut */
+            write_line(c->pending, c->len);
+            c->len = 0;
+        } else {
+            c->pending = p;
+            c->cap = cap;
+        }
+    }
+    ssize_t n = read(c->from, c->pending + c->len, c->cap - c->len);
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : 1;
+    c->len += (size_t)n;
+    pass_lines_on(c, n == 0);
+    return n == 0;
+}
+
+/* Starts job `i` in a free slot, its standard output a pipe to us.
+ * @return 0, or -1 with errno set. */
+static int start_child(struct options *o, struct file_list *l, size_t i, struct child *slots,
+                       unsigned jobs, const struct sigaction *old_int,
+                       const struct sigaction *old_term)
+{
+    struct job *j = &l->jobs[i];
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigaction(SIGINT, old_int, NULL);
+        sigaction(SIGTERM, old_term, NULL);
+        for (unsigned k = 0; k < jobs; k++)
+            if (slots[k].pid > 0 && slots[k].from >= 0)
+                close(slots[k].from);
+        close(fds[0]);
+        if (dup2(fds[1], STDOUT_FILENO) < 0)
+            _exit(EXIT_IO);
+        close(fds[1]);
+        o->force = 1; /* the up-to-date check decided */
+        _exit(run_one_child(o, j->in, j->out));
+    }
+    int error = errno;
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        errno = error;
+        return -1;
+    }
+    for (unsigned k = 0; k < jobs; k++)
+        if (slots[k].pid == 0) {
+            slots[k].pid = pid;
+            slots[k].job = i;
+            slots[k].from = fds[0];
+            slots[k].len = 0;
+            break;
+        }
+    return 0;
+}
+
+/* Waits for output from the children, or a signal; reaps a child once
+ * its pipe is closed.  @return its slot, or -1 (nothing reaped). */
+static int reap_child(struct child *slots, unsigned jobs, int *status)
+{
+    struct pollfd pfd[256];
+    unsigned slot_of[256], n = 0;
+    for (unsigned k = 0; k < jobs && n < 256; k++)
+        if (slots[k].pid > 0) {
+            pfd[n].fd = slots[k].from;
+            pfd[n].events = POLLIN;
+            slot_of[n++] = k;
+        }
+    for (unsigned i = 0; i < n; i++) /* closed already: reap it */
+        if (pfd[i].fd < 0) {
+            struct child *c = &slots[slot_of[i]];
+            if (waitpid(c->pid, status, 0) < 0 && errno == EINTR)
+                return -1;
+            c->pid = 0;
+            return (int)slot_of[i];
+        }
+    if (poll(pfd, n, -1) < 0)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        struct child *c = &slots[slot_of[i]];
+        if (pfd[i].revents && read_child(c)) {
+            close(c->from);
+            c->from = -1;
+        }
+    }
+    errno = 0;
+    return -1;
+}
+
 static int run_batch(struct options *o)
 {
     struct file_list l = { 0 };
@@ -954,6 +1140,8 @@ static int run_batch(struct options *o)
     size_t next = 0;
     if (jobs < 1)
         jobs = 1;
+    if (jobs > 256)
+        jobs = 256;
     o->batch = 1;
     /* The output directory exists before the walk, so that the walk can
      * leave it out when it lies inside an input directory. */
@@ -978,12 +1166,10 @@ static int run_batch(struct options *o)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    pid_t *pids = calloc(jobs, sizeof *pids);
-    size_t *slot_job = calloc(jobs, sizeof *slot_job);
-    if (pids == NULL || slot_job == NULL)
+    struct child *slots = calloc(jobs, sizeof *slots);
+    if (slots == NULL)
         worst = EXIT_IO;
-    while (worst != EXIT_USAGE && pids != NULL && slot_job != NULL &&
-           (next < l.n || running > 0)) {
+    while (worst != EXIT_USAGE && slots != NULL && (next < l.n || running > 0)) {
         if (next < l.n && running < jobs && !batch_signal) {
             size_t i = next++;
             struct job *j = &l.jobs[i];
@@ -1004,15 +1190,7 @@ static int run_batch(struct options *o)
                 t.skipped++;
                 continue;
             }
-            fflush(stdout);
-            pid_t pid = fork();
-            if (pid == 0) {
-                sigaction(SIGINT, &old_int, NULL);
-                sigaction(SIGTERM, &old_term, NULL);
-                o->force = 1; /* the up-to-date check above decided */
-                _exit(run_one_child(o, j->in, j->out));
-            }
-            if (pid < 0) {
+            if (start_child(o, &l, i, slots, jobs, &old_int, &old_term) != 0) {
                 char reason[256];
                 snprintf(reason, sizeof reason, "cannot start: %s", strerror(errno));
                 report_unshrunk(o, j->in, j->out, 1, EXIT_IO, reason);
@@ -1020,34 +1198,21 @@ static int run_batch(struct options *o)
                 worst = EXIT_IO;
                 continue;
             }
-            for (unsigned k = 0; k < jobs; k++)
-                if (pids[k] == 0) {
-                    pids[k] = pid;
-                    slot_job[k] = i;
-                    break;
-                }
             running++;
             continue;
         }
         if (batch_signal && next < l.n)
             next = l.n; /* start nothing more */
         int status;
-        pid_t done = wait(&status);
-        if (done < 0) {
-            if (errno == EINTR) {
-                for (unsigned k = 0; k < jobs; k++)
-                    if (pids[k] > 0)
-                        kill(pids[k], batch_signal ? batch_signal : SIGTERM);
-                continue;
-            }
-            break;
+        int k = reap_child(slots, jobs, &status);
+        if (k < 0) {
+            if (errno == EINTR && batch_signal)
+                for (unsigned m = 0; m < jobs; m++)
+                    if (slots[m].pid > 0)
+                        kill(slots[m].pid, batch_signal);
+            continue;
         }
-        size_t which = l.n;
-        for (unsigned k = 0; k < jobs; k++)
-            if (pids[k] == done) {
-                pids[k] = 0;
-                which = slot_job[k];
-            }
+        size_t which = slots[k].job;
         running--;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_IO;
         if (code == 0) {
@@ -1064,15 +1229,23 @@ static int run_batch(struct options *o)
         if (code > worst)
             worst = code;
     }
-    free(pids);
-    free(slot_job);
+    if (slots != NULL)
+        for (unsigned k = 0; k < jobs; k++)
+            free(slots[k].pending);
+    free(slots);
     if (!batch_signal && worst != EXIT_USAGE) {
-        if (o->json)
-            printf("{\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
-                   t.failed, t.skipped, worst);
-        else
-            printf("%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
-        fflush(stdout);
+        struct line sum;
+        FILE *f = line_open(&sum);
+        if (f != NULL && o->json)
+            fprintf(f, "{\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
+                    t.failed, t.skipped, worst);
+        else if (f != NULL)
+            fprintf(f, "%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
+        line_emit(&sum);
+    }
+    if (batch_out_error != 0) {
+        cli_error("standard output: write error: %s", strerror(batch_out_error));
+        worst = EXIT_IO;
     }
     for (size_t i = 0; i < l.n; i++) {
         free(l.jobs[i].in);
