@@ -149,6 +149,33 @@ line.hprof"; do
     kill $holder; wait $holder 2>/dev/null || true
 }
 
+TESTS="$TESTS batch_replaced_input"
+t_batch_replaced_input() {
+    # an input replaced with its old mtime kept (cp -p, rsync -a) is redone;
+    # one left alone is skipped
+    d=$T/bri; rm -rf "$d"; mkdir -p "$d/in" "$d/new"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/a.hprof"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/new/a.hprof"
+    cp "$d/in/a.hprof" "$d/in/b.hprof"
+    touch -d '2020-01-01 00:00:00' "$d/in/a.hprof" "$d/in/b.hprof" "$d/new/a.hprof"
+    expect 0 "$B/hprof-shrink" -r -o "$d/out" "$d/in"
+    cmp -s "$d/out/a.hprof" "$d/out/b.hprof" || die "a and b differ"
+    expect 0 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    grep -c '"status":"skipped"' "$T/out" | grep -qx 2 || die "unchanged inputs not skipped: $(cat "$T/out")"
+    cp -p "$d/new/a.hprof" "$d/in/a.hprof"
+    sleep 0.01
+    expect 0 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    grep -q '"input":"[^"]*a.hprof","output":"[^"]*","status":"shrunk"' "$T/out" ||
+        die "an input replaced by cp -p was not redone: $(cat "$T/out")"
+    grep -q '"input":"[^"]*b.hprof",.*"status":"skipped"' "$T/out" || die "b not skipped: $(cat "$T/out")"
+    "$B/hprof-shrink" -q -f "$d/new/a.hprof" "$d/ref.hprof"
+    cmp -s "$d/out/a.hprof" "$d/ref.hprof" || die "the output of the replaced input is the old one"
+    # the same bytes copied over it: a new ctime, so redone too (a redo, never a stale output)
+    cp -p "$d/in/b.hprof" "$d/b.copy"; cp -p "$d/b.copy" "$d/in/b.hprof"
+    expect 0 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    grep -q '"input":"[^"]*b.hprof",.*"status":"shrunk"' "$T/out" || die "b copied over not redone: $(cat "$T/out")"
+}
+
 TESTS="$TESTS batch_json"
 t_batch_json() {
     d=$T/bj; rm -rf "$d"; mkdir -p "$d/in"

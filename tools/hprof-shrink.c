@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -410,6 +411,23 @@ static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t
     cli_progress_update(ctx, pass, passes, done, total);
 }
 
+/* What says that an input is the one an output was made from, recorded
+ * with the output in an extended attribute: its size, mtime and ctime
+ * to the nanosecond.  An input replaced by `cp -p` or `rsync -a` keeps
+ * its mtime (and often its size) but never its ctime, which no one can
+ * set; the ctime also moves on chmod or a new link, which costs a redo,
+ * never a stale output.  The attribute survives a rename and is read the
+ * same on every machine that shares the tree. */
+#define INPUT_IDENTITY_XATTR "user.hprof-shrink.input"
+#define INPUT_IDENTITY_MAX 128
+
+static void input_identity(char *buf, size_t len, const struct stat *st)
+{
+    snprintf(buf, len, "size=%lld mtime=%lld.%09ld ctime=%lld.%09ld", (long long)st->st_size,
+             (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec,
+             st->st_ctim.tv_nsec);
+}
+
 static char *output_name(const char *dir, const char *rel, int gzip);
 static int ends_with_nocase(const char *s, const char *suffix);
 
@@ -421,7 +439,7 @@ static int shrink_file(struct options *o)
     struct hprof_shrink_stats stats;
     struct cli_output out;
     struct cli_progress progress;
-    struct stat in_st;
+    struct stat in_st = { 0 };
     int in_fd = -1, code;
     const char *name = strcmp(o->in, "-") == 0 ? "standard input" : o->in;
 
@@ -508,6 +526,14 @@ static int shrink_file(struct options *o)
             cli_file_error(o->in, err.message);
         cli_output_abort(&out);
         return cli_exit_code(rc);
+    }
+    /* the input as it was before it was read: one changed since is redone */
+    if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode)) {
+        char id[INPUT_IDENTITY_MAX];
+        input_identity(id, sizeof id, &in_st);
+        if (fsetxattr(out.fd, INPUT_IDENTITY_XATTR, id, strlen(id), 0) != 0 && errno != ENOTSUP)
+            cli_error("warning: %s: cannot record its input's identity: %s", cli_quote(o->out),
+                      strerror(errno));
     }
     if ((code = cli_output_commit(&out)) != 0)
         return code;
@@ -830,12 +856,22 @@ nomem:
     return EXIT_IO;
 }
 
-/* An output newer than its input was made by an earlier run. */
+/* An output is up to date when it records the identity its input has
+ * now (input_identity()).  One without the record (made by an older
+ * version, or on a file system without user extended attributes) is up
+ * to date when it is newer than its input. */
 static int up_to_date(const char *in, const char *out)
 {
     struct stat si, so;
+    char now[INPUT_IDENTITY_MAX], recorded[INPUT_IDENTITY_MAX];
     if (stat(in, &si) != 0 || stat(out, &so) != 0)
         return 0;
+    ssize_t n = getxattr(out, INPUT_IDENTITY_XATTR, recorded, sizeof recorded - 1);
+    if (n >= 0) {
+        recorded[n] = '\0';
+        input_identity(now, sizeof now, &si);
+        return strcmp(now, recorded) == 0;
+    }
     return so.st_mtim.tv_sec > si.st_mtim.tv_sec ||
            (so.st_mtim.tv_sec == si.st_mtim.tv_sec && so.st_mtim.tv_nsec > si.st_mtim.tv_nsec);
 }
