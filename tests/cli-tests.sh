@@ -549,6 +549,54 @@ t_small_ones() {
     [ -s "$dir/android-synth.shrunk.hprof" ] || die "demo output missing in $dir"
 }
 
+TESTS="$TESTS small_ones_2"
+t_small_ones_2() {
+    d=$T/sm2; rm -rf "$d"; mkdir -p "$d/in"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # -q silences the salvage line too
+    head -c 60000 "$d/x.hprof" > "$d/cut.hprof"
+    expect 0 "$B/hprof-shrink" -q --salvage "$d/cut.hprof" "$d/cut-out.hprof"
+    [ ! -s "$T/err" ] || die "-q --salvage: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" --salvage -f "$d/cut.hprof" "$d/cut-out.hprof"
+    grep -q 'input cut at offset 0xea60' "$T/err" || die "--salvage without -q: $(cat "$T/err")"
+    # one of a kind is singular ("1 dangling reference", not "1 ... references")
+    for f in fixtures/*.hprof.gz; do
+        "$B/hprof-verify" "$f" > "$d/v" || die "verify $f"
+        grep -Eq '[ (]1 [a-z ]+s([,;) ]|$)' "$d/v" && die "a plural for one: $(cat "$d/v")"
+    done
+    "$B/hprof-verify" fixtures/*.hprof.gz | grep -q ' 1 dangling reference (root 1)$' ||
+        die "no fixture with one dangling reference to check the singular with"
+    # an empty name is a usage error, before any work
+    expect 2 "$B/hprof-shrink" -o '' "$d/x.hprof"
+    expect 2 "$B/hprof-shrink" "$d/x.hprof" ''
+    # a second gzip member whose last bytes are corrupt inflates to garbage
+    # past the dump's end before zlib can tell: the gzip error is reported
+    head -c 40000 "$d/x.hprof" | gzip > "$d/m1.gz"
+    tail -c +40001 "$d/x.hprof" | gzip > "$d/m2.gz"
+    python3 - "$d/m1.gz" "$d/m2.gz" "$d/bad.gz" <<'PY'
+import sys
+a = open(sys.argv[1], "rb").read(); b = bytearray(open(sys.argv[2], "rb").read())
+b[-10] ^= 0xff   # in the last deflate block, before CRC and ISIZE
+open(sys.argv[3], "wb").write(a + bytes(b))
+PY
+    for j in -j1 -j2; do
+        expect 1 "$B/hprof-shrink" $j "$d/bad.gz" "$d/bad.hprof"
+        grep -q 'bad.gz: offset 0x[0-9a-f]* (compressed): gzip input is' "$T/err" || die "corrupt member $j: $(cat "$T/err")"
+    done
+    expect 1 "$B/hprof-verify" - < "$d/bad.gz"
+    grep -q 'standard input: offset 0x[0-9a-f]* (compressed): gzip input is' "$T/err" || die "corrupt member, pipe: $(cat "$T/err")"
+    # batch text output: what a terminal acts on is escaped (C1 controls,
+    # bidi overrides, bytes that are not UTF-8), plain UTF-8 is not
+    name=$(printf 'a\302\233b\342\200\256c\233d-\303\251')
+    cp "$d/x.hprof" "$d/in/$name.hprof"
+    expect 0 "$B/hprof-shrink" -o "$d/out" "$d/in/$name.hprof"
+    expect 0 "$B/hprof-shrink" -o "$d/out" "$d/in/$name.hprof"
+    for bad in '\302\233' '\342\200\256' '\233'; do
+        LC_ALL=C grep -q "$(printf "$bad")" "$T/out" && die "batch printed $bad raw: $(cat -v "$T/out")"
+    done
+    grep -qF 'a\u009bb\u202ec\x9bd-'"$(printf '\303\251')"'.hprof" -> ' "$T/out" || die "batch names: $(cat -v "$T/out")"
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish

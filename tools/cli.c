@@ -703,22 +703,27 @@ void cli_salvage_print(const char *name, const struct cli_salvage *s)
     char what[256];
     salvage_what(what, sizeof what, p);
     fflush(stdout);
-    fprintf(stderr, "%s: %s: input cut at offset 0x%" PRIx64 ": %" PRIu64 " bytes lost (%s)",
-            cli_progname, name, p->input_end, p->bytes_lost, what);
+    fprintf(stderr, "%s: %s: input cut at offset 0x%" PRIx64 ": %" PRIu64 " byte%s lost (%s)",
+            cli_progname, name, p->input_end, p->bytes_lost, cli_s(p->bytes_lost), what);
     if (p->record_missing)
-        fprintf(stderr, ", %" PRIu64 " more bytes announced", p->record_missing);
+        fprintf(stderr, ", %" PRIu64 " more byte%s announced", p->record_missing,
+                cli_s(p->record_missing));
     if (p->unclosed_run)
         fprintf(stderr, "; the heap dump had no HEAP_DUMP_END");
     if (p->classes_dropped || p->instances_dropped || p->arrays_dropped)
-        fprintf(stderr, "; dropped as incomplete: %" PRIu64 " class dumps whose superclass "
-                "never arrived, %" PRIu64 " instances and %" PRIu64 " primitive arrays whose "
-                "class did not", p->classes_dropped, p->instances_dropped, p->arrays_dropped);
+        fprintf(stderr, "; dropped as incomplete: %" PRIu64 " class dump%s whose superclass "
+                "never arrived, %" PRIu64 " instance%s and %" PRIu64 " primitive array%s whose "
+                "class did not", p->classes_dropped, cli_s(p->classes_dropped),
+                p->instances_dropped, cli_s(p->instances_dropped), p->arrays_dropped,
+                cli_s(p->arrays_dropped));
     if (p->array_classes_rebuilt)
-        fprintf(stderr, "; %" PRIu64 " primitive array classes that never arrived rebuilt from "
-                "their LOAD_CLASS", p->array_classes_rebuilt);
+        fprintf(stderr, "; %" PRIu64 " primitive array %s that never arrived rebuilt from "
+                "%s LOAD_CLASS", p->array_classes_rebuilt,
+                p->array_classes_rebuilt == 1 ? "class" : "classes",
+                p->array_classes_rebuilt == 1 ? "its" : "their");
     if (s->counted)
-        fprintf(stderr, "; %" PRIu64 " references point at objects that never arrived\n",
-                s->dangling);
+        fprintf(stderr, "; %" PRIu64 " %s at objects that never arrived\n", s->dangling,
+                s->dangling == 1 ? "reference points" : "references point");
     else if (s->why[0])
         fprintf(stderr, "; references not counted: %s\n", s->why);
     else
@@ -753,6 +758,11 @@ void cli_salvage_json(FILE *f, const struct cli_salvage *s)
             fprintf(f, "null");
     }
     fputc('}', f);
+}
+
+const char *cli_s(uint64_t n)
+{
+    return n == 1 ? "" : "s";
 }
 
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
@@ -808,33 +818,68 @@ int cli_remove_stale_temps(const char *dir)
     return removed;
 }
 
-/* The name as it is when it is printable; otherwise in double quotes with
- * C escapes, so that a name holding a newline stays on its line. */
+static size_t utf8_length(const unsigned char *p, size_t n);
+
+/* Whether the character of `k` bytes at `p` is one a terminal acts on
+ * rather than shows: C0 and C1 controls, DEL, and the Unicode bidi
+ * controls that reorder what follows (U+202A-U+202E, U+2066-U+2069). */
+static int terminal_acts_on(const unsigned char *p, size_t k)
+{
+    if (k == 1)
+        return p[0] < 0x20 || p[0] == 0x7f;
+    if (k == 2)
+        return p[0] == 0xc2 && p[1] < 0xa0; /* U+0080-U+009F */
+    if (k == 3 && p[0] == 0xe2)
+        return (p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
+               (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9);
+    return 0;
+}
+
+/* The name as it is when every character is one a terminal shows as it
+ * is; otherwise in double quotes with C escapes (\n, \x9b for a byte that
+ * is not UTF-8, \u202e for a character a terminal acts on), so that a
+ * name stays on its line and cannot restyle or reorder it. */
 const char *cli_quote(const char *s)
 {
     static char bufs[4][4 * 4096 + 3];
     static int next;
     const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), k;
     int plain = 1;
-    for (; *p; p++)
-        if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
+    for (size_t i = 0; i < n && plain; i += k ? k : 1) {
+        k = utf8_length(p + i, n - i);
+        if (k == 0 || terminal_acts_on(p + i, k) || p[i] == '"' || p[i] == '\\')
             plain = 0;
+    }
     if (plain)
         return s;
     char *buf = bufs[next++ & 3], *w = buf;
-    char *end = buf + sizeof bufs[0] - 6;
+    char *end = buf + sizeof bufs[0] - 8; /* room for \u202e, the quote and NUL */
     *w++ = '"';
-    for (p = (const unsigned char *)s; *p && w < end; p++) {
-        switch (*p) {
-        case '\n': *w++ = '\\'; *w++ = 'n'; break;
-        case '\t': *w++ = '\\'; *w++ = 't'; break;
-        case '"': *w++ = '\\'; *w++ = '"'; break;
-        case '\\': *w++ = '\\'; *w++ = '\\'; break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                w += sprintf(w, "\\x%02x", *p);
-            else
-                *w++ = (char)*p;
+    for (size_t i = 0; i < n && w < end; i += k ? k : 1) {
+        k = utf8_length(p + i, n - i);
+        if (k == 0) {
+            w += sprintf(w, "\\x%02x", p[i]);
+        } else if (k == 1) {
+            switch (p[i]) {
+            case '\n': *w++ = '\\'; *w++ = 'n'; break;
+            case '\t': *w++ = '\\'; *w++ = 't'; break;
+            case '"': *w++ = '\\'; *w++ = '"'; break;
+            case '\\': *w++ = '\\'; *w++ = '\\'; break;
+            default:
+                if (terminal_acts_on(p + i, 1))
+                    w += sprintf(w, "\\x%02x", p[i]);
+                else
+                    *w++ = (char)p[i];
+            }
+        } else if (terminal_acts_on(p + i, k)) {
+            unsigned u = k == 2 ? ((p[i] & 0x1fu) << 6) | (p[i + 1] & 0x3fu)
+                                : ((p[i] & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) |
+                                      (p[i + 2] & 0x3fu);
+            w += sprintf(w, "\\u%04x", u);
+        } else {
+            memcpy(w, p + i, k);
+            w += k;
         }
     }
     *w++ = '"';

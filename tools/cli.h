@@ -182,6 +182,9 @@ void cli_salvage_print(const char *name, const struct cli_salvage *s);
 /* ,"salvage":{...} for a JSON report (keys in hprof-shrink(1)). */
 void cli_salvage_json(FILE *f, const struct cli_salvage *s);
 
+/* "s" unless n is 1: "%d reference%s", n, cli_s(n). */
+const char *cli_s(uint64_t n);
+
 /* Parse a non-negative integer; @return 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
 

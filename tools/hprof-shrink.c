@@ -203,7 +203,11 @@ static int parse(int argc, char **argv, struct options *o)
             }
             o->shrink.segment_limit = (uint32_t)v;
             break;
-        case 'o': o->out_dir = optarg; break;
+        case 'o':
+            if (*optarg == '\0')
+                return cli_usage_error("--output-dir: expected a directory, got ''");
+            o->out_dir = optarg;
+            break;
         case 'r': o->recursive = 1; break;
         case 'f': o->force = 1; break;
         case OPT_SYNC: o->sync = 1; break;
@@ -239,6 +243,9 @@ static int parse(int argc, char **argv, struct options *o)
     } else if (left == 2) {
         o->in = argv[optind];
         o->out = argv[optind + 1];
+        if (*o->in == '\0' || *o->out == '\0')
+            return cli_usage_error("an empty file name (use - for standard %s)",
+                                   *o->in == '\0' ? "input" : "output");
     } else {
         /* -z's level is an optional argument: "-z 9" is -z and a file 9 */
         const char *first = argv[optind];
@@ -315,7 +322,8 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
             " bytes hashed, %" PRIu64 " bytes compared\n", "bitmap buffers",
             s->bitmap_fingerprinted, s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed,
             s->bitmap_bytes_compared);
-    fprintf(f, "  %-28s %15.3f s in %d passes (", "time", total, s->passes);
+    fprintf(f, "  %-28s %15.3f s in %d pass%s (", "time", total, s->passes,
+            s->passes == 1 ? "" : "es");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.3f", i ? " " : "", s->pass_seconds[i]);
     fprintf(f, ")%s\n", s->resolved_in_pass_1 ? ", resolved in pass 1" : "");
@@ -483,7 +491,7 @@ static int shrink_file(struct options *o)
         return code;
     /* from here on one progress line: a pipe or a .gz input is spooled
      * (decompressed) first, then the passes read it */
-    cli_progress_init(&progress, name, o->quiet);
+    cli_progress_init(&progress, name, o->quiet || o->batch);
     cli_progress_note(&progress, "reading the input");
     cli_set_salvage(o->salvage);
     cli_set_input_threads(o->threads);
@@ -546,7 +554,7 @@ static int shrink_file(struct options *o)
                ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
         fflush(stdout);
     }
-    if (o->salvage)
+    if (o->salvage && !o->quiet)
         cli_salvage_print(name, &o->salvaged);
     if (!o->batch && !o->quiet && !o->json && !o->stats)
         print_summary(o, &stats, written, out_is_file, cli_progress_seconds(&progress));
@@ -998,7 +1006,6 @@ static int run_one_child(struct options *o, const char *in, const char *out)
 {
     o->in = in;
     o->out = out;
-    o->quiet = 1;
     o->threads = 1;         /* the parallelism is across files */
     if (make_dirs(out, 0, o->sync != 0) != 0) { /* batch mode syncs unless --no-sync */
         char reason[256];
