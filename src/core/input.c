@@ -254,8 +254,9 @@ static uint64_t in_at(const struct spool *s, const z_stream *z)
 }
 
 /* How much more of a member is inflated, and dropped, to see whether it is
- * corrupt, once the framing met an undefined tag in it. */
-#define RECHECK_CAP (8u << 20)
+ * corrupt, once the framing met an undefined tag in it: the rest of any
+ * member jcmd or our -z writes (1 MiB each), a small cost for a bomb. */
+#define RECHECK_CAP (1u << 20)
 
 /* The framing met an undefined tag in what the current member inflated
  * to.  A corrupt member gives garbage before zlib can tell (at a block
