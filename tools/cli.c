@@ -698,6 +698,10 @@ void cli_salvage_print(const char *name, const struct cli_salvage *s)
         fprintf(stderr, "%s: %s: gzip input cut at offset 0x%" PRIx64 " (compressed): what it "
                 "held is salvaged%s\n", cli_progname, name, s->gzip_cut_offset,
                 p->cut ? "" : " (it ends between two records)");
+    if (p->zero_tail)
+        fprintf(stderr, "%s: %s: %" PRIu64 " zero byte%s at offset 0x%" PRIx64 " taken as the "
+                "end of the data (a zero-filled tail)\n", cli_progname, name, p->zero_tail,
+                cli_s(p->zero_tail), p->input_end);
     if (!p->cut)
         return;
     char what[256];
@@ -736,6 +740,9 @@ void cli_salvage_json(FILE *f, const struct cli_salvage *s)
     fprintf(f, ",\"salvage\":{\"cut\":%s", p->cut ? "true" : "false");
     if (s->gzip_cut)
         fprintf(f, ",\"gzip_cut_offset\":%" PRIu64, s->gzip_cut_offset);
+    if (p->zero_tail)
+        fprintf(f, ",\"zero_tail\":%" PRIu64 ",\"zero_tail_offset\":%" PRIu64, p->zero_tail,
+                p->input_end);
     if (p->cut) {
         fprintf(f, ",\"input_end\":%" PRIu64 ",\"kept_end\":%" PRIu64 ",\"bytes_lost\":%" PRIu64
                 ",\"record_offset\":%" PRIu64 ",\"record\":\"%s\",\"sub_record\":",
