@@ -1118,6 +1118,27 @@ for tool in hprof-shrink hprof-verify; do
     ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$tool cut: left a temporary file"
 done
 
+# the input cut to half while the output is written (the first write):
+# whatever touches its bytes first (a write of mapped bytes fails with
+# EFAULT, a read gets SIGBUS), the message names the input, every time
+"$B/hprof-synth" --scale 50 --big-bitmap 16777216 -f "$T/tw.hprof" > /dev/null
+for run in $(seq 20); do
+    cp "$T/tw.hprof" "$T/tw-cut.hprof"
+    set -- "" -j1 -j2 --arrays=zero "-z1 --arrays=zero"
+    shift $((run % 5))
+    opts=$1
+    set +e
+    HPROF_FAULT=truncate-at-write LD_PRELOAD="$SHIM" "$B/hprof-shrink" -q $opts "$T/tw-cut.hprof" \
+        "$T/tw-out.hprof" > /dev/null 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = 3 ] || die "input cut while writing ($opts), run $run: exit $got"
+    grep -Eqx "hprof-shrink: $T/tw-cut.hprof: (the file shrank during the run: it ends at offset 0x[0-9a-f]* now, not 0x[0-9a-f]* \(cut by another process\?\)|read error: the file was truncated or could not be read while mapped \(SIGBUS\))" \
+        "$T/err" || die "input cut while writing ($opts), run $run: $(cat "$T/err")"
+    [ ! -e "$T/tw-out.hprof" ] || die "input cut while writing ($opts): left an output"
+done
+rm -f "$T/tw.hprof" "$T/tw-cut.hprof"
+
 # the calling thread's share of the bitmap hashing fails while another
 # thread still hashes: every thread is waited for (a run once went on
 # without the other and crashed in its freed jobs), one line, exit 3

@@ -651,6 +651,20 @@ void cli_close_reader(int fd, struct hprof_reader *r)
         close(fd);
 }
 
+int cli_input_shrank(const char *path, int fd, const struct hprof_reader *r)
+{
+    struct stat st;
+    if (r == NULL || fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size >= hprof_reader_size(r))
+        return 0;
+    char msg[256];
+    snprintf(msg, sizeof msg, "the file shrank during the run: it ends at offset 0x%" PRIx64
+             " now, not 0x%" PRIx64 " (cut by another process?)", (uint64_t)st.st_size,
+             hprof_reader_size(r));
+    cli_file_error(path, msg);
+    return EXIT_IO;
+}
+
 /* ---- --salvage ---------------------------------------------------------------- */
 
 void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int count)

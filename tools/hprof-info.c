@@ -167,7 +167,11 @@ static int info_file(const char *path, const struct info_options *o)
             info_print_report(stdout, path, &info, &shown, &e);
     } else {
         fflush(stdout);
-        cli_file_error(path, err.message);
+        int shrank = cli_input_shrank(path, fd, r);
+        if (shrank)
+            rc = HPROF_ERR_IO;
+        else
+            cli_file_error(path, err.message);
     }
     if (analysed)
         hprof_info_free(&info);

@@ -524,8 +524,14 @@ static int shrink_file(struct options *o)
             written = (uint64_t)st.st_size;
     }
     hprof_sink_free(sink);
+    /* an input cut under us fails whatever touches its bytes first */
+    int shrank = rc != HPROF_OK ? cli_input_shrank(o->in, in_fd, r) : 0;
     cli_close_reader(in_fd, r);
     if (rc != HPROF_OK) {
+        if (shrank) {
+            cli_output_abort(&out);
+            return shrank;
+        }
         /* the sink's own error is about OUT, anything else about IN */
         if (sink_err.code != HPROF_OK)
             cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),

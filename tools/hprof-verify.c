@@ -85,6 +85,11 @@ static int verify_file(const char *path, int quiet)
         }
     } else {
         fflush(stdout);
+        int shrank = cli_input_shrank(path, fd, r);
+        if (shrank) {
+            cli_close_reader(fd, r);
+            return shrank;
+        }
         cli_file_error(path, err.message);
     }
     cli_close_reader(fd, r);
