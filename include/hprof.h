@@ -233,6 +233,9 @@ struct hprof_salvage_report {
                                    is named by LOAD_CLASS and never arrived,
                                    and could not be rebuilt */
     uint64_t array_classes_rebuilt; /* such classes rebuilt instead */
+    uint64_t zero_tail;         /* zero bytes where records should have gone on
+                                   (a zero-filled tail), taken as the end of the
+                                   data: they start at input_end (cut or not) */
 };
 
 /* The report of the reader's last run; valid while the reader lives. */

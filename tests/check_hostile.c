@@ -302,7 +302,7 @@ static const struct {
       "HEAP_SUMMARY: length 20, expected 24" },
     { "cpu-samples-count-disagrees", cpu_samples_count_disagrees,
       "CPU_SAMPLES: length 16 does not hold its 3 samples (32 bytes)" },
-    { "zeros-after-a-header", zeros_after_a_header, "offset 0x1f: tag 0x00: unknown record tag" },
+    { "zeros-after-a-header", zeros_after_a_header, "offset 0x1f: zero bytes where a record should start" },
     { "class-is-its-own-superclass", class_is_its_own_superclass,
       "superclass chain of class 0x100 has a cycle" },
     { "superclass-not-dumped-no-instances", superclass_not_dumped_no_instances,

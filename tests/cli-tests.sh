@@ -153,6 +153,33 @@ line.hprof"; do
     kill $holder; wait $holder 2>/dev/null || true
 }
 
+TESTS="$TESTS batch_replaced_input"
+t_batch_replaced_input() {
+    # an input replaced with its old mtime kept (cp -p, rsync -a) is redone;
+    # one left alone is skipped
+    d=$T/bri; rm -rf "$d"; mkdir -p "$d/in" "$d/new"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/a.hprof"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/new/a.hprof"
+    cp "$d/in/a.hprof" "$d/in/b.hprof"
+    touch -d '2020-01-01 00:00:00' "$d/in/a.hprof" "$d/in/b.hprof" "$d/new/a.hprof"
+    expect 0 "$B/hprof-shrink" -r -o "$d/out" "$d/in"
+    cmp -s "$d/out/a.hprof" "$d/out/b.hprof" || die "a and b differ"
+    expect 0 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    grep -c '"status":"skipped"' "$T/out" | grep -qx 2 || die "unchanged inputs not skipped: $(cat "$T/out")"
+    cp -p "$d/new/a.hprof" "$d/in/a.hprof"
+    sleep 0.01
+    expect 0 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    grep -q '"input":"[^"]*a.hprof","output":"[^"]*","status":"shrunk"' "$T/out" ||
+        die "an input replaced by cp -p was not redone: $(cat "$T/out")"
+    grep -q '"input":"[^"]*b.hprof",.*"status":"skipped"' "$T/out" || die "b not skipped: $(cat "$T/out")"
+    "$B/hprof-shrink" -q -f "$d/new/a.hprof" "$d/ref.hprof"
+    cmp -s "$d/out/a.hprof" "$d/ref.hprof" || die "the output of the replaced input is the old one"
+    # the same bytes copied over it: a new ctime, so redone too (a redo, never a stale output)
+    cp -p "$d/in/b.hprof" "$d/b.copy"; cp -p "$d/b.copy" "$d/in/b.hprof"
+    expect 0 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
+    grep -q '"input":"[^"]*b.hprof",.*"status":"shrunk"' "$T/out" || die "b copied over not redone: $(cat "$T/out")"
+}
+
 TESTS="$TESTS batch_json"
 t_batch_json() {
     d=$T/bj; rm -rf "$d"; mkdir -p "$d/in"
@@ -229,6 +256,34 @@ print("\n".join(sorted(json.loads(l)["input"].split("/in/")[1] for l in open(sys
     done
 }
 
+TESTS="$TESTS batch_json_lines"
+t_batch_json_lines() {
+    # lines over 4 KiB (failing inputs under 2 KB paths) from children,
+    # "skipped" lines from the parent, two at a time: every line whole
+    d=$T/bjl; rm -rf "$d"; mkdir -p "$d/in"
+    comp=$(printf 'd%.0s' $(seq 200))
+    for b in 1 2 3 4 5 6; do
+        p=$d/in/b$b; for i in 1 2 3 4 5 6 7 8 9 10; do p=$p/$comp; done
+        mkdir -p "$p"
+        for f in 1 2 3 4; do echo garbage > "$p/bad$f.hprof"; done
+    done
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/s1.hprof"
+    for k in $(seq 2 20); do cp "$d/in/s1.hprof" "$d/in/s$k.hprof"; done
+    "$B/hprof-shrink" -q -r -o "$d/out" "$d/in" > /dev/null 2>&1 || true
+    touch "$d"/out/s*.hprof
+    for run in $(seq 12); do
+        set +e; "$B/hprof-shrink" --json -j2 -r -o "$d/out" "$d/in" > "$d/lines" 2> /dev/null; set -e
+        python3 - "$d/lines" <<'PY' || die "batch --json -j2, run $run: a line is not JSON"
+import json, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+assert lines[-1] == b""
+rows = [json.loads(l) for l in lines[:-1]]
+assert len(rows) == 45 and rows[-1] == {"shrunk": 0, "failed": 24, "skipped": 20, "exit": 1}, rows[-1]
+assert sum(len(json.dumps(r)) > 4096 for r in rows) == 24
+PY
+    done
+}
+
 TESTS="$TESTS special_outputs"
 t_special_outputs() {
     d=$T/so; rm -rf "$d"; mkdir -p "$d/dir"
@@ -270,6 +325,43 @@ t_stdout_errors() {
     done
     expect 3 "$B/hprof-shrink" "$T/se.hprof" /dev/full
     grep -qx 'hprof-shrink: /dev/full: write: No space left on device' "$T/err" || die "OUT /dev/full: $(cat "$T/err")"
+    # a report that cannot be written is an I/O error, on a full disk or
+    # with standard output closed; with nothing to write, closed is fine
+    for cmd in "hprof-shrink --json -f $T/se.hprof $T/se-out.hprof" "hprof-verify $T/se.hprof" \
+               "hprof-info $T/se.hprof" "hprof-synth --help"; do
+        set +e; "$B"/$cmd > /dev/full 2> "$T/err"; got=$?; set -e
+        [ "$got" = 3 ] || die "$cmd > /dev/full: exit $got"
+        grep -q "standard output: write error" "$T/err" || die "$cmd > /dev/full: $(cat "$T/err")"
+        set +e; "$B"/$cmd >&- 2> "$T/err"; got=$?; set -e
+        [ "$got" = 3 ] || die "$cmd >&-: exit $got"
+    done
+    set +e; "$B/hprof-shrink" -q -f "$T/se.hprof" "$T/se-out.hprof" >&- 2> "$T/err"; got=$?; set -e
+    [ "$got" = 0 ] && "$B/hprof-verify" -q "$T/se-out.hprof" || die "-q with stdout closed: exit $got: $(cat "$T/err")"
+}
+
+TESTS="$TESTS stdout_is_input"
+t_stdout_is_input() {
+    # standard output appended to the input is refused as cat refuses it
+    # (exit 2), for a named input and for standard input; IN is unchanged
+    d=$T/si; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/ref.hprof"
+    cp "$d/ref.hprof" "$d/in.hprof"
+    for cmd in "hprof-shrink $d/in.hprof -" "hprof-shrink --json $d/in.hprof $d/o.hprof" \
+               "hprof-verify $d/in.hprof" "hprof-info $d/in.hprof"; do
+        set +e; "$B"/$cmd >> "$d/in.hprof" 2> "$T/err"; got=$?; set -e
+        [ "$got" = 2 ] || die "$cmd >> IN: exit $got"
+        grep -q "in.hprof: input file is output file" "$T/err" || die "$cmd >> IN: $(cat "$T/err")"
+        cmp -s "$d/ref.hprof" "$d/in.hprof" || die "$cmd >> IN changed IN"
+    done
+    for cmd in "hprof-shrink - -" "hprof-verify -" "hprof-info -"; do
+        set +e; "$B"/$cmd < "$d/in.hprof" >> "$d/in.hprof" 2> "$T/err"; got=$?; set -e
+        [ "$got" = 2 ] || die "$cmd < IN >> IN: exit $got"
+        grep -q "standard input: input file is output file" "$T/err" || die "$cmd < IN >> IN: $(cat "$T/err")"
+        cmp -s "$d/ref.hprof" "$d/in.hprof" || die "$cmd < IN >> IN changed IN"
+    done
+    # another file, or the same one read but written elsewhere, is fine
+    "$B/hprof-shrink" - - < "$d/in.hprof" > "$d/o2.hprof" || die "stdin to another file"
+    "$B/hprof-verify" "$d/in.hprof" >> "$d/o3.txt" || die "verify appending to another file"
 }
 
 TESTS="$TESTS usage"
@@ -508,6 +600,54 @@ t_small_ones() {
     dir=$(sed -n 's/^outputs in //p' "$d/demo")
     case $dir in "$d"/hprof-shrink-demo.*) ;; *) die "demo wrote to '$dir'" ;; esac
     [ -s "$dir/android-synth.shrunk.hprof" ] || die "demo output missing in $dir"
+}
+
+TESTS="$TESTS small_ones_2"
+t_small_ones_2() {
+    d=$T/sm2; rm -rf "$d"; mkdir -p "$d/in"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    # -q silences the salvage line too
+    head -c 60000 "$d/x.hprof" > "$d/cut.hprof"
+    expect 0 "$B/hprof-shrink" -q --salvage "$d/cut.hprof" "$d/cut-out.hprof"
+    [ ! -s "$T/err" ] || die "-q --salvage: $(cat "$T/err")"
+    expect 0 "$B/hprof-shrink" --salvage -f "$d/cut.hprof" "$d/cut-out.hprof"
+    grep -q 'input cut at offset 0xea60' "$T/err" || die "--salvage without -q: $(cat "$T/err")"
+    # one of a kind is singular ("1 dangling reference", not "1 ... references")
+    for f in fixtures/*.hprof.gz; do
+        "$B/hprof-verify" "$f" > "$d/v" || die "verify $f"
+        grep -Eq '[ (]1 [a-z ]+s([,;) ]|$)' "$d/v" && die "a plural for one: $(cat "$d/v")"
+    done
+    "$B/hprof-verify" fixtures/*.hprof.gz | grep -q ' 1 dangling reference (root 1)$' ||
+        die "no fixture with one dangling reference to check the singular with"
+    # an empty name is a usage error, before any work
+    expect 2 "$B/hprof-shrink" -o '' "$d/x.hprof"
+    expect 2 "$B/hprof-shrink" "$d/x.hprof" ''
+    # a second gzip member whose last bytes are corrupt inflates to garbage
+    # past the dump's end before zlib can tell: the gzip error is reported
+    head -c 40000 "$d/x.hprof" | gzip > "$d/m1.gz"
+    tail -c +40001 "$d/x.hprof" | gzip > "$d/m2.gz"
+    python3 - "$d/m1.gz" "$d/m2.gz" "$d/bad.gz" <<'PY'
+import sys
+a = open(sys.argv[1], "rb").read(); b = bytearray(open(sys.argv[2], "rb").read())
+b[-10] ^= 0xff   # in the last deflate block, before CRC and ISIZE
+open(sys.argv[3], "wb").write(a + bytes(b))
+PY
+    for j in -j1 -j2; do
+        expect 1 "$B/hprof-shrink" $j "$d/bad.gz" "$d/bad.hprof"
+        grep -q 'bad.gz: offset 0x[0-9a-f]* (compressed): gzip input is' "$T/err" || die "corrupt member $j: $(cat "$T/err")"
+    done
+    expect 1 "$B/hprof-verify" - < "$d/bad.gz"
+    grep -q 'standard input: offset 0x[0-9a-f]* (compressed): gzip input is' "$T/err" || die "corrupt member, pipe: $(cat "$T/err")"
+    # batch text output: what a terminal acts on is escaped (C1 controls,
+    # bidi overrides, bytes that are not UTF-8), plain UTF-8 is not
+    name=$(printf 'a\302\233b\342\200\256c\233d-\303\251')
+    cp "$d/x.hprof" "$d/in/$name.hprof"
+    expect 0 "$B/hprof-shrink" -o "$d/out" "$d/in/$name.hprof"
+    expect 0 "$B/hprof-shrink" -o "$d/out" "$d/in/$name.hprof"
+    for bad in '\302\233' '\342\200\256' '\233'; do
+        LC_ALL=C grep -q "$(printf "$bad")" "$T/out" && die "batch printed $bad raw: $(cat -v "$T/out")"
+    done
+    grep -qF 'a\u009bb\u202ec\x9bd-'"$(printf '\303\251')"'.hprof" -> ' "$T/out" || die "batch names: $(cat -v "$T/out")"
 }
 
 if [ $# -gt 0 ]; then
@@ -1153,12 +1293,33 @@ for tool in hprof-shrink hprof-verify; do
     set -e
     [ "$got" = 3 ] || die "$tool on a file cut under its mapping: exit $got"
     # (the shrink may notice when it opens its own reader of the file)
-    grep -Eq "cut.hprof: (read error: the file was truncated or could not be read while mapped|the input changed size while reading)" \
+    grep -Eq "cut.hprof: (read error: the file was truncated or could not be read while mapped|the input changed size while reading|the file shrank during the run: it ends at offset 0x[0-9a-f]* now)" \
         "$T/err" || die "$tool cut: $(cat "$T/err")"
     [ "$(wc -l < "$T/err")" = 1 ] || die "$tool cut: not one line: $(cat "$T/err")"
     [ ! -e "$T/cut-out.hprof" ] || die "$tool cut: left an output"
     ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$tool cut: left a temporary file"
 done
+
+# the input cut to half while the output is written (the first write):
+# whatever touches its bytes first (a write of mapped bytes fails with
+# EFAULT, a read gets SIGBUS), the message names the input, every time
+"$B/hprof-synth" --scale 50 --big-bitmap 16777216 -f "$T/tw.hprof" > /dev/null
+for run in $(seq 20); do
+    cp "$T/tw.hprof" "$T/tw-cut.hprof"
+    set -- "" -j1 -j2 --arrays=zero "-z1 --arrays=zero"
+    shift $((run % 5))
+    opts=$1
+    set +e
+    HPROF_FAULT=truncate-at-write LD_PRELOAD="$SHIM" "$B/hprof-shrink" -q $opts "$T/tw-cut.hprof" \
+        "$T/tw-out.hprof" > /dev/null 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = 3 ] || die "input cut while writing ($opts), run $run: exit $got"
+    grep -Eqx "hprof-shrink: $T/tw-cut.hprof: (the file shrank during the run: it ends at offset 0x[0-9a-f]* now, not 0x[0-9a-f]* \(cut by another process\?\)|read error: the file was truncated or could not be read while mapped \(SIGBUS\))" \
+        "$T/err" || die "input cut while writing ($opts), run $run: $(cat "$T/err")"
+    [ ! -e "$T/tw-out.hprof" ] || die "input cut while writing ($opts): left an output"
+done
+rm -f "$T/tw.hprof" "$T/tw-cut.hprof"
 
 # the calling thread's share of the bitmap hashing fails while another
 # thread still hashes: every thread is waited for (a run once went on
@@ -1201,7 +1362,7 @@ verify = open(sys.argv[2]).read()
 shrink = json.load(open(sys.argv[3]))
 kept = json.load(open(sys.argv[4]))
 def v(label):
-    return int(re.search(r"(\d+) " + label, verify).group(1))
+    return int(re.search(r"(\d+) " + label[:-1] + r"s?\b", verify).group(1)) # "1 root"
 sub = info["sub_records"]
 def n(tag):
     return sub.get(tag, {"count": 0})["count"]

@@ -62,7 +62,7 @@ grep -q -- '--salvage keeps what is complete' "$T/err" || die "no hint at --salv
 [ -e "$T/half.out" ] && die "a failed shrink left its output"
 run "$B/hprof-shrink" -f --salvage --json "$T/half.hprof" "$T/half.out"
 [ "$rc" = 0 ] || die "--salvage: exit $rc: $(cat "$T/err")"
-grep -q "half.hprof: input cut at offset 0x[0-9a-f]*: [0-9]* bytes lost (.*; [0-9]* references point at objects that never arrived$" "$T/err" ||
+grep -q "half.hprof: input cut at offset 0x[0-9a-f]*: [0-9]* bytes lost (.*; \(1 reference points\|[0-9]* references point\) at objects that never arrived$" "$T/err" ||
     die "--salvage report: $(cat "$T/err")"
 grep -q '"salvage":{"cut":true,"input_end":'"$size"'\|"salvage":{"cut":true,"input_end":'$((size / 2)) "$T/out" ||
     die "--json lacks the salvage object: $(cat "$T/out")"
@@ -152,6 +152,43 @@ for f in $inputs; do
 done
 echo "    $cuts cuts ($boundaries between records, already complete; $before before any heap" \
     "sub-record, nothing to salvage), $loaded outputs loaded in VisualVM"
+
+banner "salvage: a zero-filled tail ends the data, after a cut anywhere or a whole dump"
+zcuts=0
+for f in $inputs; do
+    n=$(basename "$f" .hprof)
+    size=$(wc -c < "$f")
+    # a whole dump with zeros appended: the plain shrink's bytes, and said so
+    cp "$f" "$T/zeros.hprof"
+    head -c 70000 /dev/zero >> "$T/zeros.hprof"
+    run "$B/hprof-verify" "$T/zeros.hprof"
+    [ "$rc" = 1 ] && grep -q "offset 0x$(printf %x "$size"): zero bytes where a record should start (a preallocated or zero-filled tail? try --salvage)" "$T/err" ||
+        die "$n + zeros, no --salvage: exit $rc: $(cat "$T/err")"
+    run "$B/hprof-shrink" -f --salvage "$T/zeros.hprof" "$T/zeros.out"
+    [ "$rc" = 0 ] || die "$n + zeros: --salvage exit $rc: $(cat "$T/err")"
+    grep -q "zeros.hprof: 70000 zero bytes at offset 0x$(printf %x "$size") taken as the end of the data" "$T/err" ||
+        die "$n + zeros: $(cat "$T/err")"
+    "$B/hprof-shrink" -q -f "$f" "$T/plain.out"
+    cmp -s "$T/zeros.out" "$T/plain.out" || die "$n + zeros: not the plain shrink's output"
+    # cut anywhere, then zero-filled past the original size: what the cut
+    # alone salvages, to the byte
+    for k in $(seq 1 12); do
+        off=$((size / 13 * k + k * 11))
+        zcuts=$((zcuts + 1))
+        head -c "$off" "$f" > "$T/cut.hprof"
+        cp "$T/cut.hprof" "$T/zcut.hprof"
+        truncate -s $((size + 4096)) "$T/zcut.hprof"
+        run "$B/hprof-shrink" -q -f --salvage "$T/cut.hprof" "$T/cut.out"
+        want=$rc
+        run "$B/hprof-shrink" -f --salvage "$T/zcut.hprof" "$T/zcut.out"
+        [ "$rc" = "$want" ] || { die "$n cut at $off, zero-filled: exit $rc, $want without zeros: $(cat "$T/err")"; continue; }
+        [ "$rc" = 0 ] || continue
+        grep -q "zcut.hprof: [0-9]* zero bytes at offset 0x[0-9a-f]* taken as the end of the data" "$T/err" ||
+            die "$n cut at $off, zero-filled: $(cat "$T/err")"
+        cmp -s "$T/cut.out" "$T/zcut.out" || die "$n cut at $off, zero-filled: not what the cut alone salvages"
+    done
+done
+echo "    $zcuts zero-filled cuts"
 
 [ "$fails" = 0 ] || { echo "$fails salvage test(s) failed" >&2; exit 1; }
 echo "salvage tests passed"

@@ -35,10 +35,46 @@ const char *cli_progname = "hprof";
 static const char *volatile temp_names[MAX_TEMPS];
 static volatile int temp_dirs[MAX_TEMPS];
 
+/* A report that never reached standard output must not pass for one that
+ * did: at exit, a write error or a failed close of standard output is
+ * said on stderr and the status becomes EXIT_IO (as gnulib's close_stdout
+ * does).  Batch children leave with _exit() and write nothing here. */
+static void check_stdout_at_exit(void)
+{
+    int error = 0;
+    if (fflush(stdout) != 0)
+        error = errno ? errno : EIO;
+    else if (ferror(stdout))
+        error = -1; /* an earlier write failed; its errno is gone */
+    if (fclose(stdout) != 0 && error == 0)
+        error = errno;
+    if (error == 0)
+        return;
+    fprintf(stderr, "%s: standard output: write error%s%s\n", cli_progname,
+            error > 0 ? ": " : "", error > 0 ? strerror(error) : "");
+    _exit(EXIT_IO);
+}
+
+/* A descriptor 0, 1 or 2 the caller left closed would be handed to the
+ * first file we open, and a report meant for standard output would land
+ * in an output file.  Each is taken by /dev/null opened the wrong way
+ * round, so that using it fails (EBADF) and is reported. */
+static void hold_standard_descriptors(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int held = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+            if (held >= 0 && held != fd)
+                close(held);
+        }
+}
+
 int cli_init(const char *argv0)
 {
     const char *slash = strrchr(argv0, '/');
     cli_progname = slash ? slash + 1 : argv0;
+    hold_standard_descriptors();
+    atexit(check_stdout_at_exit);
     if (hprof_version_number() != HPROF_VERSION_NUMBER) {
         cli_error("libhprof version %u does not match the headers' %u",
                   hprof_version_number(), HPROF_VERSION_NUMBER);
@@ -759,6 +795,19 @@ void cli_set_input_threads(unsigned threads)
     input_threads = threads;
 }
 
+/* Whether standard output is the regular file `path` ("-": standard
+ * input) names, as cat checks: `tool IN >> IN` would append to IN what is
+ * read from it, and `tool - - < IN >> IN` too. */
+static int is_standard_output(const char *path)
+{
+    struct stat in, out;
+    if (fstat(STDOUT_FILENO, &out) != 0 || !S_ISREG(out.st_mode))
+        return 0;
+    if (strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &in) != 0 : stat(path, &in) != 0)
+        return 0;
+    return in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+}
+
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
 {
     *fd = -1;
@@ -768,6 +817,10 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "is a terminal; refusing to read a heap dump from it");
+    if (is_standard_output(path))
+        return hprof_error_set(err, HPROF_ERR_USAGE,
+                               "input file is output file (standard output): refusing "
+                               "to write into the file being read");
     rc = hprof_input_open_threads(path, input_flags, input_threads, fd, &last_input, err);
     const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
     if (other != NULL)
@@ -807,6 +860,20 @@ void cli_close_reader(int fd, struct hprof_reader *r)
     hprof_reader_free(r);
     if (fd >= 0)
         close(fd);
+}
+
+int cli_input_shrank(const char *path, int fd, const struct hprof_reader *r)
+{
+    struct stat st;
+    if (r == NULL || fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size >= hprof_reader_size(r))
+        return 0;
+    char msg[256];
+    snprintf(msg, sizeof msg, "the file shrank during the run: it ends at offset 0x%" PRIx64
+             " now, not 0x%" PRIx64 " (cut by another process?)", (uint64_t)st.st_size,
+             hprof_reader_size(r));
+    cli_file_error(path, msg);
+    return EXIT_IO;
 }
 
 /* ---- --salvage ---------------------------------------------------------------- */
@@ -856,27 +923,36 @@ void cli_salvage_print(const char *name, const struct cli_salvage *s)
         fprintf(stderr, "%s: %s: gzip input cut at offset 0x%" PRIx64 " (compressed): what it "
                 "held is salvaged%s\n", cli_progname, name, s->gzip_cut_offset,
                 p->cut ? "" : " (it ends between two records)");
+    if (p->zero_tail)
+        fprintf(stderr, "%s: %s: %" PRIu64 " zero byte%s at offset 0x%" PRIx64 " taken as the "
+                "end of the data (a zero-filled tail)\n", cli_progname, name, p->zero_tail,
+                cli_s(p->zero_tail), p->input_end);
     if (!p->cut)
         return;
     char what[256];
     salvage_what(what, sizeof what, p);
     fflush(stdout);
-    fprintf(stderr, "%s: %s: input cut at offset 0x%" PRIx64 ": %" PRIu64 " bytes lost (%s)",
-            cli_progname, name, p->input_end, p->bytes_lost, what);
+    fprintf(stderr, "%s: %s: input cut at offset 0x%" PRIx64 ": %" PRIu64 " byte%s lost (%s)",
+            cli_progname, name, p->input_end, p->bytes_lost, cli_s(p->bytes_lost), what);
     if (p->record_missing)
-        fprintf(stderr, ", %" PRIu64 " more bytes announced", p->record_missing);
+        fprintf(stderr, ", %" PRIu64 " more byte%s announced", p->record_missing,
+                cli_s(p->record_missing));
     if (p->unclosed_run)
         fprintf(stderr, "; the heap dump had no HEAP_DUMP_END");
     if (p->classes_dropped || p->instances_dropped || p->arrays_dropped)
-        fprintf(stderr, "; dropped as incomplete: %" PRIu64 " class dumps whose superclass "
-                "never arrived, %" PRIu64 " instances and %" PRIu64 " primitive arrays whose "
-                "class did not", p->classes_dropped, p->instances_dropped, p->arrays_dropped);
+        fprintf(stderr, "; dropped as incomplete: %" PRIu64 " class dump%s whose superclass "
+                "never arrived, %" PRIu64 " instance%s and %" PRIu64 " primitive array%s whose "
+                "class did not", p->classes_dropped, cli_s(p->classes_dropped),
+                p->instances_dropped, cli_s(p->instances_dropped), p->arrays_dropped,
+                cli_s(p->arrays_dropped));
     if (p->array_classes_rebuilt)
-        fprintf(stderr, "; %" PRIu64 " primitive array classes that never arrived rebuilt from "
-                "their LOAD_CLASS", p->array_classes_rebuilt);
+        fprintf(stderr, "; %" PRIu64 " primitive array %s that never arrived rebuilt from "
+                "%s LOAD_CLASS", p->array_classes_rebuilt,
+                p->array_classes_rebuilt == 1 ? "class" : "classes",
+                p->array_classes_rebuilt == 1 ? "its" : "their");
     if (s->counted)
-        fprintf(stderr, "; %" PRIu64 " references point at objects that never arrived\n",
-                s->dangling);
+        fprintf(stderr, "; %" PRIu64 " %s at objects that never arrived\n", s->dangling,
+                s->dangling == 1 ? "reference points" : "references point");
     else if (s->why[0])
         fprintf(stderr, "; references not counted: %s\n", s->why);
     else
@@ -889,6 +965,9 @@ void cli_salvage_json(FILE *f, const struct cli_salvage *s)
     fprintf(f, ",\"salvage\":{\"cut\":%s", p->cut ? "true" : "false");
     if (s->gzip_cut)
         fprintf(f, ",\"gzip_cut_offset\":%" PRIu64, s->gzip_cut_offset);
+    if (p->zero_tail)
+        fprintf(f, ",\"zero_tail\":%" PRIu64 ",\"zero_tail_offset\":%" PRIu64, p->zero_tail,
+                p->input_end);
     if (p->cut) {
         fprintf(f, ",\"input_end\":%" PRIu64 ",\"kept_end\":%" PRIu64 ",\"bytes_lost\":%" PRIu64
                 ",\"record_offset\":%" PRIu64 ",\"record\":\"%s\",\"sub_record\":",
@@ -911,6 +990,11 @@ void cli_salvage_json(FILE *f, const struct cli_salvage *s)
             fprintf(f, "null");
     }
     fputc('}', f);
+}
+
+const char *cli_s(uint64_t n)
+{
+    return n == 1 ? "" : "s";
 }
 
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
@@ -966,33 +1050,68 @@ int cli_remove_stale_temps(const char *dir)
     return removed;
 }
 
-/* The name as it is when it is printable; otherwise in double quotes with
- * C escapes, so that a name holding a newline stays on its line. */
+static size_t utf8_length(const unsigned char *p, size_t n);
+
+/* Whether the character of `k` bytes at `p` is one a terminal acts on
+ * rather than shows: C0 and C1 controls, DEL, and the Unicode bidi
+ * controls that reorder what follows (U+202A-U+202E, U+2066-U+2069). */
+static int terminal_acts_on(const unsigned char *p, size_t k)
+{
+    if (k == 1)
+        return p[0] < 0x20 || p[0] == 0x7f;
+    if (k == 2)
+        return p[0] == 0xc2 && p[1] < 0xa0; /* U+0080-U+009F */
+    if (k == 3 && p[0] == 0xe2)
+        return (p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
+               (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9);
+    return 0;
+}
+
+/* The name as it is when every character is one a terminal shows as it
+ * is; otherwise in double quotes with C escapes (\n, \x9b for a byte that
+ * is not UTF-8, \u202e for a character a terminal acts on), so that a
+ * name stays on its line and cannot restyle or reorder it. */
 const char *cli_quote(const char *s)
 {
     static char bufs[4][4 * 4096 + 3];
     static int next;
     const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), k;
     int plain = 1;
-    for (; *p; p++)
-        if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
+    for (size_t i = 0; i < n && plain; i += k ? k : 1) {
+        k = utf8_length(p + i, n - i);
+        if (k == 0 || terminal_acts_on(p + i, k) || p[i] == '"' || p[i] == '\\')
             plain = 0;
+    }
     if (plain)
         return s;
     char *buf = bufs[next++ & 3], *w = buf;
-    char *end = buf + sizeof bufs[0] - 6;
+    char *end = buf + sizeof bufs[0] - 8; /* room for \u202e, the quote and NUL */
     *w++ = '"';
-    for (p = (const unsigned char *)s; *p && w < end; p++) {
-        switch (*p) {
-        case '\n': *w++ = '\\'; *w++ = 'n'; break;
-        case '\t': *w++ = '\\'; *w++ = 't'; break;
-        case '"': *w++ = '\\'; *w++ = '"'; break;
-        case '\\': *w++ = '\\'; *w++ = '\\'; break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                w += sprintf(w, "\\x%02x", *p);
-            else
-                *w++ = (char)*p;
+    for (size_t i = 0; i < n && w < end; i += k ? k : 1) {
+        k = utf8_length(p + i, n - i);
+        if (k == 0) {
+            w += sprintf(w, "\\x%02x", p[i]);
+        } else if (k == 1) {
+            switch (p[i]) {
+            case '\n': *w++ = '\\'; *w++ = 'n'; break;
+            case '\t': *w++ = '\\'; *w++ = 't'; break;
+            case '"': *w++ = '\\'; *w++ = '"'; break;
+            case '\\': *w++ = '\\'; *w++ = '\\'; break;
+            default:
+                if (terminal_acts_on(p + i, 1))
+                    w += sprintf(w, "\\x%02x", p[i]);
+                else
+                    *w++ = (char)p[i];
+            }
+        } else if (terminal_acts_on(p + i, k)) {
+            unsigned u = k == 2 ? ((p[i] & 0x1fu) << 6) | (p[i + 1] & 0x3fu)
+                                : ((p[i] & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) |
+                                      (p[i + 2] & 0x3fu);
+            w += sprintf(w, "\\u%04x", u);
+        } else {
+            memcpy(w, p + i, k);
+            w += k;
         }
     }
     *w++ = '"';

@@ -202,6 +202,13 @@ void cli_install_signal_handlers(void);
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);
 void cli_close_reader(int fd, struct hprof_reader *r);
 
+/* After a failed run over `r` (opened by cli_open_reader() on `fd`):
+ * when the input is now shorter than when it was opened, another process
+ * cut it, and whatever failed (a write of its mapped bytes: EFAULT; a
+ * record read as zeros) is only a consequence.  Then says so naming
+ * `path` and the offset where it ends now, and @return EXIT_IO; else 0. */
+int cli_input_shrank(const char *path, int fd, const struct hprof_reader *r);
+
 /* --salvage: what a salvaging reader found (hprof_reader_set_salvage()),
  * and how many references of what it kept point at objects not in it. */
 struct cli_salvage {
@@ -225,6 +232,9 @@ void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int coun
 void cli_salvage_print(const char *name, const struct cli_salvage *s);
 /* ,"salvage":{...} for a JSON report (keys in hprof-shrink(1)). */
 void cli_salvage_json(FILE *f, const struct cli_salvage *s);
+
+/* "s" unless n is 1: "%d reference%s", n, cli_s(n). */
+const char *cli_s(uint64_t n);
 
 /* Parse a non-negative integer; @return 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long max, unsigned long long *out);

@@ -198,7 +198,11 @@ static int info_file(const char *path, const struct info_options *o)
     cli_progress_done(&progress);
     if (rc != HPROF_OK) {
         fflush(stdout);
-        cli_file_error(path, err.message);
+        int shrank = cli_input_shrank(path, fd, r);
+        if (shrank)
+            rc = HPROF_ERR_IO;
+        else
+            cli_file_error(path, err.message);
     }
     cli_close_reader(fd, r);
     return cli_exit_code(rc);
@@ -259,9 +263,5 @@ int main(int argc, char **argv)
             worst = code;
     }
     hprof_mapping_free(mapping);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        cli_error("standard output: write failed");
-        return EXIT_IO;
-    }
-    return worst;
+    return worst; /* a write error on standard output is checked at exit */
 }

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,8 +91,8 @@ static void usage(FILE *out)
             "                       read-ahead threads;\n"
             "                       in batch mode, files at once\n"
             "  -o, --output-dir=DIR batch: write each IN to DIR under its own name\n"
-            "                       (.hprof, or .hprof.gz with -z); skip outputs newer\n"
-            "                       than their input unless -f\n"
+            "                       (.hprof, or .hprof.gz with -z); skip outputs made\n"
+            "                       from their input as it is now unless -f\n"
             "  -r, --recursive      batch: IN may be directories, searched for *.hprof\n"
             "                       and *.hprof.gz; outputs keep their relative paths\n"
             "  --shard=K/N          batch: take only the inputs of shard K (0 to N-1) of\n"
@@ -241,7 +243,11 @@ static int parse(int argc, char **argv, struct options *o)
             }
             o->shrink.segment_limit = (uint32_t)v;
             break;
-        case 'o': o->out_dir = optarg; break;
+        case 'o':
+            if (*optarg == '\0')
+                return cli_usage_error("--output-dir: expected a directory, got ''");
+            o->out_dir = optarg;
+            break;
         case 'r': o->recursive = 1; break;
         case OPT_SHARD:
             if (parse_shard(optarg, o) != 0)
@@ -284,6 +290,9 @@ static int parse(int argc, char **argv, struct options *o)
     } else if (left == 2) {
         o->in = argv[optind];
         o->out = argv[optind + 1];
+        if (*o->in == '\0' || *o->out == '\0')
+            return cli_usage_error("an empty file name (use - for standard %s)",
+                                   *o->in == '\0' ? "input" : "output");
     } else {
         /* -z's level is an optional argument: "-z 9" is -z and a file 9 */
         const char *first = argv[optind];
@@ -363,7 +372,8 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
             " bytes hashed, %" PRIu64 " bytes compared\n", "bitmap buffers",
             s->bitmap_fingerprinted, s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed,
             s->bitmap_bytes_compared);
-    fprintf(f, "  %-28s %15.3f s in %d passes (", "time", total, s->passes);
+    fprintf(f, "  %-28s %15.3f s in %d pass%s (", "time", total, s->passes,
+            s->passes == 1 ? "" : "es");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.3f", i ? " " : "", s->pass_seconds[i]);
     fprintf(f, ")%s\n", s->resolved_in_pass_1 ? ", resolved in pass 1" : "");
@@ -472,6 +482,23 @@ static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t
     cli_progress_update(ctx, pass, passes, done, total);
 }
 
+/* What says that an input is the one an output was made from, recorded
+ * with the output in an extended attribute: its size, mtime and ctime
+ * to the nanosecond.  An input replaced by `cp -p` or `rsync -a` keeps
+ * its mtime (and often its size) but never its ctime, which no one can
+ * set; the ctime also moves on chmod or a new link, which costs a redo,
+ * never a stale output.  The attribute survives a rename and is read the
+ * same on every machine that shares the tree. */
+#define INPUT_IDENTITY_XATTR "user.hprof-shrink.input"
+#define INPUT_IDENTITY_MAX 128
+
+static void input_identity(char *buf, size_t len, const struct stat *st)
+{
+    snprintf(buf, len, "size=%lld mtime=%lld.%09ld ctime=%lld.%09ld", (long long)st->st_size,
+             (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec,
+             st->st_ctim.tv_nsec);
+}
+
 static char *output_name(const char *dir, const char *rel, int gzip);
 static int ends_with_nocase(const char *s, const char *suffix);
 
@@ -483,7 +510,7 @@ static int shrink_file(struct options *o)
     struct hprof_shrink_stats stats;
     struct cli_output out;
     struct cli_progress progress;
-    struct stat in_st;
+    struct stat in_st = { 0 };
     int in_fd = -1, code;
     const char *name = strcmp(o->in, "-") == 0 ? "standard input" : o->in;
 
@@ -527,7 +554,7 @@ static int shrink_file(struct options *o)
         return code;
     /* from here on one progress line: a pipe or a .gz input is spooled
      * (decompressed) first, then the passes read it */
-    cli_progress_init(&progress, name, o->quiet);
+    cli_progress_init(&progress, name, o->quiet || o->batch);
     cli_progress_note(&progress, "reading the input");
     cli_set_salvage(o->salvage);
     cli_set_input_threads(o->threads);
@@ -560,8 +587,14 @@ static int shrink_file(struct options *o)
             written = (uint64_t)st.st_size;
     }
     hprof_sink_free(sink);
+    /* an input cut under us fails whatever touches its bytes first */
+    int shrank = rc != HPROF_OK ? cli_input_shrank(o->in, in_fd, r) : 0;
     cli_close_reader(in_fd, r);
     if (rc != HPROF_OK) {
+        if (shrank) {
+            cli_output_abort(&out);
+            return shrank;
+        }
         /* the sink's own error is about OUT, anything else about IN */
         if (sink_err.code != HPROF_OK)
             cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
@@ -570,6 +603,14 @@ static int shrink_file(struct options *o)
             cli_file_error(o->in, err.message);
         cli_output_abort(&out);
         return cli_exit_code(rc);
+    }
+    /* the input as it was before it was read: one changed since is redone */
+    if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode)) {
+        char id[INPUT_IDENTITY_MAX];
+        input_identity(id, sizeof id, &in_st);
+        if (fsetxattr(out.fd, INPUT_IDENTITY_XATTR, id, strlen(id), 0) != 0 && errno != ENOTSUP)
+            cli_error("warning: %s: cannot record its input's identity: %s", cli_quote(o->out),
+                      strerror(errno));
     }
     if ((code = cli_output_commit(&out)) != 0)
         return code;
@@ -582,7 +623,7 @@ static int shrink_file(struct options *o)
                ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
         fflush(stdout);
     }
-    if (o->salvage)
+    if (o->salvage && !o->quiet)
         cli_salvage_print(name, &o->salvaged);
     if (!o->batch && !o->quiet && !o->json && !o->stats)
         print_summary(o, &stats, written, out_is_file, cli_progress_seconds(&progress));
@@ -919,12 +960,22 @@ nomem:
     return EXIT_IO;
 }
 
-/* An output newer than its input was made by an earlier run. */
+/* An output is up to date when it records the identity its input has
+ * now (input_identity()).  One without the record (made by an older
+ * version, or on a file system without user extended attributes) is up
+ * to date when it is newer than its input. */
 static int up_to_date(const char *in, const char *out)
 {
     struct stat si, so;
+    char now[INPUT_IDENTITY_MAX], recorded[INPUT_IDENTITY_MAX];
     if (stat(in, &si) != 0 || stat(out, &so) != 0)
         return 0;
+    ssize_t n = getxattr(out, INPUT_IDENTITY_XATTR, recorded, sizeof recorded - 1);
+    if (n >= 0) {
+        recorded[n] = '\0';
+        input_identity(now, sizeof now, &si);
+        return strcmp(now, recorded) == 0;
+    }
     return so.st_mtim.tv_sec > si.st_mtim.tv_sec ||
            (so.st_mtim.tv_sec == si.st_mtim.tv_sec && so.st_mtim.tv_nsec > si.st_mtim.tv_nsec);
 }
@@ -939,32 +990,87 @@ static const char *exit_class(int code)
     }
 }
 
+/* Batch mode's standard output has one writer, the parent: children
+ * send their lines through a pipe, and each line goes out in one
+ * write(), so that no other line lands inside it however long it is.
+ * The first write error is kept for the exit status. */
+static int batch_out_error;
+
+static void write_line(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(STDOUT_FILENO, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (batch_out_error == 0)
+                batch_out_error = k < 0 ? errno : EIO;
+            return;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+/* A line built in memory, then written whole. */
+struct line {
+    char *buf;
+    size_t len;
+    FILE *f;
+};
+
+static FILE *line_open(struct line *l)
+{
+    l->buf = NULL;
+    l->len = 0;
+    l->f = open_memstream(&l->buf, &l->len);
+    return l->f;
+}
+
+static void line_emit(struct line *l)
+{
+    if (l->f == NULL || fclose(l->f) != 0) {
+        cli_error("out of memory");
+        if (batch_out_error == 0)
+            batch_out_error = ENOMEM;
+    } else {
+        write_line(l->buf, l->len);
+    }
+    free(l->buf);
+}
+
 /* With --json, one object for an input that was not shrunk.  `offset`:
  * from "offset 0x..." in the message, if any. */
 static void json_unshrunk(const struct options *o, const char *in, const char *out, int failed,
                           int code, const char *reason)
 {
-    json_open(stdout, o);
-    printf("\"input\":");
-    cli_json_string(stdout, in, strlen(in));
-    printf(",\"output\":");
+    struct line l;
+    FILE *f = line_open(&l);
+    if (f == NULL) {
+        line_emit(&l);
+        return;
+    }
+    json_open(f, o);
+    fprintf(f, "\"input\":");
+    cli_json_string(f, in, strlen(in));
+    fprintf(f, ",\"output\":");
     if (out)
-        cli_json_string(stdout, out, strlen(out));
+        cli_json_string(f, out, strlen(out));
     else
-        printf("null");
-    printf(",\"status\":\"%s\"", failed ? "failed" : "skipped");
-    printf(",\"%s\":", failed ? "error" : "reason");
-    cli_json_string(stdout, reason, strlen(reason));
+        fprintf(f, "null");
+    fprintf(f, ",\"status\":\"%s\"", failed ? "failed" : "skipped");
+    fprintf(f, ",\"%s\":", failed ? "error" : "reason");
+    cli_json_string(f, reason, strlen(reason));
     if (failed) {
         const char *at = strstr(reason, "offset 0x");
         if (at != NULL)
-            printf(",\"offset\":%llu", strtoull(at + 9, NULL, 16));
+            fprintf(f, ",\"offset\":%llu", strtoull(at + 9, NULL, 16));
         else
-            printf(",\"offset\":null");
-        printf(",\"exit\":%d,\"class\":\"%s\"", code, exit_class(code));
+            fprintf(f, ",\"offset\":null");
+        fprintf(f, ",\"exit\":%d,\"class\":\"%s\"", code, exit_class(code));
     }
-    printf("}\n");
-    fflush(stdout);
+    fprintf(f, "}\n");
+    line_emit(&l);
 }
 
 /* An input that was not shrunk: skipped on stdout (text), failed on stderr,
@@ -972,10 +1078,14 @@ static void json_unshrunk(const struct options *o, const char *in, const char *o
 static void report_unshrunk(const struct options *o, const char *in, const char *out,
                             int failed, int code, const char *reason)
 {
-    if (!failed && !o->json)
-        printf("%s%s%s: %s\n", cli_quote(in), out ? " -> " : "", out ? cli_quote(out) : "",
-               reason);
-    fflush(stdout);
+    if (!failed && !o->json) {
+        struct line l;
+        FILE *f = line_open(&l);
+        if (f != NULL)
+            fprintf(f, "%s%s%s: %s\n", cli_quote(in), out ? " -> " : "",
+                    out ? cli_quote(out) : "", reason);
+        line_emit(&l);
+    }
     if (failed)
         cli_error("%s: %s", cli_quote(in), reason);
     if (o->json)
@@ -993,7 +1103,6 @@ static int run_one_child(struct options *o, const char *in, const char *out)
 {
     o->in = in;
     o->out = out;
-    o->quiet = 1;
     o->threads = 1;         /* the parallelism is across files */
     struct stat in_st;
     mode_t mode = cli_directory_mode(stat(in, &in_st) == 0 ? &in_st : NULL);
@@ -1050,6 +1159,143 @@ static mode_t inputs_directory_mode(const struct options *o)
     return cli_directory_mode(any ? &all : NULL);
 }
 
+/* A running child: its pid, its job, and the read end of the pipe its
+ * standard output goes to, with the part of a line not yet complete. */
+struct child {
+    pid_t pid;              /* 0: a free slot */
+    size_t job;
+    int from;               /* -1 once the child closed it */
+    char *pending;
+    size_t len, cap;
+};
+
+/* Write each complete line the child sent; with `eof`, the rest too. */
+static void pass_lines_on(struct child *c, int eof)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < c->len; i++)
+        if (c->pending[i] == '\n') {
+            write_line(c->pending + start, i + 1 - start);
+            start = i + 1;
+        }
+    if (eof && start < c->len) {
+        write_line(c->pending + start, c->len - start);
+        write_line("\n", 1);
+        start = c->len;
+    }
+    memmove(c->pending, c->pending + start, c->len - start);
+    c->len -= start;
+}
+
+/* Read what the child sent; @return 0, or 1 once it closed the pipe. */
+static int read_child(struct child *c)
+{
+    if (c->cap - c->len < 4096) {
+        size_t cap = c->cap ? c->cap * 2 : 16384;
+        char *p = realloc(c->pending, cap);
+        if (p == NULL) { /* pass on what there is, cut */
+            write_line(c->pending, c->len);
+            c->len = 0;
+        } else {
+            c->pending = p;
+            c->cap = cap;
+        }
+    }
+    ssize_t n = read(c->from, c->pending + c->len, c->cap - c->len);
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : 1;
+    c->len += (size_t)n;
+    pass_lines_on(c, n == 0);
+    return n == 0;
+}
+
+/* Starts job `i` in a free slot, its standard output a pipe to us.
+ * @return 0, or -1 with errno set. */
+static int start_child(struct options *o, struct file_list *l, size_t i, struct child *slots,
+                       unsigned jobs, const struct sigaction *old_int,
+                       const struct sigaction *old_term)
+{
+    struct job *j = &l->jobs[i];
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(stdout);
+    /* A signal between fork() and the child's own handlers would reach
+     * only the parent's, which a child ignores: held until both sides
+     * have theirs, it reaches each. */
+    sigset_t stop_signals, before;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop_signals, &before);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigaction(SIGINT, old_int, NULL);
+        sigaction(SIGTERM, old_term, NULL);
+        sigprocmask(SIG_SETMASK, &before, NULL);
+        for (unsigned k = 0; k < jobs; k++)
+            if (slots[k].pid > 0 && slots[k].from >= 0)
+                close(slots[k].from);
+        close(fds[0]);
+        if (dup2(fds[1], STDOUT_FILENO) < 0)
+            _exit(EXIT_IO);
+        close(fds[1]);
+        o->force = 1; /* the up-to-date check decided */
+        _exit(run_one_child(o, j->in, j->out));
+    }
+    int error = errno;
+    close(fds[1]);
+    if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &before, NULL);
+        close(fds[0]);
+        errno = error;
+        return -1;
+    }
+    for (unsigned k = 0; k < jobs; k++)
+        if (slots[k].pid == 0) {
+            slots[k].pid = pid;
+            slots[k].job = i;
+            slots[k].from = fds[0];
+            slots[k].len = 0;
+            break;
+        }
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    return 0;
+}
+
+/* Waits for output from the children, or a signal; reaps a child once
+ * its pipe is closed.  @return its slot, or -1 (nothing reaped). */
+static int reap_child(struct child *slots, unsigned jobs, int *status)
+{
+    struct pollfd pfd[256];
+    unsigned slot_of[256], n = 0;
+    for (unsigned k = 0; k < jobs && n < 256; k++)
+        if (slots[k].pid > 0) {
+            pfd[n].fd = slots[k].from;
+            pfd[n].events = POLLIN;
+            slot_of[n++] = k;
+        }
+    for (unsigned i = 0; i < n; i++) /* closed already: reap it */
+        if (pfd[i].fd < 0) {
+            struct child *c = &slots[slot_of[i]];
+            if (waitpid(c->pid, status, 0) < 0 && errno == EINTR)
+                return -1;
+            c->pid = 0;
+            return (int)slot_of[i];
+        }
+    if (poll(pfd, n, -1) < 0)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        struct child *c = &slots[slot_of[i]];
+        if (pfd[i].revents && read_child(c)) {
+            close(c->from);
+            c->from = -1;
+        }
+    }
+    errno = 0;
+    return -1;
+}
+
 static int run_batch(struct options *o)
 {
     struct file_list l = { 0 };
@@ -1062,6 +1308,8 @@ static int run_batch(struct options *o)
     int signal_passed_on = 0;
     if (jobs < 1)
         jobs = 1;
+    if (jobs > 256)
+        jobs = 256;
     o->batch = 1;
     /* The output directory exists before the walk, so that the walk can
      * leave it out when it lies inside an input directory. */
@@ -1087,12 +1335,10 @@ static int run_batch(struct options *o)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    pid_t *pids = calloc(jobs, sizeof *pids);
-    size_t *slot_job = calloc(jobs, sizeof *slot_job);
-    if (pids == NULL || slot_job == NULL)
+    struct child *slots = calloc(jobs, sizeof *slots);
+    if (slots == NULL)
         worst = EXIT_IO;
-    while (worst != EXIT_USAGE && pids != NULL && slot_job != NULL &&
-           (next < l.n || running > 0)) {
+    while (worst != EXIT_USAGE && slots != NULL && (next < l.n || running > 0)) {
         if (next < l.n && running < jobs && !batch_signal) {
             size_t i = next++;
             struct job *j = &l.jobs[i];
@@ -1113,25 +1359,7 @@ static int run_batch(struct options *o)
                 t.skipped++;
                 continue;
             }
-            fflush(stdout);
-            /* A signal between fork() and the child's own handlers would
-             * reach only the parent's, which a child ignores: held until
-             * both sides have theirs, it reaches each. */
-            sigset_t stop_signals, before;
-            sigemptyset(&stop_signals);
-            sigaddset(&stop_signals, SIGINT);
-            sigaddset(&stop_signals, SIGTERM);
-            sigprocmask(SIG_BLOCK, &stop_signals, &before);
-            pid_t pid = fork();
-            if (pid == 0) {
-                sigaction(SIGINT, &old_int, NULL);
-                sigaction(SIGTERM, &old_term, NULL);
-                sigprocmask(SIG_SETMASK, &before, NULL);
-                o->force = 1; /* the up-to-date check above decided */
-                _exit(run_one_child(o, j->in, j->out));
-            }
-            if (pid < 0) {
-                sigprocmask(SIG_SETMASK, &before, NULL);
+            if (start_child(o, &l, i, slots, jobs, &old_int, &old_term) != 0) {
                 char reason[256];
                 snprintf(reason, sizeof reason, "cannot start: %s", strerror(errno));
                 report_unshrunk(o, j->in, j->out, 1, EXIT_IO, reason);
@@ -1139,39 +1367,24 @@ static int run_batch(struct options *o)
                 worst = EXIT_IO;
                 continue;
             }
-            for (unsigned k = 0; k < jobs; k++)
-                if (pids[k] == 0) {
-                    pids[k] = pid;
-                    slot_job[k] = i;
-                    break;
-                }
             running++;
-            sigprocmask(SIG_SETMASK, &before, NULL);
             continue;
         }
         if (batch_signal && next < l.n)
             next = l.n; /* start nothing more */
         if (batch_signal && !signal_passed_on) {
-            /* the children may not have had it: a kill(1) of the parent
-             * alone, or a signal taken outside wait() */
+            /* the children may not have had it: a kill(1) of the
+             * parent alone */
             for (unsigned k = 0; k < jobs; k++)
-                if (pids[k] > 0)
-                    kill(pids[k], batch_signal);
+                if (slots[k].pid > 0)
+                    kill(slots[k].pid, batch_signal);
             signal_passed_on = 1;
         }
         int status;
-        pid_t done = wait(&status);
-        if (done < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        size_t which = l.n;
-        for (unsigned k = 0; k < jobs; k++)
-            if (pids[k] == done) {
-                pids[k] = 0;
-                which = slot_job[k];
-            }
+        int k = reap_child(slots, jobs, &status);
+        if (k < 0)
+            continue; /* a signal: passed on above, on the next round */
+        size_t which = slots[k].job;
         running--;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_IO;
         if (code == 0) {
@@ -1188,19 +1401,27 @@ static int run_batch(struct options *o)
         if (code > worst)
             worst = code;
     }
-    free(pids);
-    free(slot_job);
+    if (slots != NULL)
+        for (unsigned k = 0; k < jobs; k++)
+            free(slots[k].pending);
+    free(slots);
     if (!batch_signal && worst != EXIT_USAGE) {
-        if (o->json) {
-            json_open(stdout, o);
-            printf("\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
-                   t.failed, t.skipped, worst);
-        } else {
+        struct line sum;
+        FILE *f = line_open(&sum);
+        if (f != NULL && o->json) {
+            json_open(f, o);
+            fprintf(f, "\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
+                    t.failed, t.skipped, worst);
+        } else if (f != NULL) {
             if (o->shard_count != 0)
-                printf("shard %u/%u: ", o->shard_index, o->shard_count);
-            printf("%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
+                fprintf(f, "shard %u/%u: ", o->shard_index, o->shard_count);
+            fprintf(f, "%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
         }
-        fflush(stdout);
+        line_emit(&sum);
+    }
+    if (batch_out_error != 0) {
+        cli_error("standard output: write error: %s", strerror(batch_out_error));
+        worst = EXIT_IO;
     }
     for (size_t i = 0; i < l.n; i++) {
         free(l.jobs[i].in);

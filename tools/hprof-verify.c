@@ -34,14 +34,18 @@ static void usage(FILE *out)
 static void print_report(const char *path, const char *dump, const struct hprof_header *h,
                          const struct hprof_verify_report *r)
 {
-    printf("%s: %sOK: %s, %" PRIu32 "-byte ids, %" PRIu64 " records (%" PRIu64
-           " heap segments, %" PRIu64 " unknown), %" PRIu64 " strings, %" PRIu64
-           " classes loaded, %" PRIu64 " class dumps, %" PRIu64 " instances, %" PRIu64
-           " object arrays, %" PRIu64 " primitive arrays (%" PRIu64 " bytes), %" PRIu64
-           " roots, %" PRIu64 " heap infos; %" PRIu64 " dangling references",
-           cli_quote(path), dump, h->version, h->id_size, r->records, r->segments, r->unknown_records,
-           r->strings, r->load_classes, r->class_dumps, r->instances, r->object_arrays,
-           r->primitive_arrays, r->primitive_bytes, r->roots, r->heap_infos, r->dangling);
+    printf("%s: %sOK: %s, %" PRIu32 "-byte ids, %" PRIu64 " record%s (%" PRIu64
+           " heap segment%s, %" PRIu64 " unknown), %" PRIu64 " string%s, %" PRIu64
+           " %s loaded, %" PRIu64 " class dump%s, %" PRIu64 " instance%s, %" PRIu64
+           " object array%s, %" PRIu64 " primitive array%s (%" PRIu64 " byte%s), %" PRIu64
+           " root%s, %" PRIu64 " heap info%s; %" PRIu64 " dangling reference%s",
+           cli_quote(path), dump, h->version, h->id_size, r->records, cli_s(r->records), r->segments,
+           cli_s(r->segments), r->unknown_records, r->strings, cli_s(r->strings),
+           r->load_classes, r->load_classes == 1 ? "class" : "classes", r->class_dumps,
+           cli_s(r->class_dumps), r->instances, cli_s(r->instances), r->object_arrays,
+           cli_s(r->object_arrays), r->primitive_arrays, cli_s(r->primitive_arrays),
+           r->primitive_bytes, cli_s(r->primitive_bytes), r->roots, cli_s(r->roots),
+           r->heap_infos, cli_s(r->heap_infos), r->dangling, cli_s(r->dangling));
     const char *sep = " (";
     for (int k = 0; k < HPROF_REF_KINDS; k++) {
         if (r->dangling_by_kind[k] == 0)
@@ -113,6 +117,11 @@ static int verify_file(const char *path, int quiet)
         }
     } else {
         fflush(stdout);
+        int shrank = cli_input_shrank(path, fd, r);
+        if (shrank) {
+            cli_close_reader(fd, r);
+            return shrank;
+        }
         cli_file_error(path, err.message);
     }
     cli_close_reader(fd, r);

@@ -74,6 +74,7 @@ struct spool {
     /* The record framing, followed as the copy is made (see frame()). */
     int in_header;              /* 1 in the file header, 0 after, -1 not followed */
     int nul_seen;               /* of the version string */
+    int unknown_tag;            /* the framing stopped at an undefined tag */
     uint64_t skip;              /* bytes of the current part still to pass */
     uint8_t rec[9];             /* a record header being gathered */
     size_t n_rec;
@@ -170,7 +171,8 @@ static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error
             s->n_rec += used;
             if (s->n_rec == 9) {
                 s->n_rec = 0;
-                if (!hprof_tag_known(s->rec[0]))
+                s->unknown_tag = !hprof_tag_known(s->rec[0]);
+                if (s->unknown_tag)
                     return hprof_error_set(err, HPROF_ERR_FORMAT,
                                            "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
                                            at + used - 9, s->rec[0]);
@@ -251,6 +253,50 @@ static uint64_t in_at(const struct spool *s, const z_stream *z)
     return s->in_offset + (uint64_t)(z->next_in - s->in_buf);
 }
 
+/* How much more of a member is inflated, and dropped, to see whether it is
+ * corrupt, once the framing met an undefined tag in it: the rest of any
+ * member jcmd or our -z writes (1 MiB each), a small cost for a bomb. */
+#define RECHECK_CAP (1u << 20)
+
+/* The framing met an undefined tag in what the current member inflated
+ * to.  A corrupt member gives garbage before zlib can tell (at a block
+ * that makes no sense, or at its CRC), and the gzip error is the one that
+ * says what is wrong: inflate on, dropping the output, up to RECHECK_CAP
+ * bytes or the member's end, and when zlib finds the member corrupt or
+ * cut short, that replaces the framing's error.  A sound member (zeros
+ * behind a valid header: a bomb) keeps it, at a bounded cost. */
+static void prefer_gzip_error(struct spool *s, z_stream *z, int zrc, int more,
+                              struct hprof_error *err)
+{
+    struct hprof_error ignored = { 0 };
+    uint64_t left = RECHECK_CAP;
+    while (zrc == Z_OK || zrc == Z_BUF_ERROR) {
+        if (left == 0)
+            return;
+        if (z->avail_in == 0 && more > 0 && (more = refill(s, z, &ignored)) < 0)
+            return;
+        if (z->avail_in == 0) {
+            if (!s->salvage) {
+                memset(err, 0, sizeof *err);
+                gzip_cut(s, in_at(s, z), err);
+            }
+            return;
+        }
+        z->next_out = s->out_buf;
+        z->avail_out = SPOOL_BUFFER;
+        zrc = inflate(z, Z_NO_FLUSH);
+        size_t produced = SPOOL_BUFFER - z->avail_out;
+        left -= produced < left ? produced : left;
+    }
+    if (zrc == Z_DATA_ERROR) {
+        memset(err, 0, sizeof *err);
+        hprof_error_set(err, HPROF_ERR_FORMAT,
+                        "offset 0x%" PRIx64 " (compressed): gzip input is corrupt: %s",
+                        in_at(s, z), z->msg != NULL ? z->msg : "bad data");
+    }
+    /* else the member's end, or no memory: the framing's error stands */
+}
+
 /* Inflate with zlib, member after member, from offset `at` of the input:
  * its start (where the first `prefix` bytes, from a pipe, are in in_buf
  * already) or, in a file, the end of a member.  With `one`, stop at the end
@@ -302,8 +348,13 @@ static int inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, 
         z.avail_out = SPOOL_BUFFER;
         int zrc = inflate(&z, Z_NO_FLUSH);
         size_t produced = SPOOL_BUFFER - z.avail_out;
-        if (produced > 0 && (rc = put(s, s->out_buf, produced, err)) != HPROF_OK)
+        if (produced > 0 && (rc = put(s, s->out_buf, produced, err)) != HPROF_OK) {
+            if (s->unknown_tag && zrc != Z_STREAM_END) {
+                prefer_gzip_error(s, &z, zrc, more, err);
+                rc = err->code;
+            }
             break;
+        }
         if (zrc == Z_STREAM_END) {
             in_member = 0;
             s->stats->members_streamed++;

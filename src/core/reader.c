@@ -134,6 +134,8 @@ struct hprof_reader {
     uint64_t cut_subs;          /* how many complete sub-records that is */
     uint8_t cut_sub_tag;        /* tag of the sub-record cut short (0: none) */
     int prepared;               /* salvage_prepare() ran (or was inherited) */
+    uint64_t zero_tail;         /* zero bytes past `size` taken as the end of
+                                   the data (find_zero_tail()) */
     struct salvage_state *sv;   /* the input is cut: what to drop, or NULL */
     int scanning;               /* scan_cut_heap() is at work */
     int scan_hit_end;           /* ... and a sub-record ran into the end of the file */
@@ -950,6 +952,98 @@ static int read_heap(struct hprof_reader *r, struct hprof_visitor *v,
 
 /* ---- Salvage: a dump cut short ------------------------------------------- */
 
+/* Bytes at `offset` of the input, mapped or not. */
+static int read_at(struct hprof_reader *r, uint64_t offset, uint8_t *dst, size_t len)
+{
+    if (r->fd >= 0)
+        return pread_full(r, offset, dst, len);
+    memcpy(dst, r->mem + offset, len);
+    return HPROF_OK;
+}
+
+/* Where the run of zero bytes that ends the input starts, no earlier than
+ * the header's end. */
+static int trailing_zeros_start(struct hprof_reader *r, uint64_t *start)
+{
+    uint8_t buf[64 << 10];
+    uint64_t end = r->size;
+    while (end > r->header.length) {
+        size_t n = end - r->header.length < sizeof buf ? (size_t)(end - r->header.length)
+                                                     : sizeof buf;
+        int rc = read_at(r, end - n, buf, n);
+        if (rc != HPROF_OK)
+            return rc;
+        size_t i = n;
+        while (i > 0 && buf[i - 1] == 0)
+            i--;
+        if (i > 0) {
+            *start = end - n + i;
+            return HPROF_OK;
+        }
+        end -= n;
+    }
+    *start = end;
+    return HPROF_OK;
+}
+
+/* A zero-filled tail (a download preallocated, a writer that crashed after
+ * fallocate()) holds no record: tag 0 is not one.  The data ends where a
+ * record would start in it, or, when a heap record runs into it (the cut
+ * came inside that record, whose sub-records would read as zeros), where
+ * the zeros start: the salvage then keeps the sub-records before them.
+ * Any other record that runs into the zeros is cut there too (its length
+ * may be zeros), except HEAP_DUMP_END, whose time and length are zeros,
+ * and a record that ends exactly with the file.  A cut can leave data
+ * that ends in zeros too (a zero field, an id 0): zeros from the middle
+ * of a record are taken for a fill only from ZERO_FILL_MIN bytes on, as
+ * a preallocation makes them; at a record boundary, where no record
+ * starts with a zero tag, a record header's worth decides.  Sets r->size
+ * to where the data ends and r->zero_tail. */
+#define ZERO_TAIL_MIN 9
+#define ZERO_FILL_MIN 256
+
+static int find_zero_tail(struct hprof_reader *r)
+{
+    uint64_t zeros, pos = r->header.length, end;
+    uint8_t h[9];
+    if (r->size - r->header.length < ZERO_TAIL_MIN)
+        return HPROF_OK;
+    int rc = read_at(r, r->size - 1, h, 1);
+    if (rc != HPROF_OK || h[0] != 0)
+        return rc;
+    if ((rc = trailing_zeros_start(r, &zeros)) != HPROF_OK || r->size - zeros < ZERO_TAIL_MIN)
+        return rc;
+    for (;;) {
+        if (pos >= zeros) {
+            end = pos;
+            break;
+        }
+        if (r->size - pos < sizeof h) {
+            if (r->size - zeros < ZERO_FILL_MIN)
+                return HPROF_OK;
+            end = zeros;
+            break;
+        }
+        if ((rc = read_at(r, pos, h, sizeof h)) != HPROF_OK)
+            return rc;
+        if (!hprof_tag_known(h[0]))
+            return HPROF_OK; /* a problem before the zeros: the run reports it */
+        uint64_t next = pos + sizeof h + get_u4(h + 5);
+        if (next > zeros && next != r->size && h[0] != HPROF_TAG_HEAP_DUMP_END) {
+            if (r->size - zeros < ZERO_FILL_MIN)
+                return HPROF_OK; /* a cut that ends in zeros: the usual salvage */
+            end = zeros;
+            break;
+        }
+        pos = next;
+    }
+    if (end < r->size) {
+        r->zero_tail = r->size - end;
+        r->size = end;
+    }
+    return HPROF_OK;
+}
+
 /* read_record() says the input is cut and nothing after it can be read;
  * run_records() then ends the run as if the file ended there. */
 #define READER_CUT 2
@@ -1176,6 +1270,8 @@ static int salvage_prepare(struct hprof_reader *r)
     uint64_t pos = r->header.length, open_run = 0, first_heap = 0;
     int cut = 0, rc = HPROF_OK;
     r->prepared = 1;
+    if ((rc = find_zero_tail(r)) != HPROF_OK)
+        return rc;
     while (pos < r->size && !cut) {
         uint8_t h[9];
         if (r->size - pos < sizeof h) {
@@ -1446,6 +1542,11 @@ static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
     uint32_t time = get_u4(p + 1), length = get_u4(p + 5);
     consume(r, 9);
     r->records++;
+    if (r->rec_tag == 0 && time == 0 && length == 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": zero bytes where a record should start "
+                               "(a preallocated or zero-filled tail?%s)", r->rec_offset,
+                               r->salvage ? "" : " try --salvage");
     int heap_record = 0;
     if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT ||
         r->rec_tag == HPROF_TAG_HEAP_DUMP_END) {
@@ -1527,6 +1628,9 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     r->guarding = r->one_dump && r->only_dump == 0;
     r->stopped_at_dump = 0;
     memset(&r->report, 0, sizeof r->report);
+    r->report.zero_tail = r->zero_tail;
+    if (r->zero_tail != 0)
+        r->report.input_end = r->size;
     if (r->deliver != NULL) {
         r->report.classes_dropped = r->sv->classes_dropped;
         r->report.instances_dropped = r->sv->instances_dropped;
@@ -1590,7 +1694,7 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
         *out = NULL;
         return rc;
     }
-    if (rc == HPROF_OK && (*out)->size != r->size) {
+    if (rc == HPROF_OK && (*out)->size != r->size + r->zero_tail) {
         hprof_reader_free(*out);
         *out = NULL;
         return hprof_error_set(err, HPROF_ERR_IO, "the input changed size while reading");
@@ -1608,6 +1712,8 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
         (*out)->one_dump = r->one_dump;
         (*out)->range_start = r->range_start;
         (*out)->range_end = r->range_end;
+        (*out)->size = r->size;
+        (*out)->zero_tail = r->zero_tail;
         if (((*out)->sv = r->sv) != NULL)
             atomic_fetch_add(&r->sv->refs, 1);
     }

@@ -12,6 +12,12 @@
  *   eio:N        the same with EIO
  *   truncate     a file mapped read-only is cut to half its size right after
  *                mmap(2), as another process could (the tools then get SIGBUS)
+ *   truncate-at-write
+ *                the first write(2) or pwrite(2) to an output cuts the
+ *                file mapped read-only to half its size first, as another
+ *                process could while the output is written; when the
+ *                bytes written lie in the part cut off, the write fails
+ *                with EFAULT
  *   pread-main:N pread(2) of more than N bytes fails with EIO on the main
  *                thread only: the shrink's own share of the bitmap hashing
  *                fails while its other threads still hash
@@ -33,6 +39,54 @@
 
 static unsigned long long written;
 static unsigned calls;
+
+/* truncate-at-write: the read-only mappings of files, as mmap() made them. */
+#define MAX_MAPS 64
+static struct mapped {
+    const char *addr;
+    size_t len;
+    off_t offset;
+    char path[4096];
+} maps[MAX_MAPS];
+static unsigned n_maps;
+static int cut_done;
+
+static void remember_map(const void *addr, size_t len, int fd, off_t offset)
+{
+    char link[64];
+    unsigned i = __atomic_fetch_add(&n_maps, 1, __ATOMIC_SEQ_CST);
+    if (i >= MAX_MAPS)
+        return;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, maps[i].path, sizeof maps[i].path - 1);
+    if (n <= 0)
+        return;
+    maps[i].path[n] = '\0';
+    maps[i].offset = offset;
+    maps[i].len = len;
+    __atomic_store_n(&maps[i].addr, (const char *)addr, __ATOMIC_SEQ_CST);
+}
+
+/* The first write to an output (fd >= 3) cuts the mapped file: where the
+ * page of `buf` starts when `buf` lies in its mapping, else at half. */
+static void cut_under(const char *mode, int fd, const void *buf)
+{
+    if (mode == NULL || strcmp(mode, "truncate-at-write") != 0 || cut_done || fd < 3 ||
+        n_maps == 0)
+        return;
+    const char *p = buf;
+    long page = sysconf(_SC_PAGESIZE);
+    const char *a = __atomic_load_n(&maps[0].addr, __ATOMIC_SEQ_CST);
+    struct stat st;
+    if (a == NULL || __atomic_exchange_n(&cut_done, 1, __ATOMIC_SEQ_CST) ||
+        stat(maps[0].path, &st) != 0)
+        return;
+    off_t at = st.st_size / 2;
+    if (p >= a && p < a + maps[0].len)
+        at = maps[0].offset + (off_t)(p - a);
+    if (truncate(maps[0].path, at - at % page) != 0)
+        abort();
+}
 
 /* How many of `n` bytes a write may move now (0 and errno set: none);
  * `most` is what a short one moves at most. */
@@ -65,6 +119,7 @@ ssize_t write(int fd, const void *buf, size_t n)
     const char *mode = getenv("HPROF_FAULT");
     if (real_write == NULL)
         real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    cut_under(mode, fd, buf);
     if (mode == NULL || fd < 3 || n == 0)
         return real_write(fd, buf, n);
     if ((n = allowed(mode, n, 4093)) == 0)
@@ -84,6 +139,7 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t offset)
     const char *mode = getenv("HPROF_FAULT");
     if (real_pwrite == NULL)
         real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+    cut_under(mode, fd, buf);
     if (mode == NULL || fd < 3 || n == 0)
         return real_pwrite(fd, buf, n, offset);
     if ((n = allowed(mode, n, 4)) == 0)
@@ -128,6 +184,9 @@ void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t offset)
     void *map = real_mmap(addr, len, prot, flags, fd, offset);
     struct stat st;
     char link[64], path[4096];
+    if (map != MAP_FAILED && mode != NULL && strcmp(mode, "truncate-at-write") == 0 && fd >= 0 &&
+        prot == PROT_READ && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        remember_map(map, len, fd, offset);
     if (map != MAP_FAILED && mode != NULL && strcmp(mode, "truncate") == 0 && fd >= 0 &&
         prot == PROT_READ && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
