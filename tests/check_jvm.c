@@ -213,47 +213,18 @@ END_TEST
 
 /* What remains of the Android records in a dump: none, once converted. */
 struct android_left {
-    struct hprof_visitor base;
     uint64_t android_roots, roots, heap_infos, nodata, arrays;
-};
-
-static int count_root(struct hprof_visitor *v, const struct hprof_root *r)
-{
-    struct android_left *a = (struct android_left *)v;
-    a->roots++;
-    a->android_roots += jvm_root_kind(r->tag) != r->tag;
-    return HPROF_OK;
-}
-
-static int count_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
-{
-    (void)i;
-    ((struct android_left *)v)->heap_infos++;
-    return HPROF_OK;
-}
-
-static int count_array(struct hprof_visitor *v, const struct hprof_primitive_array *p)
-{
-    struct android_left *a = (struct android_left *)v;
-    a->arrays++;
-    a->nodata += p->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
-    return HPROF_SKIP;
-}
-
-static const struct hprof_visitor_ops left_ops = {
-    .root = count_root, .heap_info = count_info, .primitive_array = count_array,
 };
 
 static struct android_left android_left(const uint8_t *d, size_t len)
 {
-    struct android_left a;
+    struct tl_counter c;
     struct hprof_error err = { 0 };
-    struct hprof_reader *r;
-    memset(&a, 0, sizeof a);
-    a.base.ops = &left_ops;
-    ck_assert_int_eq(hprof_reader_open_memory(&r, d, len, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_run(r, &a.base), HPROF_OK);
-    hprof_reader_free(r);
+    ck_assert_int_eq(tl_count_memory(d, len, &c, &err), HPROF_OK);
+    struct android_left a = { .roots = c.roots, .heap_infos = c.heap_infos,
+                              .nodata = c.nodata_arrays, .arrays = c.primitive_arrays };
+    for (unsigned tag = 0; tag < 256; tag++)
+        a.android_roots += jvm_root_kind((uint8_t)tag) != tag ? c.roots_of[tag] : 0;
     return a;
 }
 
