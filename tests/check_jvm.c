@@ -178,17 +178,6 @@ START_TEST(hprof_conv_writes_a_nodata_array_that_does_not_read_back)
 }
 END_TEST
 
-static uint8_t *read_dump(const char *path, size_t *len)
-{
-    char *plain = tl_temp_path(".hprof");
-    ck_assert_int_eq(tl_system("gzip -dcf %s > %s", path, plain), 0);
-    uint8_t *data = tl_read_file(plain, len);
-    unlink(plain);
-    free(plain);
-    ck_assert_ptr_nonnull(data);
-    return data;
-}
-
 /* HotSpot dumps have no Android record: the bytes a plain round trip
  * writes, header included. */
 START_TEST(jvm_leaves_a_hotspot_dump_unchanged)
@@ -197,7 +186,7 @@ START_TEST(jvm_leaves_a_hotspot_dump_unchanged)
     if (!tl_fixture_available(hotspot[_i]))
         return;
     size_t len, plain_len, out_len;
-    uint8_t *in = read_dump(tl_fixtures[hotspot[_i]], &len);
+    uint8_t *in = tl_read_dump(tl_fixtures[hotspot[_i]], &len);
     struct jvm_counts c;
     uint8_t *plain = through(in, len, 0, NULL, &plain_len);
     uint8_t *out = through(in, len, 1, &c, &out_len);
@@ -252,7 +241,7 @@ START_TEST(jvm_output_holds_the_records_hprof_conv_writes)
         if (!tl_fixture_available(3))
             return;
         what = tl_fixtures[3];
-        in = read_dump(what, &len);
+        in = tl_read_dump(what, &len);
     }
     struct jvm_counts c;
     uint8_t *out = through(in, len, 1, &c, &out_len);

@@ -353,6 +353,17 @@ uint8_t *tl_read_file(const char *path, size_t *len)
     return data;
 }
 
+uint8_t *tl_read_dump(const char *path, size_t *len)
+{
+    char *plain = tl_temp_path(".hprof");
+    ck_assert_int_eq(tl_system("gzip -dcf %s > %s", path, plain), 0);
+    uint8_t *data = tl_read_file(plain, len);
+    unlink(plain);
+    free(plain);
+    ck_assert_ptr_nonnull(data);
+    return data;
+}
+
 long long tl_manifest(const char *path, const char *key)
 {
     FILE *f = fopen(path, "r");

@@ -94,6 +94,9 @@ int tl_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Read a whole file (tests only).  @return malloc'd data or NULL. */
 uint8_t *tl_read_file(const char *path, size_t *len);
+/* Read a dump, gzip'd or not, whole; fails the test if it cannot.
+ * @return malloc'd data. */
+uint8_t *tl_read_dump(const char *path, size_t *len);
 
 /* Canonical digest of a dump: every top-level record other than heap
  * segments and HEAP_DUMP_END, and every heap sub-record other than
