@@ -311,7 +311,7 @@ START_TEST(names_filter_leaves_no_reference_to_a_dropped_name_in_fixtures)
            out_len, 100.0 * (double)f.dropped_record_bytes / (double)len);
     if (strstr(tl_fixtures[_i], "hotspot-fixture") != NULL ||
         strstr(tl_fixtures[_i], "hotspot-1.0.2") != NULL)
-        ck_assert_uint_gt(f.dropped.count, f.kept.count); /* issue 17: about 9 in 10 */
+        ck_assert_uint_gt(f.dropped.count, f.kept.count); /* about 9 in 10 */
     if (strstr(tl_fixtures[_i], "art-ahat") != NULL)
         ck_assert_uint_eq(f.dropped.count, 0);
     names_plan_free(&plan);

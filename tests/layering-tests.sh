@@ -47,7 +47,7 @@ expect good 0 "layers respected in includes and calls"
 
 echo "===> a call from common into core fails, naming both objects and the symbol"
 # The declaration is the caller's own, so no include shows the breach, and
-# core no longer calls common, so no loop does either.
+# core does not call common here, so no loop does either.
 tree call_up
 printf 'int high_fn(void);\nint low_fn(void) { return high_fn(); }\n' > "$t/src/common/low.c"
 printf 'int high_fn(void);\nint high_fn(void) { return 2; }\n' > "$t/src/core/high.c"
