@@ -192,6 +192,7 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/hp
 	@rm -rf $(B)/hostile && mkdir -p $(B)/hostile
 	@set -e; for t in $(TEST_BIN); do echo "===> $$t"; HPROF_BUILD=$(B) HPROF_HOSTILE_OUT=$(B)/hostile $$t; done
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
+	@tests/layering-tests.sh
 	@tests/check-layering.sh $(B)
 	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) ISAL=$(ISAL) tests/cli-tests.sh
 	@HPROF_BUILD=$(B) tests/salvage-tests.sh

@@ -160,7 +160,7 @@ static void truncated_mid_record(struct tbuf *b)
     b->len -= 20;
 }
 
-/* Item 1 of issue 20: nothing passes through unexamined. */
+/* Nothing passes through unexamined. */
 static void segment_tag_flipped(struct tbuf *b)
 {
     tb_small_dump(b, 4);

@@ -178,17 +178,6 @@ START_TEST(hprof_conv_writes_a_nodata_array_that_does_not_read_back)
 }
 END_TEST
 
-static uint8_t *read_dump(const char *path, size_t *len)
-{
-    char *plain = tl_temp_path(".hprof");
-    ck_assert_int_eq(tl_system("gzip -dcf %s > %s", path, plain), 0);
-    uint8_t *data = tl_read_file(plain, len);
-    unlink(plain);
-    free(plain);
-    ck_assert_ptr_nonnull(data);
-    return data;
-}
-
 /* HotSpot dumps have no Android record: the bytes a plain round trip
  * writes, header included. */
 START_TEST(jvm_leaves_a_hotspot_dump_unchanged)
@@ -197,7 +186,7 @@ START_TEST(jvm_leaves_a_hotspot_dump_unchanged)
     if (!tl_fixture_available(hotspot[_i]))
         return;
     size_t len, plain_len, out_len;
-    uint8_t *in = read_dump(tl_fixtures[hotspot[_i]], &len);
+    uint8_t *in = tl_read_dump(tl_fixtures[hotspot[_i]], &len);
     struct jvm_counts c;
     uint8_t *plain = through(in, len, 0, NULL, &plain_len);
     uint8_t *out = through(in, len, 1, &c, &out_len);
@@ -213,47 +202,18 @@ END_TEST
 
 /* What remains of the Android records in a dump: none, once converted. */
 struct android_left {
-    struct hprof_visitor base;
     uint64_t android_roots, roots, heap_infos, nodata, arrays;
-};
-
-static int count_root(struct hprof_visitor *v, const struct hprof_root *r)
-{
-    struct android_left *a = (struct android_left *)v;
-    a->roots++;
-    a->android_roots += jvm_root_kind(r->tag) != r->tag;
-    return HPROF_OK;
-}
-
-static int count_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
-{
-    (void)i;
-    ((struct android_left *)v)->heap_infos++;
-    return HPROF_OK;
-}
-
-static int count_array(struct hprof_visitor *v, const struct hprof_primitive_array *p)
-{
-    struct android_left *a = (struct android_left *)v;
-    a->arrays++;
-    a->nodata += p->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
-    return HPROF_SKIP;
-}
-
-static const struct hprof_visitor_ops left_ops = {
-    .root = count_root, .heap_info = count_info, .primitive_array = count_array,
 };
 
 static struct android_left android_left(const uint8_t *d, size_t len)
 {
-    struct android_left a;
+    struct tl_counter c;
     struct hprof_error err = { 0 };
-    struct hprof_reader *r;
-    memset(&a, 0, sizeof a);
-    a.base.ops = &left_ops;
-    ck_assert_int_eq(hprof_reader_open_memory(&r, d, len, &err), HPROF_OK);
-    ck_assert_int_eq(hprof_reader_run(r, &a.base), HPROF_OK);
-    hprof_reader_free(r);
+    ck_assert_int_eq(tl_count_memory(d, len, &c, &err), HPROF_OK);
+    struct android_left a = { .roots = c.roots, .heap_infos = c.heap_infos,
+                              .nodata = c.nodata_arrays, .arrays = c.primitive_arrays };
+    for (unsigned tag = 0; tag < 256; tag++)
+        a.android_roots += jvm_root_kind((uint8_t)tag) != tag ? c.roots_of[tag] : 0;
     return a;
 }
 
@@ -281,7 +241,7 @@ START_TEST(jvm_output_holds_the_records_hprof_conv_writes)
         if (!tl_fixture_available(3))
             return;
         what = tl_fixtures[3];
-        in = read_dump(what, &len);
+        in = tl_read_dump(what, &len);
     }
     struct jvm_counts c;
     uint8_t *out = through(in, len, 1, &c, &out_len);

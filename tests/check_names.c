@@ -270,17 +270,6 @@ START_TEST(names_rejects_a_frame_or_thread_record_of_the_wrong_length)
 }
 END_TEST
 
-static uint8_t *read_dump(const char *path, size_t *len)
-{
-    char *plain = tl_temp_path(".hprof");
-    ck_assert_int_eq(tl_system("gzip -dcf %s > %s", path, plain), 0);
-    uint8_t *data = tl_read_file(plain, len);
-    unlink(plain);
-    free(plain);
-    ck_assert_ptr_nonnull(data);
-    return data;
-}
-
 /* Generated dumps (hprof-synth) in each mode. */
 START_TEST(names_filter_leaves_no_reference_to_a_dropped_name_in_generated_dumps)
 {
@@ -310,7 +299,7 @@ START_TEST(names_filter_leaves_no_reference_to_a_dropped_name_in_fixtures)
     if (!tl_fixture_available(_i))
         return;
     size_t len, out_len;
-    uint8_t *in = read_dump(tl_fixtures[_i], &len);
+    uint8_t *in = tl_read_dump(tl_fixtures[_i], &len);
     struct names_plan plan;
     struct names_filter f;
     check_filtered(in, len, &f, &plan, &out_len);
@@ -322,7 +311,7 @@ START_TEST(names_filter_leaves_no_reference_to_a_dropped_name_in_fixtures)
            out_len, 100.0 * (double)f.dropped_record_bytes / (double)len);
     if (strstr(tl_fixtures[_i], "hotspot-fixture") != NULL ||
         strstr(tl_fixtures[_i], "hotspot-1.0.2") != NULL)
-        ck_assert_uint_gt(f.dropped.count, f.kept.count); /* issue 17: about 9 in 10 */
+        ck_assert_uint_gt(f.dropped.count, f.kept.count); /* about 9 in 10 */
     if (strstr(tl_fixtures[_i], "art-ahat") != NULL)
         ck_assert_uint_eq(f.dropped.count, 0);
     names_plan_free(&plan);
@@ -345,7 +334,7 @@ START_TEST(shrink_keeps_exactly_the_names_in_use_unless_asked)
     struct hprof_shrink_options o = { 0 };
     struct hprof_shrink_stats st, kept_st;
     size_t len, out_len, kept_len;
-    uint8_t *in = read_dump(tl_fixtures[_i], &len);
+    uint8_t *in = tl_read_dump(tl_fixtures[_i], &len);
     uint8_t *out = tl_shrink_file(tl_fixtures[_i], &o, &out_len, &st);
     o.keep_names = 1;
     uint8_t *kept = tl_shrink_file(tl_fixtures[_i], &o, &kept_len, &kept_st);

@@ -391,9 +391,8 @@ static unsigned texts_left_by_keep_rule(unsigned keep_fields, int keep_instance)
 }
 
 /* The String that X's `key` names keeps its text, as when W comes before
- * the instance (the rule's field used to be looked for W's bytes too far
- * into the instance, past it: X's offset of Keep's fields was taken from
- * Keep's running sum, which missed W). */
+ * the instance: the offset of Keep's fields within X must count W's
+ * bytes, which Keep's own running sum of its fields does not hold. */
 START_TEST(redact_keep_rule_finds_its_field_when_the_chain_completes_late)
 {
     ck_assert_msg(texts_left_by_keep_rule(1, 0) & 1, "the String X's Keep.key names was redacted");

@@ -55,93 +55,15 @@ static void small_dump(struct tbuf *b, unsigned ids, struct layout *l)
     l->total = b->len;
 }
 
-/* What a run delivered. */
-struct seen {
-    struct hprof_visitor base;
-    int begins, ends, subs, classes, instances, strings, records;
-    uint32_t last_segment_length;
-};
-
-static int seen_string(struct hprof_visitor *v, const struct hprof_string *s)
-{
-    (void)s;
-    ((struct seen *)v)->strings++;
-    return HPROF_OK;
-}
-
-static int seen_load_class(struct hprof_visitor *v, const struct hprof_load_class *c)
-{
-    (void)c;
-    ((struct seen *)v)->records++;
-    return HPROF_OK;
-}
-
-static int seen_begin(struct hprof_visitor *v, const struct hprof_segment *s)
-{
-    struct seen *x = (struct seen *)v;
-    x->begins++;
-    x->last_segment_length = s->length;
-    return HPROF_OK;
-}
-
-static int seen_end(struct hprof_visitor *v, const struct hprof_segment *s)
-{
-    (void)s;
-    ((struct seen *)v)->ends++;
-    return HPROF_OK;
-}
-
-static int seen_root(struct hprof_visitor *v, const struct hprof_root *r)
-{
-    (void)r;
-    ((struct seen *)v)->subs++;
-    return HPROF_OK;
-}
-
-static int seen_class(struct hprof_visitor *v, const struct hprof_class_dump *c)
-{
-    (void)c;
-    ((struct seen *)v)->subs++;
-    ((struct seen *)v)->classes++;
-    return HPROF_OK;
-}
-
-static int seen_instance(struct hprof_visitor *v, const struct hprof_instance *o)
-{
-    (void)o;
-    ((struct seen *)v)->subs++;
-    ((struct seen *)v)->instances++;
-    return HPROF_OK;
-}
-
-static int seen_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
-{
-    if (a->first == 0)
-        ((struct seen *)v)->subs++;
-    return HPROF_OK;
-}
-
-static const struct hprof_visitor_ops seen_ops = {
-    .string = seen_string,
-    .load_class = seen_load_class,
-    .heap_begin = seen_begin,
-    .root = seen_root,
-    .class_dump = seen_class,
-    .instance = seen_instance,
-    .primitive_array = seen_array,
-    .heap_end = seen_end,
-};
-
 /* A salvaging run over the first `len` bytes of `b`, strict (as the tools
  * run) unless `lax` is set. */
 static int lax;
 
-static int salvage_run(const struct tbuf *b, size_t len, struct seen *s,
+static int salvage_run(const struct tbuf *b, size_t len, struct tl_counter *s,
                        struct hprof_salvage_report *rep, struct hprof_error *err)
 {
     struct hprof_reader *r = NULL;
-    memset(s, 0, sizeof *s);
-    s->base.ops = &seen_ops;
+    tl_counter_init(s);
     memset(err, 0, sizeof *err);
     int rc = hprof_reader_open_memory(&r, b->data, len, err);
     if (rc == HPROF_OK) {
@@ -182,7 +104,7 @@ START_TEST(salvage_cut_inside_a_record_header_drops_the_record)
 {
     struct tbuf b;
     struct layout l;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     small_dump(&b, _i ? 8 : 4, &l);
@@ -194,7 +116,7 @@ START_TEST(salvage_cut_inside_a_record_header_drops_the_record)
     ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
     lax = 0;
     ck_assert_int_eq(s.strings, 1);
-    ck_assert_int_eq(s.records, 0);
+    ck_assert_int_eq(s.load_classes, 0);
     ck_assert_int_eq(rep.cut, 1);
     ck_assert_uint_eq(rep.input_end, cut);
     ck_assert_uint_eq(rep.kept_end, l.load_class_at);
@@ -218,7 +140,7 @@ START_TEST(salvage_cut_inside_a_record_body_drops_the_record)
 {
     struct tbuf b;
     struct layout l;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     small_dump(&b, _i ? 8 : 4, &l);
@@ -227,7 +149,7 @@ START_TEST(salvage_cut_inside_a_record_body_drops_the_record)
     ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
     lax = 0;
     ck_assert_int_eq(s.strings, 1);
-    ck_assert_int_eq(s.records, 0);
+    ck_assert_int_eq(s.load_classes, 0);
     ck_assert_uint_eq(rep.kept_end, l.load_class_at);
     ck_assert_uint_eq(rep.bytes_lost, 12);
     ck_assert_uint_eq(rep.record_tag, HPROF_TAG_LOAD_CLASS);
@@ -246,15 +168,15 @@ START_TEST(salvage_cut_inside_a_segment_header_drops_the_segment)
 {
     struct tbuf b;
     struct layout l;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     small_dump(&b, _i ? 8 : 4, &l);
     size_t cut = l.segment_at + 6;
     lax = 1;
     ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
-    ck_assert_int_eq(s.begins, 0);
-    ck_assert_int_eq(s.records, 1);
+    ck_assert_int_eq(s.segments, 0);
+    ck_assert_int_eq(s.load_classes, 1);
     ck_assert_uint_eq(rep.record_offset, l.segment_at);
     ck_assert_uint_eq(rep.record_tag, HPROF_TAG_HEAP_DUMP_SEGMENT);
     ck_assert_uint_eq(rep.records_lost, 1);
@@ -262,8 +184,8 @@ START_TEST(salvage_cut_inside_a_segment_header_drops_the_segment)
     /* a segment header whole, and nothing of its body */
     cut = l.segment_at + 9;
     ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
-    ck_assert_int_eq(s.begins, 1);
-    ck_assert_int_eq(s.ends, 1);
+    ck_assert_int_eq(s.segments, 1);
+    ck_assert_int_eq(s.segment_ends, 1);
     ck_assert_uint_eq(s.last_segment_length, 0);
     ck_assert_uint_eq(rep.bytes_lost, 0);
     ck_assert_uint_eq(rep.sub_records_kept, 0);
@@ -280,15 +202,15 @@ START_TEST(salvage_cut_inside_a_sub_record_keeps_those_before_it)
 {
     struct tbuf b;
     struct layout l;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     small_dump(&b, _i ? 8 : 4, &l);
     for (size_t cut = l.array_at + 1; cut < l.segment_end; cut++) {
         ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
-        ck_assert_int_eq(s.begins, 1);
-        ck_assert_int_eq(s.ends, 1);      /* the heap is closed for the visitors */
-        ck_assert_int_eq(s.subs, 3);      /* root, class, instance */
+        ck_assert_int_eq(s.segments, 1);
+        ck_assert_int_eq(s.segment_ends, 1);      /* the heap is closed for the visitors */
+        ck_assert_int_eq(s.sub_records, 3);      /* root, class, instance */
         ck_assert_uint_eq(s.last_segment_length, l.array_at - l.segment_at - 9);
         ck_assert_uint_eq(rep.kept_end, l.array_at);
         ck_assert_uint_eq(rep.bytes_lost, cut - l.array_at);
@@ -312,7 +234,7 @@ START_TEST(salvage_between_records_closes_an_open_heap)
 {
     struct tbuf b;
     struct layout l;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     struct hprof_verify_report vr;
@@ -326,12 +248,12 @@ START_TEST(salvage_between_records_closes_an_open_heap)
     ck_assert_uint_eq(rep.bytes_lost, 0);
     ck_assert_uint_eq(rep.record_offset, 0);
     ck_assert_uint_eq(rep.unclosed_run, l.segment_at);
-    ck_assert_int_eq(s.subs, 4);
+    ck_assert_int_eq(s.sub_records, 4);
     salvaged_output_verifies(b.data, l.end_at);
     /* a complete dump: nothing to report, same as without salvage */
     ck_assert_int_eq(salvage_run(&b, b.len, &s, &rep, &err), HPROF_OK);
     ck_assert_int_eq(rep.cut, 0);
-    ck_assert_int_eq(s.subs, 4);
+    ck_assert_int_eq(s.sub_records, 4);
     tb_free(&b);
 }
 END_TEST
@@ -340,7 +262,7 @@ START_TEST(salvage_keeps_nothing_when_no_record_is_complete)
 {
     struct tbuf b;
     struct layout l;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     small_dump(&b, _i ? 8 : 4, &l);
@@ -358,7 +280,7 @@ START_TEST(salvage_drops_classes_and_instances_whose_class_never_arrived)
     static const uint8_t one_int[] = { HPROF_TYPE_INT };
     uint8_t values[4] = { 0 };
     struct tbuf b;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     tb_init(&b, 4);
@@ -407,7 +329,7 @@ END_TEST
 START_TEST(salvage_rebuilds_a_primitive_array_class_that_never_arrived)
 {
     struct tbuf b;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     tb_init(&b, 4);
@@ -430,7 +352,7 @@ START_TEST(salvage_rebuilds_a_primitive_array_class_that_never_arrived)
     ck_assert_uint_eq(rep.array_classes_rebuilt, 1);
     ck_assert_uint_eq(rep.arrays_dropped, 0);
     ck_assert_int_eq(s.classes, 2);
-    ck_assert_int_eq(s.subs, 3);
+    ck_assert_int_eq(s.sub_records, 3);
     salvaged_output_verifies(b.data, cut);
     struct hprof_reader *r = NULL;
     struct hprof_verify_report vr;
@@ -447,7 +369,7 @@ END_TEST
 START_TEST(salvage_still_reports_a_corrupt_sub_record_before_the_cut)
 {
     struct tbuf b;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     tb_init(&b, 4);
@@ -473,7 +395,7 @@ START_TEST(salvage_every_prefix_of_a_small_dump)
 {
     struct tbuf b;
     struct layout l;
-    struct seen s;
+    struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
     struct hprof_verify_report vr;

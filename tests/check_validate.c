@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "validate.h"
+#include "objcheck_pass.h"
 
 #define ID(i) (0x12c00000 + 8 * (uint64_t)(i))
 

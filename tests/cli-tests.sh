@@ -28,7 +28,7 @@ expect() {
     [ "$got" = "$want" ] || die "'$*' exited $got, expected $want: $(cat "$T/err")"
 }
 
-# The command-line conventions (issue 19) are functions t_NAME, run after
+# The command-line conventions are functions t_NAME, run after
 # the end-to-end suite below; `tests/cli-tests.sh NAME...` runs only those,
 # without Java or the analyzers, to iterate quickly.
 TESTS=""
@@ -490,7 +490,7 @@ TESTS="$TESTS info_output"
 t_info_output() {
     d=$T/io; rm -rf "$d"; mkdir -p "$d"
     # names in modified UTF-8 and bytes that are not UTF-8 (unknown tags,
-    # which the fuzz corpus also had, are errors since issue 20)
+    # which the fuzz corpus also has, are errors)
     expect 0 "$B/hprof-info" --json tests/fuzz/corpus/info/weird-names.hprof
     python3 - "$T/out" <<'PY' || die "hprof-info --json of odd names: $(cat "$T/out")"
 import json, sys
@@ -541,12 +541,11 @@ PY
     [ "$(wc -l < "$T/out")" = 2 ] || die "hprof-info of two files: $(wc -l < "$T/out") lines"
 }
 
-# Memory per class (issue 18: under 128 MiB on 1M chained classes): what
+# Memory per class (under 128 MiB on 1M chained classes): what
 # each tool's peak RSS gains from a 100k-class chain to a 400k one, read
 # with pread (HPROF_MMAP=0) so that no page of the file is counted.  The
-# difference leaves out what every run costs; it is 76-83 bytes a class
-# (class_info and the class index), and was 140-163 before they were
-# packed and verify stopped keeping class ids twice.  RSS is not time: it
+# difference leaves out what every run costs: class_info and the class
+# index, packed, and class ids kept once by verify.  RSS is not time: it
 # does not vary with the machine's load.  Not under the sanitizers, whose
 # shadow memory and quarantine are in the RSS.
 TESTS="$TESTS class_memory"
@@ -1832,8 +1831,8 @@ expect 2 "$B/bench-time"
 # never_grows: on every fixture and every mode, the output is never larger
 # than the (uncompressed) input.  Stand-ins for dropped system-heap objects
 # are those objects' own records emptied, so they add nothing either; a
-# 1.0.1 dump keeps its one HEAP_DUMP (no HEAP_DUMP_END: issue 17 found 9
-# bytes more), also when written to a pipe.
+# 1.0.1 dump keeps its one HEAP_DUMP (a HEAP_DUMP_END would add 9 bytes),
+# also when written to a pipe.
 never_grows() {
     banner "the output is never larger than the input, in every mode"
     files="fixtures/*.hprof.gz"

@@ -353,6 +353,17 @@ uint8_t *tl_read_file(const char *path, size_t *len)
     return data;
 }
 
+uint8_t *tl_read_dump(const char *path, size_t *len)
+{
+    char *plain = tl_temp_path(".hprof");
+    ck_assert_int_eq(tl_system("gzip -dcf %s > %s", path, plain), 0);
+    uint8_t *data = tl_read_file(plain, len);
+    unlink(plain);
+    free(plain);
+    ck_assert_ptr_nonnull(data);
+    return data;
+}
+
 long long tl_manifest(const char *path, const char *key)
 {
     FILE *f = fopen(path, "r");
@@ -593,5 +604,113 @@ int tl_roundtrip_memory(const void *data, size_t len, uint32_t segment_limit, ui
     hprof_reader_free(r);
     hprof_writer_free(w);
     hprof_sink_free(sink);
+    return rc;
+}
+
+/* ---- Counting visitor ------------------------------------------------------- */
+
+#define COUNTER(v) ((struct tl_counter *)(v))
+
+static int count_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    (void)s;
+    COUNTER(v)->strings++;
+    return HPROF_OK;
+}
+
+static int count_load_class(struct hprof_visitor *v, const struct hprof_load_class *l)
+{
+    (void)l;
+    COUNTER(v)->load_classes++;
+    return HPROF_OK;
+}
+
+static int count_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    COUNTER(v)->segments++;
+    COUNTER(v)->last_segment_length = s->length;
+    return HPROF_OK;
+}
+
+static int count_heap_end(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    (void)s;
+    COUNTER(v)->segment_ends++;
+    return HPROF_OK;
+}
+
+static int count_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    COUNTER(v)->roots++;
+    COUNTER(v)->roots_of[r->tag]++;
+    COUNTER(v)->sub_records++;
+    return HPROF_OK;
+}
+
+static int count_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
+{
+    (void)i;
+    COUNTER(v)->heap_infos++;
+    COUNTER(v)->sub_records++;
+    return HPROF_OK;
+}
+
+static int count_class(struct hprof_visitor *v, const struct hprof_class_dump *c)
+{
+    (void)c;
+    COUNTER(v)->classes++;
+    COUNTER(v)->sub_records++;
+    return HPROF_OK;
+}
+
+static int count_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    (void)o;
+    COUNTER(v)->instances++;
+    COUNTER(v)->sub_records++;
+    return HPROF_OK;
+}
+
+static int count_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    if (a->first == 0) {
+        COUNTER(v)->object_arrays++;
+        COUNTER(v)->sub_records++;
+    }
+    return HPROF_OK;
+}
+
+static int count_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    if (a->first == 0) {
+        COUNTER(v)->primitive_arrays++;
+        COUNTER(v)->nodata_arrays += a->tag == HPROF_PRIMITIVE_ARRAY_NODATA;
+        COUNTER(v)->sub_records++;
+    }
+    return HPROF_OK;
+}
+
+static const struct hprof_visitor_ops counter_ops = {
+    .string = count_string, .load_class = count_load_class,
+    .heap_begin = count_heap_begin, .heap_end = count_heap_end,
+    .root = count_root, .heap_info = count_heap_info, .class_dump = count_class,
+    .instance = count_instance, .object_array = count_object_array,
+    .primitive_array = count_primitive_array,
+};
+
+void tl_counter_init(struct tl_counter *c)
+{
+    memset(c, 0, sizeof *c);
+    c->base.ops = &counter_ops;
+}
+
+int tl_count_memory(const void *data, size_t len, struct tl_counter *c, struct hprof_error *err)
+{
+    struct hprof_reader *r = NULL;
+    tl_counter_init(c);
+    int rc = hprof_reader_open_memory(&r, data, len, err);
+    if (rc == HPROF_OK)
+        rc = hprof_reader_run(r, &c->base);
+    hprof_reader_free(r);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <check.h>
 
 #include "hprof.h"
+#include "hprof_visitor.h"
 
 /* Run a suite, print its results; @return the exit status for main(). */
 int tl_run_suite(Suite *s);
@@ -93,6 +94,9 @@ int tl_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Read a whole file (tests only).  @return malloc'd data or NULL. */
 uint8_t *tl_read_file(const char *path, size_t *len);
+/* Read a dump, gzip'd or not, whole; fails the test if it cannot.
+ * @return malloc'd data. */
+uint8_t *tl_read_dump(const char *path, size_t *len);
 
 /* Canonical digest of a dump: every top-level record other than heap
  * segments and HEAP_DUMP_END, and every heap sub-record other than
@@ -115,6 +119,24 @@ int tl_canon_memory(const void *data, size_t len, struct tl_canon *out, struct h
 /* Reader -> writer with no visitor between, into memory. */
 int tl_roundtrip_memory(const void *data, size_t len, uint32_t segment_limit, uint8_t **out,
                         size_t *out_len, struct hprof_error *err);
+
+/* A visitor that counts what it reads, kind by kind (an array once, at its
+ * first chunk), for the tests that need only the counts.  It accepts every
+ * record, so that the reader behaves as with a writer behind. */
+struct tl_counter {
+    struct hprof_visitor base;
+    uint64_t strings, load_classes, segments, segment_ends;
+    uint64_t roots, heap_infos, classes, instances, object_arrays, primitive_arrays;
+    uint64_t nodata_arrays;     /* HPROF_PRIMITIVE_ARRAY_NODATA, among primitive_arrays */
+    uint64_t sub_records;       /* roots, heap infos, classes, instances and arrays */
+    uint64_t roots_of[256];     /* roots by sub-record tag */
+    uint32_t last_segment_length;
+};
+/* Zero the counts and set the visitor's operations. */
+void tl_counter_init(struct tl_counter *c);
+/* tl_counter_init(), then a reader over `data` run into it.  @return the
+ * reader's code. */
+int tl_count_memory(const void *data, size_t len, struct tl_counter *c, struct hprof_error *err);
 
 /* Load a manifest written by hprof-synth and look a key up (-1 if absent). */
 long long tl_manifest(const char *path, const char *key);

@@ -26,7 +26,7 @@
 #include "layout.h"
 #include "names.h"
 #include "deobfuscate.h"
-#include "validate.h"
+#include "objcheck_pass.h"
 
 #define MAX_BYTE_ARRAY_ELEMENTS (1u << 20)
 

@@ -53,7 +53,8 @@ int object_dumped_twice(uint64_t id, uint64_t offset, uint8_t subtag, struct hpr
  *   then:    objcheck_seal();  if objcheck_pending() is not 0, either call
  *            objcheck_confirm() for every object of a later pass that sees
  *            them all in file order (objcheck_visitor does it in its
- *            OBJCHECK_CONFIRM mode), or run objcheck_confirm_pass();
+ *            OBJCHECK_CONFIRM mode), or run objcheck_confirm_pass() (both
+ *            in src/core/objcheck_pass.h);
  *   objcheck_free().
  * Errors are those of object_dumped_twice() and valid_object_id(): the
  * same message, at the same offset (the second dump), as hprof-verify's. */
@@ -131,25 +132,5 @@ size_t objcheck_pending(const struct objcheck *oc);
  * error of object_dumped_twice() at its second dump, or HPROF_ERR_NOMEM. */
 int objcheck_confirm(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t subtag,
                      struct hprof_error *err);
-/* A confirming pass of its own over `r` (array contents skipped), when
- * objcheck_pending(); otherwise nothing.  @return as objcheck_confirm(), or
- * the reader's error. */
-int objcheck_confirm_pass(struct objcheck *oc, struct hprof_reader *r, struct hprof_error *err);
-
-/* The same as a visitor in front of `next`: it adds (OBJCHECK_ADD) or
- * confirms (OBJCHECK_CONFIRM) every object it sees, then forwards the
- * record to `next` and returns what that returns; OBJCHECK_OFF only
- * forwards.  The mode may change between passes. */
-enum objcheck_mode { OBJCHECK_OFF, OBJCHECK_ADD, OBJCHECK_CONFIRM };
-
-struct objcheck_visitor {
-    struct hprof_visitor base;
-    struct objcheck *oc;
-    enum objcheck_mode mode;
-    struct hprof_error *err;
-};
-
-void objcheck_visitor_init(struct objcheck_visitor *v, struct objcheck *oc,
-                           struct hprof_error *err, struct hprof_visitor *next);
 
 #endif /* HPROF_VALIDATE_H */

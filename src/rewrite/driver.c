@@ -31,7 +31,7 @@
 
 #include "collect.h"
 #include "segment_runs.h"
-#include "validate.h"
+#include "objcheck_pass.h"
 #include "write_pass.h"
 
 /* Inputs under this are shrunk on the calling thread alone by default:

@@ -6,7 +6,7 @@
  *   classes N / instances N / roots N / class NAME COUNT (sorted by name)
  *
  * With --detail, also what two dumps of one heap must share whatever their
- * records (the --jvm output against hprof-conv's, issue 17):
+ * records (the --jvm output against hprof-conv's):
  *
  *   root KIND COUNT (sorted by kind) / references N MD5
  *

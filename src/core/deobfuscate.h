@@ -1,7 +1,8 @@
 /*
  * deobfuscate.h - the --mapping rewrite: an obfuscated dump read and
  * written with the names a ProGuard/R8 mapping restores.  It lives in
- * src/common because the shrink and hprof-info both read dumps through it.
+ * src/core because the shrink and hprof-info both read dumps through it
+ * and it is a visitor (it calls the visitor chain's functions).
  *
  *   pass 0    (its own pass over the metadata, only with a mapping) the
  *             text of every STRING that may be an obfuscated name, each
