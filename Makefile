@@ -141,8 +141,8 @@ $(B)/%: tools/%.c $(CLI_OBJ) $(B)/libhprof.a tools/cli.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
 
 # hprof-shrink: options and one file; batch mode in batch.c.
-$(B)/hprof-shrink: tools/hprof-shrink.c $(B)/tools/batch.o $(CLI_OBJ) $(B)/libhprof.a tools/cli.h tools/shrink.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/batch.o $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
+$(B)/hprof-shrink: tools/hprof-shrink.c $(B)/tools/batch.o $(B)/tools/batch_inputs.o $(CLI_OBJ) $(B)/libhprof.a tools/cli.h tools/shrink.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/batch.o $(B)/tools/batch_inputs.o $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
 
 # hprof-info's printing is shared with the info fuzz target, which checks
 # that its JSON parses (tests/fuzz/json_check.c).
