@@ -72,7 +72,7 @@ SOFILE := $(SONAME).$(SO_MINOR)
 
 LIB_SRC := $(wildcard src/*/*.c)
 # The tools' shared code (tools/cli.h), by concern.
-CLI_SRC := tools/cli.c
+CLI_SRC := tools/cli.c tools/cli_output.c tools/cli_input.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/src/%.o)
 TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps hprof-synth
 TOOL_BIN := $(TOOLS:%=$(B)/%)
