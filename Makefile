@@ -140,6 +140,11 @@ $(B)/tools/%.o: tools/%.c tools/*.h include/*.h | $(B)/.deps
 $(B)/%: tools/%.c $(CLI_OBJ) $(B)/libhprof.a tools/cli.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
 
+# hprof-synth: options and the dump's order; its parts in tools/synth/.
+SYNTH_SRC := $(wildcard tools/synth/*.c)
+$(B)/hprof-synth: tools/hprof-synth.c $(SYNTH_SRC) tools/synth/synth.h $(CLI_OBJ) $(B)/libhprof.a tools/cli.h
+	$(CC) $(CPPFLAGS) -Itools $(CFLAGS) -o $@ $< $(SYNTH_SRC) $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
+
 # hprof-shrink: options and one file; batch mode in batch.c.
 $(B)/hprof-shrink: tools/hprof-shrink.c $(B)/tools/batch.o $(B)/tools/batch_inputs.o $(CLI_OBJ) $(B)/libhprof.a tools/cli.h tools/shrink.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/batch.o $(B)/tools/batch_inputs.o $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
