@@ -43,6 +43,8 @@ struct options {
     int leaf_first;
     unsigned dumps;         /* --dumps N: heap dumps in the file, as the hprof agent appends them */
     int whole_dumps;        /* --whole-dumps: each a HEAP_DUMP record, not segments and an END */
+    int force;              /* -f: overwrite OUT and the manifest */
+    const char *out;
 };
 
 /* In front of the writer while a later heap dump's classes and stack
@@ -73,11 +75,20 @@ static const struct hprof_visitor_ops written_already_ops = {
     .string = drop_string, .load_class = drop_load_class, .record = drop_record,
 };
 
-/* Heap dump `dump` (1-based) of the file; every dump has the same object
- * ids, as the hprof agent's dumps of one JVM have. */
-static void generate(struct synth *s, const struct options *o, unsigned dump)
+/* The objects of one heap dump that others refer to, and the roots. */
+struct dump_objects {
+    struct model m;
+    uint64_t thread;
+    uint64_t zygote_kept, zygote_lost, zygote_bytes, zygote_array;
+    uint64_t image_string, zygote_string;
+    uint64_t holder, last;
+    struct links links;
+};
+
+/* The header, or in a later dump the classes and stack records written
+ * again through a filter (they are in the file already). */
+static void generate_dump_heading(struct synth *s, struct model *m, unsigned dump)
 {
-    struct model m = { 0 };
     struct hprof_visitor *out = s->out;
     struct hprof_visitor written_already = { &written_already_ops, out };
     if (dump == 1) {
@@ -87,79 +98,75 @@ static void generate(struct synth *s, const struct options *o, unsigned dump)
     } else {
         s->out = &written_already;
     }
-    define_classes(s, &m);
-    stack_records(s, &m);
+    define_classes(s, m);
+    stack_records(s, m);
     s->out = out;
     if (dump > 1) { /* a record between the dumps, as the agent's traces are */
         char name[32];
         snprintf(name, sizeof name, "heap dump %u", dump);
         (void)string_id(s, name);
     }
-    CHECK(s);
-    if (s->android)
-        m.dump_data_instance = new_object_id(s);
+}
 
-    /* System objects first, so the app can refer to some of them. */
-    uint64_t thread = new_object_id(s);
-    uint64_t zygote_kept = new_object_id(s), zygote_lost = new_object_id(s);
-    uint64_t zygote_bytes = new_object_id(s), zygote_array = new_object_id(s);
-    uint64_t image_string = 0, zygote_string = 0;
-    struct links links = { 0 };
+/* System objects first, so the app can refer to some of them. */
+static void generate_system_objects(struct synth *s, struct dump_objects *d)
+{
+    struct model *m = &d->m;
+    system_classes(s, m);
+    if (!s->android)
+        return;
+    d->image_string = string_object(s, m, 'I', "interned boot string");
+    d->zygote_string = string_object(s, m, 'Z', "zygote string");
+    struct values v = { .n = 0 };
+    base_values(s, &v, 1, d->zygote_string);
+    instance(s, 'Z', d->zygote_kept, m->base, &v);      /* referenced by the app */
+    v.n = 0;
+    base_values(s, &v, 2, 0);
+    instance(s, 'Z', d->zygote_lost, m->base, &v);      /* referenced by nobody */
+    uint8_t zb[100];
+    memset(zb, 0x5A, sizeof zb);
+    primitive_array(s, 'Z', d->zygote_bytes, HPROF_TYPE_BYTE, zb, sizeof zb);
+    uint64_t zel[2] = { d->zygote_lost, d->image_string };
+    object_array(s, 'Z', d->zygote_array, m->object_array, zel, 2);
+    /* The app will refer to zygote_kept, zygote_bytes, zygote_array and
+     * (from Statics.sObject) image_string: these stay as hollow stand-ins.
+     * A stand-in refers to nothing, so zygote_string is not kept. */
+    s->standins = 4;
+    if (s->system_links)
+        system_links_zygote(s, m, &d->links);
+}
 
-    if (s->android) {
-        system_classes(s, &m);
-        image_string = string_object(s, &m, 'I', "interned boot string");
-        zygote_string = string_object(s, &m, 'Z', "zygote string");
-        struct values v = { .n = 0 };
-        base_values(s, &v, 1, zygote_string);
-        instance(s, 'Z', zygote_kept, m.base, &v);      /* referenced by the app */
-        v.n = 0;
-        base_values(s, &v, 2, 0);
-        instance(s, 'Z', zygote_lost, m.base, &v);      /* referenced by nobody */
-        uint8_t zb[100];
-        memset(zb, 0x5A, sizeof zb);
-        primitive_array(s, 'Z', zygote_bytes, HPROF_TYPE_BYTE, zb, sizeof zb);
-        uint64_t zel[2] = { zygote_lost, image_string };
-        object_array(s, 'Z', zygote_array, m.object_array, zel, 2);
-        /* The app will refer to zygote_kept, zygote_bytes, zygote_array and
-         * (from Statics.sObject) image_string: these stay as hollow stand-ins.
-         * A stand-in refers to nothing, so zygote_string is not kept. */
-        s->standins = 4;
-        if (s->system_links)
-            system_links_zygote(s, &m, &links);
-    } else {
-        system_classes(s, &m);
-    }
-    app_classes(s, &m, s->android ? image_string : 0);
-
+static void generate_app_objects(struct synth *s, const struct options *o, unsigned dump,
+                                 struct dump_objects *d)
+{
+    struct model *m = &d->m;
+    app_classes(s, m, s->android ? d->image_string : 0);
     struct values tv = { .n = 0 };
-    put(&tv, string_object(s, &m, 'A', "main"), s->ids);
-    instance(s, 'A', thread, m.thread, &tv);
-
-    uint64_t last = 0;
+    put(&tv, string_object(s, m, 'A', "main"), s->ids);
+    instance(s, 'A', d->thread, m->thread, &tv);
     /* later dumps hold more: the same ids, other objects behind some */
     for (unsigned round = 0; round < o->scale + dump - 1 && s->rc >= 0; round++)
-        last = population(s, &m, round, 40, 2048);
-    string_object(s, &m, 'A', "");
-    string_object(s, &m, 'A', "na\xC3\xAFve caf\xC3\xA9 \xE2\x98\x95");
-    uint64_t holder = new_object_id(s);
-    uint64_t elems[4] = { last, thread, 0, s->android ? zygote_array : 0 };
-    object_array(s, 'A', holder, m.object_array, elems, 4);
+        d->last = population(s, m, round, 40, 2048);
+    string_object(s, m, 'A', "");
+    string_object(s, m, 'A', "na\xC3\xAFve caf\xC3\xA9 \xE2\x98\x95");
+    d->holder = new_object_id(s);
+    uint64_t elems[4] = { d->last, d->thread, 0, s->android ? d->zygote_array : 0 };
+    object_array(s, 'A', d->holder, m->object_array, elems, 4);
     if (s->android) {
         /* Leaf.tag -> a zygote object, Derived.payload -> a zygote byte[] */
         struct values v = { .n = 0 };
-        put(&v, zygote_kept, s->ids);
-        derived_values(s, &v, zygote_bytes, last, 7, 0);
-        instance(s, 'A', new_object_id(s), m.leaf, &v);
+        put(&v, d->zygote_kept, s->ids);
+        derived_values(s, &v, d->zygote_bytes, d->last, 7, 0);
+        instance(s, 'A', new_object_id(s), m->leaf, &v);
         if (s->system_links)
-            system_links_app(s, &m, &links);
-        bitmaps(s, &m, o->big_bitmap);
+            system_links_app(s, m, &d->links);
+        bitmaps(s, m, o->big_bitmap);
         if (o->pixels)
-            pixel_bitmaps(s, &m, o->pixels);
+            pixel_bitmaps(s, m, o->pixels);
     }
-    leak_candidates(s, &m);
+    leak_candidates(s, m);
     if (s->secrets)
-        plant_secrets(s, &m);
+        plant_secrets(s, m);
     if (o->nodata) {
         place(s, 'A', 1 + s->ids + 9);
         struct hprof_primitive_array a = { .tag = HPROF_PRIMITIVE_ARRAY_NODATA,
@@ -169,38 +176,61 @@ static void generate(struct synth *s, const struct options *o, unsigned dump)
         if (s->rc >= 0)
             s->rc = hprof_visit_primitive_array(s->out, &a);
     }
+}
+
+/* Roots in a segment of their own at the end keep the code simple; ART
+ * puts them first, which the real ART fixture covers. */
+static void generate_roots(struct synth *s, const struct dump_objects *d)
+{
+    const struct model *m = &d->m;
+    root(s, HPROF_ROOT_STICKY_CLASS, m->string, 0, 0);
+    root(s, HPROF_ROOT_JNI_GLOBAL, d->holder, 0, 0);
+    root(s, HPROF_ROOT_JNI_LOCAL, d->last, m->thread_serial, 0);
+    root(s, HPROF_ROOT_JAVA_FRAME, d->last, m->thread_serial, 1);
+    root(s, HPROF_ROOT_JAVA_FRAME, s->android ? 0xdead0 : 0xdead00, m->thread_serial, 2);
+    root(s, HPROF_ROOT_NATIVE_STACK, d->holder, m->thread_serial, 0);
+    root(s, HPROF_ROOT_THREAD_BLOCK, d->thread, m->thread_serial, 0);
+    root(s, HPROF_ROOT_MONITOR_USED, d->holder, 0, 0);
+    root(s, HPROF_ROOT_THREAD_OBJECT, d->thread, m->thread_serial, m->stack_serial);
+    root(s, HPROF_ROOT_UNKNOWN, d->last, 0, 0);
+    if (!s->android)
+        return;
+    root(s, HPROF_ROOT_INTERNED_STRING, d->image_string, 0, 0);
+    root(s, HPROF_ROOT_FINALIZING, d->holder, 0, 0);
+    root(s, HPROF_ROOT_DEBUGGER, d->holder, 0, 0);
+    root(s, HPROF_ROOT_REFERENCE_CLEANUP, d->holder, 0, 0);
+    root(s, HPROF_ROOT_VM_INTERNAL, d->zygote_lost, 0, 0);
+    root(s, HPROF_ROOT_VM_INTERNAL, d->zygote_string, 0, 0);
+    root(s, HPROF_ROOT_JNI_MONITOR, d->holder, m->thread_serial, 3);
+    root(s, HPROF_UNREACHABLE, d->last, 0, 0);
+    s->roots_to_system_dropped = 2;
+    if (s->system_links)
+        system_links_roots(s, &d->links);
+}
+
+/* Heap dump `dump` (1-based) of the file; every dump has the same object
+ * ids, as the hprof agent's dumps of one JVM have. */
+static void generate(struct synth *s, const struct options *o, unsigned dump)
+{
+    struct dump_objects d = { .m = { 0 } };
+    generate_dump_heading(s, &d.m, dump);
+    CHECK(s);
+    if (s->android)
+        d.m.dump_data_instance = new_object_id(s);
+    d.thread = new_object_id(s);
+    d.zygote_kept = new_object_id(s);
+    d.zygote_lost = new_object_id(s);
+    d.zygote_bytes = new_object_id(s);
+    d.zygote_array = new_object_id(s);
+    generate_system_objects(s, &d);
+    generate_app_objects(s, o, dump, &d);
     if (!o->whole_dumps)
         end_segment(s);
-
-    /* Roots in a segment of their own at the end keep the code simple; ART
-     * puts them first, which the real ART fixture covers. */
     unsigned seg_limit = s->seg_limit;
     uint64_t seg_byte_limit = s->seg_byte_limit;
     s->seg_limit = ~0u;
     s->seg_byte_limit = UINT64_MAX;
-    root(s, HPROF_ROOT_STICKY_CLASS, m.string, 0, 0);
-    root(s, HPROF_ROOT_JNI_GLOBAL, holder, 0, 0);
-    root(s, HPROF_ROOT_JNI_LOCAL, last, m.thread_serial, 0);
-    root(s, HPROF_ROOT_JAVA_FRAME, last, m.thread_serial, 1);
-    root(s, HPROF_ROOT_JAVA_FRAME, s->android ? 0xdead0 : 0xdead00, m.thread_serial, 2);
-    root(s, HPROF_ROOT_NATIVE_STACK, holder, m.thread_serial, 0);
-    root(s, HPROF_ROOT_THREAD_BLOCK, thread, m.thread_serial, 0);
-    root(s, HPROF_ROOT_MONITOR_USED, holder, 0, 0);
-    root(s, HPROF_ROOT_THREAD_OBJECT, thread, m.thread_serial, m.stack_serial);
-    root(s, HPROF_ROOT_UNKNOWN, last, 0, 0);
-    if (s->android) {
-        root(s, HPROF_ROOT_INTERNED_STRING, image_string, 0, 0);
-        root(s, HPROF_ROOT_FINALIZING, holder, 0, 0);
-        root(s, HPROF_ROOT_DEBUGGER, holder, 0, 0);
-        root(s, HPROF_ROOT_REFERENCE_CLEANUP, holder, 0, 0);
-        root(s, HPROF_ROOT_VM_INTERNAL, zygote_lost, 0, 0);
-        root(s, HPROF_ROOT_VM_INTERNAL, zygote_string, 0, 0);
-        root(s, HPROF_ROOT_JNI_MONITOR, holder, m.thread_serial, 3);
-        root(s, HPROF_UNREACHABLE, last, 0, 0);
-        s->roots_to_system_dropped = 2;
-        if (s->system_links)
-            system_links_roots(s, &links);
-    }
+    generate_roots(s, &d);
     end_segment(s);
     struct hprof_record end = { .tag = HPROF_TAG_HEAP_DUMP_END };
     if (s->rc >= 0 && !o->whole_dumps)
@@ -344,86 +374,138 @@ static void usage(FILE *out)
             cli_progname);
 }
 
-int main(int argc, char **argv)
+static const struct option long_options[] = {
+    { "android", no_argument, NULL, 'a' }, { "hotspot", no_argument, NULL, 's' },
+    { "scale", required_argument, NULL, 'n' }, { "big-bitmap", required_argument, NULL, 'b' },
+    { "pixels", required_argument, NULL, 'p' },
+    { "nodata", no_argument, NULL, 'd' }, { "manifest", required_argument, NULL, 'm' },
+    { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+    { "class-chain", required_argument, NULL, 'c' },
+    { "leaf-first", no_argument, NULL, 'l' },
+    { "dumps", required_argument, NULL, 'D' },
+    { "whole-dumps", no_argument, NULL, 'W' },
+    { "system-links", no_argument, NULL, 'L' },
+    { "secrets", required_argument, NULL, 'S' },
+    { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
+};
+
+/* A number option's value, from 1 (or `min`) to `max`; @return 0 or
+ * EXIT_USAGE after a message. */
+static int number(const char *option, const char *arg, unsigned long long min,
+                  unsigned long long max, const char *range, unsigned long long *v)
 {
-    static const struct option long_options[] = {
-        { "android", no_argument, NULL, 'a' }, { "hotspot", no_argument, NULL, 's' },
-        { "scale", required_argument, NULL, 'n' }, { "big-bitmap", required_argument, NULL, 'b' },
-        { "pixels", required_argument, NULL, 'p' },
-        { "nodata", no_argument, NULL, 'd' }, { "manifest", required_argument, NULL, 'm' },
-        { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
-        { "class-chain", required_argument, NULL, 'c' },
-        { "leaf-first", no_argument, NULL, 'l' },
-        { "dumps", required_argument, NULL, 'D' },
-        { "whole-dumps", no_argument, NULL, 'W' },
-        { "system-links", no_argument, NULL, 'L' },
-        { "secrets", required_argument, NULL, 'S' },
-        { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
-    };
-    struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440, .dumps = 1 };
-    int c, force = 0;
+    if (cli_parse_uint(arg, max, v) == 0 && *v >= min)
+        return 0;
+    cli_error("--%s: expected %s, got '%s'", option, range, arg);
+    return EXIT_USAGE;
+}
+
+/* One option; @return 0, or an exit code to leave with (-h and -V: EXIT_OK). */
+static int parse_option(int c, const char *arg, struct options *o)
+{
     unsigned long long v;
-    if (cli_init(argv[0]) != 0)
-        return EXIT_USAGE;
+    int rc = 0;
+    switch (c) {
+    case 'a': o->android = 1; break;
+    case 's': o->android = 0; break;
+    case 'n':
+        if ((rc = number("scale", arg, 1, 1000000, "1-1000000", &v)) == 0)
+            o->scale = (unsigned)v;
+        break;
+    case 'b':
+        if ((rc = number("big-bitmap", arg, 4096, 1u << 30, "4096-1073741824", &v)) == 0)
+            o->big_bitmap = (size_t)v & ~(size_t)4095;
+        break;
+    case 'p':
+        if ((rc = number("pixels", arg, 0, 1ull << 40, "0-1099511627776", &v)) == 0)
+            o->pixels = v;
+        break;
+    case 'd': o->nodata = 1; break;
+    case 'c':
+        if ((rc = number("class-chain", arg, 1, 100000000, "1-100000000", &v)) == 0)
+            o->class_chain = (unsigned)v;
+        break;
+    case 'l': o->leaf_first = 1; break;
+    case 'D':
+        if ((rc = number("dumps", arg, 1, 1000, "1-1000", &v)) == 0)
+            o->dumps = (unsigned)v;
+        break;
+    case 'W': o->whole_dumps = 1; break;
+    case 'L': o->system_links = 1; break;
+    case 'm': o->manifest = arg; break;
+    case 'S': o->secrets = arg; break;
+    case 'f': o->force = 1; break;
+    case 'h': usage(stdout); return EXIT_OK;
+    case 'V': cli_version(); return EXIT_OK;
+    default: usage(stderr); return EXIT_USAGE;
+    }
+    return rc;
+}
+
+/* @return -1 to go on, or an exit code to leave with. */
+static int parse(int argc, char **argv, struct options *o)
+{
+    int c;
     while ((c = getopt_long(argc, argv, "fhV", long_options, NULL)) != -1) {
-        switch (c) {
-        case 'a': o.android = 1; break;
-        case 's': o.android = 0; break;
-        case 'n':
-            if (cli_parse_uint(optarg, 1000000, &v) != 0 || v == 0) {
-                cli_error("--scale: expected 1-1000000, got '%s'", optarg);
-                return EXIT_USAGE;
-            }
-            o.scale = (unsigned)v;
-            break;
-        case 'b':
-            if (cli_parse_uint(optarg, 1u << 30, &v) != 0 || v < 4096) {
-                cli_error("--big-bitmap: expected 4096-1073741824, got '%s'", optarg);
-                return EXIT_USAGE;
-            }
-            o.big_bitmap = (size_t)v & ~(size_t)4095;
-            break;
-        case 'p':
-            if (cli_parse_uint(optarg, 1ull << 40, &v) != 0) {
-                cli_error("--pixels: expected 0-1099511627776, got '%s'", optarg);
-                return EXIT_USAGE;
-            }
-            o.pixels = v;
-            break;
-        case 'd': o.nodata = 1; break;
-        case 'c':
-            if (cli_parse_uint(optarg, 100000000, &v) != 0 || v == 0) {
-                cli_error("--class-chain: expected 1-100000000, got '%s'", optarg);
-                return EXIT_USAGE;
-            }
-            o.class_chain = (unsigned)v;
-            break;
-        case 'l': o.leaf_first = 1; break;
-        case 'D':
-            if (cli_parse_uint(optarg, 1000, &v) != 0 || v == 0) {
-                cli_error("--dumps: expected 1-1000, got '%s'", optarg);
-                return EXIT_USAGE;
-            }
-            o.dumps = (unsigned)v;
-            break;
-        case 'W': o.whole_dumps = 1; break;
-        case 'L': o.system_links = 1; break;
-        case 'm': o.manifest = optarg; break;
-        case 'S': o.secrets = optarg; break;
-        case 'f': force = 1; break;
-        case 'h': usage(stdout); return EXIT_OK;
-        case 'V': cli_version(); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
-        }
+        int rc = parse_option(c, optarg, o);
+        if (rc != 0 || c == 'h' || c == 'V')
+            return rc;
     }
     if (optind != argc - 1) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (o.secrets && (!o.android || o.class_chain)) {
+    o->out = argv[optind];
+    if (o->secrets && (!o->android || o->class_chain)) {
         cli_error("--secrets: only for the Android heap (not with --hotspot or --class-chain)");
         return EXIT_USAGE;
     }
+    return -1;
+}
+
+/* Every dump of the file through writer `w`; @return as s->rc. */
+static int generate_all(struct synth *s, const struct options *o, struct hprof_writer *w)
+{
+    s->out = hprof_writer_visitor(w);
+    if (o->class_chain > 0) {
+        generate_chain(s, o);
+        return s->rc;
+    }
+    for (unsigned dump = 1; dump <= o->dumps && s->rc >= 0; dump++) {
+        s->next_object = o->android ? 0x12c00000 : 0x7f0000000ull;
+        s->next_serial = 0;
+        generate(s, o, dump);
+    }
+    return s->rc;
+}
+
+/* The dump into `out`; @return as s->rc, with *err set on a writer error. */
+static int write_dump(struct synth *s, const struct options *o, const struct cli_output *out,
+                      struct hprof_error *err)
+{
+    struct hprof_sink *sink = hprof_sink_new_fd(out->fd, err);
+    /* a fixture is made again at will: no fsync (no cli_output_sync()),
+     * no writeback */
+    if (sink != NULL && out->tmp != NULL)
+        hprof_sink_set_preallocate(sink, CLI_PREALLOCATE_STEP);
+    struct hprof_writer *w = sink ? hprof_writer_new(sink, err) : NULL;
+    if (w == NULL)
+        s->rc = err->code;
+    else if (generate_all(s, o, w) >= 0)
+        s->rc = hprof_sink_finish(sink);
+    hprof_writer_free(w);
+    hprof_sink_free(sink);
+    return s->rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440, .dumps = 1 };
+    if (cli_init(argv[0]) != 0)
+        return EXIT_USAGE;
+    int code = parse(argc, argv, &o);
+    if (code >= 0)
+        return code;
     struct secrets secrets = { .rng = 0x5EC12E75EC12E7ull };
     if (o.secrets && (secrets.manifest = fopen(o.secrets, "w")) == NULL) {
         cli_error("%s: cannot create", o.secrets);
@@ -431,16 +513,9 @@ int main(int argc, char **argv)
     }
     cli_install_signal_handlers();
     struct cli_output out;
-    int code = cli_output_open(&out, argv[optind], force, NULL);
-    if (code != 0)
+    if ((code = cli_output_open(&out, o.out, o.force, NULL)) != 0)
         return code;
     struct hprof_error err = { 0 };
-    struct hprof_sink *sink = hprof_sink_new_fd(out.fd, &err);
-    /* a fixture is made again at will: no fsync (no cli_output_sync()),
-     * no writeback */
-    if (sink != NULL && out.tmp != NULL)
-        hprof_sink_set_preallocate(sink, CLI_PREALLOCATE_STEP);
-    struct hprof_writer *w = sink ? hprof_writer_new(sink, &err) : NULL;
     struct synth s = {
         .android = o.android, .ids = o.android ? 4 : 8,
         .next_object = o.android ? 0x12c00000 : 0x7f0000000ull,
@@ -455,33 +530,17 @@ int main(int argc, char **argv)
         s.seg_limit = ~0u;
         s.seg_byte_limit = UINT64_MAX;
     }
-    if (w != NULL) {
-        s.out = hprof_writer_visitor(w);
-        if (o.class_chain > 0)
-            generate_chain(&s, &o);
-        else
-            for (unsigned dump = 1; dump <= o.dumps && s.rc >= 0; dump++) {
-                s.next_object = o.android ? 0x12c00000 : 0x7f0000000ull;
-                s.next_serial = 0;
-                generate(&s, &o, dump);
-            }
-        if (s.rc >= 0)
-            s.rc = hprof_sink_finish(sink);
-    } else {
-        s.rc = err.code;
-    }
-    hprof_writer_free(w);
-    hprof_sink_free(sink);
+    write_dump(&s, &o, &out, &err);
     if (secrets.manifest != NULL && fclose(secrets.manifest) != 0 && s.rc >= 0) {
         cli_error("%s: cannot write", o.secrets);
         s.rc = HPROF_ERR_IO;
     }
     if (s.rc < 0) {
-        cli_error("%s: %s", argv[optind], err.message[0] ? err.message : "generation failed");
+        cli_error("%s: %s", o.out, err.message[0] ? err.message : "generation failed");
         cli_output_abort(&out);
         return cli_exit_code(s.rc);
     }
     if ((code = cli_output_commit(&out)) != 0)
         return code;
-    return o.manifest ? write_manifest(&s, o.manifest, force) : EXIT_OK;
+    return o.manifest ? write_manifest(&s, o.manifest, o.force) : EXIT_OK;
 }
