@@ -175,14 +175,14 @@ static void one_field_instance(struct synth *s, uint64_t class_id, uint64_t bits
     instance(s, 'A', new_object_id(s), class_id, &v);
 }
 
-void plant_secrets(struct synth *s, const struct model *m)
+/* Texts: compressed (byte[]) and UTF-16 (char[]); hash caches */
+static void plant_texts(struct synth *s, const struct model *m)
 {
     struct secrets *sec = s->secrets;
     unsigned ids = s->ids;
-    char t[64], t2[16];
+    char t[64];
     struct values v = { .n = 0 };
-
-    /* Texts: compressed (byte[]) and UTF-16 (char[]); hash caches */
+    char t2[16];
     string_object(s, m, 'A', secret_text(sec, "gone", "string-latin1", t));
     base36(secret_random(sec) >> 2, t2);
     snprintf(t, sizeof t, "Z\xC3\xBCrich-\xCE\xA9-%s", t2);
@@ -200,8 +200,14 @@ void plant_secrets(struct synth *s, const struct model *m)
     put(&v, 0, ids);
     put(&v, 0, ids);
     instance(s, 'A', new_object_id(s), sec->node, &v);
+}
 
-    /* Statics and the device's Build strings (made first: the class dumps name them) */
+/* Statics and the device's Build strings (made first: the class dumps
+ * name them) */
+static void plant_statics(struct synth *s, const struct model *m)
+{
+    struct secrets *sec = s->secrets;
+    char t[64];
     uint64_t manufacturer = string_object(s, m, 'A', "Synthetic Devices Inc");
     fprintf(sec->manifest, "stays Build.MANUFACTURER text Synthetic Devices Inc\n");
     uint64_t model = string_object(s, m, 'A', "Synthphone Model 7");
@@ -210,8 +216,14 @@ void plant_secrets(struct synth *s, const struct model *m)
     uint64_t vault_long = secret_number(sec, "static-long", NULL, secret_bits(sec), 8);
     uint32_t vault_int = (uint32_t)secret_number(sec, "static-int", NULL, secret_bits(sec), 4);
     secret_class_dumps(s, m, manufacturer, model, vault_text, vault_long, vault_int);
+}
 
-    /* Boxed values */
+/* Boxed values and JDK value objects */
+static void plant_boxed(struct synth *s)
+{
+    struct secrets *sec = s->secrets;
+    unsigned ids = s->ids;
+    struct values v = { .n = 0 };
     static const char *const kinds[N_BOXED] = { "Integer", "Long", "Double", "Float",
                                                 "Character", "Short", "Byte" };
     for (int i = 0; i < N_BOXED; i++) {
@@ -232,8 +244,15 @@ void plant_secrets(struct synth *s, const struct model *m)
     put(&v, secret_number(sec, "Location", "android.location.Location",
                           0x4000000000000000ull | (secret_bits(sec) >> 16), 8), 8);
     instance(s, 'A', new_object_id(s), sec->location, &v);
+}
 
-    /* An application class's fields of each type */
+/* An application class's fields of each type */
+static void plant_fields(struct synth *s, const struct model *m)
+{
+    struct secrets *sec = s->secrets;
+    unsigned ids = s->ids;
+    char t[64];
+    struct values v = { .n = 0 };
     uint64_t iban = string_object(s, m, 'A', secret_text(sec, "gone", "field-string", t));
     v.n = 0;
     put(&v, iban, ids);
@@ -248,8 +267,14 @@ void plant_secrets(struct synth *s, const struct model *m)
     instance(s, 'A', new_object_id(s), sec->account, &v);
     one_field_instance(s, sec->byte_holder,
                        secret_number(sec, "field-byte", "com.example.ByteHolder", secret_bits(sec), 1), 1);
+}
 
-    /* Arrays: a byte[] buffer, char[], int[], long[] */
+/* Arrays: a byte[] buffer, char[], int[], long[] */
+static void plant_arrays(struct synth *s)
+{
+    struct secrets *sec = s->secrets;
+    char t[64];
+    struct values v = { .n = 0 };
     secret_text(sec, "gone", "byte[]", t);
     primitive_array(s, 'A', new_object_id(s), HPROF_TYPE_BYTE, t, (uint32_t)strlen(t));
     secret_text(sec, "gone", "char[]", t);
@@ -265,8 +290,15 @@ void plant_secrets(struct synth *s, const struct model *m)
     put(&v, 7, 8);
     put(&v, secret_number(sec, "long[]", NULL, secret_bits(sec), 8), 8);
     primitive_array(s, 'A', new_object_id(s), HPROF_TYPE_LONG, v.b, 2);
+}
 
-    /* Threads: one the app named, and the runtime's and LeakCanary's own */
+/* Threads: one the app named, and the runtime's and LeakCanary's own */
+static void plant_threads(struct synth *s, const struct model *m)
+{
+    struct secrets *sec = s->secrets;
+    unsigned ids = s->ids;
+    char t[64];
+    struct values v = { .n = 0 };
     static const struct { const char *expect, *kind, *name; } threads[] = {
         { "gone", "thread-name", NULL },
         { "stays", "thread-FinalizerDaemon", "FinalizerDaemon" },
@@ -283,7 +315,15 @@ void plant_secrets(struct synth *s, const struct model *m)
         put(&v, string_object(s, m, 'A', name), ids);
         instance(s, 'A', new_object_id(s), m->thread, &v);
     }
+}
 
+/* LeakCanary's KeyedWeakReference, versions 2 and 1.x */
+static void plant_leakcanary(struct synth *s, const struct model *m)
+{
+    struct secrets *sec = s->secrets;
+    unsigned ids = s->ids;
+    char t[64];
+    struct values v = { .n = 0 };
     /* LeakCanary 2: the key stays, the description is the app's text */
     uint64_t key = string_object(s, m, 'A', "0f3c9a7e-5d21-4b8e-a6c4-91e2d7b05a38");
     fprintf(sec->manifest, "stays KeyedWeakReference.key text 0f3c9a7e-5d21-4b8e-a6c4-91e2d7b05a38\n");
@@ -303,4 +343,15 @@ void plant_secrets(struct synth *s, const struct model *m)
     put(&v, key, ids);
     put(&v, name, ids);
     instance(s, 'A', new_object_id(s), sec->keyed_ref_1x, &v);
+}
+
+void plant_secrets(struct synth *s, const struct model *m)
+{
+    plant_texts(s, m);
+    plant_statics(s, m);
+    plant_boxed(s);
+    plant_fields(s, m);
+    plant_arrays(s);
+    plant_threads(s, m);
+    plant_leakcanary(s, m);
 }
