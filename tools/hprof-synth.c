@@ -245,8 +245,8 @@ static void generate(struct synth *s, const struct options *o, unsigned dump)
  * first or (--leaf-first) leaf first, and an instance of the leaf and one
  * of the root.  Every 1000th class has an int field, the others none.  A
  * dump of class layouts only, to show that resolving them costs time
- * linear in their number whatever their order (issue 20: leaf first used
- * to cost the square). */
+ * linear in their number whatever their order (a walk that resolved each
+ * from scratch would cost the square leaf first). */
 static void generate_chain(struct synth *s, const struct options *o)
 {
     static const struct fdef field = { "value", HPROF_TYPE_INT };
