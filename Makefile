@@ -71,6 +71,8 @@ SONAME := libhprof.so.$(SO_MAJOR)
 SOFILE := $(SONAME).$(SO_MINOR)
 
 LIB_SRC := $(wildcard src/*/*.c)
+# The tools' shared code (tools/cli.h), by concern.
+CLI_SRC := tools/cli.c tools/cli_output.c tools/cli_input.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/src/%.o)
 TOOLS := hprof-shrink hprof-verify hprof-info hprof-bitmaps hprof-synth
 TOOL_BIN := $(TOOLS:%=$(B)/%)
@@ -128,18 +130,30 @@ $(B)/$(SOFILE): $(LIB_OBJ)
 	ln -sf $(SOFILE) $(B)/$(SONAME)
 	ln -sf $(SONAME) $(B)/libhprof.so
 
-$(B)/tools/cli.o: tools/cli.c tools/cli.h include/*.h | $(B)/.deps
+# What every tool shares (tools/cli.h), one object per concern.
+CLI_OBJ := $(patsubst tools/%.c,$(B)/tools/%.o,$(CLI_SRC))
+
+$(B)/tools/%.o: tools/%.c tools/*.h include/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(B)/%: tools/%.c $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
+$(B)/%: tools/%.c $(CLI_OBJ) $(B)/libhprof.a tools/cli.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
+
+# hprof-synth: options and the dump's order; its parts in tools/synth/.
+SYNTH_SRC := $(wildcard tools/synth/*.c)
+$(B)/hprof-synth: tools/hprof-synth.c $(SYNTH_SRC) tools/synth/synth.h $(CLI_OBJ) $(B)/libhprof.a tools/cli.h
+	$(CC) $(CPPFLAGS) -Itools $(CFLAGS) -o $@ $< $(SYNTH_SRC) $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
+
+# hprof-shrink: options and one file; batch mode in batch.c.
+$(B)/hprof-shrink: tools/hprof-shrink.c $(B)/tools/batch.o $(B)/tools/batch_inputs.o $(CLI_OBJ) $(B)/libhprof.a tools/cli.h tools/shrink.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tools/batch.o $(B)/tools/batch_inputs.o $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
 
 # hprof-info's printing is shared with the info fuzz target, which checks
 # that its JSON parses (tests/fuzz/json_check.c).
 INFO_PRINT := tools/info-print.c tools/info-print.h
-$(B)/hprof-info: tools/hprof-info.c $(INFO_PRINT) $(B)/tools/cli.o $(B)/libhprof.a tools/cli.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tools/info-print.c $(B)/tools/cli.o $(B)/libhprof.a $(LDLIBS_LIB)
+$(B)/hprof-info: tools/hprof-info.c $(INFO_PRINT) $(CLI_OBJ) $(B)/libhprof.a tools/cli.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tools/info-print.c $(CLI_OBJ) $(B)/libhprof.a $(LDLIBS_LIB)
 
 $(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof-internal.a | $(B)/.check-deps
 	@mkdir -p $(dir $@)
@@ -162,10 +176,10 @@ $(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/regression_driver.c $(B)/libh
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tests/fuzz/regression_driver.c $(B)/libhprof.a $(LDLIBS_LIB)
 
-$(B)/fuzz/replay_info: tests/fuzz/fuzz_info.c tests/fuzz/regression_driver.c tests/fuzz/json_check.c $(INFO_PRINT) tools/cli.c $(B)/libhprof.a
+$(B)/fuzz/replay_info: tests/fuzz/fuzz_info.c tests/fuzz/regression_driver.c tests/fuzz/json_check.c $(INFO_PRINT) $(CLI_SRC) $(B)/libhprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itools $(CFLAGS) -o $@ $< tests/fuzz/regression_driver.c tests/fuzz/json_check.c \
-		tools/info-print.c tools/cli.c $(B)/libhprof.a $(LDLIBS_LIB)
+		tools/info-print.c $(CLI_SRC) $(B)/libhprof.a $(LDLIBS_LIB)
 
 # The fuzz targets with libFuzzer (clang), always with ASan and UBSan.
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.fuzz-deps
@@ -173,10 +187,10 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.
 	$(FUZZ_CC) $(CPPFLAGS) $(SRC_INC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $< $(LIB_SRC) $(LDLIBS_LIB)
 
-$(B)/fuzz/fuzz_info: tests/fuzz/fuzz_info.c tests/fuzz/json_check.c $(INFO_PRINT) tools/cli.c $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.fuzz-deps
+$(B)/fuzz/fuzz_info: tests/fuzz/fuzz_info.c tests/fuzz/json_check.c $(INFO_PRINT) $(CLI_SRC) $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(SRC_INC) -Itools -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -o $@ $< tests/fuzz/json_check.c tools/info-print.c tools/cli.c \
+		-fno-sanitize-recover=all -o $@ $< tests/fuzz/json_check.c tools/info-print.c $(CLI_SRC) \
 		$(LIB_SRC) $(LDLIBS_LIB)
 
 $(B)/.fuzz-deps: tools/ensure-deps.sh

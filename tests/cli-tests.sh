@@ -116,6 +116,9 @@ line.hprof"; do
     grep -qF 'new\nline.hprof" -> "' "$T/out" || die "newline name not quoted: $(cat "$T/out")"
     grep -q '//' "$T/out" && die "doubled slash: $(cat "$T/out")"
     grep -qx "5 shrunk, 0 failed, 1 skipped" "$T/out" || die "tree tally: $(cat "$T/out")"
+    # IN's trailing slashes, however many, are not part of the relative paths
+    expect 0 "$B/hprof-shrink" -r -o "$d/outs" "$d/tree//"
+    [ -s "$d/outs/sub/x.hprof" ] || die "IN// lost a byte of the relative path: $(cat "$T/out")"
     # the output directory inside the input tree is not walked
     "$B/hprof-shrink" -r -o "$d/tree/shrunk" "$d/tree" > /dev/null 2>&1 || die "out inside in"
     "$B/hprof-shrink" -r -f -o "$d/tree/shrunk" "$d/tree" > "$T/out" 2>&1 || die "out inside in (2)"

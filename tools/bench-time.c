@@ -12,9 +12,9 @@
  * with -c, a third field: its CPU time (user + system, all threads) in
  * seconds.
  *
- * Why not date(1) and /usr/bin/time around `sh -c`: on this kind of machine
- * the two date forks, time(1) and the shell add 8-10 ms to every command,
- * which is a third of a 20 MB run and hides what the command itself costs.
+ * Why not date(1) and /usr/bin/time around `sh -c`: the two date forks,
+ * time(1) and the shell add milliseconds to every command, as much as a
+ * small run costs, and hide what the command itself costs.
  * Exit status: the command's, or 127 if it cannot be run.
  */
 #include <errno.h>

@@ -3,51 +3,17 @@
  * memory analysis needs.  The work is hprof_shrink() in libhprof; this file
  * is options, files and reports.
  */
-#define _GNU_SOURCE /* nftw() with FTW_ACTIONRETVAL */
-#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-
-#define OPT_SALVAGE 400 /* --salvage */
-
-struct options {
-    struct hprof_shrink_options shrink;
-    int gzip_level;         /* 0: plain output */
-    unsigned threads;       /* write-pass and gzip workers; 0: one per core */
-    int force, quiet, stats, json;
-    const char *in, *out;
-    char *out_alloc;            /* OUT a directory: the file in it */
-    /* Batch mode: -o DIR with several inputs, -r to walk directories. */
-    const char *out_dir;
-    int recursive;
-    int batch;                  /* print one summary line per file */
-    char **inputs;
-    int n_inputs;
-    const char *keep_rules[HPROF_REDACT_MAX_RULES];
-    const char *mapping_path;   /* --mapping, loaded once for every input */
-    int salvage;                /* --salvage: keep what a cut dump holds */
-    int sync;                   /* --sync 1, --no-sync 0; -1: in batch mode only */
-    /* --shard=K/N: this run is worker K (from 0) of N sharing one tree;
-     * shard_count 0: no sharding. */
-    unsigned shard_index, shard_count;
-    struct cli_salvage salvaged;
-};
+#include "shrink.h"
 
 static void usage(FILE *out)
 {
@@ -139,170 +105,202 @@ static int parse_shard(const char *arg, struct options *o)
     return 0;
 }
 
-static int parse(int argc, char **argv, struct options *o)
+enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
+       OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
+       OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD, OPT_SALVAGE };
+
+static const struct option long_options[] = {
+    { "arrays", required_argument, NULL, OPT_ARRAYS },
+    { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
+    { "redact", optional_argument, NULL, OPT_REDACT },
+    { "redact-keep", required_argument, NULL, OPT_REDACT_KEEP },
+    { "redact-fields", no_argument, NULL, OPT_REDACT_FIELDS },
+    { "keep-names", no_argument, NULL, OPT_KEEP_NAMES },
+    { "jvm", no_argument, NULL, OPT_JVM },
+    { "mapping", required_argument, NULL, OPT_MAPPING },
+    { "keep-duplicates", no_argument, NULL, OPT_KEEP_DUPLICATES },
+    { "dump", required_argument, NULL, OPT_DUMP },
+    { "gzip", optional_argument, NULL, 'z' },
+    { "threads", required_argument, NULL, 'j' },
+    { "output-dir", required_argument, NULL, 'o' },
+    { "recursive", no_argument, NULL, 'r' },
+    { "shard", required_argument, NULL, OPT_SHARD },
+    { "force", no_argument, NULL, 'f' },
+    { "sync", no_argument, NULL, OPT_SYNC },
+    { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+    { "stats", no_argument, NULL, OPT_STATS },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "segment-size", required_argument, NULL, OPT_SEGMENT },
+    { "salvage", no_argument, NULL, OPT_SALVAGE },
+    { "quiet", no_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+
+static int parse_redact_keep(const char *arg, struct options *o)
 {
-    enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
-           OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
-           OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD };
-    static const struct option long_options[] = {
-        { "arrays", required_argument, NULL, OPT_ARRAYS },
-        { "keep-system-heaps", no_argument, NULL, OPT_KEEP_SYSTEM },
-        { "redact", optional_argument, NULL, OPT_REDACT },
-        { "redact-keep", required_argument, NULL, OPT_REDACT_KEEP },
-        { "redact-fields", no_argument, NULL, OPT_REDACT_FIELDS },
-        { "keep-names", no_argument, NULL, OPT_KEEP_NAMES },
-        { "jvm", no_argument, NULL, OPT_JVM },
-        { "mapping", required_argument, NULL, OPT_MAPPING },
-        { "keep-duplicates", no_argument, NULL, OPT_KEEP_DUPLICATES },
-        { "dump", required_argument, NULL, OPT_DUMP },
-        { "gzip", optional_argument, NULL, 'z' },
-        { "threads", required_argument, NULL, 'j' },
-        { "output-dir", required_argument, NULL, 'o' },
-        { "recursive", no_argument, NULL, 'r' },
-        { "shard", required_argument, NULL, OPT_SHARD },
-        { "force", no_argument, NULL, 'f' },
-        { "sync", no_argument, NULL, OPT_SYNC },
-        { "no-sync", no_argument, NULL, OPT_NO_SYNC },
-        { "stats", no_argument, NULL, OPT_STATS },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "segment-size", required_argument, NULL, OPT_SEGMENT },
-        { "salvage", no_argument, NULL, OPT_SALVAGE },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
-    };
+    const char *dot = strrchr(arg, '.');
+    if (dot == NULL || dot == arg || dot[1] == '\0')
+        return cli_usage_error("--redact-keep: expected CLASS.FIELD, got '%s'", arg);
+    if (o->shrink.n_redact_keep == HPROF_REDACT_MAX_RULES)
+        return cli_usage_error("--redact-keep: at most %d rules", HPROF_REDACT_MAX_RULES);
+    o->keep_rules[o->shrink.n_redact_keep++] = arg;
+    o->shrink.redact_keep = o->keep_rules;
+    return 0;
+}
+
+/* An option of what the output keeps; @return 0, EXIT_USAGE, or -1 when
+ * `c` is another kind. */
+static int parse_content_option(int c, const char *arg, struct options *o)
+{
     unsigned long long v;
-    int c, z_bare = 0;
-    while ((c = getopt_long(argc, argv, "z::j:o:rfqhV123456789", long_options, NULL)) != -1) {
-        switch (c) {
-        case OPT_ARRAYS:
-            if (strcmp(optarg, "empty") == 0)
-                o->shrink.arrays = HPROF_ARRAYS_EMPTY;
-            else if (strcmp(optarg, "zero") == 0)
-                o->shrink.arrays = HPROF_ARRAYS_ZERO;
-            else if (strcmp(optarg, "remove") == 0)
-                o->shrink.arrays = HPROF_ARRAYS_REMOVE;
-            else {
-                return cli_usage_error("--arrays: expected empty, zero or remove, got '%s'", optarg);
-            }
-            break;
-        case OPT_KEEP_SYSTEM: o->shrink.keep_system_heaps = 1; break;
-        case OPT_REDACT:
-            if (optarg == NULL || strcmp(optarg, "all") == 0)
-                o->shrink.redact = HPROF_REDACT_ALL;
-            else if (strcmp(optarg, "strings") == 0)
-                o->shrink.redact = HPROF_REDACT_STRINGS;
-            else {
-                return cli_usage_error("--redact: expected nothing, all or strings, got '%s'", optarg);
-            }
-            break;
-        case OPT_REDACT_KEEP: {
-            const char *dot = strrchr(optarg, '.');
-            if (dot == NULL || dot == optarg || dot[1] == '\0') {
-                return cli_usage_error("--redact-keep: expected CLASS.FIELD, got '%s'", optarg);
-            }
-            if (o->shrink.n_redact_keep == HPROF_REDACT_MAX_RULES) {
-                return cli_usage_error("--redact-keep: at most %d rules", HPROF_REDACT_MAX_RULES);
-            }
-            o->keep_rules[o->shrink.n_redact_keep++] = optarg;
-            o->shrink.redact_keep = o->keep_rules;
-            break;
-        }
-        case OPT_REDACT_FIELDS: o->shrink.redact_fields = 1; break;
-        case OPT_KEEP_NAMES: o->shrink.keep_names = 1; break;
-        case OPT_JVM: o->shrink.jvm = 1; break;
-        case OPT_MAPPING: o->mapping_path = optarg; break;
-        case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; break;
-        case OPT_DUMP:
-            if (cli_parse_uint(optarg, UINT_MAX, &v) != 0 || v < 1)
-                return cli_usage_error("--dump: expected a heap dump's number from 1, got '%s'",
-                                       optarg);
-            o->shrink.dump = (unsigned)v;
-            break;
-        case 'z':
-            o->gzip_level = 6;
-            z_bare = optarg == NULL;
-            if (optarg != NULL) {
-                if (cli_parse_uint(optarg, 9, &v) != 0 || v < 1) {
-                    return cli_usage_error("--gzip: expected a level from 1 to 9, got '%s'", optarg);
-                }
-                o->gzip_level = (int)v;
-            }
-            break;
-        case 'j':
-            if (cli_parse_uint(optarg, 256, &v) != 0) {
-                return cli_usage_error("--threads: expected 0 to 256, got '%s'", optarg);
-            }
-            o->threads = (unsigned)v;
-            break;
-        case OPT_SEGMENT:
-            if (cli_parse_uint(optarg, UINT32_MAX, &v) != 0 || v < HPROF_SEGMENT_LIMIT_MIN) {
-                return cli_usage_error("--segment-size: expected %u to %u bytes, got '%s'",
-                          HPROF_SEGMENT_LIMIT_MIN, UINT32_MAX, optarg);
-            }
-            o->shrink.segment_limit = (uint32_t)v;
-            break;
-        case 'o':
-            if (*optarg == '\0')
-                return cli_usage_error("--output-dir: expected a directory, got ''");
-            o->out_dir = optarg;
-            break;
-        case 'r': o->recursive = 1; break;
-        case OPT_SHARD:
-            if (parse_shard(optarg, o) != 0)
-                return cli_usage_error("--shard: expected K/N with 0 <= K < N <= %u, got '%s'",
-                                       MAX_SHARDS, optarg);
-            break;
-        case 'f': o->force = 1; break;
-        case OPT_SYNC: o->sync = 1; break;
-        case OPT_NO_SYNC: o->sync = 0; break;
-        case OPT_STATS: o->stats = 1; break;
-        case OPT_JSON: o->json = 1; break;
-        case OPT_SALVAGE: o->salvage = 1; break;
-        case 'q': o->quiet = 1; break;
-        case 'h': usage(stdout); exit(EXIT_OK);
-        case 'V': cli_version(); exit(EXIT_OK);
-        case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
-        case '9':
-            o->gzip_level = c - '0'; /* gzip's -1 ... -9: a level, and gzip */
-            z_bare = 0;
-            break;
-        default: return cli_usage_error(NULL);
-        }
+    switch (c) {
+    case OPT_ARRAYS:
+        if (strcmp(arg, "empty") == 0)
+            o->shrink.arrays = HPROF_ARRAYS_EMPTY;
+        else if (strcmp(arg, "zero") == 0)
+            o->shrink.arrays = HPROF_ARRAYS_ZERO;
+        else if (strcmp(arg, "remove") == 0)
+            o->shrink.arrays = HPROF_ARRAYS_REMOVE;
+        else
+            return cli_usage_error("--arrays: expected empty, zero or remove, got '%s'", arg);
+        return 0;
+    case OPT_KEEP_SYSTEM: o->shrink.keep_system_heaps = 1; return 0;
+    case OPT_REDACT:
+        if (arg == NULL || strcmp(arg, "all") == 0)
+            o->shrink.redact = HPROF_REDACT_ALL;
+        else if (strcmp(arg, "strings") == 0)
+            o->shrink.redact = HPROF_REDACT_STRINGS;
+        else
+            return cli_usage_error("--redact: expected nothing, all or strings, got '%s'", arg);
+        return 0;
+    case OPT_REDACT_KEEP: return parse_redact_keep(arg, o);
+    case OPT_REDACT_FIELDS: o->shrink.redact_fields = 1; return 0;
+    case OPT_KEEP_NAMES: o->shrink.keep_names = 1; return 0;
+    case OPT_JVM: o->shrink.jvm = 1; return 0;
+    case OPT_MAPPING: o->mapping_path = arg; return 0;
+    case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; return 0;
+    case OPT_DUMP:
+        if (cli_parse_uint(arg, UINT_MAX, &v) != 0 || v < 1)
+            return cli_usage_error("--dump: expected a heap dump's number from 1, got '%s'", arg);
+        o->shrink.dump = (unsigned)v;
+        return 0;
+    case OPT_SALVAGE: o->salvage = 1; return 0;
+    default: return -1;
     }
-    int left = argc - optind;
+}
+
+/* An option of how the output is written; *z_bare: the last gzip option
+ * was -z without a level.  @return 0, EXIT_USAGE, or -1 when `c` is
+ * another kind. */
+static int parse_output_option(int c, const char *arg, struct options *o, int *z_bare)
+{
+    unsigned long long v;
+    switch (c) {
+    case 'z':
+        o->gzip_level = 6;
+        *z_bare = arg == NULL;
+        if (arg != NULL && (cli_parse_uint(arg, 9, &v) != 0 || v < 1))
+            return cli_usage_error("--gzip: expected a level from 1 to 9, got '%s'", arg);
+        if (arg != NULL)
+            o->gzip_level = (int)v;
+        return 0;
+    case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+        o->gzip_level = c - '0'; /* gzip's -1 ... -9: a level, and gzip */
+        *z_bare = 0;
+        return 0;
+    case 'j':
+        if (cli_parse_uint(arg, 256, &v) != 0)
+            return cli_usage_error("--threads: expected 0 to 256, got '%s'", arg);
+        o->threads = (unsigned)v;
+        return 0;
+    case OPT_SEGMENT:
+        if (cli_parse_uint(arg, UINT32_MAX, &v) != 0 || v < HPROF_SEGMENT_LIMIT_MIN)
+            return cli_usage_error("--segment-size: expected %u to %u bytes, got '%s'",
+                                   HPROF_SEGMENT_LIMIT_MIN, UINT32_MAX, arg);
+        o->shrink.segment_limit = (uint32_t)v;
+        return 0;
+    case 'f': o->force = 1; return 0;
+    case OPT_SYNC: o->sync = 1; return 0;
+    case OPT_NO_SYNC: o->sync = 0; return 0;
+    default: return -1;
+    }
+}
+
+/* An option of batch mode or of what is printed; @return 0, EXIT_USAGE,
+ * or -1 when `c` is another kind. */
+static int parse_run_option(int c, const char *arg, struct options *o)
+{
+    switch (c) {
+    case 'o':
+        if (*arg == '\0')
+            return cli_usage_error("--output-dir: expected a directory, got ''");
+        o->out_dir = arg;
+        return 0;
+    case 'r': o->recursive = 1; return 0;
+    case OPT_SHARD:
+        if (parse_shard(arg, o) != 0)
+            return cli_usage_error("--shard: expected K/N with 0 <= K < N <= %u, got '%s'",
+                                   MAX_SHARDS, arg);
+        return 0;
+    case OPT_STATS: o->stats = 1; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case 'q': o->quiet = 1; return 0;
+    case 'h': usage(stdout); exit(EXIT_OK);
+    case 'V': cli_version(); exit(EXIT_OK);
+    default: return -1;
+    }
+}
+
+/* IN and OUT, or batch mode's INs. */
+static int parse_operands(int left, char **operands, struct options *o, int z_bare)
+{
     if (o->shard_count != 0 && o->out_dir == NULL)
         return cli_usage_error("--shard needs batch mode (-o DIR)");
     if (o->out_dir != NULL || o->recursive) {
-        if (o->out_dir == NULL || left == 0) {
+        if (o->out_dir == NULL || left == 0)
             return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
-        }
-        o->inputs = argv + optind;
+        o->inputs = operands;
         o->n_inputs = left;
         return 0;
     }
-    if ((o->shrink.n_redact_keep > 0 || o->shrink.redact_fields) && !o->shrink.redact) {
+    if ((o->shrink.n_redact_keep > 0 || o->shrink.redact_fields) && !o->shrink.redact)
         return cli_usage_error("--redact-keep and --redact-fields need --redact");
-    }
     if (left == 0) {
         o->in = o->out = "-";
-    } else if (left == 2) {
-        o->in = argv[optind];
-        o->out = argv[optind + 1];
+        return 0;
+    }
+    if (left == 2) {
+        o->in = operands[0];
+        o->out = operands[1];
         if (*o->in == '\0' || *o->out == '\0')
             return cli_usage_error("an empty file name (use - for standard %s)",
                                    *o->in == '\0' ? "input" : "output");
-    } else {
-        /* -z's level is an optional argument: "-z 9" is -z and a file 9 */
-        const char *first = argv[optind];
-        if (z_bare && first[0] >= '1' && first[0] <= '9' && first[1] == '\0')
-            return cli_usage_error("'%s' after -z is taken as a file name: attach the level "
-                                   "(-z%s, --gzip=%s or -%s)", first, first, first, first);
-        return cli_usage_error(left == 1 ? "missing OUT (use - for standard output)"
-                                         : "too many arguments");
+        return 0;
     }
-    return 0;
+    /* -z's level is an optional argument: "-z 9" is -z and a file 9 */
+    const char *first = operands[0];
+    if (z_bare && first[0] >= '1' && first[0] <= '9' && first[1] == '\0')
+        return cli_usage_error("'%s' after -z is taken as a file name: attach the level "
+                               "(-z%s, --gzip=%s or -%s)", first, first, first, first);
+    return cli_usage_error(left == 1 ? "missing OUT (use - for standard output)"
+                                     : "too many arguments");
+}
+
+static int parse(int argc, char **argv, struct options *o)
+{
+    int c, z_bare = 0;
+    while ((c = getopt_long(argc, argv, "z::j:o:rfqhV123456789", long_options, NULL)) != -1) {
+        int rc = parse_content_option(c, optarg, o);
+        if (rc < 0)
+            rc = parse_output_option(c, optarg, o, &z_bare);
+        if (rc < 0)
+            rc = parse_run_option(c, optarg, o);
+        if (rc != 0)
+            return rc < 0 ? cli_usage_error(NULL) : rc;
+    }
+    return parse_operands(argc - optind, argv + optind, o, z_bare);
 }
 
 static double ratio(uint64_t out, uint64_t in)
@@ -390,9 +388,7 @@ static void json_string(FILE *f, const char *s)
     cli_json_string(f, s, strlen(s));
 }
 
-/* "{" and, under --shard, the shard's name: every line a shard prints
- * says which it is, so that the lines of N shards can be put together. */
-static void json_open(FILE *f, const struct options *o)
+void json_open(FILE *f, const struct options *o)
 {
     fputc('{', f);
     if (o->shard_count != 0)
@@ -482,958 +478,167 @@ static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t
     cli_progress_update(ctx, pass, passes, done, total);
 }
 
-/* What says that an input is the one an output was made from, recorded
- * with the output in an extended attribute: its size, mtime and ctime
- * to the nanosecond.  An input replaced by `cp -p` or `rsync -a` keeps
- * its mtime (and often its size) but never its ctime, which no one can
- * set; the ctime also moves on chmod or a new link, which costs a redo,
- * never a stale output.  The attribute survives a rename and is read the
- * same on every machine that shares the tree. */
-#define INPUT_IDENTITY_XATTR "user.hprof-shrink.input"
-#define INPUT_IDENTITY_MAX 128
-
-static void input_identity(char *buf, size_t len, const struct stat *st)
+/* OUT a directory: into it under IN's name, as cp does.  @return 0 or an
+ * exit code. */
+static int output_into_directory(struct options *o)
 {
-    snprintf(buf, len, "size=%lld mtime=%lld.%09ld ctime=%lld.%09ld", (long long)st->st_size,
-             (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec,
-             st->st_ctim.tv_nsec);
+    struct stat out_st;
+    if (strcmp(o->out, "-") == 0 || stat(o->out, &out_st) != 0 || !S_ISDIR(out_st.st_mode))
+        return 0;
+    if (strcmp(o->in, "-") == 0)
+        return cli_usage_error("%s: is a directory (with standard input, name the output file)",
+                               cli_quote(o->out));
+    const char *base = strrchr(o->in, '/');
+    char *into = output_name(o->out, base ? base + 1 : o->in, o->gzip_level);
+    if (into == NULL) {
+        cli_error("out of memory");
+        return EXIT_IO;
+    }
+    free(o->out_alloc);
+    o->out = o->out_alloc = into;
+    return 0;
 }
 
-static char *output_name(const char *dir, const char *rel, int gzip);
-static int ends_with_nocase(const char *s, const char *suffix);
-
-static int shrink_file(struct options *o)
+/* The temporary output, synced when asked.  @return 0 or an exit code. */
+static int open_output(struct options *o, struct cli_output *out, const struct stat *in_st)
 {
-    struct hprof_error err = { 0 }, sink_err = { 0 };
-    struct hprof_reader *r = NULL;
-    struct hprof_sink *sink = NULL;
+    int code = cli_output_open(out, o->out, o->force, strcmp(o->in, "-") ? in_st : NULL);
+    /* A batch run takes an output newer than its input for done: after a
+     * crash, one the disk never got would pass for it. */
+    if (code == 0 && (o->sync < 0 ? o->batch : o->sync) && (code = cli_output_sync(out)) != 0)
+        cli_output_abort(out);
+    if (code != 0 || out->tmp == NULL || o->batch || o->quiet)
+        return code;
+    /* A name that says the other format misleads whoever opens the file
+     * later; it is the caller's name, so warn rather than change it. */
+    if (o->gzip_level && !ends_with_nocase(o->out, ".gz"))
+        cli_error("warning: %s: the output is gzip-compressed but its name does not end "
+                  "in .gz", cli_quote(o->out));
+    else if (!o->gzip_level && ends_with_nocase(o->out, ".gz"))
+        cli_error("warning: %s: the name ends in .gz but the output is not compressed "
+                  "(add -z)", cli_quote(o->out));
+    return 0;
+}
+
+/* One shrink, from the reader on the input to the sink on the output. */
+struct run {
+    struct hprof_error err, sink_err;
+    struct hprof_reader *r;
+    struct hprof_sink *sink;
     struct hprof_shrink_stats stats;
-    struct cli_output out;
     struct cli_progress progress;
+    int in_fd;
+    uint64_t written;           /* the output file's size; 0: not a file */
+};
+
+static int run_shrink(struct options *o, struct run *run, const struct cli_output *out)
+{
+    int rc = cli_open_reader(o->in, &run->in_fd, &run->r, &run->err);
+    if (rc == HPROF_OK) {
+        run->sink = o->gzip_level
+                        ? hprof_sink_new_gzip(out->fd, o->gzip_level, o->threads, &run->sink_err)
+                        : hprof_sink_new_fd(out->fd, &run->sink_err);
+        rc = run->sink ? HPROF_OK : run->sink_err.code;
+        if (run->sink != NULL && out->tmp != NULL) {
+            if (out->dir_fd >= 0) /* synced at the commit */
+                hprof_sink_set_writeback(run->sink, cli_writeback_step(hprof_reader_size(run->r)));
+            hprof_sink_set_preallocate(run->sink, CLI_PREALLOCATE_STEP);
+        }
+    }
+    o->shrink.progress = on_progress;
+    o->shrink.progress_ctx = &run->progress;
+    o->shrink.threads = o->threads;
+    if (rc == HPROF_OK)
+        rc = hprof_shrink(run->r, run->sink, &o->shrink, &run->stats, &run->err);
+    if (rc == HPROF_OK)
+        rc = hprof_sink_finish(run->sink);
+    if (rc == HPROF_OK && o->salvage) /* before the reader goes */
+        cli_salvage_collect(&o->salvaged, run->r, 1);
+    cli_progress_done(&run->progress);
+    struct stat st;
+    if (rc == HPROF_OK && out->tmp != NULL && fstat(out->fd, &st) == 0)
+        run->written = (uint64_t)st.st_size;
+    return rc;
+}
+
+/* After a failed shrink: says what failed; @return the exit code. */
+static int report_failure(const struct options *o, const struct run *run, int rc, int shrank)
+{
+    if (shrank)
+        return shrank;
+    /* the sink's own error is about OUT, anything else about IN */
+    if (run->sink_err.code != HPROF_OK)
+        cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
+                  run->sink_err.message[0] ? run->sink_err.message : "write failed");
+    else
+        cli_file_error(o->in, run->err.message);
+    return cli_exit_code(rc);
+}
+
+/* What a successful shrink prints, by mode. */
+static void report_success(const struct options *o, const struct run *run, int out_is_file,
+                           const char *name)
+{
+    const struct hprof_shrink_stats *s = &run->stats;
+    if (o->batch && !o->json) {
+        double secs = 0;
+        for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
+            secs += s->pass_seconds[i];
+        uint64_t n = run->written ? run->written : s->bytes_out;
+        printf("%s -> %s: %" PRIu64 " -> %" PRIu64 " bytes (%.1f%%), %.2f s\n", cli_quote(o->in),
+               cli_quote(o->out), s->bytes_in, n, ratio(n, s->bytes_in), secs);
+        fflush(stdout);
+    }
+    if (o->salvage && !o->quiet)
+        cli_salvage_print(name, &o->salvaged);
+    if (!o->batch && !o->quiet && !o->json && !o->stats)
+        print_summary(o, s, run->written, out_is_file, cli_progress_seconds(&run->progress));
+    if (o->stats)
+        print_stats(stderr, o, s, run->written);
+    if (o->json)
+        print_json(strcmp(o->out, "-") == 0 ? stderr : stdout, o, s, run->written);
+}
+
+int shrink_file(struct options *o)
+{
+    struct run run = { .in_fd = -1 };
+    struct cli_output out;
     struct stat in_st = { 0 };
-    int in_fd = -1, code;
     const char *name = strcmp(o->in, "-") == 0 ? "standard input" : o->in;
 
     if (strcmp(o->in, "-") != 0 && stat(o->in, &in_st) != 0) {
         cli_file_error(o->in, strerror(errno));
         return EXIT_IO;
     }
-    /* OUT a directory: into it under IN's name, as cp does */
-    struct stat out_st;
-    char *into = NULL;
-    if (strcmp(o->out, "-") != 0 && stat(o->out, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
-        const char *base = strrchr(o->in, '/');
-        if (strcmp(o->in, "-") == 0) {
-            return cli_usage_error("%s: is a directory (with standard input, name the output file)",
-                      cli_quote(o->out));
-        }
-        into = output_name(o->out, base ? base + 1 : o->in, o->gzip_level);
-        if (into == NULL) {
-            cli_error("out of memory");
-            return EXIT_IO;
-        }
-        free(o->out_alloc);
-        o->out = o->out_alloc = into;
-    }
-    code = cli_output_open(&out, o->out, o->force, strcmp(o->in, "-") ? &in_st : NULL);
-    /* A batch run takes an output newer than its input for done: after a
-     * crash, one the disk never got would pass for it. */
-    if (code == 0 && (o->sync < 0 ? o->batch : o->sync) && (code = cli_output_sync(&out)) != 0)
-        cli_output_abort(&out);
-    /* A name that says the other format misleads whoever opens the file
-     * later; it is the caller's name, so warn rather than change it. */
-    if (code == 0 && out.tmp != NULL && !o->batch && !o->quiet) {
-        if (o->gzip_level && !ends_with_nocase(o->out, ".gz"))
-            cli_error("warning: %s: the output is gzip-compressed but its name does not end "
-                      "in .gz", cli_quote(o->out));
-        else if (!o->gzip_level && ends_with_nocase(o->out, ".gz"))
-            cli_error("warning: %s: the name ends in .gz but the output is not compressed "
-                      "(add -z)", cli_quote(o->out));
-    }
+    int code = output_into_directory(o);
+    if (code == 0)
+        code = open_output(o, &out, &in_st);
     if (code != 0)
         return code;
     /* from here on one progress line: a pipe or a .gz input is spooled
      * (decompressed) first, then the passes read it */
-    cli_progress_init(&progress, name, o->quiet || o->batch);
-    cli_progress_note(&progress, "reading the input");
+    cli_progress_init(&run.progress, name, o->quiet || o->batch);
+    cli_progress_note(&run.progress, "reading the input");
     cli_set_salvage(o->salvage);
     cli_set_input_threads(o->threads);
-    int rc = cli_open_reader(o->in, &in_fd, &r, &err);
-    if (rc == HPROF_OK) {
-        sink = o->gzip_level ? hprof_sink_new_gzip(out.fd, o->gzip_level, o->threads, &sink_err)
-                             : hprof_sink_new_fd(out.fd, &sink_err);
-        rc = sink ? HPROF_OK : sink_err.code;
-        if (sink != NULL && out.tmp != NULL) {
-            if (out.dir_fd >= 0) /* synced at the commit */
-                hprof_sink_set_writeback(sink, cli_writeback_step(hprof_reader_size(r)));
-            hprof_sink_set_preallocate(sink, CLI_PREALLOCATE_STEP);
-        }
-    }
-    o->shrink.progress = on_progress;
-    o->shrink.progress_ctx = &progress;
-    o->shrink.threads = o->threads;
-    if (rc == HPROF_OK)
-        rc = hprof_shrink(r, sink, &o->shrink, &stats, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_sink_finish(sink);
-    if (rc == HPROF_OK && o->salvage) /* before the reader goes */
-        cli_salvage_collect(&o->salvaged, r, 1);
-    cli_progress_done(&progress);
-    uint64_t written = 0;
-    int out_is_file = out.tmp != NULL;
-    if (rc == HPROF_OK && out.tmp != NULL) {
-        struct stat st;
-        if (fstat(out.fd, &st) == 0)
-            written = (uint64_t)st.st_size;
-    }
-    hprof_sink_free(sink);
+    int rc = run_shrink(o, &run, &out);
+    hprof_sink_free(run.sink);
     /* an input cut under us fails whatever touches its bytes first */
-    int shrank = rc != HPROF_OK ? cli_input_shrank(o->in, in_fd, r) : 0;
-    cli_close_reader(in_fd, r);
+    int shrank = rc != HPROF_OK ? cli_input_shrank(o->in, run.in_fd, run.r) : 0;
+    cli_close_reader(run.in_fd, run.r);
     if (rc != HPROF_OK) {
-        if (shrank) {
-            cli_output_abort(&out);
-            return shrank;
-        }
-        /* the sink's own error is about OUT, anything else about IN */
-        if (sink_err.code != HPROF_OK)
-            cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
-                      sink_err.message[0] ? sink_err.message : "write failed");
-        else
-            cli_file_error(o->in, err.message);
+        code = report_failure(o, &run, rc, shrank);
         cli_output_abort(&out);
-        return cli_exit_code(rc);
+        return code;
     }
     /* the input as it was before it was read: one changed since is redone */
-    if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode)) {
-        char id[INPUT_IDENTITY_MAX];
-        input_identity(id, sizeof id, &in_st);
-        if (fsetxattr(out.fd, INPUT_IDENTITY_XATTR, id, strlen(id), 0) != 0 && errno != ENOTSUP)
-            cli_error("warning: %s: cannot record its input's identity: %s", cli_quote(o->out),
-                      strerror(errno));
-    }
+    if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode))
+        record_input_identity(out.fd, o->out, &in_st);
+    int out_is_file = out.tmp != NULL;
     if ((code = cli_output_commit(&out)) != 0)
         return code;
-    if (o->batch && !o->json) {
-        double secs = 0;
-        for (int i = 0; i < stats.passes && i < HPROF_SHRINK_MAX_PASSES; i++)
-            secs += stats.pass_seconds[i];
-        printf("%s -> %s: %" PRIu64 " -> %" PRIu64 " bytes (%.1f%%), %.2f s\n", cli_quote(o->in),
-               cli_quote(o->out), stats.bytes_in, written ? written : stats.bytes_out,
-               ratio(written ? written : stats.bytes_out, stats.bytes_in), secs);
-        fflush(stdout);
-    }
-    if (o->salvage && !o->quiet)
-        cli_salvage_print(name, &o->salvaged);
-    if (!o->batch && !o->quiet && !o->json && !o->stats)
-        print_summary(o, &stats, written, out_is_file, cli_progress_seconds(&progress));
-    if (o->stats)
-        print_stats(stderr, o, &stats, written);
-    if (o->json)
-        print_json(strcmp(o->out, "-") == 0 ? stderr : stdout, o, &stats, written);
+    report_success(o, &run, out_is_file, name);
     return EXIT_OK;
-}
-
-/* ---- Batch mode ------------------------------------------------------------- */
-
-/* Every input the batch meets, decided before any work starts: to do,
- * skipped (with a reason) or failed (with a reason and an exit code). */
-enum job_state { JOB_TODO, JOB_SKIPPED, JOB_FAILED };
-
-struct job {
-    char *in, *out;         /* out: NULL when there is none */
-    int state;
-    int code;               /* JOB_FAILED: its exit code */
-    char *reason;
-};
-
-struct file_list {
-    struct job *jobs;
-    size_t n, cap;
-};
-
-struct tally {
-    size_t shrunk, failed, skipped;
-};
-
-static int ends_with_nocase(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcasecmp(s + n - k, suffix) == 0;
-}
-
-/* *.hprof and *.hprof.gz, in any case (ANDROID.HPROF). */
-static int is_dump_name(const char *path)
-{
-    return ends_with_nocase(path, ".hprof") || ends_with_nocase(path, ".hprof.gz");
-}
-
-/* Whether the input at REL (its path below the root named on the command
- * line, or its base name) is this run's under --shard.  The hash is FNV-1a
- * of REL without ".gz": the same on every machine and in every run, and
- * the same for x.hprof and x.hprof.gz, which would write one output, so
- * that they meet in one shard, where find_collisions() sees them.  A file
- * added to the tree lands in exactly one shard; the others are unmoved. */
-static int in_my_shard(const struct options *o, const char *rel)
-{
-    if (o->shard_count == 0)
-        return 1;
-    while (*rel == '/')
-        rel++;
-    size_t n = strlen(rel) - (ends_with_nocase(rel, ".gz") ? 3 : 0);
-    uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)rel[i];
-        h *= 0x100000001b3u;
-    }
-    return h % o->shard_count == o->shard_index;
-}
-
-/* DIR/REL with REL's ".gz" dropped, and added back with --gzip; DIR's
- * trailing slashes are not doubled. */
-static char *output_name(const char *dir, const char *rel, int gzip)
-{
-    size_t dn = strlen(dir);
-    while (dn > 1 && dir[dn - 1] == '/')
-        dn--;
-    while (*rel == '/')
-        rel++;
-    size_t n = strlen(rel) - (ends_with_nocase(rel, ".gz") ? 3 : 0);
-    size_t len = dn + 1 + n + sizeof ".gz";
-    char *out = malloc(len);
-    if (out != NULL)
-        snprintf(out, len, "%.*s%s%.*s%s", (int)dn, dir, dir[dn - 1] == '/' ? "" : "/", (int)n,
-                 rel, gzip ? ".gz" : "");
-    return out;
-}
-
-static struct job *add_job(struct file_list *l, const char *in, char *out, int state, int code,
-                           const char *reason)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct job *a = realloc(l->jobs, cap * sizeof *a);
-        if (a == NULL)
-            return NULL;
-        l->jobs = a;
-        l->cap = cap;
-    }
-    struct job *j = &l->jobs[l->n];
-    j->in = strdup(in);
-    j->out = out;
-    j->state = state;
-    j->code = code;
-    j->reason = reason ? strdup(reason) : NULL;
-    if (j->in == NULL || (reason != NULL && j->reason == NULL)) {
-        free(j->in);
-        free(j->reason);
-        return NULL;
-    }
-    l->n++;
-    return j;
-}
-
-/* nftw() has no context argument; the walk fills these. */
-static struct file_list *walk_list;
-static const struct options *walk_options;
-static size_t walk_root_len;
-static int walk_failed;
-static struct stat walk_out_dir;    /* the output directory: not walked */
-static int walk_out_dir_known;
-
-static int walk_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    const struct options *o = walk_options;
-    const char *rel = path + (strlen(path) > walk_root_len ? walk_root_len : strlen(path));
-    char reason[256];
-    struct stat target;
-    struct job *j = (struct job *)1;
-    if (type != FTW_D && !in_my_shard(o, rel))
-        return FTW_CONTINUE;
-    switch (type) {
-    case FTW_D:
-        if (walk_out_dir_known && st->st_dev == walk_out_dir.st_dev &&
-            st->st_ino == walk_out_dir.st_ino) {
-            /* our own outputs, from this run or an earlier one; IN itself
-             * as the output directory would overwrite every input */
-            if (ftw->level == 0)
-                j = add_job(walk_list, path, NULL, JOB_FAILED, EXIT_USAGE,
-                            "is the output directory: choose another -o");
-            return j ? FTW_SKIP_SUBTREE : FTW_STOP;
-        }
-        break;
-    case FTW_DNR: {
-        /* nftw() does not say why; opendir() will */
-        DIR *d = opendir(path);
-        snprintf(reason, sizeof reason, "cannot read this directory: %s",
-                 d ? "unreadable" : strerror(errno));
-        if (d)
-            closedir(d);
-        j = add_job(walk_list, path, NULL, JOB_FAILED, EXIT_IO, reason);
-        break;
-    }
-    case FTW_NS:
-        snprintf(reason, sizeof reason, "cannot stat: %s", strerror(errno));
-        j = add_job(walk_list, path, NULL, JOB_FAILED, EXIT_IO, reason);
-        break;
-    case FTW_SL:
-        if (!is_dump_name(path))
-            break;
-        /* a link to a dump is followed; to anything else, said why not */
-        if (stat(path, &target) != 0) {
-            snprintf(reason, sizeof reason, "skipped, a symbolic link to nothing (%s)",
-                     strerror(errno));
-            j = add_job(walk_list, path, NULL, JOB_SKIPPED, 0, reason);
-        } else if (!S_ISREG(target.st_mode)) {
-            j = add_job(walk_list, path, NULL, JOB_SKIPPED, 0,
-                        "skipped, a symbolic link to something that is not a regular file");
-        } else {
-            char *out = output_name(o->out_dir, rel, o->gzip_level);
-            j = out ? add_job(walk_list, path, out, JOB_TODO, 0, NULL) : NULL;
-        }
-        break;
-    case FTW_F:
-        if (!is_dump_name(path))
-            break;
-        if (!S_ISREG(st->st_mode)) {
-            /* a FIFO would block the batch; a device has no end */
-            snprintf(reason, sizeof reason, "skipped, not a regular file (%s)",
-                     S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISSOCK(st->st_mode) ? "a socket" :
-                     S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device" : "special");
-            j = add_job(walk_list, path, NULL, JOB_SKIPPED, 0, reason);
-        } else {
-            char *out = output_name(o->out_dir, rel, o->gzip_level);
-            j = out ? add_job(walk_list, path, out, JOB_TODO, 0, NULL) : NULL;
-        }
-        break;
-    default:
-        break;
-    }
-    if (j == NULL) {
-        walk_failed = 1;
-        return FTW_STOP;
-    }
-    return FTW_CONTINUE;
-}
-
-static int compare_jobs_by_input(const void *a, const void *b)
-{
-    return strcmp(((const struct job *)a)->in, ((const struct job *)b)->in);
-}
-
-static const struct job *sort_jobs;
-
-static int compare_by_output(const void *a, const void *b)
-{
-    const struct job *x = &sort_jobs[*(const size_t *)a], *y = &sort_jobs[*(const size_t *)b];
-    int c = strcmp(x->out, y->out);
-    return c ? c : (x < y ? -1 : x > y);
-}
-
-/* Directory `dir`, just made, synced into its parent: an output synced
- * into a directory whose own name a crash loses is lost too.  A parent we
- * may write in but not read cannot be synced and is left so: a lost
- * directory only means outputs the next run makes again, never one that
- * passes for done.  (One another process of the batch made is synced by
- * that one, just after.)  @return 1, or 0 with errno set. */
-static int new_dir_synced(const char *dir)
-{
-    return cli_sync_directory_of(dir) == 0 || errno == EACCES || errno == EPERM;
-}
-
-/* mkdir -p of `path` itself (dir = 1) or of its directory part, each new
- * directory made with `mode` (no more open than the inputs: see
- * cli_directory_mode()) and synced into its parent with `sync`. */
-static int make_dirs(const char *path, int dir, int sync, mode_t mode)
-{
-    char *p0 = strdup(path);
-    int rc = 0, first_error = 0;
-    if (p0 == NULL)
-        return -1;
-    for (char *p = p0 + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        if (*p == '\0' && !dir)
-            break;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(p0, mode) == 0 ? sync && !new_dir_synced(p0) : errno != EEXIST) {
-            first_error = rc == 0 ? errno : first_error;
-            rc = -1;
-        }
-        *p = c;
-        if (c == '\0')
-            break;
-    }
-    free(p0);
-    if (rc != 0)
-        errno = first_error; /* what the caller reports */
-    return rc;
-}
-
-/* Two inputs must never write one output: every input of such a group is
- * marked failed (naming the others) before anything is written. */
-static int find_collisions(struct file_list *l)
-{
-    size_t *idx = malloc((l->n + 1) * sizeof *idx), m = 0;
-    if (idx == NULL)
-        return -1;
-    for (size_t i = 0; i < l->n; i++)
-        if (l->jobs[i].state == JOB_TODO)
-            idx[m++] = i;
-    sort_jobs = l->jobs;
-    qsort(idx, m, sizeof *idx, compare_by_output);
-    for (size_t a = 0; a < m;) {
-        size_t b = a + 1;
-        while (b < m && strcmp(l->jobs[idx[a]].out, l->jobs[idx[b]].out) == 0)
-            b++;
-        for (size_t k = a; b - a > 1 && k < b; k++) {
-            struct job *j = &l->jobs[idx[k]];
-            const struct job *other = &l->jobs[idx[k == a ? a + 1 : a]];
-            size_t len = strlen(other->in) + strlen(j->out) + 128;
-            char *reason = malloc(len);
-            if (reason == NULL) {
-                free(idx);
-                return -1;
-            }
-            snprintf(reason, len, "skipped: %s would write %s too%s", cli_quote(other->in),
-                     cli_quote(j->out), b - a > 2 ? " (and others)" : "");
-            free(j->reason);
-            j->reason = reason;
-            j->state = JOB_FAILED;
-            j->code = EXIT_INVALID;
-        }
-        a = b;
-    }
-    free(idx);
-    return 0;
-}
-
-static int collect_inputs(const struct options *o, struct file_list *l)
-{
-    for (int i = 0; i < o->n_inputs; i++) {
-        const char *in = o->inputs[i];
-        const char *base = strrchr(in, '/');
-        struct stat st;
-        int stat_rc = stat(in, &st);
-        if ((stat_rc != 0 || !S_ISDIR(st.st_mode)) && !in_my_shard(o, base ? base + 1 : in))
-            continue;
-        if (stat_rc != 0) {
-            char reason[256];
-            snprintf(reason, sizeof reason, "%s", strerror(errno));
-            if (add_job(l, in, NULL, JOB_FAILED, EXIT_IO, reason) == NULL)
-                goto nomem;
-            continue;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            if (!o->recursive) {
-                return cli_usage_error("%s: is a directory (use -r)", cli_quote(in));
-            }
-            size_t before = l->n;
-            walk_list = l;
-            walk_options = o;
-            walk_root_len = strlen(in) + (in[strlen(in) - 1] != '/');
-            walk_failed = 0;
-            if (nftw(in, walk_entry, 32, FTW_PHYS | FTW_ACTIONRETVAL) == -1 || walk_failed) {
-                if (walk_failed)
-                    goto nomem;
-                cli_error("%s: cannot walk: %s", cli_quote(in), strerror(errno));
-                return EXIT_IO;
-            }
-            /* a stable order, whatever the directory order */
-            qsort(l->jobs + before, l->n - before, sizeof *l->jobs, compare_jobs_by_input);
-            continue;
-        }
-        /* named on the command line, it is read whatever it is (a FIFO
-         * from a shell's <(...) included) */
-        char *out = output_name(o->out_dir, base ? base + 1 : in, o->gzip_level);
-        if (out == NULL || add_job(l, in, out, JOB_TODO, 0, NULL) == NULL) {
-            free(out);
-            goto nomem;
-        }
-    }
-    if (find_collisions(l) != 0)
-        goto nomem;
-    return 0;
-nomem:
-    cli_error("out of memory");
-    return EXIT_IO;
-}
-
-/* An output is up to date when it records the identity its input has
- * now (input_identity()).  One without the record (made by an older
- * version, or on a file system without user extended attributes) is up
- * to date when it is newer than its input. */
-static int up_to_date(const char *in, const char *out)
-{
-    struct stat si, so;
-    char now[INPUT_IDENTITY_MAX], recorded[INPUT_IDENTITY_MAX];
-    if (stat(in, &si) != 0 || stat(out, &so) != 0)
-        return 0;
-    ssize_t n = getxattr(out, INPUT_IDENTITY_XATTR, recorded, sizeof recorded - 1);
-    if (n >= 0) {
-        recorded[n] = '\0';
-        input_identity(now, sizeof now, &si);
-        return strcmp(now, recorded) == 0;
-    }
-    return so.st_mtim.tv_sec > si.st_mtim.tv_sec ||
-           (so.st_mtim.tv_sec == si.st_mtim.tv_sec && so.st_mtim.tv_nsec > si.st_mtim.tv_nsec);
-}
-
-static const char *exit_class(int code)
-{
-    switch (code) {
-    case EXIT_OK: return "ok";
-    case EXIT_INVALID: return "invalid input";
-    case EXIT_USAGE: return "usage";
-    default: return "I/O error";
-    }
-}
-
-/* Batch mode's standard output has one writer, the parent: children
- * send their lines through a pipe, and each line goes out in one
- * write(), so that no other line lands inside it however long it is.
- * The first write error is kept for the exit status. */
-static int batch_out_error;
-
-static void write_line(const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t k = write(STDOUT_FILENO, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            if (batch_out_error == 0)
-                batch_out_error = k < 0 ? errno : EIO;
-            return;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-}
-
-/* A line built in memory, then written whole. */
-struct line {
-    char *buf;
-    size_t len;
-    FILE *f;
-};
-
-static FILE *line_open(struct line *l)
-{
-    l->buf = NULL;
-    l->len = 0;
-    l->f = open_memstream(&l->buf, &l->len);
-    return l->f;
-}
-
-static void line_emit(struct line *l)
-{
-    if (l->f == NULL || fclose(l->f) != 0) {
-        cli_error("out of memory");
-        if (batch_out_error == 0)
-            batch_out_error = ENOMEM;
-    } else {
-        write_line(l->buf, l->len);
-    }
-    free(l->buf);
-}
-
-/* With --json, one object for an input that was not shrunk.  `offset`:
- * from "offset 0x..." in the message, if any. */
-static void json_unshrunk(const struct options *o, const char *in, const char *out, int failed,
-                          int code, const char *reason)
-{
-    struct line l;
-    FILE *f = line_open(&l);
-    if (f == NULL) {
-        line_emit(&l);
-        return;
-    }
-    json_open(f, o);
-    fprintf(f, "\"input\":");
-    cli_json_string(f, in, strlen(in));
-    fprintf(f, ",\"output\":");
-    if (out)
-        cli_json_string(f, out, strlen(out));
-    else
-        fprintf(f, "null");
-    fprintf(f, ",\"status\":\"%s\"", failed ? "failed" : "skipped");
-    fprintf(f, ",\"%s\":", failed ? "error" : "reason");
-    cli_json_string(f, reason, strlen(reason));
-    if (failed) {
-        const char *at = strstr(reason, "offset 0x");
-        if (at != NULL)
-            fprintf(f, ",\"offset\":%llu", strtoull(at + 9, NULL, 16));
-        else
-            fprintf(f, ",\"offset\":null");
-        fprintf(f, ",\"exit\":%d,\"class\":\"%s\"", code, exit_class(code));
-    }
-    fprintf(f, "}\n");
-    line_emit(&l);
-}
-
-/* An input that was not shrunk: skipped on stdout (text), failed on stderr,
- * and with --json an object on stdout. */
-static void report_unshrunk(const struct options *o, const char *in, const char *out,
-                            int failed, int code, const char *reason)
-{
-    if (!failed && !o->json) {
-        struct line l;
-        FILE *f = line_open(&l);
-        if (f != NULL)
-            fprintf(f, "%s%s%s: %s\n", cli_quote(in), out ? " -> " : "",
-                    out ? cli_quote(out) : "", reason);
-        line_emit(&l);
-    }
-    if (failed)
-        cli_error("%s: %s", cli_quote(in), reason);
-    if (o->json)
-        json_unshrunk(o, in, out, failed, code, reason);
-}
-
-static volatile sig_atomic_t batch_signal;
-
-static void on_batch_signal(int sig)
-{
-    batch_signal = sig;
-}
-
-static int run_one_child(struct options *o, const char *in, const char *out)
-{
-    o->in = in;
-    o->out = out;
-    o->threads = 1;         /* the parallelism is across files */
-    struct stat in_st;
-    mode_t mode = cli_directory_mode(stat(in, &in_st) == 0 ? &in_st : NULL);
-    if (make_dirs(out, 0, o->sync != 0, mode) != 0) { /* batch mode syncs unless --no-sync */
-        char reason[256];
-        snprintf(reason, sizeof reason, "cannot create the output's directory: %s",
-                 strerror(errno));
-        report_unshrunk(o, in, out, 1, EXIT_IO, reason);
-        return EXIT_IO;
-    }
-    int code = shrink_file(o);
-    /* whatever failed said so on stderr; the first message is the error */
-    if (code != 0 && o->json)
-        json_unshrunk(o, in, out, 1, code, cli_first_error[0] ? cli_first_error : "failed");
-    return code;
-}
-
-/* Every directory that will hold outputs, once: stale temporary files of
- * killed runs there are removed. */
-static void clean_output_dirs(const struct file_list *l)
-{
-    char *last = NULL;
-    for (size_t i = 0; i < l->n; i++) {
-        if (l->jobs[i].out == NULL)
-            continue;
-        char *dir = strdup(l->jobs[i].out);
-        if (dir == NULL)
-            break;
-        char *slash = strrchr(dir, '/');
-        if (slash != NULL)
-            slash[slash == dir] = '\0';
-        if (last == NULL || strcmp(last, dir) != 0) {
-            cli_remove_stale_temps(slash ? dir : ".");
-            free(last);
-            last = dir;
-        } else {
-            free(dir);
-        }
-    }
-    free(last);
-}
-
-/* The output directory's mode: what every input named on the command
- * line lets read (a directory input, its files' mode is not known yet). */
-static mode_t inputs_directory_mode(const struct options *o)
-{
-    struct stat all = { .st_mode = S_IFREG | 0777 }, st;
-    int any = 0;
-    for (int i = 0; i < o->n_inputs; i++)
-        if (stat(o->inputs[i], &st) == 0) {
-            all.st_mode &= (st.st_mode & 0777) | S_IFMT;
-            any = 1;
-        }
-    return cli_directory_mode(any ? &all : NULL);
-}
-
-/* A running child: its pid, its job, and the read end of the pipe its
- * standard output goes to, with the part of a line not yet complete. */
-struct child {
-    pid_t pid;              /* 0: a free slot */
-    size_t job;
-    int from;               /* -1 once the child closed it */
-    char *pending;
-    size_t len, cap;
-};
-
-/* Write each complete line the child sent; with `eof`, the rest too. */
-static void pass_lines_on(struct child *c, int eof)
-{
-    size_t start = 0;
-    for (size_t i = 0; i < c->len; i++)
-        if (c->pending[i] == '\n') {
-            write_line(c->pending + start, i + 1 - start);
-            start = i + 1;
-        }
-    if (eof && start < c->len) {
-        write_line(c->pending + start, c->len - start);
-        write_line("\n", 1);
-        start = c->len;
-    }
-    memmove(c->pending, c->pending + start, c->len - start);
-    c->len -= start;
-}
-
-/* Read what the child sent; @return 0, or 1 once it closed the pipe. */
-static int read_child(struct child *c)
-{
-    if (c->cap - c->len < 4096) {
-        size_t cap = c->cap ? c->cap * 2 : 16384;
-        char *p = realloc(c->pending, cap);
-        if (p == NULL) { /* pass on what there is, cut */
-            write_line(c->pending, c->len);
-            c->len = 0;
-        } else {
-            c->pending = p;
-            c->cap = cap;
-        }
-    }
-    ssize_t n = read(c->from, c->pending + c->len, c->cap - c->len);
-    if (n < 0)
-        return errno == EINTR || errno == EAGAIN ? 0 : 1;
-    c->len += (size_t)n;
-    pass_lines_on(c, n == 0);
-    return n == 0;
-}
-
-/* Starts job `i` in a free slot, its standard output a pipe to us.
- * @return 0, or -1 with errno set. */
-static int start_child(struct options *o, struct file_list *l, size_t i, struct child *slots,
-                       unsigned jobs, const struct sigaction *old_int,
-                       const struct sigaction *old_term)
-{
-    struct job *j = &l->jobs[i];
-    int fds[2];
-    if (pipe(fds) != 0)
-        return -1;
-    fflush(stdout);
-    /* A signal between fork() and the child's own handlers would reach
-     * only the parent's, which a child ignores: held until both sides
-     * have theirs, it reaches each. */
-    sigset_t stop_signals, before;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop_signals, &before);
-    pid_t pid = fork();
-    if (pid == 0) {
-        sigaction(SIGINT, old_int, NULL);
-        sigaction(SIGTERM, old_term, NULL);
-        sigprocmask(SIG_SETMASK, &before, NULL);
-        for (unsigned k = 0; k < jobs; k++)
-            if (slots[k].pid > 0 && slots[k].from >= 0)
-                close(slots[k].from);
-        close(fds[0]);
-        if (dup2(fds[1], STDOUT_FILENO) < 0)
-            _exit(EXIT_IO);
-        close(fds[1]);
-        o->force = 1; /* the up-to-date check decided */
-        _exit(run_one_child(o, j->in, j->out));
-    }
-    int error = errno;
-    close(fds[1]);
-    if (pid < 0) {
-        sigprocmask(SIG_SETMASK, &before, NULL);
-        close(fds[0]);
-        errno = error;
-        return -1;
-    }
-    for (unsigned k = 0; k < jobs; k++)
-        if (slots[k].pid == 0) {
-            slots[k].pid = pid;
-            slots[k].job = i;
-            slots[k].from = fds[0];
-            slots[k].len = 0;
-            break;
-        }
-    sigprocmask(SIG_SETMASK, &before, NULL);
-    return 0;
-}
-
-/* Waits for output from the children, or a signal; reaps a child once
- * its pipe is closed.  @return its slot, or -1 (nothing reaped). */
-static int reap_child(struct child *slots, unsigned jobs, int *status)
-{
-    struct pollfd pfd[256];
-    unsigned slot_of[256], n = 0;
-    for (unsigned k = 0; k < jobs && n < 256; k++)
-        if (slots[k].pid > 0) {
-            pfd[n].fd = slots[k].from;
-            pfd[n].events = POLLIN;
-            slot_of[n++] = k;
-        }
-    for (unsigned i = 0; i < n; i++) /* closed already: reap it */
-        if (pfd[i].fd < 0) {
-            struct child *c = &slots[slot_of[i]];
-            if (waitpid(c->pid, status, 0) < 0 && errno == EINTR)
-                return -1;
-            c->pid = 0;
-            return (int)slot_of[i];
-        }
-    if (poll(pfd, n, -1) < 0)
-        return -1;
-    for (unsigned i = 0; i < n; i++) {
-        struct child *c = &slots[slot_of[i]];
-        if (pfd[i].revents && read_child(c)) {
-            close(c->from);
-            c->from = -1;
-        }
-    }
-    errno = 0;
-    return -1;
-}
-
-static int run_batch(struct options *o)
-{
-    struct file_list l = { 0 };
-    struct tally t = { 0 };
-    struct stat st;
-    int worst = 0;
-    unsigned jobs = o->threads ? o->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned running = 0;
-    size_t next = 0;
-    int signal_passed_on = 0;
-    if (jobs < 1)
-        jobs = 1;
-    if (jobs > 256)
-        jobs = 256;
-    o->batch = 1;
-    /* The output directory exists before the walk, so that the walk can
-     * leave it out when it lies inside an input directory. */
-    if (make_dirs(o->out_dir, 1, o->sync != 0, inputs_directory_mode(o)) != 0 ||
-        stat(o->out_dir, &st) != 0) {
-        cli_error("%s: cannot create the output directory: %s", cli_quote(o->out_dir),
-                  strerror(errno));
-        return EXIT_IO;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        return cli_usage_error("%s: not a directory", cli_quote(o->out_dir));
-    }
-    walk_out_dir = st;
-    walk_out_dir_known = 1;
-    worst = collect_inputs(o, &l);
-    if (worst == 0)
-        clean_output_dirs(&l);
-    /* Children die of SIGINT/SIGTERM removing their temporary files (the
-     * handlers of cli.c); the parent stops starting new ones and waits. */
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_batch_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    struct child *slots = calloc(jobs, sizeof *slots);
-    if (slots == NULL)
-        worst = EXIT_IO;
-    while (worst != EXIT_USAGE && slots != NULL && (next < l.n || running > 0)) {
-        if (next < l.n && running < jobs && !batch_signal) {
-            size_t i = next++;
-            struct job *j = &l.jobs[i];
-            if (j->state != JOB_TODO) {
-                int failed = j->state == JOB_FAILED;
-                report_unshrunk(o, j->in, j->out, failed, j->code, j->reason);
-                if (failed) {
-                    t.failed++;
-                    if (j->code > worst)
-                        worst = j->code;
-                } else {
-                    t.skipped++;
-                }
-                continue;
-            }
-            if (!o->force && up_to_date(j->in, j->out)) {
-                report_unshrunk(o, j->in, j->out, 0, 0, "skipped, output is newer (use -f)");
-                t.skipped++;
-                continue;
-            }
-            if (start_child(o, &l, i, slots, jobs, &old_int, &old_term) != 0) {
-                char reason[256];
-                snprintf(reason, sizeof reason, "cannot start: %s", strerror(errno));
-                report_unshrunk(o, j->in, j->out, 1, EXIT_IO, reason);
-                t.failed++;
-                worst = EXIT_IO;
-                continue;
-            }
-            running++;
-            continue;
-        }
-        if (batch_signal && next < l.n)
-            next = l.n; /* start nothing more */
-        if (batch_signal && !signal_passed_on) {
-            /* the children may not have had it: a kill(1) of the
-             * parent alone */
-            for (unsigned k = 0; k < jobs; k++)
-                if (slots[k].pid > 0)
-                    kill(slots[k].pid, batch_signal);
-            signal_passed_on = 1;
-        }
-        int status;
-        int k = reap_child(slots, jobs, &status);
-        if (k < 0)
-            continue; /* a signal: passed on above, on the next round */
-        size_t which = slots[k].job;
-        running--;
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_IO;
-        if (code == 0) {
-            t.shrunk++;
-        } else {
-            t.failed++;
-            /* a child that died of a signal could not say so itself */
-            if (WIFSIGNALED(status) && !batch_signal && which < l.n) {
-                char reason[64];
-                snprintf(reason, sizeof reason, "killed by signal %d", WTERMSIG(status));
-                report_unshrunk(o, l.jobs[which].in, l.jobs[which].out, 1, code, reason);
-            }
-        }
-        if (code > worst)
-            worst = code;
-    }
-    if (slots != NULL)
-        for (unsigned k = 0; k < jobs; k++)
-            free(slots[k].pending);
-    free(slots);
-    if (!batch_signal && worst != EXIT_USAGE) {
-        struct line sum;
-        FILE *f = line_open(&sum);
-        if (f != NULL && o->json) {
-            json_open(f, o);
-            fprintf(f, "\"shrunk\":%zu,\"failed\":%zu,\"skipped\":%zu,\"exit\":%d}\n", t.shrunk,
-                    t.failed, t.skipped, worst);
-        } else if (f != NULL) {
-            if (o->shard_count != 0)
-                fprintf(f, "shard %u/%u: ", o->shard_index, o->shard_count);
-            fprintf(f, "%zu shrunk, %zu failed, %zu skipped\n", t.shrunk, t.failed, t.skipped);
-        }
-        line_emit(&sum);
-    }
-    if (batch_out_error != 0) {
-        cli_error("standard output: write error: %s", strerror(batch_out_error));
-        worst = EXIT_IO;
-    }
-    for (size_t i = 0; i < l.n; i++) {
-        free(l.jobs[i].in);
-        free(l.jobs[i].out);
-        free(l.jobs[i].reason);
-    }
-    free(l.jobs);
-    if (batch_signal) {
-        signal(batch_signal, SIG_DFL);
-        raise(batch_signal);
-    }
-    return worst;
 }
 
 int main(int argc, char **argv)

@@ -119,10 +119,65 @@ static void print_classes(FILE *f, const char *title, const struct hprof_info_cl
                 classes[i].objects.count, classes[i].objects.bytes);
 }
 
+/* The `top` classes by count, then by bytes. */
+static void print_top_classes(FILE *f, const struct hprof_info *info, size_t top)
+{
+    struct hprof_info_class *classes = malloc((info->n_classes + 1) * sizeof *classes);
+    if (classes == NULL)
+        return;
+    size_t n = info->n_classes < top ? info->n_classes : top;
+    char title[64];
+    memcpy(classes, info->classes, info->n_classes * sizeof *classes);
+    qsort(classes, info->n_classes, sizeof *classes, by_count);
+    snprintf(title, sizeof title, "Top %zu classes by count", n);
+    print_classes(f, title, classes, n);
+    qsort(classes, info->n_classes, sizeof *classes, by_bytes);
+    snprintf(title, sizeof title, "Top %zu classes by bytes", n);
+    print_classes(f, title, classes, n);
+    free(classes);
+}
+
+/* The bitmaps' totals and the `top` largest. */
+static void print_bitmaps(FILE *f, const struct hprof_info *info, size_t top)
+{
+    size_t *order = sorted_bitmaps(info);
+    if (order == NULL)
+        return;
+    fprintf(f, "\nBitmaps %zu, buffers %" PRIu64 " (%" PRIu64 " bytes); %" PRIu64
+            " groups of identical buffers wasting %" PRIu64 " bytes\n", info->n_bitmaps,
+            info->bitmap_buffers.count, info->bitmap_buffers.bytes, info->bitmap_groups,
+            info->bitmap_duplicates.bytes);
+    size_t shown = info->n_bitmaps < top ? info->n_bitmaps : top;
+    for (size_t i = 0; i < shown; i++) {
+        const struct hprof_info_bitmap *b = &info->bitmaps[order[i]];
+        fprintf(f, "  0x%-10" PRIx64 " %5" PRIu32 " x %-5" PRIu32 " %12" PRIu64
+                " bytes  buffer 0x%" PRIx64 "  md5 ", b->id, b->width, b->height,
+                b->buffer_bytes, b->buffer_id);
+        for (int k = 0; k < 4; k++)
+            fprintf(f, "%02x", b->md5[k]);
+        fprintf(f, "%s\n", b->recycled ? "  recycled" : "");
+    }
+    free(order);
+}
+
+static void print_estimate(FILE *f, const struct hprof_info *info, const struct info_estimate *e)
+{
+    static const char *const modes[3] = { "empty", "zero", "remove" };
+    fprintf(f, "\n%-26s %16s %12s %16s\n", "hprof-shrink would write", "bytes", "of input",
+            "with -z");
+    for (int m = 0; m < 3; m++) {
+        fprintf(f, "  --arrays=%-15s %16" PRIu64 " %11.1f%%", modes[m], e->bytes[m],
+                pct(e->bytes[m], info->file_bytes));
+        if (m < 2)
+            fprintf(f, " %16" PRIu64 "\n", e->gzip[m]);
+        else
+            fprintf(f, "\n");
+    }
+}
+
 void info_print_report(FILE *f, const char *path, const struct hprof_info *info,
                        const struct info_options *o, const struct info_estimate *e)
 {
-    static const char *const modes[3] = { "empty", "zero", "remove" };
     char label[16];
     fprintf(f, "%s\n", cli_quote(path));
     fprintf(f, "  %-24s %s, %" PRIu32 "-byte ids, taken ", "format",
@@ -151,19 +206,7 @@ void info_print_report(FILE *f, const char *path, const struct hprof_info *info,
             fprintf(f, "  %-24s %12" PRIu64 " %16" PRIu64 "\n", hprof_info_heap_name(h),
                     info->heaps[h].count, info->heaps[h].bytes);
 
-    struct hprof_info_class *classes = malloc((info->n_classes + 1) * sizeof *classes);
-    if (classes != NULL) {
-        size_t n = info->n_classes < o->top ? info->n_classes : o->top;
-        char title[64];
-        memcpy(classes, info->classes, info->n_classes * sizeof *classes);
-        qsort(classes, info->n_classes, sizeof *classes, by_count);
-        snprintf(title, sizeof title, "Top %zu classes by count", n);
-        print_classes(f, title, classes, n);
-        qsort(classes, info->n_classes, sizeof *classes, by_bytes);
-        snprintf(title, sizeof title, "Top %zu classes by bytes", n);
-        print_classes(f, title, classes, n);
-        free(classes);
-    }
+    print_top_classes(f, info, o->top);
     fprintf(f, "\n%-26s %12s %16s\n", "Primitive arrays", "count", "bytes");
     for (int t = 0; t < 12; t++)
         if (info->primitive[t].count)
@@ -177,36 +220,9 @@ void info_print_report(FILE *f, const char *path, const struct hprof_info *info,
             fprintf(f, "  %-24s %12" PRIu64 "\n",
                     tag_label(hprof_subtag_name, t, label, sizeof label), info->roots[t]);
 
-    size_t *order = sorted_bitmaps(info);
-    if (order != NULL) {
-        fprintf(f, "\nBitmaps %zu, buffers %" PRIu64 " (%" PRIu64 " bytes); %" PRIu64
-                " groups of identical buffers wasting %" PRIu64 " bytes\n", info->n_bitmaps,
-                info->bitmap_buffers.count, info->bitmap_buffers.bytes, info->bitmap_groups,
-                info->bitmap_duplicates.bytes);
-        size_t shown = info->n_bitmaps < o->top ? info->n_bitmaps : o->top;
-        for (size_t i = 0; i < shown; i++) {
-            const struct hprof_info_bitmap *b = &info->bitmaps[order[i]];
-            fprintf(f, "  0x%-10" PRIx64 " %5" PRIu32 " x %-5" PRIu32 " %12" PRIu64
-                    " bytes  buffer 0x%" PRIx64 "  md5 ", b->id, b->width, b->height,
-                    b->buffer_bytes, b->buffer_id);
-            for (int k = 0; k < 4; k++)
-                fprintf(f, "%02x", b->md5[k]);
-            fprintf(f, "%s\n", b->recycled ? "  recycled" : "");
-        }
-        free(order);
-    }
-    if (o->estimate) {
-        fprintf(f, "\n%-26s %16s %12s %16s\n", "hprof-shrink would write", "bytes", "of input",
-                "with -z");
-        for (int m = 0; m < 3; m++) {
-            fprintf(f, "  --arrays=%-15s %16" PRIu64 " %11.1f%%", modes[m], e->bytes[m],
-                    pct(e->bytes[m], info->file_bytes));
-            if (m < 2)
-                fprintf(f, " %16" PRIu64 "\n", e->gzip[m]);
-            else
-                fprintf(f, "\n");
-        }
-    }
+    print_bitmaps(f, info, o->top);
+    if (o->estimate)
+        print_estimate(f, info, e);
 }
 
 /* ---- JSON -------------------------------------------------------------------- */
@@ -253,19 +269,11 @@ static void json_classes(FILE *f, const struct hprof_info *info, size_t top,
     fputc(']', f);
 }
 
-void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
-                     const struct info_options *o, const struct info_estimate *e)
+/* The counts by record, sub-record, heap, array type and root kind. */
+static void json_tables(FILE *f, const struct hprof_info *info)
 {
     const char *sep;
     char label[16];
-    fprintf(f, "{\"file\":");
-    json_str(f, path);
-    if (o->dump != 0)
-        fprintf(f, ",\"dump\":%u,\"dumps\":%u", o->dump, o->dumps);
-    fprintf(f, ",\"version\":");
-    json_str(f, info->header.version);
-    fprintf(f, ",\"id_size\":%" PRIu32 ",\"timestamp_ms\":%" PRIu64 ",\"bytes\":%" PRIu64,
-            info->header.id_size, info->header.timestamp_ms, info->file_bytes);
     fprintf(f, ",\"records\":{");
     sep = "";
     for (int t = 0; t < 256; t++)
@@ -305,10 +313,11 @@ void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
                     info->roots[t]);
             sep = ",";
         }
-    fprintf(f, "},\"top_by_count\":");
-    json_classes(f, info, o->top, by_count);
-    fprintf(f, ",\"top_by_bytes\":");
-    json_classes(f, info, o->top, by_bytes);
+}
+
+/* The bitmaps' totals, and every bitmap largest first. */
+static void json_bitmaps(FILE *f, const struct hprof_info *info)
+{
     size_t *order = sorted_bitmaps(info);
     fprintf(f, ",\"bitmaps\":{\"count\":%zu,\"buffers\":%" PRIu64 ",\"pixel_bytes\":%" PRIu64
             ",\"duplicate_groups\":%" PRIu64 ",\"wasted_bytes\":%" PRIu64 ",\"list\":[",
@@ -330,6 +339,25 @@ void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
     }
     free(order);
     fprintf(f, "]}");
+}
+
+void info_print_json(FILE *f, const char *path, const struct hprof_info *info,
+                     const struct info_options *o, const struct info_estimate *e)
+{
+    fprintf(f, "{\"file\":");
+    json_str(f, path);
+    if (o->dump != 0)
+        fprintf(f, ",\"dump\":%u,\"dumps\":%u", o->dump, o->dumps);
+    fprintf(f, ",\"version\":");
+    json_str(f, info->header.version);
+    fprintf(f, ",\"id_size\":%" PRIu32 ",\"timestamp_ms\":%" PRIu64 ",\"bytes\":%" PRIu64,
+            info->header.id_size, info->header.timestamp_ms, info->file_bytes);
+    json_tables(f, info);
+    fprintf(f, "},\"top_by_count\":");
+    json_classes(f, info, o->top, by_count);
+    fprintf(f, ",\"top_by_bytes\":");
+    json_classes(f, info, o->top, by_bytes);
+    json_bitmaps(f, info);
     if (o->estimate && e != NULL)
         fprintf(f, ",\"estimate\":{\"empty\":%" PRIu64 ",\"zero\":%" PRIu64 ",\"remove\":%" PRIu64
                 ",\"empty_gzip\":%" PRIu64 ",\"zero_gzip\":%" PRIu64 "}", e->bytes[0], e->bytes[1],
