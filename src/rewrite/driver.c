@@ -162,12 +162,42 @@ static struct hprof_visitor *restored(struct shrink_run *run, struct hprof_visit
     return &run->restore.base;
 }
 
+/* After the collect passes: the bitmaps' expand pass, the redaction's
+ * exempt pass and the bitmaps' digest pass, each when needed, then the
+ * bitmap merges; none after an error `rc`, but the counts are taken. */
+static int bitmap_and_exempt_passes(struct shrink_run *run, int rc)
+{
+    struct rewrites *rw = &run->rw;
+    struct hprof_shrink_stats *st = run->ctx.stats;
+    int expand = 0, digest = 0, merge = 0;
+    bitmaps_settle(&rw->bitmaps);
+    if (rc == HPROF_OK)
+        rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);
+    run->passes = run->pass + 2 + expand; /* for progress; may overstate by the digest */
+    if (rc == HPROF_OK && expand)
+        rc = run_pass(run, HPROF_PASS_EXPAND, bitmaps_expand_visitor(&rw->bitmaps));
+    st->strings_kept_by_rule = rw->redact.exempt_strings.count;
+    if (rc == HPROF_OK && redact_needs_exempt_pass(&rw->redact))
+        rc = run_pass(run, HPROF_PASS_EXEMPT, redact_exempt_visitor(&rw->redact));
+    st->bitmap_candidates = rw->bitmaps.n_cand;
+    if (rc == HPROF_OK && !run->opt.keep_duplicates)
+        rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
+    if (rc == HPROF_OK && digest) {
+        rc = run_pass(run, HPROF_PASS_DIGEST, bitmaps_digest_visitor(&rw->bitmaps));
+        if (rc == HPROF_OK)
+            rc = bitmaps_digest_finish(&rw->bitmaps);
+    }
+    if (rc == HPROF_OK && merge)
+        rc = bitmaps_merge(&rw->bitmaps);
+    return rc;
+}
+
 /* The collect passes, then every rewrite's decisions into the plan. */
 static int collect_and_plan(struct shrink_run *run)
 {
     struct rewrites *rw = &run->rw;
     struct hprof_shrink_stats *st = run->ctx.stats;
-    int resolved = 0, expand = 0, digest = 0, merge = 0;
+    int resolved = 0;
     struct names_collect names;
     struct hprof_visitor *pass_1 = collect_pass_1(&run->collect);
     if (run->plan.drop_names && run->shared_names == NULL) { /* names in use, as it goes */
@@ -208,25 +238,7 @@ static int collect_and_plan(struct shrink_run *run)
         if (rc == HPROF_OK)
             rc = collect_finish_graph(&run->collect);
     }
-    bitmaps_settle(&rw->bitmaps);
-    if (rc == HPROF_OK)
-        rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);
-    run->passes = run->pass + 2 + expand; /* for progress; may overstate by the digest */
-    if (rc == HPROF_OK && expand)
-        rc = run_pass(run, HPROF_PASS_EXPAND, bitmaps_expand_visitor(&rw->bitmaps));
-    st->strings_kept_by_rule = rw->redact.exempt_strings.count;
-    if (rc == HPROF_OK && redact_needs_exempt_pass(&rw->redact))
-        rc = run_pass(run, HPROF_PASS_EXEMPT, redact_exempt_visitor(&rw->redact));
-    st->bitmap_candidates = rw->bitmaps.n_cand;
-    if (rc == HPROF_OK && !run->opt.keep_duplicates)
-        rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
-    if (rc == HPROF_OK && digest) {
-        rc = run_pass(run, HPROF_PASS_DIGEST, bitmaps_digest_visitor(&rw->bitmaps));
-        if (rc == HPROF_OK)
-            rc = bitmaps_digest_finish(&rw->bitmaps);
-    }
-    if (rc == HPROF_OK && merge)
-        rc = bitmaps_merge(&rw->bitmaps);
+    rc = bitmap_and_exempt_passes(run, rc);
     run->passes = run->pass + 1;
     if (rc != HPROF_OK)
         return rc;
