@@ -156,6 +156,19 @@ int mapping_index_all(struct hprof_mapping *m, const char *name, struct hprof_er
     return summarize_chains(m, name, err);
 }
 
+void *mapping_grow(void *array, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return array;
+    size_t c = *cap ? 2 * *cap : 256;
+    if (c > UINT32_MAX - 1)
+        return NULL;
+    void *grown = realloc(array, c * size);
+    if (grown != NULL)
+        *cap = c;
+    return grown;
+}
+
 /* ---- Method chains: mapping_method()'s answers, worked out once ----------- */
 
 /* A line range of a chain's line opens (at its first line) or closes (past
@@ -467,14 +480,4 @@ const char *mapping_method(const struct hprof_mapping *m, const char *obf_class,
     }
     *ambiguous = 1;                                        /* rule 3 */
     return x[x[head].fallback].orig;
-}
-
-int hprof_mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
-{
-    return mapping_load(path, out, err);
-}
-
-void hprof_mapping_free(struct hprof_mapping *m)
-{
-    mapping_free(m);
 }

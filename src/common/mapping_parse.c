@@ -86,19 +86,6 @@ static int malformed(struct parse *p, const char *why, const char *s, const char
                            p->name, p->line, why, n, s);
 }
 
-void *mapping_grow(void *array, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return array;
-    size_t c = *cap ? 2 * *cap : 256;
-    if (c > UINT32_MAX - 1)
-        return NULL;
-    void *grown = realloc(array, c * size);
-    if (grown != NULL)
-        *cap = c;
-    return grown;
-}
-
 /* `orig -> obf:` at [s, end), a line without leading blanks. */
 static int class_line(struct parse *p, char *s, char *end)
 {
@@ -375,3 +362,12 @@ size_t mapping_n_members(const struct hprof_mapping *m)
     return m->n_members;
 }
 
+int hprof_mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
+{
+    return mapping_load(path, out, err);
+}
+
+void hprof_mapping_free(struct hprof_mapping *m)
+{
+    mapping_free(m);
+}
