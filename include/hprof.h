@@ -510,64 +510,134 @@ struct hprof_count {
     uint64_t bytes;
 };
 
-#define HPROF_SHRINK_MAX_PASSES 5
+/* HPROF_SHRINK_PASSES(X) :
+ * The passes a shrink may make over its input, X(NAME, "name") each, in the
+ * order they run.  Each runs at most once per
+ * heap dump; which run depends on the dump and the options. */
+#define HPROF_SHRINK_PASSES(X) \
+    X(RESTORE, "restore")   /* --mapping: what each obfuscated name restores to */ \
+    X(COLLECT, "collect")   /* names, classes, system-heap objects, references */ \
+    X(RESOLVE, "resolve")   /* kept objects against complete class layouts */ \
+    X(GRAPH, "graph")       /* which system objects link roots to the app's */ \
+    X(EXPAND, "expand")     /* the elements of Bitmap$DumpData buffers */ \
+    X(EXEMPT, "exempt")     /* the value arrays of the Strings keep rules name */ \
+    X(DIGEST, "digest")     /* MD5s of bitmap buffers that may have a twin */ \
+    X(WRITE, "write")       /* the plan applied */
+
+#define HPROF_SHRINK_PASS_ENUM(name, text) HPROF_PASS_##name,
+enum hprof_shrink_pass { HPROF_SHRINK_PASSES(HPROF_SHRINK_PASS_ENUM) HPROF_SHRINK_PASS_KINDS };
+#undef HPROF_SHRINK_PASS_ENUM
+
+/* The most passes one shrink makes: one of each kind. */
+#define HPROF_SHRINK_MAX_PASSES HPROF_SHRINK_PASS_KINDS
+
+/* "collect", "write", ...; "?" for a value out of range. */
+HPROF_API const char *hprof_shrink_pass_name(enum hprof_shrink_pass p);
+
+/* HPROF_SHRINK_COUNTERS(X) :
+ * Every counter of struct hprof_shrink_stats, one
+ *     X(KIND, field, "json_key", TEXT, "label", "unit")
+ * per counter, in the order of hprof-shrink --json's keys.  The table
+ * generates the struct's fields, the sum of the write pass's workers (and
+ * of the heap dumps of one file), and both of hprof-shrink's reports:
+ * a counter added here appears in all four without another edit.
+ *   KIND   COUNT (a struct hprof_count: records and their bytes) or U64.
+ *   TEXT   where --stats prints it: ROWS (always, in the table of counts),
+ *          NAMES (unless --keep-names), JVM (with --jvm), MAPPING (with
+ *          --mapping), REDACT (with --redact), BITMAPS (always, last), in
+ *          that order; HIDDEN: summed, in neither report.
+ *   label  starts a line of --stats; NULL: the counter follows the one
+ *          before on its line, after a comma.
+ *   unit   printed after a U64 counter's value. */
+#define HPROF_SHRINK_COUNTERS(X) \
+    X(COUNT, strings, "strings", ROWS, "strings (records)", "") \
+        /* STRING records (passed through) */ \
+    X(COUNT, class_dumps, "class_dumps", HIDDEN, NULL, "") \
+    X(COUNT, instances_in, "instances_in", ROWS, "instances in", "") \
+    X(COUNT, instances_out, "instances_out", ROWS, "instances out", "") \
+    X(COUNT, object_arrays_in, "object_arrays_in", ROWS, "object arrays in", "") \
+    X(COUNT, object_arrays_out, "object_arrays_out", ROWS, "object arrays out", "") \
+    X(COUNT, primitive_arrays_in, "primitive_arrays_in", ROWS, "primitive arrays in", "") \
+        /* bytes: contents */ \
+    X(COUNT, string_values_kept, "string_values_kept", ROWS, "  String values kept", "") \
+        /* java.lang.String contents */ \
+    X(COUNT, bitmap_buffers_kept, "bitmap_buffers_kept", ROWS, "  bitmap buffers kept", "") \
+        /* distinct pixel buffers */ \
+    X(COUNT, other_kept, "natives_kept", ROWS, "  DumpData natives kept", "") \
+        /* Bitmap$DumpData natives */ \
+    X(COUNT, bitmap_duplicates, "bitmap_duplicates", ROWS, "  bitmap copies merged", "") \
+        /* copies merged away */ \
+    X(COUNT, arrays_emptied, "arrays_emptied", ROWS, "  emptied", "") \
+        /* bytes: contents removed */ \
+    X(COUNT, arrays_zeroed, "arrays_zeroed", ROWS, "  zeroed", "") \
+        /* bytes: contents zeroed */ \
+    X(COUNT, arrays_removed, "arrays_removed", ROWS, "  removed", "") \
+        /* bytes: contents removed */ \
+    X(COUNT, system_dropped, "system_dropped", ROWS, "system-heap objects dropped", "") \
+        /* zygote/image objects gone */ \
+    X(COUNT, system_standins, "system_standins", ROWS, "system-heap stand-ins", "") \
+        /* kept as stand-ins (see system_standin_refs) */ \
+    X(U64, system_standin_refs, "system_standin_refs", ROWS, "stand-ins' references", "") \
+        /* references stand-ins keep */ \
+    X(COUNT, strings_redacted, "strings_redacted", REDACT, "strings redacted", "") \
+        /* String values filled */ \
+    X(COUNT, buffers_redacted, "buffers_redacted", REDACT, "bitmap buffers redacted", "") \
+        /* bitmap buffers filled */ \
+    X(U64, strings_kept_by_rule, "strings_kept_by_rule", REDACT, "strings kept by rule", "") \
+        /* Strings a keep rule names (a thread's, kept if the runtime's) */ \
+    X(U64, fields_zeroed, "fields_zeroed", REDACT, "fields zeroed", "") \
+        /* --redact-fields, hash caches */ \
+    X(COUNT, names_dropped, "names_dropped", NAMES, "unused names dropped", "") \
+        /* STRING records nothing refers to (bytes: their text) */ \
+    X(U64, jvm_roots_converted, "jvm_roots_converted", JVM, "converted for the JVM", " roots") \
+        /* Android roots as ROOT_UNKNOWN */ \
+    X(U64, jvm_heap_infos_dropped, "jvm_heap_infos_dropped", JVM, NULL, " heap infos") \
+        /* HEAP_DUMP_INFO records */ \
+    X(U64, jvm_nodata_arrays, "jvm_nodata_arrays", JVM, NULL, " NODATA arrays") \
+        /* NODATA arrays made plain */ \
+    X(U64, mapping_classes, "mapping_classes", MAPPING, "names restored (mapping)", " classes") \
+    X(U64, mapping_fields, "mapping_fields", MAPPING, NULL, " fields") \
+    X(U64, mapping_methods, "mapping_methods", MAPPING, NULL, " methods") \
+    X(U64, mapping_strings_added, "mapping_strings_added", MAPPING, NULL, " names added") \
+        /* STRING records added for a name that maps two ways */ \
+    X(U64, roots_dropped, "roots_dropped", ROWS, "roots dropped", "") \
+    X(U64, bitmap_candidates, "bitmap_candidates", BITMAPS, "bitmap buffers", " found") \
+        /* buffers Bitmaps refer to */ \
+    X(U64, bitmap_digested, "bitmap_digested", BITMAPS, NULL, " with an MD5") \
+        /* of which with an MD5 (their own, or a byte-identical earlier one's) */ \
+    X(U64, bitmap_groups, "bitmap_groups", BITMAPS, NULL, " groups of identical buffers") \
+        /* contents held by >1 buffer */ \
+    X(U64, bitmap_fingerprinted, "bitmap_fingerprinted", BITMAPS, "bitmap buffers", \
+      " fingerprinted") \
+        /* Bitmap buffers sharing their type and length with another are told \
+         * apart by a fingerprint of three 4 KiB blocks (first, middle, last) \
+         * when larger than those, and hashed (MD5) only if they still may be \
+         * twins; small ones are hashed at once. */ \
+    X(U64, bitmap_bytes_fingerprinted, "bitmap_bytes_fingerprinted", BITMAPS, NULL, \
+      " bytes read for them") \
+    X(U64, bitmap_bytes_hashed, "bitmap_bytes_hashed", BITMAPS, NULL, " bytes hashed") \
+        /* bytes run through MD5 */ \
+    X(U64, bitmap_bytes_compared, "bitmap_bytes_compared", BITMAPS, NULL, " bytes compared") \
+        /* A buffer that may be a twin is compared byte for byte with the \
+         * first of its type, length and fingerprint as that one is hashed, \
+         * and is hashed itself only if it differs: the bytes read so. */
+
+/* The field types of the table's kinds. */
+#define HPROF_SHRINK_COUNTER_TYPE_COUNT struct hprof_count
+#define HPROF_SHRINK_COUNTER_TYPE_U64 uint64_t
+#define HPROF_SHRINK_COUNTER_FIELD(kind, field, ...) HPROF_SHRINK_COUNTER_TYPE_##kind field;
 
 struct hprof_shrink_stats {
     uint64_t bytes_in;
     uint64_t bytes_out;             /* uncompressed */
-    struct hprof_count strings;     /* STRING records (passed through) */
-    struct hprof_count class_dumps;
-    struct hprof_count instances_in, instances_out;
-    struct hprof_count object_arrays_in, object_arrays_out;
-    struct hprof_count primitive_arrays_in;     /* bytes: contents */
-    struct hprof_count string_values_kept;      /* java.lang.String contents */
-    struct hprof_count bitmap_buffers_kept;     /* distinct pixel buffers */
-    struct hprof_count other_kept;              /* Bitmap$DumpData natives */
-    struct hprof_count arrays_emptied;          /* bytes: contents removed */
-    struct hprof_count arrays_zeroed;           /* bytes: contents zeroed */
-    struct hprof_count arrays_removed;          /* bytes: contents removed */
-    struct hprof_count system_dropped;          /* zygote/image objects gone */
-    struct hprof_count system_standins;         /* kept as stand-ins (see
-                                                   system_standin_refs) */
-    uint64_t roots_dropped;
-    struct hprof_count strings_redacted;        /* String values filled */
-    struct hprof_count buffers_redacted;        /* bitmap buffers filled */
-    uint64_t strings_kept_by_rule;              /* Strings a keep rule names (a
-                                                   thread's, kept if the runtime's) */
-    uint64_t fields_zeroed;                     /* --redact-fields, hash caches */
-    uint64_t bitmap_candidates;                 /* buffers Bitmaps refer to */
-    uint64_t bitmap_digested;                   /* of which with an MD5 (their
-                                                   own, or a byte-identical
-                                                   earlier one's) */
-    uint64_t bitmap_groups;                     /* contents held by >1 buffer */
-    struct hprof_count bitmap_duplicates;       /* copies merged away */
+    unsigned dumps;                 /* heap dumps shrunk (1 for most files) */
     int passes;
     int resolved_in_pass_1;     /* names came before every object, zygote and
                                    image heaps before the app's: a pass saved */
+    /* the seconds each pass took, in the order they ran, and which they were */
     double pass_seconds[HPROF_SHRINK_MAX_PASSES];
-    struct hprof_count names_dropped;   /* STRING records nothing refers to
-                                           (bytes: their text) */
-    uint64_t jvm_roots_converted;       /* --jvm: Android roots as ROOT_UNKNOWN */
-    uint64_t jvm_heap_infos_dropped;    /* --jvm: HEAP_DUMP_INFO records */
-    uint64_t jvm_nodata_arrays;         /* --jvm: NODATA arrays made plain */
-    uint64_t mapping_classes;           /* --mapping: class names restored */
-    uint64_t mapping_fields;            /* --mapping: field names restored */
-    uint64_t mapping_methods;           /* --mapping: method names restored */
-    uint64_t mapping_strings_added;     /* --mapping: STRING records added for a
-                                           name that maps two ways */
-    /* Bitmap buffers sharing their type and length with another are told
-     * apart by a fingerprint of three 4 KiB blocks (first, middle, last)
-     * when larger than those, and hashed (MD5) only if they still may be
-     * twins; small ones are hashed at once. */
-    uint64_t bitmap_fingerprinted;              /* buffers fingerprinted */
-    uint64_t bitmap_bytes_fingerprinted;        /* bytes read for fingerprints */
-    uint64_t bitmap_bytes_hashed;               /* bytes run through MD5 */
-    /* A buffer that may be a twin is compared byte for byte with the first
-     * of its type, length and fingerprint as that one is hashed, and is
-     * hashed itself only if it differs. */
-    uint64_t bitmap_bytes_compared;             /* bytes read to compare */
-    unsigned dumps;                     /* heap dumps shrunk (1 for most files) */
-    uint64_t system_standin_refs;               /* references stand-ins keep */
+    enum hprof_shrink_pass pass_kinds[HPROF_SHRINK_MAX_PASSES];
+    HPROF_SHRINK_COUNTERS(HPROF_SHRINK_COUNTER_FIELD)
 };
 
 /* hprof_shrink() :

@@ -18,6 +18,7 @@
 #include "facts.h"
 #include "md5_lanes.h"
 #include "segment_runs.h"
+#include "shrink_stats.h"
 #include "write_pass.h"
 #include "testlib.h"
 
@@ -687,6 +688,15 @@ START_TEST(collect_resolves_in_pass_1_only_when_nothing_comes_too_late)
     /* dropped system objects add the pass over their references */
     int graph = _i == LATE_ZYGOTE_OBJECT || _i == EARLY_ZYGOTE_OBJECT;
     ck_assert_int_eq(st.passes, (eager_expected ? 2 : 3) + graph);
+    /* each pass named, in the order they ran */
+    int k = 0;
+    ck_assert_int_eq(st.pass_kinds[k++], HPROF_PASS_COLLECT);
+    if (!eager_expected)
+        ck_assert_int_eq(st.pass_kinds[k++], HPROF_PASS_RESOLVE);
+    if (graph)
+        ck_assert_int_eq(st.pass_kinds[k++], HPROF_PASS_GRAPH);
+    ck_assert_int_eq(st.pass_kinds[k++], HPROF_PASS_WRITE);
+    ck_assert_str_eq(hprof_shrink_pass_name(st.pass_kinds[k - 1]), "write");
     ck_assert_uint_eq(st.string_values_kept.count, 1);
     ck_assert_uint_eq(st.system_dropped.count, _i == LATE_ZYGOTE_OBJECT || _i == EARLY_ZYGOTE_OBJECT);
     ck_assert_ptr_nonnull(memmem(out, len, text, sizeof text - 1));
@@ -1239,6 +1249,30 @@ START_TEST(write_pass_writes_and_counts_the_same_for_every_thread_count)
 }
 END_TEST
 
+/* Every counter of the stats' table (HPROF_SHRINK_COUNTERS) is added up,
+ * the write pass's workers' and the heap dumps' alike, each once: a counter
+ * added to the table needs no sum of its own. */
+START_TEST(stats_add_up_every_counter_of_the_table)
+{
+    struct hprof_shrink_stats from, to;
+    memset(&from, 0, sizeof from);
+    memset(&to, 0, sizeof to);
+    uint64_t n = 1;
+#define SET_COUNT(f) from.f.count = n++; from.f.bytes = n++;
+#define SET_U64(f) from.f = n++;
+#define SET(kind, field, ...) SET_##kind(field)
+    HPROF_SHRINK_COUNTERS(SET)
+    shrink_stats_add_counters(&to, &from);
+    shrink_stats_add_dump(&to, &from);
+    n = 1;
+#define TWICE_COUNT(f) ck_assert_uint_eq(to.f.count, 2 * n++); ck_assert_uint_eq(to.f.bytes, 2 * n++);
+#define TWICE_U64(f) ck_assert_uint_eq(to.f, 2 * n++);
+#define TWICE(kind, field, ...) TWICE_##kind(field)
+    HPROF_SHRINK_COUNTERS(TWICE)
+    ck_assert_uint_gt(n, 40);
+}
+END_TEST
+
 /* A dump of about 13 MB makes a dozen jobs of about 1 MiB: with two workers
  * (four slots) the ring of jobs wraps three times, so every slot, its
  * offsets and its output buffer are used again (the fixtures make fewer
@@ -1532,6 +1566,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, collect_reads_dumps_twice_when_names_come_first, 0, N_FIXTURES);
 
     t = test_case(s, "write_pass");
+    tcase_add_test(t, stats_add_up_every_counter_of_the_table);
     tcase_add_loop_test(t, write_pass_writes_and_counts_the_same_for_every_thread_count, 0, n);
     tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0, n);
     tcase_add_test(t, write_pass_reuses_its_job_slots_and_writes_the_same);

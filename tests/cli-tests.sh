@@ -958,6 +958,36 @@ assert e['resolved_in_pass_1'] is True and len(e['pass_seconds']) == 3, e" "$T/j
 "$B/hprof-shrink" --stats -f fixtures/android-synth.hprof.gz "$T/j.hprof" 2> "$T/stats"
 grep -q 'bitmap copies merged  *3 ' "$T/stats" || die "--stats: $(cat "$T/stats")"
 
+banner "hprof-shrink: every counter of the stats table is in --json and --stats, in its order"
+# the table (HPROF_SHRINK_COUNTERS) as the preprocessor expands it, against
+# what both reports print with every part of --stats shown
+printf '#include "hprof.h"\n#define ROW(kind, field, key, text, label, unit) [key, #text, #label],\n[HPROF_SHRINK_COUNTERS(ROW)]\n' > "$T/table.c"
+${CC:-cc} -E -P -Iinclude "$T/table.c" > "$T/table.txt" || die "the stats table does not expand"
+printf 'com.example.Kept -> a:\n' > "$T/tiny.map"
+"$B/hprof-shrink" -f --json --stats --redact --jvm --mapping="$T/tiny.map" fixtures/android-synth.hprof.gz \
+    "$T/jt.hprof" > "$T/jt.json" 2> "$T/jt.stats"
+python3 - "$T/table.txt" "$T/jt.json" "$T/jt.stats" <<'PY' || die "the stats table and the reports differ"
+import ast, json, sys
+text = open(sys.argv[1]).read()
+table = ast.literal_eval(text[text.index("[["):text.rindex("]") + 1])
+shown = [(key, part, ast.literal_eval(label) if label != "NULL" else None)
+         for key, part, label in table if part != "HIDDEN"]
+report = json.load(open(sys.argv[2]))
+fixed = {"input", "output", "status", "arrays", "keep_system_heaps", "gzip_level", "bytes_in",
+         "bytes_out", "bytes_written", "dumps", "jvm", "resolved_in_pass_1", "pass_seconds"}
+keys = [k for k in report if k not in fixed]
+assert keys == [key for key, _, _ in shown], (keys, shown)
+parts = ["ROWS", "NAMES", "JVM", "MAPPING", "REDACT", "BITMAPS"]
+labels = [label for p in parts for key, part, label in shown if part == p and label]
+lines = open(sys.argv[3]).read().split("\n")
+at = 0
+for label in labels:  # each on a line of its own, in order
+    at = next((i for i in range(at, len(lines)) if lines[i][2:30] == label.ljust(28)), None)
+    assert at is not None, (label, lines)
+    at += 1
+print(len(table), "counters,", len(keys), "in --json,", len(labels), "lines of --stats")
+PY
+
 banner "hprof-shrink: HotSpot outputs load in VisualVM with the input's counts"
 for f in $hotspot; do
     n=$(basename "$f")

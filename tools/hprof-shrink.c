@@ -308,6 +308,73 @@ static double ratio(uint64_t out, uint64_t in)
     return in ? 100.0 * (double)out / (double)in : 0.0;
 }
 
+/* Where --stats prints a counter (HPROF_SHRINK_COUNTERS' TEXT), in the
+ * order of the report. */
+enum stats_text { TEXT_ROWS, TEXT_NAMES, TEXT_JVM, TEXT_MAPPING, TEXT_REDACT, TEXT_BITMAPS,
+                  TEXT_PARTS, TEXT_HIDDEN = TEXT_PARTS };
+
+struct counter {
+    const char *key, *label, *unit;
+    enum stats_text text;
+    int is_count;       /* a struct hprof_count, else a uint64_t */
+    size_t offset;      /* in struct hprof_shrink_stats */
+};
+
+#define COUNTER_IS_COUNT 1
+#define COUNTER_IS_U64 0
+#define COUNTER(kind, field, key, text, label, unit) \
+    { key, label, unit, TEXT_##text, COUNTER_IS_##kind, offsetof(struct hprof_shrink_stats, field) },
+static const struct counter counters[] = { HPROF_SHRINK_COUNTERS(COUNTER) };
+#undef COUNTER
+#define N_COUNTERS (sizeof counters / sizeof counters[0])
+
+static const struct hprof_count *counter_count(const struct hprof_shrink_stats *s,
+                                               const struct counter *c)
+{
+    return (const struct hprof_count *)(const void *)((const char *)s + c->offset);
+}
+
+static uint64_t counter_value(const struct hprof_shrink_stats *s, const struct counter *c)
+{
+    return *(const uint64_t *)(const void *)((const char *)s + c->offset);
+}
+
+static int text_shown(const struct options *o, enum stats_text t)
+{
+    switch (t) {
+    case TEXT_NAMES: return !o->shrink.keep_names;
+    case TEXT_JVM: return o->shrink.jvm;
+    case TEXT_MAPPING: return o->shrink.mapping != NULL;
+    case TEXT_REDACT: return o->shrink.redact != HPROF_REDACT_NONE;
+    case TEXT_HIDDEN: return 0;
+    default: return 1;
+    }
+}
+
+/* The counters of one part of --stats: a line for each labelled counter,
+ * the unlabelled ones after it. */
+static void print_counters(FILE *f, const struct hprof_shrink_stats *s, enum stats_text t)
+{
+    int open = 0;
+    for (size_t i = 0; i < N_COUNTERS; i++) {
+        const struct counter *c = &counters[i];
+        if (c->text != t)
+            continue;
+        if (c->label != NULL) {
+            fprintf(f, "%s  %-28s", open ? "\n" : "", c->label);
+            open = 1;
+        }
+        if (c->is_count)
+            fprintf(f, " %15" PRIu64 " %12" PRIu64 " bytes", counter_count(s, c)->count,
+                    counter_count(s, c)->bytes);
+        else
+            fprintf(f, c->label ? " %15" PRIu64 "%s" : ", %" PRIu64 "%s", counter_value(s, c),
+                    c->unit);
+    }
+    if (open)
+        fputc('\n', f);
+}
+
 static void print_stats(FILE *f, const struct options *o, const struct hprof_shrink_stats *s,
                         uint64_t written)
 {
@@ -323,53 +390,10 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
     if (o->gzip_level)
         fprintf(f, "  %-28s %15" PRIu64 " bytes (%.1f%%)\n", "output, gzipped", written,
                 ratio(written, s->bytes_in));
-#define ROW(label, c) \
-    fprintf(f, "  %-28s %15" PRIu64 " %12" PRIu64 " bytes\n", label, (c).count, (c).bytes)
     fprintf(f, "  %-28s %15s %18s\n", "", "count", "contents");
-    ROW("strings (records)", s->strings);
-    ROW("instances in", s->instances_in);
-    ROW("instances out", s->instances_out);
-    ROW("object arrays in", s->object_arrays_in);
-    ROW("object arrays out", s->object_arrays_out);
-    ROW("primitive arrays in", s->primitive_arrays_in);
-    ROW("  String values kept", s->string_values_kept);
-    ROW("  bitmap buffers kept", s->bitmap_buffers_kept);
-    ROW("  DumpData natives kept", s->other_kept);
-    ROW("  bitmap copies merged", s->bitmap_duplicates);
-    ROW("  emptied", s->arrays_emptied);
-    ROW("  zeroed", s->arrays_zeroed);
-    ROW("  removed", s->arrays_removed);
-    ROW("system-heap objects dropped", s->system_dropped);
-    ROW("system-heap stand-ins", s->system_standins);
-#undef ROW
-#define ROW2(label, c) \
-    fprintf(f, "  %-28s %15" PRIu64 " %12" PRIu64 " bytes\n", label, (c).count, (c).bytes)
-    fprintf(f, "  %-28s %15" PRIu64 "\n", "stand-ins' references", s->system_standin_refs);
-    fprintf(f, "  %-28s %15" PRIu64 "\n", "roots dropped", s->roots_dropped);
-    if (!o->shrink.keep_names)
-        ROW2("unused names dropped", s->names_dropped);
-    if (o->shrink.jvm)
-        fprintf(f, "  %-28s %15" PRIu64 " roots, %" PRIu64 " heap infos, %" PRIu64
-                " NODATA arrays\n", "converted for the JVM", s->jvm_roots_converted,
-                s->jvm_heap_infos_dropped, s->jvm_nodata_arrays);
-    if (o->shrink.mapping)
-        fprintf(f, "  %-28s %15" PRIu64 " classes, %" PRIu64 " fields, %" PRIu64
-                " methods, %" PRIu64 " names added\n", "names restored (mapping)",
-                s->mapping_classes, s->mapping_fields, s->mapping_methods,
-                s->mapping_strings_added);
-    if (o->shrink.redact) {
-        ROW2("strings redacted", s->strings_redacted);
-        ROW2("bitmap buffers redacted", s->buffers_redacted);
-        fprintf(f, "  %-28s %15" PRIu64 "\n", "strings kept by rule", s->strings_kept_by_rule);
-        fprintf(f, "  %-28s %15" PRIu64 "\n", "fields zeroed", s->fields_zeroed);
-    }
-    fprintf(f, "  %-28s %15" PRIu64 " found, %" PRIu64 " with an MD5, %" PRIu64
-            " groups of identical buffers\n", "bitmap buffers", s->bitmap_candidates,
-            s->bitmap_digested, s->bitmap_groups);
-    fprintf(f, "  %-28s %15" PRIu64 " fingerprinted, %" PRIu64 " bytes read for them, %" PRIu64
-            " bytes hashed, %" PRIu64 " bytes compared\n", "bitmap buffers",
-            s->bitmap_fingerprinted, s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed,
-            s->bitmap_bytes_compared);
+    for (enum stats_text t = 0; t < TEXT_PARTS; t++)
+        if (text_shown(o, t))
+            print_counters(f, s, t);
     fprintf(f, "  %-28s %15.3f s in %d pass%s (", "time", total, s->passes,
             s->passes == 1 ? "" : "es");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
@@ -412,41 +436,19 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
             ",", s->bytes_in, s->bytes_out, written);
     if (s->dumps > 1)
         fprintf(f, "\"dumps\":%u,", s->dumps);
-    json_count(f, "strings", &s->strings, 0);
-    json_count(f, "instances_in", &s->instances_in, 0);
-    json_count(f, "instances_out", &s->instances_out, 0);
-    json_count(f, "object_arrays_in", &s->object_arrays_in, 0);
-    json_count(f, "object_arrays_out", &s->object_arrays_out, 0);
-    json_count(f, "primitive_arrays_in", &s->primitive_arrays_in, 0);
-    json_count(f, "string_values_kept", &s->string_values_kept, 0);
-    json_count(f, "bitmap_buffers_kept", &s->bitmap_buffers_kept, 0);
-    json_count(f, "natives_kept", &s->other_kept, 0);
-    json_count(f, "bitmap_duplicates", &s->bitmap_duplicates, 0);
-    json_count(f, "arrays_emptied", &s->arrays_emptied, 0);
-    json_count(f, "arrays_zeroed", &s->arrays_zeroed, 0);
-    json_count(f, "arrays_removed", &s->arrays_removed, 0);
-    json_count(f, "system_dropped", &s->system_dropped, 0);
-    json_count(f, "system_standins", &s->system_standins, 0);
-    fprintf(f, "\"system_standin_refs\":%" PRIu64 ",", s->system_standin_refs);
-    json_count(f, "strings_redacted", &s->strings_redacted, 0);
-    json_count(f, "buffers_redacted", &s->buffers_redacted, 0);
-    fprintf(f, "\"strings_kept_by_rule\":%" PRIu64 ",\"fields_zeroed\":%" PRIu64 ",",
-            s->strings_kept_by_rule, s->fields_zeroed);
-    json_count(f, "names_dropped", &s->names_dropped, 0);
-    fprintf(f, "\"jvm\":%s,\"jvm_roots_converted\":%" PRIu64 ",\"jvm_heap_infos_dropped\":%"
-            PRIu64 ",\"jvm_nodata_arrays\":%" PRIu64 ",", o->shrink.jvm ? "true" : "false",
-            s->jvm_roots_converted, s->jvm_heap_infos_dropped, s->jvm_nodata_arrays);
-    fprintf(f, "\"mapping_classes\":%" PRIu64 ",\"mapping_fields\":%" PRIu64
-            ",\"mapping_methods\":%" PRIu64 ",\"mapping_strings_added\":%" PRIu64 ",",
-            s->mapping_classes, s->mapping_fields, s->mapping_methods, s->mapping_strings_added);
-    fprintf(f, "\"roots_dropped\":%" PRIu64 ",\"bitmap_candidates\":%" PRIu64
-            ",\"bitmap_digested\":%" PRIu64 ",\"bitmap_groups\":%" PRIu64
-            ",\"bitmap_fingerprinted\":%" PRIu64 ",\"bitmap_bytes_fingerprinted\":%" PRIu64
-            ",\"bitmap_bytes_hashed\":%" PRIu64 ",\"bitmap_bytes_compared\":%" PRIu64
-            ",\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
-            s->roots_dropped, s->bitmap_candidates, s->bitmap_digested, s->bitmap_groups,
-            s->bitmap_fingerprinted, s->bitmap_bytes_fingerprinted, s->bitmap_bytes_hashed,
-            s->bitmap_bytes_compared, s->resolved_in_pass_1 ? "true" : "false");
+    for (size_t i = 0; i < N_COUNTERS; i++) {
+        const struct counter *c = &counters[i];
+        if (c->text == TEXT_HIDDEN)
+            continue;
+        if (c->text == TEXT_JVM && c->label != NULL) /* the option, before its counters */
+            fprintf(f, "\"jvm\":%s,", o->shrink.jvm ? "true" : "false");
+        if (c->is_count)
+            json_count(f, c->key, counter_count(s, c), 0);
+        else
+            fprintf(f, "\"%s\":%" PRIu64 ",", c->key, counter_value(s, c));
+    }
+    fprintf(f, "\"resolved_in_pass_1\":%s,\"pass_seconds\":[",
+            s->resolved_in_pass_1 ? "true" : "false");
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         fprintf(f, "%s%.6f", i ? "," : "", s->pass_seconds[i]);
     fprintf(f, "]");

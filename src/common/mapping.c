@@ -26,55 +26,7 @@
 
 #include "hprof_private.h"
 #include "mapping.h"
-
-#define NONE UINT32_MAX
-
-struct map_class {
-    const char *orig;           /* dotted, NUL-terminated in m->text */
-    const char *obf;
-    uint32_t obf_len;
-    uint32_t line;              /* in the file, for messages */
-};
-
-struct map_member {
-    uint32_t cls;               /* index into classes */
-    uint8_t method;             /* 0 field, 1 method */
-    uint8_t foreign;            /* the original is qualified: another class's
-                                   code inlined here (R8) */
-    uint8_t one_name;           /* chain head: every line of the chain has one name */
-    uint32_t obf_len;
-    const char *orig;           /* simple name */
-    const char *obf;
-    int32_t lo, hi;             /* obfuscated line range, -1 if none */
-    uint32_t next;              /* the next line with the same key, or NONE */
-    uint32_t fallback;          /* chain head: its first own line, else itself */
-    uint32_t seg, n_seg;        /* chain head: its runs of lines in `segs` */
-};
-
-/* From line `start` up to the next run's start, the chain's lines whose
- * range covers it: the last of them and the last not inlined from another
- * class (NONE if none), and whether their names differ. */
-struct line_run {
-    uint32_t start;
-    uint32_t any, own;
-    uint32_t names_differ;
-};
-
-struct hprof_mapping {
-    char *text;
-    struct map_class *classes;
-    size_t n_classes, cap_classes;
-    struct map_member *members;
-    size_t n_members, cap_members;
-    uint32_t *class_slots;      /* index + 1; 0 = empty */
-    size_t class_mask;
-    uint32_t *member_slots;
-    size_t member_mask;
-    uint64_t *member_names;     /* hash | 1 of every obfuscated member name */
-    size_t member_names_mask;
-    struct line_run *segs;      /* the method chains' runs, chain after chain */
-    size_t n_segs, cap_segs;
-};
+#include "mapping_private.h"
 
 _Thread_local uint64_t mapping_lookup_steps;
 
@@ -154,7 +106,7 @@ static size_t table_size(size_t n)
 static int summarize_chains(struct hprof_mapping *m, const char *name, struct hprof_error *err);
 
 /* Hash tables over the parsed lines; member chains in file order. */
-static int index_all(struct hprof_mapping *m, const char *name, struct hprof_error *err)
+int mapping_index_all(struct hprof_mapping *m, const char *name, struct hprof_error *err)
 {
     size_t ccap = table_size(m->n_classes), mcap = table_size(m->n_members);
     m->class_slots = calloc(ccap, sizeof *m->class_slots);
@@ -204,7 +156,18 @@ static int index_all(struct hprof_mapping *m, const char *name, struct hprof_err
     return summarize_chains(m, name, err);
 }
 
-static void *grow(void *array, size_t *cap, size_t n, size_t size);
+void *mapping_grow(void *array, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return array;
+    size_t c = *cap ? 2 * *cap : 256;
+    if (c > UINT32_MAX - 1)
+        return NULL;
+    void *grown = realloc(array, c * size);
+    if (grown != NULL)
+        *cap = c;
+    return grown;
+}
 
 /* ---- Method chains: mapping_method()'s answers, worked out once ----------- */
 
@@ -358,7 +321,7 @@ static int chain_runs(struct hprof_mapping *m, struct chain_work *w, size_t n)
         if (last != NULL && last->any == run.any && last->own == run.own &&
             last->names_differ == run.names_differ)
             continue;
-        struct line_run *grown = grow(m->segs, &m->cap_segs, m->n_segs, sizeof *grown);
+        struct line_run *grown = mapping_grow(m->segs, &m->cap_segs, m->n_segs, sizeof *grown);
         if (grown == NULL)
             return HPROF_ERR_NOMEM;
         m->segs = grown;
@@ -400,368 +363,6 @@ static int summarize_chains(struct hprof_mapping *m, const char *name, struct hp
     }
     work_free(&w);
     return rc == HPROF_OK ? HPROF_OK : hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
-}
-
-/* ---- Parsing -------------------------------------------------------------- */
-
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-static int is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* A name token: not empty, no blank. */
-static int is_token(const char *s, size_t len)
-{
-    if (len == 0)
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if (is_blank(s[i]))
-            return 0;
-    return 1;
-}
-
-/* Digits at *p up to `end`, into *v; advances *p.  @return 0 if none. */
-static int take_number(const char **p, const char *end, int64_t *v)
-{
-    const char *s = *p;
-    int64_t n = 0;
-    if (s == end || !is_digit(*s))
-        return 0;
-    for (; s < end && is_digit(*s); s++) {
-        n = n * 10 + (*s - '0');
-        if (n > INT32_MAX)
-            return 0;
-    }
-    *v = n;
-    *p = s;
-    return 1;
-}
-
-/* The last " -> " of [s, end), or NULL. */
-static const char *find_arrow(const char *s, const char *end)
-{
-    const char *found = NULL;
-    for (const char *p = s; p + 4 <= end; p++)
-        if (memcmp(p, " -> ", 4) == 0)
-            found = p;
-    return found;
-}
-
-static void trim(const char **s, const char **end)
-{
-    while (*s < *end && is_blank(**s))
-        (*s)++;
-    while (*end > *s && is_blank((*end)[-1]))
-        (*end)--;
-}
-
-struct parse {
-    struct hprof_mapping *m;
-    const char *name;
-    size_t line;
-    struct hprof_error *err;
-    uint32_t cls;               /* the class member lines belong to */
-};
-
-static int malformed(struct parse *p, const char *why, const char *s, const char *end)
-{
-    int n = (int)(end - s > 120 ? 120 : end - s);
-    return hprof_error_set(p->err, HPROF_ERR_FORMAT, "%s:%zu: malformed mapping line (%s): %.*s",
-                           p->name, p->line, why, n, s);
-}
-
-static void *grow(void *array, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return array;
-    size_t c = *cap ? 2 * *cap : 256;
-    if (c > UINT32_MAX - 1)
-        return NULL;
-    void *grown = realloc(array, c * size);
-    if (grown != NULL)
-        *cap = c;
-    return grown;
-}
-
-/* `orig -> obf:` at [s, end), a line without leading blanks. */
-static int class_line(struct parse *p, char *s, char *end)
-{
-    struct hprof_mapping *m = p->m;
-    const char *line = s, *line_end = end;
-    const char *arrow = find_arrow(s, end);
-    if (arrow == NULL)
-        return malformed(p, "no ' -> '", line, line_end);
-    const char *o = s, *o_end = arrow, *b = arrow + 4, *b_end = end;
-    trim(&o, &o_end);
-    trim(&b, &b_end);
-    if (b_end == b || b_end[-1] != ':')
-        return malformed(p, "a class line ends with ':'", line, line_end);
-    b_end--;
-    if (!is_token(o, (size_t)(o_end - o)) || !is_token(b, (size_t)(b_end - b)))
-        return malformed(p, "class names", line, line_end);
-    struct map_class *grown = grow(m->classes, &m->cap_classes, m->n_classes, sizeof *grown);
-    if (grown == NULL)
-        return hprof_error_set(p->err, HPROF_ERR_NOMEM, "%s: out of memory", p->name);
-    m->classes = grown;
-    s[o_end - s] = '\0';
-    s[b_end - s] = '\0';
-    p->cls = (uint32_t)m->n_classes;
-    m->classes[m->n_classes++] = (struct map_class){
-        .orig = o, .obf = b, .obf_len = (uint32_t)(b_end - b), .line = (uint32_t)p->line };
-    return HPROF_OK;
-}
-
-/* `[a:b:]type name[(args)[:c[:d]]] -> obf` at [s, end), blanks before. */
-static int member_line(struct parse *p, char *s, char *end)
-{
-    struct hprof_mapping *m = p->m;
-    const char *line = s, *line_end = end;
-    if (p->cls == NONE)
-        return malformed(p, "a member before any class", line, line_end);
-    const char *arrow = find_arrow(s, end);
-    if (arrow == NULL)
-        return malformed(p, "no ' -> '", line, line_end);
-    const char *q = s, *q_end = arrow, *b = arrow + 4, *b_end = end;
-    trim(&q, &q_end);
-    trim(&b, &b_end);
-    if (!is_token(b, (size_t)(b_end - b)))
-        return malformed(p, "obfuscated name", line, line_end);
-    int64_t lo = -1, hi = -1, v;
-    if (q < q_end && is_digit(*q)) {
-        if (!take_number(&q, q_end, &lo) || q == q_end || *q++ != ':' ||
-            !take_number(&q, q_end, &hi) || q == q_end || *q++ != ':' || hi < lo)
-            return malformed(p, "line range", line, line_end);
-    }
-    const char *type_end = q;
-    while (type_end < q_end && !is_blank(*type_end))
-        type_end++;
-    if (type_end == q || type_end == q_end)
-        return malformed(p, "a member line is 'type name -> obf'", line, line_end);
-    const char *n = type_end, *n_end;
-    while (n < q_end && is_blank(*n))
-        n++;
-    const char *paren = memchr(n, '(', (size_t)(q_end - n));
-    int method = paren != NULL;
-    if (method) {
-        const char *close = memchr(paren, ')', (size_t)(q_end - paren));
-        if (close == NULL)
-            return malformed(p, "no ')'", line, line_end);
-        const char *t = close + 1;
-        if (t < q_end) { /* :c or :c:d, the original lines */
-            if (*t++ != ':' || !take_number(&t, q_end, &v) ||
-                (t < q_end && (*t++ != ':' || !take_number(&t, q_end, &v))) || t != q_end)
-                return malformed(p, "original line numbers", line, line_end);
-        }
-        n_end = paren;
-    } else {
-        if (lo >= 0)
-            return malformed(p, "a field with line numbers", line, line_end);
-        n_end = q_end;
-    }
-    if (!is_token(n, (size_t)(n_end - n)) || memchr(n, ':', (size_t)(n_end - n)) != NULL)
-        return malformed(p, "member name", line, line_end);
-    /* R8 names code inlined from another class by its qualified name. */
-    const char *simple = n;
-    for (const char *c = n; c < n_end; c++)
-        if (*c == '.')
-            simple = c + 1;
-    if (simple == n_end)
-        return malformed(p, "member name", line, line_end);
-    struct map_member *grown = grow(m->members, &m->cap_members, m->n_members, sizeof *grown);
-    if (grown == NULL)
-        return hprof_error_set(p->err, HPROF_ERR_NOMEM, "%s: out of memory", p->name);
-    m->members = grown;
-    s[n_end - s] = '\0';
-    s[b_end - s] = '\0';
-    m->members[m->n_members++] = (struct map_member){
-        .cls = p->cls, .method = (uint8_t)method, .foreign = simple != n,
-        .obf_len = (uint32_t)(b_end - b), .orig = simple, .obf = b, .lo = (int32_t)lo,
-        .hi = (int32_t)hi, .next = NONE };
-    return HPROF_OK;
-}
-
-static int parse_lines(struct parse *p, char *text, size_t len)
-{
-    char *s = text, *end_of_text = text + len;
-    int rc = HPROF_OK;
-    while (rc == HPROF_OK && s < end_of_text) {
-        char *e = memchr(s, '\n', (size_t)(end_of_text - s));
-        if (e == NULL)
-            e = end_of_text;
-        char *next = e + 1;
-        *e = '\0';
-        if (e > s && e[-1] == '\r')
-            *--e = '\0';
-        p->line++;
-        const char *first = s;
-        while (first < e && is_blank(*first))
-            first++;
-        if (memchr(s, '\0', (size_t)(e - s)) != NULL)
-            rc = malformed(p, "a NUL byte", s, e);
-        else if (first == e || *first == '#')
-            ;                   /* blank, comment or R8 metadata */
-        else if (first == s)
-            rc = class_line(p, s, e);
-        else
-            rc = member_line(p, s, e);
-        s = next;
-    }
-    return rc;
-}
-
-/* Parse `text` (`len` bytes, room for one more), which the mapping then
- * owns (freed on failure too): names are cut out of it in place. */
-static int parse_owned(char *text, size_t len, const char *name, struct hprof_mapping **out,
-                       struct hprof_error *err)
-{
-    static const char bom[3] = { '\xEF', '\xBB', '\xBF' };
-    *out = NULL;
-    struct hprof_mapping *m = calloc(1, sizeof *m);
-    if (m == NULL) {
-        free(text);
-        return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
-    }
-    m->text = text;
-    m->text[len] = '\0';
-    /* Editors on Windows start a UTF-8 file with a byte order mark. */
-    size_t skip = len >= sizeof bom && memcmp(text, bom, sizeof bom) == 0 ? sizeof bom : 0;
-    struct parse p = { .m = m, .name = name, .err = err, .cls = NONE };
-    int rc = parse_lines(&p, m->text + skip, len - skip);
-    if (rc == HPROF_OK)
-        rc = index_all(m, name, err);
-    if (rc != HPROF_OK) {
-        mapping_free(m);
-        return rc;
-    }
-    *out = m;
-    return HPROF_OK;
-}
-
-int mapping_parse(const char *text, size_t len, const char *name, struct hprof_mapping **out,
-                  struct hprof_error *err)
-{
-    *out = NULL;
-    char *copy = malloc(len + 1);
-    if (copy == NULL)
-        return hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", name);
-    if (len > 0)
-        memcpy(copy, text, len);
-    return parse_owned(copy, len, name, out, err);
-}
-
-static int too_large(const char *path, size_t max_bytes, struct hprof_error *err)
-{
-    return hprof_error_set(err, HPROF_ERR_FORMAT,
-                           "%s: a mapping file is at most %zu bytes; this one is larger", path,
-                           max_bytes);
-}
-
-int mapping_load_at_most(const char *path, size_t max_bytes, struct hprof_mapping **out,
-                         struct hprof_error *err)
-{
-    *out = NULL;
-    int rc = HPROF_OK;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        if ((uint64_t)st.st_size > max_bytes) {
-            close(fd);
-            return too_large(path, max_bytes, err);
-        }
-        cap = (size_t)st.st_size + 1;   /* +1: the read that finds the end */
-    }
-    for (;;) {
-        if (len == cap) {
-            size_t c = cap ? 2 * cap : 65536;
-            if (c > max_bytes + 1)
-                c = max_bytes + 1;
-            char *grown = realloc(buf, c);
-            if (grown == NULL) {
-                rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            buf = grown;
-            cap = c;
-        } else if (buf == NULL && (buf = malloc(cap)) == NULL) {
-            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = hprof_error_set(err, HPROF_ERR_IO, "%s: %s", path, strerror(errno));
-            goto out;
-        }
-        if (n == 0)
-            break;
-        /* A text file has no NUL: say so at once rather than read on
-         * (/dev/zero, a dump given by mistake). */
-        const char *nul = memchr(buf + len, '\0', (size_t)n);
-        if (nul != NULL) {
-            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
-                                 "%s: offset %zu: a NUL byte: not a text mapping file", path,
-                                 (size_t)(nul - buf));
-            goto out;
-        }
-        len += (size_t)n;
-        if (len > max_bytes) {
-            rc = too_large(path, max_bytes, err);
-            goto out;
-        }
-    }
-    if (len == cap) { /* room for the NUL parse_owned() puts at the end */
-        char *grown = realloc(buf, len + 1);
-        if (grown == NULL) {
-            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-        buf = grown;
-    }
-    close(fd);
-    return parse_owned(buf, len, path, out, err);
-out:
-    free(buf);
-    close(fd);
-    return rc;
-}
-
-int mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
-{
-    return mapping_load_at_most(path, MAPPING_MAX_BYTES, out, err);
-}
-
-void mapping_free(struct hprof_mapping *m)
-{
-    if (m == NULL)
-        return;
-    free(m->text);
-    free(m->classes);
-    free(m->members);
-    free(m->class_slots);
-    free(m->member_slots);
-    free(m->member_names);
-    free(m->segs);
-    free(m);
-}
-
-size_t mapping_n_classes(const struct hprof_mapping *m)
-{
-    return m->n_classes;
-}
-
-size_t mapping_n_members(const struct hprof_mapping *m)
-{
-    return m->n_members;
 }
 
 /* ---- Lookups ------------------------------------------------------------ */
@@ -879,14 +480,4 @@ const char *mapping_method(const struct hprof_mapping *m, const char *obf_class,
     }
     *ambiguous = 1;                                        /* rule 3 */
     return x[x[head].fallback].orig;
-}
-
-int hprof_mapping_load(const char *path, struct hprof_mapping **out, struct hprof_error *err)
-{
-    return mapping_load(path, out, err);
-}
-
-void hprof_mapping_free(struct hprof_mapping *m)
-{
-    mapping_free(m);
 }

@@ -1,6 +1,6 @@
 /*
  * mapping.h - a ProGuard/R8 mapping file (mapping.txt), read once and
- * looked up by obfuscated name: the groundwork of --mapping=FILE (issue 17).
+ * looked up by obfuscated name: what --mapping=FILE reads.
  * Internal to libhprof: nothing here is exported under an hprof_ name.
  *
  * Call order:

@@ -4,22 +4,27 @@
  * what it needs in the collect passes, publishes its decisions into the
  * plan, and applies them with its filter in the write pass.
  *
- *   0. restore  (--mapping) what each obfuscated name restores to
- *               (deobfuscate.c); every later pass reads the dump through
- *               its filter, with the original names.
- *   1. collect  names, classes, system-heap objects, large arrays and
- *               references (collect.c), and the names in use
- *               (used_names.c); when the dump allows, the resolution runs
- *               as it goes and pass 2 is not needed.
- *   2. resolve  every kept object against complete class layouts.
- *   3. expand   (bitmaps, rarely) the elements of DumpData.buffers.
- *   -  exempt   (redaction, with keep rules) the value arrays of the
- *               Strings a rule names.
- *   4. digest   (bitmaps, only when candidates may have a twin and their
- *               contents were not all located, or what else refers to them
- *               is not known) MD5s of the unlocated and pins; then the
- *               merges, confirmed byte for byte.
- *   5. write    the plan applied (write_pass.c, chain.c).
+ *   restore  (--mapping) what each obfuscated name restores to
+ *            (deobfuscate.c); every later pass reads the dump through its
+ *            filter, with the original names.
+ *   collect  names, classes, system-heap objects, large arrays and
+ *            references (collect.c), and the names in use (used_names.c);
+ *            when the dump allows, the resolution runs as it goes and the
+ *            resolve pass is not needed.
+ *   resolve  every kept object against complete class layouts.
+ *   graph    (system heaps dropped) which system objects link the roots to
+ *            the application's.
+ *   expand   (bitmaps, rarely) the elements of DumpData.buffers.
+ *   exempt   (redaction, with keep rules) the value arrays of the Strings a
+ *            rule names.
+ *   digest   (bitmaps, only when candidates may have a twin and their
+ *            contents were not all located, or what else refers to them is
+ *            not known) MD5s of the unlocated and pins; then the merges,
+ *            confirmed byte for byte.
+ *   write    the plan applied (write_pass.c, chain.c).
+ *
+ * They are enum hprof_shrink_pass (hprof.h): each runs at most once, so the
+ * stats hold the time of every pass made.
  *
  * The collect passes skip array contents (the reader seeks over them), so
  * they cost about one read of the metadata.  Memory grows with what must be
@@ -32,6 +37,8 @@
 #include "collect.h"
 #include "segment_runs.h"
 #include "objcheck_pass.h"
+#include "shrink_stats.h"
+#include "validate.h"
 #include "write_pass.h"
 
 /* Inputs under this are shrunk on the calling thread alone by default:
@@ -46,8 +53,8 @@ struct shrink_run {
     struct shrink_plan plan;
     struct deobf_filter restore; /* --mapping: in front of the collect passes */
     struct objcheck ids_seen;   /* no object id dumped twice (validate.h) */
-    struct objcheck_visitor check; /* confirms ids_seen's suspects, when pass 2 runs */
-    struct segment_runs runs;   /* for the write pass's workers, noted in pass 1 */
+    struct objcheck_visitor check; /* confirms ids_seen's suspects, when the resolve pass runs */
+    struct segment_runs runs;   /* for the write pass's workers, noted in the collect pass */
     /* A file of several heap dumps: the names in use in any of them,
      * collected once, since each dump's run writes the names around it. */
     const struct names_plan *shared_names;
@@ -76,24 +83,26 @@ static void report(void *ctx, uint64_t done, uint64_t total)
     run->opt.progress(run->opt.progress_ctx, run->pass, run->passes, done, total);
 }
 
-/* A pass begins: counted, and its start time returned. */
-static double pass_begin(struct shrink_run *run)
+/* A pass of `kind` begins: counted, and its start time returned.  Each
+ * kind runs once at most, so the stats have room for every pass. */
+static double pass_begin(struct shrink_run *run, enum hprof_shrink_pass kind)
 {
+    struct hprof_shrink_stats *st = run->ctx.stats;
+    st->pass_kinds[run->pass] = kind;
     run->pass++;
-    run->ctx.stats->passes = run->pass;
+    st->passes = run->pass;
     return hprof_now();
 }
 
 static void pass_end(struct shrink_run *run, double start)
 {
-    if (run->pass <= HPROF_SHRINK_MAX_PASSES)
-        run->ctx.stats->pass_seconds[run->pass - 1] = hprof_now() - start;
+    run->ctx.stats->pass_seconds[run->pass - 1] = hprof_now() - start;
 }
 
-/* Pass `pass + 1` through `v`, timed and counted. */
-static int run_pass(struct shrink_run *run, struct hprof_visitor *v)
+/* A pass of `kind` through `v`, timed and counted. */
+static int run_pass(struct shrink_run *run, enum hprof_shrink_pass kind, struct hprof_visitor *v)
 {
-    double start = pass_begin(run);
+    double start = pass_begin(run, kind);
     int rc = hprof_reader_run(run->ctx.reader, v);
     pass_end(run, start);
     return rc;
@@ -116,21 +125,21 @@ static int write_pass(struct shrink_run *run, struct hprof_writer *w)
         .progress_ctx = run,
         .runs = run->runs.n > 0 ? &run->runs : NULL,
     };
-    double start = pass_begin(run);
+    double start = pass_begin(run, HPROF_PASS_WRITE);
     int rc = write_pass_run(&cfg);
     pass_end(run, start);
     run->plan.names = own_names;
     return rc;
 }
 
-/* Pass 0 (--mapping): what each obfuscated name restores to. */
+/* The restore pass (--mapping): what each obfuscated name restores to. */
 static int deobfuscate_pass(struct shrink_run *run)
 {
     struct deobf_collect *c;
     struct shrink_plan *p = &run->plan;
     int rc = deobf_collect_new(&c, run->opt.mapping, &p->deobf, run->ctx.err);
     if (rc == HPROF_OK)
-        rc = run_pass(run, deobf_collect_visitor(c));
+        rc = run_pass(run, HPROF_PASS_RESTORE, deobf_collect_visitor(c));
     if (rc == HPROF_OK)
         rc = deobf_collect_finish(c);
     deobf_collect_free(c);
@@ -154,15 +163,45 @@ static struct hprof_visitor *restored(struct shrink_run *run, struct hprof_visit
     return &run->restore.base;
 }
 
+/* After the collect passes: the bitmaps' expand pass, the redaction's
+ * exempt pass and the bitmaps' digest pass, each when needed, then the
+ * bitmap merges; none after an error `rc`, but the counts are taken. */
+static int bitmap_and_exempt_passes(struct shrink_run *run, int rc)
+{
+    struct rewrites *rw = &run->rw;
+    struct hprof_shrink_stats *st = run->ctx.stats;
+    int expand = 0, digest = 0, merge = 0;
+    bitmaps_settle(&rw->bitmaps);
+    if (rc == HPROF_OK)
+        rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);
+    run->passes = run->pass + 2 + expand; /* for progress; may overstate by the digest */
+    if (rc == HPROF_OK && expand)
+        rc = run_pass(run, HPROF_PASS_EXPAND, bitmaps_expand_visitor(&rw->bitmaps));
+    st->strings_kept_by_rule = rw->redact.exempt_strings.count;
+    if (rc == HPROF_OK && redact_needs_exempt_pass(&rw->redact))
+        rc = run_pass(run, HPROF_PASS_EXEMPT, redact_exempt_visitor(&rw->redact));
+    st->bitmap_candidates = rw->bitmaps.n_cand;
+    if (rc == HPROF_OK && !run->opt.keep_duplicates)
+        rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
+    if (rc == HPROF_OK && digest) {
+        rc = run_pass(run, HPROF_PASS_DIGEST, bitmaps_digest_visitor(&rw->bitmaps));
+        if (rc == HPROF_OK)
+            rc = bitmaps_digest_finish(&rw->bitmaps);
+    }
+    if (rc == HPROF_OK && merge)
+        rc = bitmaps_merge(&rw->bitmaps);
+    return rc;
+}
+
 /* The collect passes, then every rewrite's decisions into the plan. */
 static int collect_and_plan(struct shrink_run *run)
 {
     struct rewrites *rw = &run->rw;
     struct hprof_shrink_stats *st = run->ctx.stats;
-    int resolved = 0, expand = 0, digest = 0, merge = 0;
+    int resolved = 0;
     struct names_collect names;
     struct hprof_visitor *pass_1 = collect_pass_1(&run->collect);
-    if (run->plan.drop_names && run->shared_names == NULL) { /* names in use, as pass 1 goes */
+    if (run->plan.drop_names && run->shared_names == NULL) { /* names in use, as it goes */
         names_collect_init(&names, &run->plan.names, run->ctx.err);
         names.base.next = pass_1;
         pass_1 = &names.base;
@@ -173,12 +212,12 @@ static int collect_and_plan(struct shrink_run *run)
     if (run->threads > 1 && !run->plan.deobfuscate && !reader_salvaging(run->ctx.reader))
         pass_1 = segment_runs_visitor(&run->runs, pass_1);
     /* every object id once: what hprof-verify checks, in bounded memory
-     * (pass 1 adds them in collect.c) */
+     * (the collect pass adds them in collect.c) */
     objcheck_visitor_init(&run->check, &run->ids_seen, run->ctx.err, NULL);
     run->passes = 5 + run->plan.deobfuscate;
     int rc = run->plan.deobfuscate ? deobfuscate_pass(run) : HPROF_OK;
     if (rc == HPROF_OK)
-        rc = run_pass(run, restored(run, pass_1));
+        rc = run_pass(run, HPROF_PASS_COLLECT, restored(run, pass_1));
     segment_runs_finish(&run->runs);
     if (rc == HPROF_OK)
         rc = objcheck_seal(&run->ids_seen, run->ctx.err);
@@ -188,7 +227,7 @@ static int collect_and_plan(struct shrink_run *run)
     run->check.mode = objcheck_pending(&run->ids_seen) > 0 ? OBJCHECK_CONFIRM : OBJCHECK_OFF;
     if (rc == HPROF_OK && !resolved && (rc = collect_prepare_resolve(&run->collect)) == HPROF_OK) {
         run->check.base.next = collect_resolve(&run->collect);
-        rc = run_pass(run, restored(run, &run->check.base));
+        rc = run_pass(run, HPROF_PASS_RESOLVE, restored(run, &run->check.base));
     } else if (rc == HPROF_OK && run->check.mode == OBJCHECK_CONFIRM) {
         /* ids the filter cannot vouch for, settled in a pass of headers */
         rc = objcheck_confirm_pass(&run->ids_seen, run->ctx.reader, run->ctx.err);
@@ -196,29 +235,11 @@ static int collect_and_plan(struct shrink_run *run)
     /* which system objects link the roots to the application's */
     if (rc == HPROF_OK && collect_wants_graph(&run->collect)) {
         run->passes++;
-        rc = run_pass(run, restored(run, collect_graph(&run->collect)));
+        rc = run_pass(run, HPROF_PASS_GRAPH, restored(run, collect_graph(&run->collect)));
         if (rc == HPROF_OK)
             rc = collect_finish_graph(&run->collect);
     }
-    bitmaps_settle(&rw->bitmaps);
-    if (rc == HPROF_OK)
-        rc = bitmaps_expand_remembered(&rw->bitmaps, &expand);
-    run->passes = run->pass + 2 + expand; /* for progress; may overstate by the digest */
-    if (rc == HPROF_OK && expand)
-        rc = run_pass(run, bitmaps_expand_visitor(&rw->bitmaps));
-    st->strings_kept_by_rule = rw->redact.exempt_strings.count;
-    if (rc == HPROF_OK && redact_needs_exempt_pass(&rw->redact))
-        rc = run_pass(run, redact_exempt_visitor(&rw->redact));
-    st->bitmap_candidates = rw->bitmaps.n_cand;
-    if (rc == HPROF_OK && !run->opt.keep_duplicates)
-        rc = bitmaps_digest_located(&rw->bitmaps, &digest, &merge);
-    if (rc == HPROF_OK && digest) {
-        rc = run_pass(run, bitmaps_digest_visitor(&rw->bitmaps));
-        if (rc == HPROF_OK)
-            rc = bitmaps_digest_finish(&rw->bitmaps);
-    }
-    if (rc == HPROF_OK && merge)
-        rc = bitmaps_merge(&rw->bitmaps);
+    rc = bitmap_and_exempt_passes(run, rc);
     run->passes = run->pass + 1;
     if (rc != HPROF_OK)
         return rc;
@@ -309,51 +330,6 @@ static void run_end(struct shrink_run *run, struct hprof_reader *r)
     }
 }
 
-static void add_count(struct hprof_count *to, const struct hprof_count *c)
-{
-    to->count += c->count;
-    to->bytes += c->bytes;
-}
-
-/* What one heap dump's run counted, added to the file's. */
-static void add_dump_stats(struct hprof_shrink_stats *to, const struct hprof_shrink_stats *s)
-{
-    const struct hprof_count *from[] = {
-        &s->strings, &s->class_dumps, &s->instances_in, &s->instances_out,
-        &s->object_arrays_in, &s->object_arrays_out, &s->primitive_arrays_in,
-        &s->string_values_kept, &s->bitmap_buffers_kept, &s->other_kept, &s->arrays_emptied,
-        &s->arrays_zeroed, &s->arrays_removed, &s->system_dropped, &s->system_standins,
-        &s->strings_redacted, &s->buffers_redacted, &s->bitmap_duplicates, &s->names_dropped,
-    };
-    struct hprof_count *into[] = {
-        &to->strings, &to->class_dumps, &to->instances_in, &to->instances_out,
-        &to->object_arrays_in, &to->object_arrays_out, &to->primitive_arrays_in,
-        &to->string_values_kept, &to->bitmap_buffers_kept, &to->other_kept, &to->arrays_emptied,
-        &to->arrays_zeroed, &to->arrays_removed, &to->system_dropped, &to->system_standins,
-        &to->strings_redacted, &to->buffers_redacted, &to->bitmap_duplicates, &to->names_dropped,
-    };
-    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++)
-        add_count(into[i], from[i]);
-    to->roots_dropped += s->roots_dropped;
-    to->strings_kept_by_rule += s->strings_kept_by_rule;
-    to->fields_zeroed += s->fields_zeroed;
-    to->bitmap_candidates += s->bitmap_candidates;
-    to->bitmap_digested += s->bitmap_digested;
-    to->bitmap_groups += s->bitmap_groups;
-    to->jvm_roots_converted += s->jvm_roots_converted;
-    to->jvm_heap_infos_dropped += s->jvm_heap_infos_dropped;
-    to->jvm_nodata_arrays += s->jvm_nodata_arrays;
-    to->bitmap_fingerprinted += s->bitmap_fingerprinted;
-    to->bitmap_bytes_fingerprinted += s->bitmap_bytes_fingerprinted;
-    to->bitmap_bytes_hashed += s->bitmap_bytes_hashed;
-    to->bitmap_bytes_compared += s->bitmap_bytes_compared;
-    for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
-        to->pass_seconds[i] += s->pass_seconds[i];
-    if (s->passes > to->passes)
-        to->passes = s->passes;
-    to->resolved_in_pass_1 = s->resolved_in_pass_1;
-}
-
 /* Which STRING records any heap dump of the file uses: one pass. */
 static int collect_all_names(struct hprof_reader *r, struct names_plan *names,
                              struct hprof_error *err)
@@ -410,7 +386,7 @@ static int shrink_each_dump(struct hprof_reader *r, struct hprof_writer *w,
         if (rc == HPROF_OK)
             rc = write_pass(&run, w);
         start = end;
-        add_dump_stats(stats, &dump_stats);
+        shrink_stats_add_dump(stats, &dump_stats);
         run_end(&run, r);
     }
     stats->dumps = dumps;

@@ -84,11 +84,3 @@ void jvm_filter_init(struct jvm_filter *f)
     memset(f, 0, sizeof *f);
     f->base.ops = &jvm_ops;
 }
-
-void jvm_counts_add(struct jvm_counts *to, const struct jvm_counts *from)
-{
-    to->roots_converted += from->roots_converted;
-    to->heap_infos_dropped += from->heap_infos_dropped;
-    to->nodata_arrays += from->nodata_arrays;
-    to->header_converted |= from->header_converted;
-}

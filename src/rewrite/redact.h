@@ -6,7 +6,7 @@
  * Strings a keep rule's field refers to; the hash caches derived from
  * texts (String.hash, hash-table nodes' hash) become 0; with fields, every
  * primitive field but booleans and the structural ones analyzers read (the
- * table in redact.c) becomes 0.
+ * table in redact_table.c) becomes 0.
  *
  * It learns in pass 1 which STRING records name a rule's class or field
  * and which name a class or field of the field table; when classes are

@@ -27,6 +27,7 @@
 #include "chain.h"
 #include "pool.h"
 #include "segment_runs.h"
+#include "shrink_stats.h"
 #include "write_pass.h"
 
 /* Segments of up to SEGMENT_MAX bytes go to workers, gathered into jobs of
@@ -73,43 +74,6 @@ struct write_pass {
     int failed;                 /* a job or a segment written here failed */
     int copying;                /* the writer reads kept arrays from the input file */
 };
-
-/* ---- Counts --------------------------------------------------------------- */
-
-static void add_count(struct hprof_count *to, const struct hprof_count *c)
-{
-    to->count += c->count;
-    to->bytes += c->bytes;
-}
-
-/* What the filter counted in a job, into the pass's report. */
-static void add_filter_counts(struct hprof_shrink_stats *to, const struct hprof_shrink_stats *s)
-{
-    add_count(&to->strings, &s->strings);
-    add_count(&to->class_dumps, &s->class_dumps);
-    add_count(&to->instances_in, &s->instances_in);
-    add_count(&to->instances_out, &s->instances_out);
-    add_count(&to->object_arrays_in, &s->object_arrays_in);
-    add_count(&to->object_arrays_out, &s->object_arrays_out);
-    add_count(&to->primitive_arrays_in, &s->primitive_arrays_in);
-    add_count(&to->string_values_kept, &s->string_values_kept);
-    add_count(&to->bitmap_buffers_kept, &s->bitmap_buffers_kept);
-    add_count(&to->other_kept, &s->other_kept);
-    add_count(&to->arrays_emptied, &s->arrays_emptied);
-    add_count(&to->arrays_zeroed, &s->arrays_zeroed);
-    add_count(&to->arrays_removed, &s->arrays_removed);
-    add_count(&to->system_dropped, &s->system_dropped);
-    add_count(&to->system_standins, &s->system_standins);
-    add_count(&to->strings_redacted, &s->strings_redacted);
-    add_count(&to->buffers_redacted, &s->buffers_redacted);
-    to->roots_dropped += s->roots_dropped;
-    to->system_standin_refs += s->system_standin_refs;
-    to->fields_zeroed += s->fields_zeroed;
-    add_count(&to->names_dropped, &s->names_dropped);
-    to->jvm_roots_converted += s->jvm_roots_converted;
-    to->jvm_heap_infos_dropped += s->jvm_heap_infos_dropped;
-    to->jvm_nodata_arrays += s->jvm_nodata_arrays;
-}
 
 /* ---- Workers ---------------------------------------------------------------- */
 
@@ -209,7 +173,7 @@ static int write_oldest(struct write_pass *wp)
         rc = hprof_error_set(wp->cfg->err, j->rc, "%s", j->err.message);
         wp->failed = 1;
     } else {
-        add_filter_counts(wp->cfg->stats, &j->stats);
+        shrink_stats_add_counters(wp->cfg->stats, &j->stats);
         rc = writer_put_segments(wp->cfg->writer, j->out, j->out_len, j->run, j->n);
         wp->failed |= rc != HPROF_OK;
     }
