@@ -720,7 +720,7 @@ END_TEST
  * reader, skipping every array, gets ahead of it: the pages the thread then
  * maps behind the reader are given back too.  Over 256 MiB the file's
  * resident pages stay under 24 MiB (8 behind the reader, 8 behind the
- * thread, 4 ahead, and slack); they reached 80-160 MiB before. */
+ * thread, 4 ahead, and slack). */
 START_TEST(readahead_thread_gives_back_what_it_maps_behind_the_reader)
 {
     char *path = uncached_segments_file(256);

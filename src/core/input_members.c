@@ -58,8 +58,7 @@
 /* A job costs a read of at least a page and a few hand-overs between
  * threads, more than inflating a member of a few KiB: after a run of
  * SMALL_RUN members under SMALL_MEMBER compressed bytes, the rest of the
- * file is streamed by zlib on the calling thread, as from a pipe (a million
- * empty members took 5.7 s as jobs, 0.06 s streamed). */
+ * file is streamed by zlib on the calling thread, as from a pipe. */
 #define SMALL_MEMBER (16u << 10)
 #define SMALL_RUN 64
 

@@ -36,10 +36,9 @@ int reader_fail(struct hprof_reader *r, int code, uint64_t offset, const char *w
                            where(r, w, sizeof w), what);
 }
 
-/* reader_fail() with a formatted message.  Out of line and cold: formatted in
- * place, each message gave the reader that can fail a 256-byte buffer on
- * its stack, and stack frames that large keep GCC from inlining the
- * per-record readers into their loop (--param large-stack-frame-growth). */
+/* reader_fail() with a formatted message, out of line and cold (reader_private.h):
+ * a 256-byte message buffer on the stack of each per-record reader would
+ * keep GCC from inlining them into their loop (large-stack-frame-growth). */
 int reader_failf(struct hprof_reader *r, int code, uint64_t offset, const char *fmt, ...)
 {
     char msg[256];

@@ -337,9 +337,7 @@ static int read_sub_record(struct hprof_reader *r, struct hprof_visitor *v, uint
  * where the complete ones end.  The one loop over sub-records, for
  * reader_read_heap() and salvage's scan_cut_heap(): read_sub_record() and
  * the readers of instances and arrays then have one caller and are inlined
- * into it.  (With
- * two callers they were not, and the calls cost about 30 instructions per
- * object, 3% of a shrink.)
+ * into it, which saves a call per object.
  * @return HPROF_OK or an error. */
 int reader_sub_records(struct hprof_reader *r, struct hprof_visitor *v, uint64_t limit,
                        struct cut_scan *scan)
@@ -408,10 +406,8 @@ int reader_read_heap(struct hprof_reader *r, struct hprof_visitor *v,
     /* Every sub-record of a small segment (ART ends one past 4 KiB) is
      * parsed: asking for all its lines at once, and the next record's
      * header, overlaps their cache misses instead of taking them one
-     * sub-record after another (the Android-style 2 GB bench dump: pass 1
-     * 0.29 s -> 0.19 s, the write pass's workers 0.25 s -> 0.21 s).
-     * HotSpot's segments are larger, and prefetching ahead of the cursor
-     * there fetched array contents nothing reads: 10-20% slower. */
+     * sub-record after another.  HotSpot's segments are larger: prefetching
+     * ahead of the cursor there would fetch array contents nothing reads. */
     if (seg->length <= PREFETCH_SEGMENT && seg->length < avail(r)) {
         for (size_t at = 0; at < seg->length; at += 64)
             __builtin_prefetch(r->in.cur + at);
