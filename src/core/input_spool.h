@@ -1,7 +1,7 @@
 /*
  * input_spool.h - the copy input.c makes of a dump that is not a plain
- * seekable file, shared with input_members.c, which inflates a gzip file's
- * members on every core into it.
+ * seekable file: input_stream.c writes it and inflates a gzip stream into
+ * it, input_members.c a gzip file's members on every core.
  */
 #ifndef HPROF_INPUT_SPOOL_H
 #define HPROF_INPUT_SPOOL_H
@@ -10,6 +10,7 @@
 
 #include "input_private.h"
 
+#define SPOOL_BUFFER (1u << 20)
 #define MAGIC "JAVA PROFILE 1.0."
 #define MAGIC_LEN (sizeof MAGIC - 1)
 
@@ -37,11 +38,14 @@ struct spool {
     struct input_stats *stats;
 };
 
-/* Append `n` bytes of plain dump to the copy (input.c). */
+/* Bytes free where `fd` is. */
+uint64_t spool_free_bytes(int fd);
+/* Append `n` bytes of plain dump to the copy (input_stream.c). */
 int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
 /* Up to `len` bytes of the input at offset `at` (a file) or next (a pipe). */
 ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at);
-/* Inflate with zlib, member after member, from offset `at` (input.c). */
+/* Inflate with zlib, member after member, from offset `at`
+ * (input_stream.c). */
 int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, uint64_t *end,
                          int *done, struct hprof_error *err);
 /* Inflate the gzip file s->in of `size` bytes into the copy, with

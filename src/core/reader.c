@@ -6,64 +6,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "reader_private.h"
 
-#define PROGRESS_STEP (16u << 20)
 #define MAX_HEADER 64
-
-/* ---- Messages ------------------------------------------------------------ */
-
-/* "HEAP_DUMP_SEGMENT/INSTANCE_DUMP" or "STRING" for the current position. */
-static const char *where(const struct hprof_reader *r, char *out, size_t len)
-{
-    if (r->in_heap)
-        snprintf(out, len, "%s/%s", hprof_tag_name(r->rec_tag), hprof_subtag_name(r->sub_tag));
-    else
-        snprintf(out, len, "%s", hprof_tag_name(r->rec_tag));
-    return out;
-}
-
-int reader_fail(struct hprof_reader *r, int code, uint64_t offset, const char *what)
-{
-    char w[80];
-    return hprof_error_set(r->err, code, "offset 0x%" PRIx64 ": %s: %s", offset,
-                           where(r, w, sizeof w), what);
-}
-
-/* reader_fail() with a formatted message, out of line and cold (reader_private.h):
- * a 256-byte message buffer on the stack of each per-record reader would
- * keep GCC from inlining them into their loop (large-stack-frame-growth). */
-int reader_failf(struct hprof_reader *r, int code, uint64_t offset, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return reader_fail(r, code, offset, msg);
-}
-
-int reader_visitor_failed(struct hprof_reader *r, int rc)
-{
-    return reader_fail(r, rc, r->in_heap ? r->sub_offset : r->rec_offset, "a visitor failed");
-}
-
-void reader_checkpoint(struct hprof_reader *r)
-{
-    window_release_behind(&r->in);
-    window_publish_pos(&r->in);
-    if (r->progress != NULL && r->in.pos >= r->next_progress) {
-        r->progress(r->progress_ctx, r->in.pos, r->in.size);
-        r->next_progress = r->in.pos + PROGRESS_STEP;
-    }
-    r->next_check = r->in.pos + CHECK_STEP;
-}
 
 /* ---- Opening --------------------------------------------------------------- */
 
@@ -226,7 +175,63 @@ void hprof_reader_free(struct hprof_reader *r)
     free(r);
 }
 
-int reader_run_records(struct hprof_reader *r, struct hprof_visitor *v)
+static int run_records(struct hprof_reader *r, struct hprof_visitor *v);
+
+/* Before the first run of a salvaging reader delivers anything: is the
+ * input cut (salvage_find_cut())?  If it is, a census run (without
+ * visitors' output: arrays skipped) finds the classes whose superclass
+ * chain is complete in what is kept; the runs then deliver only those
+ * class dumps and the instances of those classes, so that what they
+ * deliver is a valid dump (validate.h, rules 2 and 3).  A complete input
+ * is read as without salvage.  @return HPROF_OK or an error of the input. */
+static int salvage_prepare(struct hprof_reader *r)
+{
+    uint64_t first_heap;
+    int cut;
+    r->found.prepared = 1;
+    int rc = salvage_find_cut(r, &cut, &first_heap);
+    if (rc != HPROF_OK || !cut)
+        return rc;
+    struct census *cs = salvage_census_new(r->err);
+    void (*progress)(void *, uint64_t, uint64_t) = r->progress;
+    rc = cs != NULL ? HPROF_OK : r->err->code;
+    if (rc == HPROF_OK) {
+        r->progress = NULL; /* the run that follows reports progress */
+        rc = run_records(r, salvage_census_visitor(cs));
+        r->progress = progress;
+        window_release_all(&r->in); /* the run starts from the top again */
+    }
+    if (rc == HPROF_OK)
+        rc = salvage_state_from_census(r, cs, first_heap);
+    salvage_census_free(cs);
+    if (rc != HPROF_OK)
+        r->found.prepared = 0;
+    return rc;
+}
+
+/* Before a run: the census if it is due, and what to deliver. */
+static int salvage_begin(struct hprof_reader *r)
+{
+    int rc = HPROF_OK;
+    if (r->set.salvage && !r->found.prepared)
+        rc = salvage_prepare(r);
+    r->deliver = r->set.salvage && r->found.sv != NULL ? &r->found.sv->complete : NULL;
+    return rc;
+}
+
+/* The record at the cursor; a cut one salvaged.  @return HPROF_OK,
+ * READER_CUT or an error. */
+static int read_record(struct hprof_reader *r, struct hprof_visitor *v)
+{
+    int rc = reader_read_record(r, v);
+    if (rc == READER_CUT_HEADER)
+        return salvage_cut_record_header(r);
+    if (rc == READER_CUT_RECORD)
+        return salvage_cut_record(r, r->cut_time, r->cut_length, v);
+    return rc;
+}
+
+static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
 {
     int rc = salvage_begin(r);
     if (rc != HPROF_OK)
@@ -258,7 +263,7 @@ int reader_run_records(struct hprof_reader *r, struct hprof_visitor *v)
     if (rc < 0)
         return hprof_error_set(r->err, rc, "offset 0x0: header: a visitor failed");
     while (r->in.pos < end) {
-        rc = reader_read_record(r, v);
+        rc = read_record(r, v);
         if (rc == READER_CUT)
             break;
         if (rc != HPROF_OK)
@@ -340,7 +345,7 @@ int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
     r->guarding = 0;
     window_start_read_ahead(&r->in, &ahead, start);
     do
-        rc = reader_read_record(r, v);
+        rc = read_record(r, v);
     while (rc == HPROF_OK && r->in.pos < end);
     window_stop_read_ahead(&r->in);
     return rc == READER_CUT ? HPROF_OK : rc;
@@ -363,7 +368,7 @@ int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
     if (rc != HPROF_OK)
         return rc;
     window_start_read_ahead(&r->in, &ahead, 0);
-    rc = reader_run_records(r, v);
+    rc = run_records(r, v);
     window_stop_read_ahead(&r->in); /* before the mapping's pages are given back */
     window_release_all(&r->in); /* the next run starts from the top again */
     return rc;

@@ -2,7 +2,8 @@
  * reader_private.h - the parts of a reader, shared by the files that make
  * it: read_window.c (the bytes: read buffer or mapping, pages given back,
  * read-ahead), records.c (the record parser), salvage.c (a dump cut short)
- * and reader.c (opening, settings, runs).
+ * and reader.c (opening, settings, runs).  Each calls only those listed
+ * before it.
  *
  * Invariants:
  *  1. `in.pos` is the input offset of `in.cur`; bytes [cur, lim) are valid.
@@ -124,6 +125,7 @@ struct hprof_reader {
     uint64_t records;           /* in this run */
     uint64_t heap_bytes;        /* bytes of heap records in this run */
     uint64_t open_run;          /* offset of an unclosed HEAP_DUMP_SEGMENT run, or 0 */
+    uint32_t cut_time, cut_length; /* the header of the record the end of file cuts */
 
     /* Several heap dumps in one file (the hprof agent appends one per
      * request): ids are unique within a dump only. */
@@ -186,7 +188,7 @@ static inline void window_skip(struct read_window *w, uint64_t n)
         window_seek(w, w->pos + n);
 }
 
-/* ---- reader.c ------------------------------------------------------------- */
+/* ---- records.c ------------------------------------------------------------ */
 
 int reader_fail(struct hprof_reader *r, int code, uint64_t offset, const char *what);
 __attribute__((cold, format(printf, 4, 5)))
@@ -194,8 +196,6 @@ int reader_failf(struct hprof_reader *r, int code, uint64_t offset, const char *
 #define FAILF(r, code, offset, ...) return reader_failf((r), (code), (offset), __VA_ARGS__)
 /* A visitor returned an error: keep its message, or say which record. */
 int reader_visitor_failed(struct hprof_reader *r, int rc);
-/* The records from the start (or the range set) to the end, through `v`. */
-int reader_run_records(struct hprof_reader *r, struct hprof_visitor *v);
 /* Progress, pages given back, the read-ahead told. */
 void reader_checkpoint(struct hprof_reader *r);
 
@@ -206,11 +206,14 @@ static inline void report_progress(struct hprof_reader *r)
         reader_checkpoint(r);
 }
 
-/* ---- records.c ------------------------------------------------------------ */
-
-/* read_record() says the input is cut and nothing after it can be read;
- * a run then ends as if the file ended there. */
+/* The input is cut and nothing after it can be read: a run ends as if
+ * the file ended there. */
 #define READER_CUT 2
+/* With salvage, reader_read_record() found the record header at the
+ * cursor cut, or the record whose header it read (cut_time, cut_length):
+ * salvage_cut_record_header() or salvage_cut_record() takes it from there. */
+#define READER_CUT_HEADER 3
+#define READER_CUT_RECORD 4
 /* What a message about a cut adds, for the tools' users. */
 #define SALVAGE_HINT "; --salvage keeps what is complete"
 
@@ -221,8 +224,8 @@ struct cut_scan {
     uint64_t next_release;      /* a mapping's pages are given back from here */
 };
 
-/* The record at the cursor, through `v`.  @return HPROF_OK, READER_CUT
- * or an error. */
+/* The record at the cursor, through `v`.  @return HPROF_OK,
+ * READER_CUT_HEADER, READER_CUT_RECORD or an error. */
 int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v);
 /* A heap record whose 9-byte header was just read. */
 int reader_read_heap(struct hprof_reader *r, struct hprof_visitor *v,
@@ -234,11 +237,18 @@ int reader_sub_records(struct hprof_reader *r, struct hprof_visitor *v, uint64_t
 
 /* ---- salvage.c ------------------------------------------------------------ */
 
-/* Before a run: the census if it is due, and what to deliver. */
-int salvage_begin(struct hprof_reader *r);
+struct census;
+int salvage_find_cut(struct hprof_reader *r, int *cut, uint64_t *first_heap);
+/* The visitor of a census run: class chains, instances and array types. */
+struct census *salvage_census_new(struct hprof_error *err);
+struct hprof_visitor *salvage_census_visitor(struct census *cs);
+void salvage_census_free(struct census *cs);
+int salvage_state_from_census(struct hprof_reader *r, const struct census *cs,
+                              uint64_t first_heap);
 /* The end of the file cuts the header of the record at the cursor. */
 int salvage_cut_record_header(struct hprof_reader *r);
-/* The end of the file cuts the record whose header was just read. */
+/* The end of the file cuts the record whose header was just read.
+ * @return READER_CUT or an error. */
 int salvage_cut_record(struct hprof_reader *r, uint32_t time, uint32_t length,
                        struct hprof_visitor *v);
 void salvage_state_hold(struct salvage_state *sv);

@@ -8,6 +8,8 @@
  */
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +17,56 @@
 
 #define CHUNK_MAX HPROF_READ_BUFFER     /* a multiple of every element size */
 #define MEM_CHUNK_MAX (1u << 20)        /* the same, for input in memory */
+#define PROGRESS_STEP (16u << 20)
 #define PREFETCH_SEGMENT (8u << 10)     /* reader_read_heap() reads all of one this small at once */
+
+/* ---- Messages ------------------------------------------------------------ */
+
+/* "HEAP_DUMP_SEGMENT/INSTANCE_DUMP" or "STRING" for the current position. */
+static const char *where(const struct hprof_reader *r, char *out, size_t len)
+{
+    if (r->in_heap)
+        snprintf(out, len, "%s/%s", hprof_tag_name(r->rec_tag), hprof_subtag_name(r->sub_tag));
+    else
+        snprintf(out, len, "%s", hprof_tag_name(r->rec_tag));
+    return out;
+}
+
+int reader_fail(struct hprof_reader *r, int code, uint64_t offset, const char *what)
+{
+    char w[80];
+    return hprof_error_set(r->err, code, "offset 0x%" PRIx64 ": %s: %s", offset,
+                           where(r, w, sizeof w), what);
+}
+
+/* reader_fail() with a formatted message, out of line and cold :
+ * a 256-byte message buffer on the stack of each per-record reader would
+ * keep GCC from inlining them into their loop (large-stack-frame-growth). */
+int reader_failf(struct hprof_reader *r, int code, uint64_t offset, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return reader_fail(r, code, offset, msg);
+}
+
+int reader_visitor_failed(struct hprof_reader *r, int rc)
+{
+    return reader_fail(r, rc, r->in_heap ? r->sub_offset : r->rec_offset, "a visitor failed");
+}
+
+void reader_checkpoint(struct hprof_reader *r)
+{
+    window_release_behind(&r->in);
+    window_publish_pos(&r->in);
+    if (r->progress != NULL && r->in.pos >= r->next_progress) {
+        r->progress(r->progress_ctx, r->in.pos, r->in.size);
+        r->next_progress = r->in.pos + PROGRESS_STEP;
+    }
+    r->next_check = r->in.pos + CHECK_STEP;
+}
 
 /* ---- The window, for the parser ------------------------------------------ */
 
@@ -578,7 +629,7 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
     r->in_heap = 0;
     if (r->in.size - r->in.pos < 9) {
         if (r->set.salvage)
-            return salvage_cut_record_header(r);
+            return READER_CUT_HEADER;
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": record header: truncated: 9 bytes needed, "
                                "%" PRIu64 " left" SALVAGE_HINT, r->in.pos, r->in.size - r->in.pos);
@@ -616,8 +667,11 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
     }
     if (!hprof_tag_known(r->rec_tag))
         return unknown_tag(r);
-    if (length > r->in.size - r->in.pos && r->set.salvage)
-        return salvage_cut_record(r, time, length, v);
+    if (length > r->in.size - r->in.pos && r->set.salvage) {
+        r->cut_time = time;
+        r->cut_length = length;
+        return READER_CUT_RECORD;
+    }
     if (length > r->in.size - r->in.pos)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
               "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)"

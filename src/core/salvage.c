@@ -354,28 +354,15 @@ static int find_cut(struct hprof_reader *r, int *cut, uint64_t *first_heap)
     return HPROF_OK;
 }
 
-static void census_free(struct census *cs)
+void salvage_census_free(struct census *cs)
 {
+    if (cs == NULL)
+        return;
     idmap_free(&cs->supers);
     idmap_free(&cs->instances);
     idmap_free(&cs->type_names);
     idmap_free(&cs->type_classes);
-}
-
-/* A run through the census, without progress (the run that follows
- * reports it). */
-static int take_census(struct hprof_reader *r, struct census *cs)
-{
-    void (*progress)(void *, uint64_t, uint64_t) = r->progress;
-    if (idmap_init(&cs->supers, 1) != HPROF_OK || idmap_init(&cs->instances, 1) != HPROF_OK ||
-        idmap_init(&cs->type_names, 1) != HPROF_OK ||
-        idmap_init(&cs->type_classes, 1) != HPROF_OK)
-        return hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
-    r->progress = NULL;
-    int rc = reader_run_records(r, &cs->base);
-    r->progress = progress;
-    window_release_all(&r->in); /* the run starts from the top again */
-    return rc;
+    free(cs);
 }
 
 /* The classes whose superclass chain is complete, and what is dropped. */
@@ -425,57 +412,58 @@ static int rebuild_array_classes(struct hprof_reader *r, const struct census *cs
     return rc;
 }
 
-/* Before the first run of a salvaging reader delivers anything: is the
- * input cut (find_cut())?  If it is, a census pass (without visitors'
- * output: arrays skipped) finds the classes whose superclass chain is
- * complete in what is kept; the runs then deliver only those class dumps
- * and the instances of those classes, so that what they deliver is a valid
- * dump (validate.h, rules 2 and 3).  A complete input is read as without
- * salvage.  @return HPROF_OK or an error of the input. */
-static int salvage_prepare(struct hprof_reader *r)
+/* Is the input cut (a record runs past its end, or a run of segments is
+ * left open)?  Sets where the data ends (find_zero_tail()) and, for a cut
+ * heap record, how much of it is kept (scan_cut_heap()). */
+int salvage_find_cut(struct hprof_reader *r, int *cut, uint64_t *first_heap)
 {
-    uint64_t first_heap;
-    int cut;
-    r->found.prepared = 1;
     int rc = find_zero_tail(r);
-    if (rc == HPROF_OK)
-        rc = find_cut(r, &cut, &first_heap);
-    if (rc != HPROF_OK || !cut)
-        return rc;
+    return rc != HPROF_OK ? rc : find_cut(r, cut, first_heap);
+}
 
-    struct census cs = { .base = { &census_ops, NULL } };
+struct census *salvage_census_new(struct hprof_error *err)
+{
+    struct census *cs = calloc(1, sizeof *cs);
+    if (cs != NULL) {
+        cs->base.ops = &census_ops;
+        if (idmap_init(&cs->supers, 1) == HPROF_OK && idmap_init(&cs->instances, 1) == HPROF_OK &&
+            idmap_init(&cs->type_names, 1) == HPROF_OK &&
+            idmap_init(&cs->type_classes, 1) == HPROF_OK)
+            return cs;
+        salvage_census_free(cs);
+    }
+    hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    return NULL;
+}
+
+struct hprof_visitor *salvage_census_visitor(struct census *cs)
+{
+    return &cs->base;
+}
+
+/* What a census found: the classes delivered, and what is dropped or
+ * rebuilt, in r->found.sv. */
+int salvage_state_from_census(struct hprof_reader *r, const struct census *cs,
+                              uint64_t first_heap)
+{
     struct salvage_state *sv = calloc(1, sizeof *sv);
+    int rc = HPROF_OK;
     if (sv == NULL || idmap_init(&sv->complete, 0) != HPROF_OK)
         rc = hprof_error_set(r->err, HPROF_ERR_NOMEM, "out of memory");
     else
         atomic_init(&sv->refs, 1);
     if (rc == HPROF_OK)
-        rc = take_census(r, &cs);
+        rc = keep_complete_classes(r, cs, sv);
     if (rc == HPROF_OK)
-        rc = keep_complete_classes(r, &cs, sv);
-    if (rc == HPROF_OK)
-        rc = rebuild_array_classes(r, &cs, sv, first_heap);
+        rc = rebuild_array_classes(r, cs, sv, first_heap);
     if (rc == HPROF_OK) {
         r->found.sv = sv;
-        sv = NULL;
+        return HPROF_OK;
     }
     if (sv != NULL) {
         idmap_free(&sv->complete);
         free(sv);
     }
-    census_free(&cs);
-    if (rc != HPROF_OK)
-        r->found.prepared = 0;
-    return rc;
-}
-
-/* Before a run: the census if it is due, and what to deliver. */
-int salvage_begin(struct hprof_reader *r)
-{
-    int rc = HPROF_OK;
-    if (r->set.salvage && !r->found.prepared)
-        rc = salvage_prepare(r);
-    r->deliver = r->set.salvage && r->found.sv != NULL ? &r->found.sv->complete : NULL;
     return rc;
 }
 
