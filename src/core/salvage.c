@@ -3,10 +3,11 @@
  * as it is complete.  Before its first run a salvaging reader reads the
  * record headers, and if the input is cut, the sub-records of the cut heap
  * record up to the last complete one (scan_cut_heap()) and the class dumps
- * of what is kept (salvage_prepare()'s census); every run then stops at the
- * same sub-record and leaves out what would not make a valid dump: classes
- * whose superclass chain is incomplete, their instances, and arrays of a
- * type whose class is missing, unless that array class is rebuilt.
+ * of what is kept (a census run, reader.c's salvage_prepare()); every run
+ * then stops at the same sub-record and leaves out what would not make a
+ * valid dump: classes whose superclass chain is incomplete, their
+ * instances, and arrays of a type whose class is missing, unless that
+ * array class is rebuilt.
  */
 #include <inttypes.h>
 #include <stdlib.h>
