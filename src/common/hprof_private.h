@@ -498,7 +498,6 @@ int reader_pread_unmapped(const struct hprof_reader *r, uint64_t offset, void *b
  * hprof_reader_set_threads() decides from its count); the shrink sets it
  * on the readers it clones for itself. */
 void reader_set_readahead_thread(struct hprof_reader *r, int on);
-int reader_readahead_thread(const struct hprof_reader *r);
 
 /* The file a mapped reader maps, and where: *map and *size, and its fd
  * as the result; -1 when `r` does not map a file. */

@@ -1,0 +1,56 @@
+/*
+ * input_spool.h - the copy input.c makes of a dump that is not a plain
+ * seekable file: input_stream.c writes it and inflates a gzip stream into
+ * it, input_members.c a gzip file's members on every core.
+ */
+#ifndef HPROF_INPUT_SPOOL_H
+#define HPROF_INPUT_SPOOL_H
+
+#include <sys/types.h>
+
+#include "input_private.h"
+
+#define SPOOL_BUFFER (1u << 20)
+#define MAGIC "JAVA PROFILE 1.0."
+#define MAGIC_LEN (sizeof MAGIC - 1)
+
+struct spool {
+    int in, out;
+    int seekable;               /* `in` is a regular file: read with pread */
+    char dir[4096];             /* the temporary file's directory */
+    uint64_t written;           /* bytes of the copy so far */
+    uint64_t room;              /* written + what was free when last looked:
+                                 * what the directory had room for */
+    uint8_t head[MAGIC_LEN];    /* the first bytes, until the magic is checked */
+    size_t n_head;
+    int checked;
+    /* The record framing, followed as the copy is made (see frame()). */
+    int in_header;              /* 1 in the file header, 0 after, -1 not followed */
+    int nul_seen;               /* of the version string */
+    int unknown_tag;            /* the framing stopped at an undefined tag */
+    uint64_t skip;              /* bytes of the current part still to pass */
+    uint8_t rec[9];             /* a record header being gathered */
+    size_t n_rec;
+    uint8_t *in_buf, *out_buf;
+    uint64_t in_offset;         /* of in_buf[0] in the (compressed) input */
+    int salvage;                /* HPROF_INPUT_SALVAGE */
+    struct hprof_input_info *info;
+    struct input_stats *stats;
+};
+
+/* Bytes free where `fd` is. */
+uint64_t spool_free_bytes(int fd);
+/* Append `n` bytes of plain dump to the copy (input_stream.c). */
+int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
+/* Up to `len` bytes of the input at offset `at` (a file) or next (a pipe). */
+ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at);
+/* Inflate with zlib, member after member, from offset `at`
+ * (input_stream.c). */
+int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, uint64_t *end,
+                         int *done, struct hprof_error *err);
+/* Inflate the gzip file s->in of `size` bytes into the copy, with
+ * `threads` (0: one per core) (input_members.c). */
+int spool_inflate_members(struct spool *s, uint64_t size, unsigned threads,
+                          struct hprof_error *err);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * input_stream.c - the copy input.c makes, written as the bytes come, and
+ * zlib inflating a gzip stream into it member after member.
+ *
+ * What comes out of a gzip stream is not trusted any more than a file: 1 MB
+ * of gzipped zeros inflates to 1 GB.  So the copy
+ *  - checks the hprof magic in the first bytes inflated, and stops there
+ *    with "not a heap dump" instead of inflating the rest first;
+ *  - follows the top-level records as they come and stops at the first
+ *    tag the format does not define (zeros behind a valid header);
+ *  - stops with a message naming the temporary directory (and TMPDIR, which
+ *    chooses it) when it would exceed the room left there;
+ *  - inflates member after member (the JDK writes one per chunk) with zlib's
+ *    inflate(), not gzread(), which ignores whatever follows the last member
+ *    without a word: here trailing bytes that are not another member are an
+ *    error, as is a stream cut short.
+ * Messages do not repeat the input's name: the tools print it before them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "input_spool.h"
+#include "sink_private.h"
+
+/* The gzip stream ends before its last member does.  With salvage, what
+ * was inflated stays (the reader then salvages the dump it holds), and
+ * `info` says where the compressed input stopped; else an error. */
+static int gzip_cut(struct spool *s, uint64_t at, struct hprof_error *err)
+{
+    if (!s->salvage)
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 " (compressed): gzip input is truncated"
+                               "; --salvage keeps what is complete", at);
+    s->info->gzip_cut = 1;
+    s->info->gzip_cut_offset = at;
+    return HPROF_OK;
+}
+
+/* What is free for us in the temporary file's file system. */
+uint64_t spool_free_bytes(int fd)
+{
+    struct statvfs v;
+    if (fstatvfs(fd, &v) != 0)
+        return UINT64_MAX; /* cannot tell: writes will say */
+    return (uint64_t)v.f_bavail * v.f_frsize;
+}
+
+static int no_room(const struct spool *s, struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_IO,
+                           "offset 0x%" PRIx64 ": the decompressed copy of the input would "
+                           "exceed the %" PRIu64 " bytes free in %s (TMPDIR chooses the "
+                           "temporary directory)", s->written, s->room, s->dir);
+}
+
+static int not_a_dump(struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                           "offset 0x0: header: not a heap dump (no \"" MAGIC "x\" magic)");
+}
+
+/* Follow the top-level records through the bytes of the copy from offset
+ * s->written: a tag the format does not define stops the copy there, with
+ * the reader's message, so that a bomb of zeros behind a valid header costs
+ * 31 bytes, not the gigabytes it inflates to.  (Everything else is left to
+ * the reader, which sees the whole file.) */
+static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+{
+    uint64_t at = s->written;
+    while (n > 0 && s->in_header >= 0) {
+        size_t used;
+        if (s->in_header && !s->nul_seen) { /* the version string and its NUL */
+            const uint8_t *nul = memchr(p, 0, n);
+            if (nul == NULL) {
+                if (at + n > 64)
+                    s->in_header = -1; /* no NUL: the reader will say; stop following */
+                return HPROF_OK;
+            }
+            used = (size_t)(nul - p) + 1;
+            s->nul_seen = 1;
+            s->skip = 12; /* identifier size and time stamp */
+        } else if (s->skip > 0) {
+            used = n < s->skip ? n : (size_t)s->skip;
+            s->skip -= used;
+            if (s->skip == 0)
+                s->in_header = 0;
+        } else {
+            used = n < 9 - s->n_rec ? n : 9 - s->n_rec;
+            memcpy(s->rec + s->n_rec, p, used);
+            s->n_rec += used;
+            if (s->n_rec == 9) {
+                s->n_rec = 0;
+                s->unknown_tag = !hprof_tag_known(s->rec[0]);
+                if (s->unknown_tag)
+                    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                           "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
+                                           at + used - 9, s->rec[0]);
+                s->skip = get_u4(s->rec + 5);
+            }
+        }
+        p += used;
+        n -= used;
+        at += used;
+    }
+    return HPROF_OK;
+}
+
+/* Append `n` bytes of plain dump to the copy, checking the magic as soon as
+ * its bytes are there, the framing, and the room before every write. */
+int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+{
+    if (!s->checked) {
+        size_t take = n < MAGIC_LEN - s->n_head ? n : MAGIC_LEN - s->n_head;
+        memcpy(s->head + s->n_head, p, take);
+        s->n_head += take;
+        if (memcmp(s->head, MAGIC, s->n_head) != 0)
+            return not_a_dump(err);
+        s->checked = s->n_head == MAGIC_LEN;
+    }
+    int rc = frame(s, p, n, err);
+    if (rc != HPROF_OK)
+        return rc;
+    if (n > s->room - s->written) {
+        uint64_t free_now = spool_free_bytes(s->out);
+        s->room = free_now > UINT64_MAX - s->written ? UINT64_MAX : s->written + free_now;
+        if (n > s->room - s->written)
+            return no_room(s, err);
+    }
+    struct hprof_error werr = { 0 };
+    if (sink_write_fd(s->out, p, n, &werr) != HPROF_OK)
+        return hprof_error_set(err, HPROF_ERR_IO,
+                               "offset 0x%" PRIx64 ": the decompressed copy of the input in %s "
+                               "(TMPDIR chooses the temporary directory): %s", s->written,
+                               s->dir, werr.message);
+    s->written += n;
+    return HPROF_OK;
+}
+
+/* Read up to `len` bytes of the input at offset `at` (a file) or next (a
+ * pipe), retrying on EINTR.  @return bytes read (0 at the end), or -1. */
+ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at)
+{
+    ssize_t n;
+    do
+        n = s->seekable ? pread(s->in, buf, len, (off_t)at) : read(s->in, buf, len);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/* ---- Inflating as the bytes come: pipes, and a file's odd members --------- */
+
+/* Read more input after the `keep` bytes at z->next_in, moved to the front.
+ * @return bytes read (0 at the end), or a negative error. */
+static int refill(struct spool *s, z_stream *z, struct hprof_error *err)
+{
+    size_t keep = z->avail_in;
+    s->in_offset += (uint64_t)(z->next_in - s->in_buf);
+    if (keep > 0)
+        memmove(s->in_buf, z->next_in, keep);
+    z->next_in = s->in_buf;
+    ssize_t n = spool_read_in(s, s->in_buf + keep, SPOOL_BUFFER - keep, s->in_offset + keep);
+    if (n < 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": read: %s",
+                               s->in_offset + keep, strerror(errno));
+    z->avail_in = (uInt)(keep + (size_t)n);
+    return (int)(n > 0);
+}
+
+/* Offset in the compressed input of z->next_in. */
+static uint64_t in_at(const struct spool *s, const z_stream *z)
+{
+    return s->in_offset + (uint64_t)(z->next_in - s->in_buf);
+}
+
+/* How much more of a member is inflated, and dropped, to see whether it is
+ * corrupt, once the framing met an undefined tag in it: the rest of any
+ * member jcmd or our -z writes (1 MiB each), a small cost for a bomb. */
+#define RECHECK_CAP (1u << 20)
+
+/* The framing met an undefined tag in what the current member inflated
+ * to.  A corrupt member gives garbage before zlib can tell (at a block
+ * that makes no sense, or at its CRC), and the gzip error is the one that
+ * says what is wrong: inflate on, dropping the output, up to RECHECK_CAP
+ * bytes or the member's end, and when zlib finds the member corrupt or
+ * cut short, that replaces the framing's error.  A sound member (zeros
+ * behind a valid header: a bomb) keeps it, at a bounded cost. */
+static void prefer_gzip_error(struct spool *s, z_stream *z, int zrc, int more,
+                              struct hprof_error *err)
+{
+    struct hprof_error ignored = { 0 };
+    uint64_t left = RECHECK_CAP;
+    while (zrc == Z_OK || zrc == Z_BUF_ERROR) {
+        if (left == 0)
+            return;
+        if (z->avail_in == 0 && more > 0 && (more = refill(s, z, &ignored)) < 0)
+            return;
+        if (z->avail_in == 0) {
+            if (!s->salvage) {
+                memset(err, 0, sizeof *err);
+                gzip_cut(s, in_at(s, z), err);
+            }
+            return;
+        }
+        z->next_out = s->out_buf;
+        z->avail_out = SPOOL_BUFFER;
+        zrc = inflate(z, Z_NO_FLUSH);
+        size_t produced = SPOOL_BUFFER - z->avail_out;
+        left -= produced < left ? produced : left;
+    }
+    if (zrc == Z_DATA_ERROR) {
+        memset(err, 0, sizeof *err);
+        hprof_error_set(err, HPROF_ERR_FORMAT,
+                        "offset 0x%" PRIx64 " (compressed): gzip input is corrupt: %s",
+                        in_at(s, z), z->msg != NULL ? z->msg : "bad data");
+    }
+    /* else the member's end, or no memory: the framing's error stands */
+}
+
+/* Inflate with zlib, member after member, from offset `at` of the input:
+ * its start (where the first `prefix` bytes, from a pipe, are in in_buf
+ * already) or, in a file, the end of a member.  With `one`, stop at the end
+ * of the first member inflated, *end then being the offset after it.  *done
+ * says the input is finished: it ended after a whole member, or was cut
+ * short and salvaged. */
+int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, uint64_t *end,
+                         int *done, struct hprof_error *err)
+{
+    z_stream z = { .next_in = s->in_buf, .avail_in = (uInt)prefix };
+    s->in_offset = at;
+    *done = 0;
+    if (inflateInit2(&z, 15 + 16) != Z_OK) /* gzip only */
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for zlib");
+    int rc = HPROF_OK, more = 1, in_member = at == 0;
+    for (;;) {
+        while (z.avail_in < 2 && more > 0) /* two bytes: enough to see the next member */
+            more = refill(s, &z, err);
+        if (more < 0) {
+            rc = err->code;
+            break;
+        }
+        if (!in_member) {
+            if (z.avail_in == 0) {
+                *done = 1; /* the end, after a whole member */
+                break;
+            }
+            if (z.avail_in < 2 && !more && z.next_in[0] == 0x1f) { /* half a magic */
+                rc = gzip_cut(s, in_at(s, &z), err);
+                *done = 1;
+                break;
+            }
+            if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
+                rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                     "offset 0x%" PRIx64 " (compressed): gzip input has trailing "
+                                     "bytes after its last member that are not another member",
+                                     in_at(s, &z));
+                break;
+            }
+            inflateReset(&z);
+            in_member = 1;
+        }
+        if (z.avail_in == 0) {
+            rc = gzip_cut(s, in_at(s, &z), err);
+            *done = 1;
+            break;
+        }
+        z.next_out = s->out_buf;
+        z.avail_out = SPOOL_BUFFER;
+        int zrc = inflate(&z, Z_NO_FLUSH);
+        size_t produced = SPOOL_BUFFER - z.avail_out;
+        if (produced > 0 && (rc = spool_put(s, s->out_buf, produced, err)) != HPROF_OK) {
+            if (s->unknown_tag && zrc != Z_STREAM_END) {
+                prefer_gzip_error(s, &z, zrc, more, err);
+                rc = err->code;
+            }
+            break;
+        }
+        if (zrc == Z_STREAM_END) {
+            in_member = 0;
+            s->stats->members_streamed++;
+            if (one) {
+                *end = in_at(s, &z);
+                break;
+            }
+        } else if (zrc == Z_MEM_ERROR) {
+            rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory for zlib");
+            break;
+        } else if (zrc != Z_OK && zrc != Z_BUF_ERROR) { /* BUF: wants more input */
+            rc = hprof_error_set(err, HPROF_ERR_FORMAT,
+                                 "offset 0x%" PRIx64 " (compressed): gzip input is corrupt: %s",
+                                 in_at(s, &z), z.msg != NULL ? z.msg : "bad data");
+            break;
+        } else if (zrc == Z_BUF_ERROR && !more && z.avail_in == 0) {
+            rc = gzip_cut(s, in_at(s, &z), err);
+            *done = 1;
+            break;
+        }
+    }
+    inflateEnd(&z);
+    return rc;
+}
