@@ -12,7 +12,9 @@
 #ifndef HPROF_POOL_H
 #define HPROF_POOL_H
 
-#include "hprof_private.h"
+#include <stdint.h>
+
+#include "hprof.h"
 
 struct ordered_pool;
 

@@ -245,7 +245,7 @@ static int init(struct shrink_run *run)
     const struct rewrite_ctx *ctx = &run->ctx;
     strings_init(&rw->strings);
     collect_init(&run->collect, ctx, rw, &run->ids_seen);
-    segment_runs_init(&run->runs, write_pass_segment_max, WRITE_PASS_JOB_BYTES);
+    segment_runs_init(&run->runs, write_pass_segment_max(), WRITE_PASS_JOB_BYTES);
     if (plan_init(&run->plan) != HPROF_OK || model_init(&rw->model, ctx->ids) != HPROF_OK ||
         objcheck_init(&run->ids_seen, objcheck_filter_bytes(hprof_reader_size(ctx->reader))) !=
             HPROF_OK ||
