@@ -314,12 +314,6 @@ static void gzip_free(struct hprof_sink *sink)
 
 static const struct sink_ops gzip_ops = { .write = gzip_write, .finish = gzip_finish, .free = gzip_free };
 
-static unsigned online_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1;
-}
-
 /* The jobs, coders and pool of a sink of `g->threads` workers. */
 static int gzip_start(struct gzip_sink *g, int level, enum gzip_backend backend)
 {
@@ -375,10 +369,7 @@ struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_
         hprof_error_set(err, HPROF_ERR_USAGE, "gzip level %d: ISA-L serves level 1 only", level);
         return NULL;
     }
-    if (threads == 0)
-        threads = online_cores();
-    if (threads > 256)
-        threads = 256;
+    threads = pool_threads(POOL_DEFLATE, threads, 0);
     struct gzip_sink *g = calloc(1, sizeof *g);
     if (g == NULL) {
         hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: out of memory");

@@ -30,13 +30,10 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "pool.h"
 #include "segment_runs.h"
 #include "validate.h"
 #include "write_pass.h"
-
-/* Inputs under this are shrunk on the calling thread alone by default:
- * their passes take a few milliseconds, about what starting helpers costs. */
-#define THREADED_MIN_INPUT (32u << 20)
 
 struct shrink_run {
     struct rewrite_ctx ctx;
@@ -55,20 +52,6 @@ struct shrink_run {
     int pass, passes;
 };
 
-static unsigned online_cores(void)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores > 1 ? (unsigned)cores : 1;
-}
-
-/* The one rule for threads: the caller's count, or one per core for inputs
- * large enough to gain from them. */
-static unsigned shrink_threads(const struct hprof_shrink_options *opt, uint64_t input_bytes)
-{
-    if (opt->threads != 0)
-        return opt->threads;
-    return input_bytes >= THREADED_MIN_INPUT ? online_cores() : 1;
-}
 
 static void report(void *ctx, uint64_t done, uint64_t total)
 {
@@ -283,8 +266,8 @@ static int run_begin(struct shrink_run *run, struct hprof_reader *r,
     int rc = reader_clone(r, &run->ctx.reader, err);
     if (rc != HPROF_OK)
         return rc;
-    run->threads = shrink_threads(&run->opt, hprof_reader_size(r));
-    run->ctx.helper_threads = run->threads > 1 && online_cores() > 1;
+    run->threads = pool_threads(POOL_SHRINK, run->opt.threads, hprof_reader_size(r));
+    run->ctx.helper_threads = run->threads > 1 && pool_online_cores() > 1;
     run->ctx.threads = run->ctx.helper_threads ? run->threads : 1;
     hprof_reader_set_strict(run->ctx.reader, 1);
     /* every pass but a parallel write pass reads every record */

@@ -35,7 +35,6 @@
  * written by the calling thread. */
 #define DEFAULT_SEGMENT_MAX ((size_t)4 << 20)
 #define DEFAULT_OUTPUT_MAX ((size_t)8 << 20)
-#define MAX_WORKERS 64
 static struct write_pass_limits {
     size_t segment_max, output_max;
 } limits = { DEFAULT_SEGMENT_MAX, DEFAULT_OUTPUT_MAX };
@@ -413,7 +412,7 @@ static int write_on_threads(const struct write_pass_config *cfg, struct hprof_vi
 
 int write_pass_run(const struct write_pass_config *cfg)
 {
-    unsigned threads = cfg->threads < MAX_WORKERS ? cfg->threads : MAX_WORKERS;
+    unsigned threads = pool_threads(POOL_WRITE_PASS, cfg->threads, 0);
     struct shrink_chain *chain = shrink_chain_new(cfg->plan, cfg->stats, cfg->err);
     if (chain == NULL)
         return cfg->err->code;
