@@ -57,8 +57,7 @@ static inline uint8_t *put_u2(uint8_t *p, uint16_t v)
 /* put_u4() and put_u8() store the value once, byte-swapped, rather than
  * byte by byte: GCC did not merge the byte stores in the writer's headers
  * (a uint8_t store may alias the record being written, so each field was
- * read and shifted apart), which cost it about 90 instructions per
- * instance. */
+ * read and shifted apart), and headers are written for every instance. */
 static inline uint8_t *put_u4(uint8_t *p, uint32_t v)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -87,8 +86,8 @@ static inline uint8_t *put_value(uint8_t *p, uint64_t v, unsigned size)
 }
 
 /* An identifier of 4 or 8 bytes (what readers and writers accept), as
- * get_id() reads it: put_value()'s loop over an unknown size cost the
- * writer about 35 instructions per 8-byte id, and ids are in every record. */
+ * get_id() reads it, without put_value()'s loop over an unknown size:
+ * ids are in every record. */
 static inline uint8_t *put_id(uint8_t *p, uint64_t id, unsigned id_size)
 {
     return id_size == 4 ? put_u4(p, (uint32_t)id) : put_u8(p, id);

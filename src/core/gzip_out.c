@@ -163,8 +163,8 @@ static size_t coder_member(struct member_coder *c, const uint8_t *in, size_t len
          * isal_deflate_stateless_init() leaves fields alone (hist_bits, the
          * window, among them) that change the output, and so, once in a
          * while, did what an earlier member left in the level buffer past
-         * its first ISAL_DEF_LVL1_REQ bytes (a member one byte longer with
-         * 2 threads than with 1, once in a make check). */
+         * its first ISAL_DEF_LVL1_REQ bytes (a member could come out a byte
+         * longer with 2 threads than with 1). */
         memset(z, 0, sizeof *z);
         memset(c->isal_level_buf, 0, ISAL_DEF_LVL1_DEFAULT);
         isal_deflate_stateless_init(z);
