@@ -26,6 +26,7 @@
 
 #include "chain.h"
 #include "pool.h"
+#include "reader_internal.h"
 #include "segment_job.h"
 #include "segment_runs.h"
 #include "write_pass.h"

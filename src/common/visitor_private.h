@@ -1,6 +1,8 @@
 /*
- * visitor_private.h - visitor slots that skip what a pass does not want
- * (visitor.c), and an array record emptied of its contents.
+ * visitor_private.h - visitor slots that skip what a pass does not want,
+ * and an array record emptied of its contents.  The slots are defined in
+ * core's visitor.c and declared here, in common, because common's
+ * deobfuscate.c fills its visitors with them.
  */
 #ifndef HPROF_VISITOR_PRIVATE_H
 #define HPROF_VISITOR_PRIVATE_H
