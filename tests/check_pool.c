@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "errand.h"
 #include "pool.h"
 #include "testlib.h"
 
@@ -130,6 +131,64 @@ START_TEST(pool_without_threads_runs_each_job_when_submitted)
 }
 END_TEST
 
+/* A count left to the library: one thread for an input too small to
+ * gain from more, one per core from the work's threshold on. */
+START_TEST(pool_threads_gives_small_inputs_one_thread_and_large_ones_a_core_each)
+{
+    unsigned cores = pool_online_cores();
+    ck_assert_uint_ge(cores, 1);
+    ck_assert_uint_eq(pool_threads(POOL_SHRINK, 0, (32u << 20) - 1), 1);
+    ck_assert_uint_eq(pool_threads(POOL_SHRINK, 0, 32u << 20), cores);
+    ck_assert_uint_eq(pool_threads(POOL_INFLATE, 0, (1u << 20) - 1), 1);
+    ck_assert_uint_eq(pool_threads(POOL_INFLATE, 0, 1u << 20), cores < 16 ? cores : 16);
+    ck_assert_uint_eq(pool_threads(POOL_DEFLATE, 0, 0), cores < 256 ? cores : 256);
+}
+END_TEST
+
+/* A count the caller asks for is kept, up to the cap of its kind of work. */
+START_TEST(pool_threads_keeps_the_count_asked_for_within_the_cap)
+{
+    ck_assert_uint_eq(pool_threads(POOL_SHRINK, 3, 1), 3);
+    ck_assert_uint_eq(pool_threads(POOL_SHRINK, 1000, 1), 1000);
+    ck_assert_uint_eq(pool_threads(POOL_WRITE_PASS, 64, 0), 64);
+    ck_assert_uint_eq(pool_threads(POOL_WRITE_PASS, 65, 0), 64);
+    ck_assert_uint_eq(pool_threads(POOL_INFLATE, 17, 0), 16);
+    ck_assert_uint_eq(pool_threads(POOL_DEFLATE, 300, 0), 256);
+}
+END_TEST
+
+struct errand_task {
+    unsigned runs;
+    pthread_t ran_on;
+};
+
+static void count_run(void *arg)
+{
+    struct errand_task *t = arg;
+    t->runs++;
+    t->ran_on = pthread_self();
+}
+
+/* An errand runs its task on a thread of its own, once per run asked
+ * for, and what the task wrote is the owner's after the wait. */
+START_TEST(errand_runs_each_task_on_its_own_thread_once)
+{
+    struct errand_task t = { 0 };
+    struct errand *e = errand_new(count_run, &t);
+    ck_assert_ptr_nonnull(e);
+    errand_wait(e); /* nothing asked for: at once */
+    for (unsigned i = 1; i <= 100; i++) {
+        errand_run(e);
+        errand_wait(e);
+        ck_assert_uint_eq(t.runs, i);
+        ck_assert(!pthread_equal(t.ran_on, pthread_self()));
+    }
+    errand_run(e); /* freed with a run under way: it is finished first */
+    errand_free(e);
+    ck_assert_uint_eq(t.runs, 101);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -137,6 +196,9 @@ static Suite *pool_suite(void)
     tcase_add_loop_test(t, pool_returns_results_in_submission_order, 0, 4);
     tcase_add_test(t, pool_hands_out_no_slot_still_in_flight);
     tcase_add_test(t, pool_without_threads_runs_each_job_when_submitted);
+    tcase_add_test(t, pool_threads_gives_small_inputs_one_thread_and_large_ones_a_core_each);
+    tcase_add_test(t, pool_threads_keeps_the_count_asked_for_within_the_cap);
+    tcase_add_test(t, errand_runs_each_task_on_its_own_thread_once);
     suite_add_tcase(s, t);
     return s;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hprof_private.h"
+#include "reader_internal.h"
 #include "testlib.h"
 
 /* A visitor that counts what it sees. */

@@ -1354,12 +1354,9 @@ START_TEST(write_pass_writes_big_segments_itself_in_their_place)
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     if (!available(fixture))
         return;
-    size_t segment_max = write_pass_segment_max, output_max = write_pass_output_max;
-    write_pass_segment_max = 3000;
-    write_pass_output_max = 6000;
+    write_pass_set_limits(3000, 6000);
     assert_same_as_one_thread(fixture, mode, 3);
-    write_pass_segment_max = segment_max;
-    write_pass_output_max = output_max;
+    write_pass_set_limits(0, 0);
 }
 END_TEST
 

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "sink_private.h"
+#include "writer_private.h"
 #ifdef HPROF_WITH_ISAL
 #include <isa-l/igzip_lib.h>
 #endif

@@ -25,6 +25,7 @@
 #include "hprof_private.h"
 #include "layout.h"
 #include "names.h"
+#include "reader_internal.h"
 #include "deobfuscate.h"
 #include "objcheck_pass.h"
 

@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "reader_internal.h"
 #include "validate.h"
 
 struct verifier {

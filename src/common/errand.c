@@ -1,46 +1,23 @@
 /*
- * errand.c - a thread that runs one task at a time (see errand.h).
+ * errand.c - a thread that runs one task at a time (see errand.h): a pool
+ * of one worker and one slot, so that threads start in pool.c alone.
  */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "errand.h"
+#include "pool.h"
 
 struct errand {
+    struct ordered_pool *pool;
     errand_fn fn;
     void *arg;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t asked;       /* a run was asked for, or stop */
-    pthread_cond_t done;        /* the run is done */
-    int busy, stop;
 };
 
-static void *errand_main(void *p)
+static void errand_task(void *worker, void *job)
 {
-    struct errand *e = p;
-    pthread_mutex_lock(&e->lock);
-    for (;;) {
-        while (!e->busy && !e->stop)
-            pthread_cond_wait(&e->asked, &e->lock);
-        if (!e->busy) /* stop, with nothing left to run */
-            break;
-        pthread_mutex_unlock(&e->lock);
-        e->fn(e->arg);
-        pthread_mutex_lock(&e->lock);
-        e->busy = 0;
-        pthread_cond_signal(&e->done);
-    }
-    pthread_mutex_unlock(&e->lock);
-    return NULL;
-}
-
-static void errand_destroy(struct errand *e)
-{
-    pthread_cond_destroy(&e->done);
-    pthread_cond_destroy(&e->asked);
-    pthread_mutex_destroy(&e->lock);
-    free(e);
+    struct errand *e = job;
+    (void)worker;
+    e->fn(e->arg);
 }
 
 struct errand *errand_new(errand_fn fn, void *arg)
@@ -50,11 +27,11 @@ struct errand *errand_new(errand_fn fn, void *arg)
         return NULL;
     e->fn = fn;
     e->arg = arg;
-    pthread_mutex_init(&e->lock, NULL);
-    pthread_cond_init(&e->asked, NULL);
-    pthread_cond_init(&e->done, NULL);
-    if (pthread_create(&e->thread, NULL, errand_main, e) != 0) {
-        errand_destroy(e);
+    void *jobs[1] = { e }, *workers[1] = { NULL };
+    struct hprof_error err = { 0 };
+    e->pool = pool_new(1, jobs, 1, workers, errand_task, &err);
+    if (e->pool == NULL) {
+        free(e);
         return NULL;
     }
     return e;
@@ -64,26 +41,21 @@ void errand_free(struct errand *e)
 {
     if (e == NULL)
         return;
-    pthread_mutex_lock(&e->lock);
-    e->stop = 1;
-    pthread_cond_signal(&e->asked);
-    pthread_mutex_unlock(&e->lock);
-    pthread_join(e->thread, NULL);
-    errand_destroy(e);
+    errand_wait(e);
+    pool_free(e->pool);
+    free(e);
 }
 
 void errand_run(struct errand *e)
 {
-    pthread_mutex_lock(&e->lock);
-    e->busy = 1;
-    pthread_cond_signal(&e->asked);
-    pthread_mutex_unlock(&e->lock);
+    (void)pool_filling(e->pool); /* the one slot: free once the last run is waited for */
+    pool_submit(e->pool);
 }
 
 void errand_wait(struct errand *e)
 {
-    pthread_mutex_lock(&e->lock);
-    while (e->busy)
-        pthread_cond_wait(&e->done, &e->lock);
-    pthread_mutex_unlock(&e->lock);
+    if (pool_pending(e->pool) == 0)
+        return;
+    (void)pool_oldest(e->pool);
+    pool_release_oldest(e->pool);
 }

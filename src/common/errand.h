@@ -4,7 +4,7 @@
  * next bytes of a copy while its caller writes the last ones.
  *
  * The owner and the thread share the task's arguments and results; the
- * errand's lock orders the hand-overs, so what the owner set before
+ * pool's lock (errand.c runs it as a pool of one) orders the hand-overs, so what the owner set before
  * errand_run() is what the task sees, and what the task set is what the
  * owner sees after errand_wait().
  */

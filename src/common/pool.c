@@ -1,10 +1,44 @@
 /*
  * pool.c - the ordered worker pool (see pool.h).
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "pool.h"
+
+/* For each kind of work: the input size from which a count left to the
+ * library means one thread per core, and the most threads it uses.  The
+ * passes of a shrink under 32 MiB take a few milliseconds, about what
+ * starting helpers costs; so does inflating a gzip input under 1 MiB.  The write pass's jobs in flight, and so its memory,
+ * grow with its workers; past a few workers inflating a gzip input, the
+ * calling thread (scanning, reading, writing the copy) is the bottleneck,
+ * and more would only hold more members in flight. */
+static const struct work_policy {
+    uint64_t threaded_from;
+    unsigned cap;
+} policy[] = {
+    [POOL_SHRINK] = { 32u << 20, UINT_MAX },
+    [POOL_WRITE_PASS] = { 0, 64 },
+    [POOL_INFLATE] = { 1u << 20, 16 },
+    [POOL_DEFLATE] = { 0, 256 },
+};
+
+unsigned pool_online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 1 ? (unsigned)n : 1;
+}
+
+unsigned pool_threads(enum pool_work work, unsigned asked, uint64_t input_bytes)
+{
+    const struct work_policy *p = &policy[work];
+    unsigned n = asked;
+    if (n == 0)
+        n = input_bytes >= p->threaded_from ? pool_online_cores() : 1;
+    return n < p->cap ? n : p->cap;
+}
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 

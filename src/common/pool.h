@@ -8,13 +8,35 @@
  * A job belongs to the caller while it is being filled and once it is taken
  * back, to a worker in between; the pool's lock orders the hand-overs.
  * With no worker threads, a job runs on the caller's thread when submitted.
+ *
+ * How many threads each kind of work gets is decided here too, by
+ * pool_threads(), so that the rule and its thresholds are in one place.
  */
 #ifndef HPROF_POOL_H
 #define HPROF_POOL_H
 
-#include "hprof_private.h"
+#include <stdint.h>
+
+#include "hprof.h"
 
 struct ordered_pool;
+
+/* The kinds of work that may run on several threads. */
+enum pool_work {
+    POOL_SHRINK,        /* hprof_shrink(): its passes' helpers and workers */
+    POOL_WRITE_PASS,    /* the shrink's write pass: its workers */
+    POOL_INFLATE,       /* a gzip input's members */
+    POOL_DEFLATE,       /* a gzip sink's members */
+};
+
+/* Threads online, at least 1. */
+unsigned pool_online_cores(void);
+
+/* How many threads `work` on `input_bytes` of input gets: the caller's
+ * count `asked`, or with 0 one per online core, but one alone for inputs
+ * too small to gain from more (starting threads costs more than it saves
+ * there); never more than the work's cap. */
+unsigned pool_threads(enum pool_work work, unsigned asked, uint64_t input_bytes);
 
 /* Runs `job` with the context of the worker (or, with no threads, of the
  * caller) that took it. */

@@ -163,8 +163,8 @@ static size_t coder_member(struct member_coder *c, const uint8_t *in, size_t len
          * isal_deflate_stateless_init() leaves fields alone (hist_bits, the
          * window, among them) that change the output, and so, once in a
          * while, did what an earlier member left in the level buffer past
-         * its first ISAL_DEF_LVL1_REQ bytes (a member one byte longer with
-         * 2 threads than with 1, once in a make check). */
+         * its first ISAL_DEF_LVL1_REQ bytes (a member could come out a byte
+         * longer with 2 threads than with 1). */
         memset(z, 0, sizeof *z);
         memset(c->isal_level_buf, 0, ISAL_DEF_LVL1_DEFAULT);
         isal_deflate_stateless_init(z);
@@ -314,12 +314,6 @@ static void gzip_free(struct hprof_sink *sink)
 
 static const struct sink_ops gzip_ops = { .write = gzip_write, .finish = gzip_finish, .free = gzip_free };
 
-static unsigned online_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1;
-}
-
 /* The jobs, coders and pool of a sink of `g->threads` workers. */
 static int gzip_start(struct gzip_sink *g, int level, enum gzip_backend backend)
 {
@@ -375,10 +369,7 @@ struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_
         hprof_error_set(err, HPROF_ERR_USAGE, "gzip level %d: ISA-L serves level 1 only", level);
         return NULL;
     }
-    if (threads == 0)
-        threads = online_cores();
-    if (threads > 256)
-        threads = 256;
+    threads = pool_threads(POOL_DEFLATE, threads, 0);
     struct gzip_sink *g = calloc(1, sizeof *g);
     if (g == NULL) {
         hprof_error_set(err, HPROF_ERR_NOMEM, "gzip: out of memory");

@@ -46,11 +46,6 @@
  * a 1 MiB member and its compressed bytes, with room to spare. */
 #define JOBS_PER_WORKER 4
 #define JOB_TYPICAL (3u << 20)
-/* Past a few workers, the calling thread (scanning, reading, writing the
- * copy) is the bottleneck: more would only hold more members in flight. */
-#define WORKERS_MAX 16
-/* threads = 0: a smaller file is inflated on the calling thread alone. */
-#define AUTO_INLINE_BELOW (1u << 20)
 /* A header (10), an empty block (2) and a trailer (8). */
 #define MIN_MEMBER 20
 #define FHCRC 0x02
@@ -358,21 +353,14 @@ static int take_one(struct par *p, struct hprof_error *err)
     return rc;
 }
 
-static unsigned online_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1;
-}
-
 /* Inflate the gzip file s->in of `size` bytes into the copy, with
  * `threads` (0: one per core). */
 int spool_inflate_members(struct spool *s, uint64_t size, unsigned threads,
                           struct hprof_error *err)
 {
     struct par p = { .s = s, .fill_more = 1, .guess = FIRST_GUESS };
-    if (threads == 0)
-        threads = size < AUTO_INLINE_BELOW ? 1 : online_cores();
-    unsigned workers = threads > WORKERS_MAX ? WORKERS_MAX : threads > 1 ? threads : 0;
+    threads = pool_threads(POOL_INFLATE, threads, size);
+    unsigned workers = threads > 1 ? threads : 0;
     p.n_jobs = workers ? JOBS_PER_WORKER * workers : 1;
     p.n_inflaters = workers ? workers : 1;
     p.budget = JOB_MAX + (uint64_t)p.n_jobs * JOB_TYPICAL;

@@ -159,8 +159,7 @@ static void wrote(struct hprof_sink *s, int fd, uint64_t n)
 
 /* Reserve the blocks of a write of `len` bytes to `fd` if they are not
  * yet: a write into reserved blocks takes less of the kernel's time than
- * one that makes the file grow a page at a time (ext4, 130 MB in 1 MiB
- * writes: 19 ms against 27-29 ms).  Only at the end of a regular file: the
+ * one that makes the file grow a page at a time (ext4).  Only at the end of a regular file: the
  * reserve keeps the file's size (FALLOC_FL_KEEP_SIZE), and a file system
  * that cannot reserve is written as it would be without. */
 static void reserve_ahead(struct hprof_sink *s, int fd, size_t len)
@@ -357,8 +356,7 @@ static int copy_ahead_take(struct hprof_sink *s, struct copy_ahead *a, int from,
  * room at a time, and written from there.  Nothing of them is mapped, so
  * kept pixels add nothing to the mapped pages.  copy_file_range() was
  * slower: it moves a page at a time, and as the output's pages do not
- * start where the input's do, each output page took two partial writes
- * (120 MB of pixels: 61-63 ms against 43-46 ms read and written so);
+ * start where the input's do, each output page took two partial writes;
  * splice() through a pipe, faster alone, was no faster in the shrink.
  * With a read-ahead thread, the bytes that `next` says follow are read
  * there while these are written, and the copy of them finds them read.

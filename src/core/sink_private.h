@@ -103,6 +103,15 @@ int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err);
 /* sink_write_fd() for sink `s`, which then starts writeback when due. */
 int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len);
 
+/* A memory sink refusing to hold more than `max` bytes (then
+ * mem_sink_over() is 1).  mem_sink_swap() hands over what it holds (*data,
+ * *len, *cap) and continues, empty and usable again, in the buffer passed
+ * in (*data of *cap bytes, malloc()ed, or NULL), so that buffers go round
+ * instead of being allocated for every use. */
+struct hprof_sink *mem_sink_new_capped(size_t max, struct hprof_error *err);
+int mem_sink_over(const struct hprof_sink *s);
+void mem_sink_swap(struct hprof_sink *s, uint8_t **data, size_t *len, size_t *cap);
+
 /* Which library deflates gzip members. */
 enum gzip_backend { GZIP_ZLIB, GZIP_LIBDEFLATE, GZIP_ISAL };
 

@@ -35,15 +35,12 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "pool.h"
 #include "segment_runs.h"
 #include "objcheck_pass.h"
 #include "shrink_stats.h"
 #include "validate.h"
 #include "write_pass.h"
-
-/* Inputs under this are shrunk on the calling thread alone by default:
- * their passes take a few milliseconds, about what starting helpers costs. */
-#define THREADED_MIN_INPUT (32u << 20)
 
 struct shrink_run {
     struct rewrite_ctx ctx;
@@ -62,20 +59,6 @@ struct shrink_run {
     int pass, passes;
 };
 
-static unsigned online_cores(void)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores > 1 ? (unsigned)cores : 1;
-}
-
-/* The one rule for threads: the caller's count, or one per core for inputs
- * large enough to gain from them. */
-static unsigned shrink_threads(const struct hprof_shrink_options *opt, uint64_t input_bytes)
-{
-    if (opt->threads != 0)
-        return opt->threads;
-    return input_bytes >= THREADED_MIN_INPUT ? online_cores() : 1;
-}
 
 static void report(void *ctx, uint64_t done, uint64_t total)
 {
@@ -266,7 +249,7 @@ static int init(struct shrink_run *run)
     const struct rewrite_ctx *ctx = &run->ctx;
     strings_init(&rw->strings);
     collect_init(&run->collect, ctx, rw, &run->ids_seen);
-    segment_runs_init(&run->runs, write_pass_segment_max, WRITE_PASS_JOB_BYTES);
+    segment_runs_init(&run->runs, write_pass_segment_max(), WRITE_PASS_JOB_BYTES);
     if (plan_init(&run->plan) != HPROF_OK || model_init(&rw->model, ctx->ids) != HPROF_OK ||
         objcheck_init(&run->ids_seen, objcheck_filter_bytes(hprof_reader_size(ctx->reader))) !=
             HPROF_OK ||
@@ -304,8 +287,8 @@ static int run_begin(struct shrink_run *run, struct hprof_reader *r,
     int rc = reader_clone(r, &run->ctx.reader, err);
     if (rc != HPROF_OK)
         return rc;
-    run->threads = shrink_threads(&run->opt, hprof_reader_size(r));
-    run->ctx.helper_threads = run->threads > 1 && online_cores() > 1;
+    run->threads = pool_threads(POOL_SHRINK, run->opt.threads, hprof_reader_size(r));
+    run->ctx.helper_threads = run->threads > 1 && pool_online_cores() > 1;
     run->ctx.threads = run->ctx.helper_threads ? run->threads : 1;
     hprof_reader_set_strict(run->ctx.reader, 1);
     /* every pass but a parallel write pass reads every record */

@@ -9,6 +9,7 @@
 #define HPROF_REWRITE_H
 
 #include "plan.h"
+#include "reader_internal.h"
 
 struct rewrite_ctx {
     struct hprof_reader *reader;

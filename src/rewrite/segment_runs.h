@@ -6,7 +6,7 @@
  * runs of consecutive small segments to its workers.  ART ends a segment
  * once it passes 4 KiB, so on an Android dump that walk reads tens of
  * thousands of segment headers, a pread() each, on the thread that writes
- * the output: 30 ms of the write pass on the bitmap-heavy 300 MB dump.
+ * the output.
  * Pass 1 reads every header anyway; in front of its visitors this one
  * notes where runs of consecutive segments, each small enough for a
  * worker, start and end, cut at about a job's worth of bytes.  The walk

@@ -26,15 +26,31 @@
 
 #include "chain.h"
 #include "pool.h"
+#include "reader_internal.h"
+#include "segment_job.h"
 #include "segment_runs.h"
 #include "shrink_stats.h"
 #include "write_pass.h"
 
-/* Segments of up to SEGMENT_MAX bytes go to workers, gathered into jobs of
- * about WRITE_PASS_JOB_BYTES. */
-size_t write_pass_segment_max = 4u << 20;
-size_t write_pass_output_max = 8u << 20;
-#define MAX_WORKERS 64
+/* Segments of up to segment_max bytes go to workers, gathered into jobs
+ * of about WRITE_PASS_JOB_BYTES; a job whose output passes output_max is
+ * written by the calling thread. */
+#define DEFAULT_SEGMENT_MAX ((size_t)4 << 20)
+#define DEFAULT_OUTPUT_MAX ((size_t)8 << 20)
+static struct write_pass_limits {
+    size_t segment_max, output_max;
+} limits = { DEFAULT_SEGMENT_MAX, DEFAULT_OUTPUT_MAX };
+
+void write_pass_set_limits(size_t segment_max, size_t output_max)
+{
+    limits.segment_max = segment_max ? segment_max : DEFAULT_SEGMENT_MAX;
+    limits.output_max = output_max ? output_max : DEFAULT_OUTPUT_MAX;
+}
+
+size_t write_pass_segment_max(void)
+{
+    return limits.segment_max;
+}
 
 /* A run of consecutive heap segments in the input. */
 struct job {
@@ -42,22 +58,17 @@ struct job {
     size_t n;                   /* segments */
     /* results */
     int rc;
-    int too_big;                /* output passed OUTPUT_MAX: write it inline */
-    uint8_t *out;               /* kept from job to job in this slot */
-    size_t out_len, out_cap;
+    struct segment_output out;  /* its buffer kept from job to job in this slot */
     struct hprof_shrink_stats stats;
     struct hprof_error err;
-    struct writer_run run;      /* where the worker's writer left its run */
 };
 
 struct worker {
     struct write_pass *wp;
     struct hprof_shrink_stats stats;
     struct hprof_error err;
-    struct hprof_reader *reader;
-    struct hprof_sink *sink;
-    struct hprof_writer *writer;
-    struct shrink_chain *chain;
+    struct segment_worker *segments;
+    struct shrink_chain *chain; /* in front of the segment worker's writer */
 };
 
 struct write_pass {
@@ -82,38 +93,23 @@ static uint32_t segment_limit(const struct write_pass_config *cfg)
     return cfg->segment_limit ? cfg->segment_limit : HPROF_SEGMENT_LIMIT;
 }
 
-/* A writer into the worker's memory sink, behind its chain. */
-static int new_writer(struct worker *w)
-{
-    const struct write_pass_config *cfg = w->wp->cfg;
-    hprof_writer_free(w->writer);
-    w->writer = hprof_writer_new(w->sink, &w->err);
-    if (w->writer == NULL)
-        return HPROF_ERR_NOMEM;
-    writer_for_segments(w->writer, cfg->plan->ids, w->sink);
-    int rc = hprof_writer_set_segment_limit(w->writer, segment_limit(cfg));
-    shrink_chain_set_next(w->chain, hprof_writer_visitor(w->writer));
-    return rc;
-}
-
 static int worker_init(struct worker *w, struct write_pass *wp)
 {
+    const struct write_pass_config *cfg = wp->cfg;
     w->wp = wp;
-    if (reader_clone(wp->cfg->reader, &w->reader, &w->err) != HPROF_OK)
-        return HPROF_ERR_NOMEM;
-    w->sink = mem_sink_new_capped(write_pass_output_max, &w->err);
-    w->chain = w->sink ? shrink_chain_new(wp->cfg->plan, &w->stats, &w->err) : NULL;
+    w->segments = segment_worker_new(cfg->reader, cfg->plan->ids, segment_limit(cfg),
+                                     limits.output_max, &w->err);
+    w->chain = w->segments ? shrink_chain_new(cfg->plan, &w->stats, &w->err) : NULL;
     if (w->chain == NULL)
         return HPROF_ERR_NOMEM;
-    return new_writer(w);
+    shrink_chain_set_next(w->chain, segment_worker_visitor(w->segments));
+    return HPROF_OK;
 }
 
 static void worker_free(struct worker *w)
 {
     shrink_chain_free(w->chain);
-    hprof_writer_free(w->writer);
-    hprof_sink_free(w->sink);
-    hprof_reader_free(w->reader);
+    segment_worker_free(w->segments);
 }
 
 static void run_job(void *worker, void *job)
@@ -122,21 +118,10 @@ static void run_job(void *worker, void *job)
     struct job *j = job;
     memset(&w->stats, 0, sizeof w->stats);
     memset(&w->err, 0, sizeof w->err);
-    mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* write into the slot's buffer */
-    writer_begin_job(w->writer);
-    int rc = reader_run_segments(w->reader, j->start, j->end, shrink_chain_head(w->chain));
-    j->run = writer_run_state(w->writer);
-    int over = mem_sink_over(w->sink);
-    mem_sink_swap(w->sink, &j->out, &j->out_len, &j->out_cap); /* and back */
-    j->too_big = rc != HPROF_OK && over;
-    j->rc = j->too_big ? HPROF_OK : rc;
+    j->rc = segment_worker_run(w->segments, j->start, j->end, j->n, shrink_chain_head(w->chain),
+                               &j->out);
     j->stats = w->stats;
     j->err = w->err;
-    if (rc != HPROF_OK) { /* the writer may hold half a sub-record */
-        memset(&w->err, 0, sizeof w->err);
-        if (new_writer(w) != HPROF_OK && j->rc == HPROF_OK)
-            j->rc = hprof_error_set(&j->err, HPROF_ERR_NOMEM, "out of memory");
-    }
 }
 
 /* ---- The calling thread ----------------------------------------------------- */
@@ -167,18 +152,17 @@ static int write_oldest(struct write_pass *wp)
 {
     struct job *j = pool_oldest(wp->pool);
     int rc;
-    if (j->too_big) {
+    if (j->out.too_big) {
         rc = write_inline(wp, j->start, j->end, 0);
     } else if (j->rc != HPROF_OK) {
         rc = hprof_error_set(wp->cfg->err, j->rc, "%s", j->err.message);
         wp->failed = 1;
     } else {
         shrink_stats_add_counters(wp->cfg->stats, &j->stats);
-        rc = writer_put_segments(wp->cfg->writer, j->out, j->out_len, j->run, j->n);
+        rc = segment_output_append(wp->cfg->writer, &j->out);
         wp->failed |= rc != HPROF_OK;
     }
     uint64_t end = j->end;
-    j->out_len = 0;
     j->n = 0;
     pool_release_oldest(wp->pool);
     if (rc == HPROF_OK)
@@ -233,7 +217,7 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
         run = segment_runs_at(wp->cfg->runs, s->offset);
     int rc = HPROF_OK;
     struct job *j;
-    if (run == NULL && s->length > write_pass_segment_max) {
+    if (run == NULL && s->length > limits.segment_max) {
         /* too big for a worker: everything before it first, then it, here */
         if ((rc = settle(wp)) == HPROF_OK)
             rc = write_inline(wp, s->offset, end, 1);
@@ -298,7 +282,7 @@ static void write_pass_free(struct write_pass *wp)
     for (unsigned i = 0; wp->workers != NULL && i < wp->n_workers; i++)
         worker_free(&wp->workers[i]);
     for (unsigned i = 0; wp->jobs != NULL && i < wp->n_jobs; i++)
-        free(wp->jobs[i].out);
+        segment_output_free(&wp->jobs[i].out);
     hprof_reader_free(wp->inline_reader);
     hprof_reader_free(wp->walk_reader);
     free(wp->workers);
@@ -354,23 +338,12 @@ static int write_pass_init(struct write_pass *wp, const struct write_pass_config
     return start_pool(wp);
 }
 
-/* Kept array contents `reader` maps are read from its file, not from the
- * mapping, where the output is a file; NULL stops it, before that reader
- * goes.  @return whether they are. */
-static int copy_from(const struct write_pass_config *cfg, const struct hprof_reader *reader)
-{
-    const uint8_t *map = NULL;
-    uint64_t size = 0;
-    int fd = reader != NULL ? reader_mapped_file(reader, &map, &size) : -1;
-    return writer_copy_input(cfg->writer, map, size, fd);
-}
-
 /* The whole pass on the calling thread, through the caller's reader. */
 static int write_on_one_thread(const struct write_pass_config *cfg, struct hprof_visitor *chain)
 {
-    (void)copy_from(cfg, cfg->reader);
+    (void)writer_copy_from(cfg->writer, cfg->reader);
     int rc = hprof_reader_run(cfg->reader, chain);
-    (void)copy_from(cfg, NULL);
+    (void)writer_copy_from(cfg->writer, NULL);
     return rc;
 }
 
@@ -381,7 +354,7 @@ static int write_on_threads(const struct write_pass_config *cfg, struct hprof_vi
     int rc = write_pass_init(&wp, cfg, chain, threads);
     if (rc == HPROF_OK) {
         report_progress(&wp, 0);
-        wp.copying = copy_from(cfg, wp.inline_reader);
+        wp.copying = writer_copy_from(cfg->writer, wp.inline_reader);
         /* the other cores are idle while this thread writes a big
          * segment's kept arrays: one of them reads what comes next */
         (void)writer_copy_ahead(cfg->writer, wp.copying);
@@ -397,14 +370,14 @@ static int write_on_threads(const struct write_pass_config *cfg, struct hprof_vi
         }
     }
     (void)writer_copy_ahead(cfg->writer, 0);
-    (void)copy_from(cfg, NULL);
+    (void)writer_copy_from(cfg->writer, NULL);
     write_pass_free(&wp);
     return rc;
 }
 
 int write_pass_run(const struct write_pass_config *cfg)
 {
-    unsigned threads = cfg->threads < MAX_WORKERS ? cfg->threads : MAX_WORKERS;
+    unsigned threads = pool_threads(POOL_WRITE_PASS, cfg->threads, 0);
     struct shrink_chain *chain = shrink_chain_new(cfg->plan, cfg->stats, cfg->err);
     if (chain == NULL)
         return cfg->err->code;

@@ -28,14 +28,18 @@ struct write_pass_config {
 
 int write_pass_run(const struct write_pass_config *cfg);
 
-/* Segments of more than this go to the calling thread rather than a worker,
- * and so does a job whose output passes the second.  Variables so that
- * tests can send segments and jobs down the calling thread's way. */
-extern size_t write_pass_segment_max;
 /* Segments go to a worker in jobs of about this many input bytes (ART
  * writes segments of a few KiB: one job each would cost more in
  * hand-overs than in work). */
 #define WRITE_PASS_JOB_BYTES (1u << 20)
-extern size_t write_pass_output_max;
+
+/* Segments of more than this go to the calling thread rather than a
+ * worker (pass 1 makes runs of segments no bigger, segment_runs.h). */
+size_t write_pass_segment_max(void);
+
+/* Segments of more than `segment_max` bytes, and jobs whose output passes
+ * `output_max`, go the calling thread's way; 0 restores a default.  For
+ * tests, which send segments and jobs down that way with small ones. */
+void write_pass_set_limits(size_t segment_max, size_t output_max);
 
 #endif

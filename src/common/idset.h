@@ -1,0 +1,135 @@
+/*
+ * idset.h - sets of object ids (idset.c): a hash map, a Bloom filter for
+ * streams too long to keep, and a sorted list searched in file order.
+ */
+#ifndef HPROF_IDSET_H
+#define HPROF_IDSET_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "hprof.h"
+
+/* ---- Id map: open addressing, linear probing ---------------------------
+ * Keys are object ids; 0 (the null id) marks an empty slot, so it cannot be
+ * stored.  Values are optional (a set has none).  Grows at half full. */
+
+struct idmap {
+    uint64_t *keys;
+    uint64_t *values;       /* NULL for a set */
+    size_t mask;            /* capacity - 1; capacity is a power of two */
+    size_t count;
+};
+
+int idmap_init(struct idmap *m, int with_values);
+void idmap_free(struct idmap *m);
+/* Forget every key (values kept as a map has them or not), to fill the
+ * map again.  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idmap_reset(struct idmap *m);
+/* Insert or overwrite.  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idmap_put(struct idmap *m, uint64_t key, uint64_t value);
+/* @return 1 and *value (if not NULL) when present, else 0.  Inline: it runs
+ * for nearly every object of every pass. */
+static inline int idmap_get(const struct idmap *m, uint64_t key, uint64_t *value)
+{
+    if (key == 0 || m->count == 0)
+        return 0;
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    size_t s = (size_t)(h >> 32 ^ h) & m->mask;
+    while (m->keys[s] != 0) {
+        if (m->keys[s] == key) {
+            if (value)
+                *value = m->values ? m->values[s] : 0;
+            return 1;
+        }
+        s = (s + 1) & m->mask;
+    }
+    return 0;
+}
+static inline int idmap_has(const struct idmap *m, uint64_t key)
+{
+    return idmap_get(m, key, NULL);
+}
+
+/* ---- Id filter: a blocked Bloom filter ------------------------------------
+ * Remembers a stream of ids too long to keep (every reference in a dump) in
+ * a fixed size, and answers "was this id added?" with a sure no or a maybe.
+ * Each id sets three bits of one 64-byte block, so an add or a test touches
+ * one cache line; adds are queued and applied in batches whose lines are
+ * prefetched together, so that their cache misses overlap.  With 8 MiB and
+ * 5 million ids, about 1 test in 100 says maybe for an id never added; the
+ * rate grows with the ids added. */
+
+#define IDFILTER_BATCH 32
+
+struct idfilter_thread;
+
+struct idfilter {
+    uint64_t *words;        /* 8 per block */
+    size_t block_mask;      /* blocks - 1; blocks is a power of two */
+    uint64_t queued[IDFILTER_BATCH];
+    unsigned n_queued;
+    struct idfilter_thread *thread; /* idfilter_use_thread(), or NULL */
+};
+
+/* `bytes` zeroed for a filter's words (mmap: freed with
+ * filter_words_free() and the same `bytes`), or NULL. */
+uint64_t *filter_words_alloc(size_t bytes);
+void filter_words_free(uint64_t *words, size_t bytes);
+
+/* `bytes` is rounded down to a power of two, at least 64.
+ * @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idfilter_init(struct idfilter *f, size_t bytes);
+/* Settles (below) first. */
+void idfilter_free(struct idfilter *f);
+/* Apply the queued adds (idfilter_maybe() does), or hand them to the thread. */
+void idfilter_flush(struct idfilter *f);
+/* Settles first. */
+int idfilter_maybe(struct idfilter *f, uint64_t id);
+/* From now on, batches of adds are applied by a thread of their own: their
+ * cache misses (an add touches a random line of the filter) then cost the
+ * caller nothing.  The bits set are the same.  Fails only for want of
+ * memory or of a thread, and adds are then applied in place as before. */
+int idfilter_use_thread(struct idfilter *f);
+/* Wait until every add is applied, and stop the thread (if any). */
+void idfilter_settle(struct idfilter *f);
+
+static inline void idfilter_add(struct idfilter *f, uint64_t id)
+{
+    f->queued[f->n_queued++] = id;
+    if (f->n_queued == IDFILTER_BATCH)
+        idfilter_flush(f);
+}
+
+/* ---- Sorted id list --------------------------------------------------------
+ * Ids remembered in one pass and looked up in a later one, in about the
+ * order the input holds them (dumps are written in address order, and a
+ * String's value array lies next to it).  Appended unsorted at 8 bytes per
+ * id with sequential writes, sorted once, then searched by galloping from
+ * the previous hit: a lookup in file order costs a few comparisons on
+ * cached lines, where a hash probe into a table of millions of ids costs a
+ * cache miss each time.  A random lookup costs at most ~2 log2(n) steps. */
+
+struct idlist {
+    uint64_t *ids;
+    size_t n, cap;
+    size_t cursor;          /* where the previous lookup ended */
+    int sorted;
+};
+
+void idlist_init(struct idlist *l);
+void idlist_free(struct idlist *l);
+/* Forget every id, keeping the storage. */
+void idlist_clear(struct idlist *l);
+/* Append (0 is ignored).  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idlist_add(struct idlist *l, uint64_t id);
+/* Sort and drop duplicates; needed once before lookups.  @return HPROF_OK
+ * or HPROF_ERR_NOMEM (sorting needs a scratch copy). */
+int idlist_seal(struct idlist *l);
+/* @return 1 when `id` is in the (sealed) list.  Moves the cursor. */
+int idlist_has(struct idlist *l, uint64_t id);
+/* The same with a cursor of the caller's, so that a sealed list can be
+ * shared read-only by threads that each search from their own place. */
+int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * tags.h - the top-level record tags the format defines, and the clock
+ * the passes are timed with (error.c).
+ */
+#ifndef HPROF_TAGS_H
+#define HPROF_TAGS_H
+
+#include <stdint.h>
+
+#include "hprof.h"
+
+/* The top-level record tags the format defines, with their names: one
+ * list for hprof_tag_name() and hprof_tag_known(). */
+#define HPROF_TAGS(X)                                                          \
+    X(HPROF_TAG_STRING, "STRING")                                              \
+    X(HPROF_TAG_LOAD_CLASS, "LOAD_CLASS")                                      \
+    X(HPROF_TAG_UNLOAD_CLASS, "UNLOAD_CLASS")                                  \
+    X(HPROF_TAG_STACK_FRAME, "STACK_FRAME")                                    \
+    X(HPROF_TAG_STACK_TRACE, "STACK_TRACE")                                    \
+    X(HPROF_TAG_ALLOC_SITES, "ALLOC_SITES")                                    \
+    X(HPROF_TAG_HEAP_SUMMARY, "HEAP_SUMMARY")                                  \
+    X(HPROF_TAG_START_THREAD, "START_THREAD")                                  \
+    X(HPROF_TAG_END_THREAD, "END_THREAD")                                      \
+    X(HPROF_TAG_HEAP_DUMP, "HEAP_DUMP")                                        \
+    X(HPROF_TAG_CPU_SAMPLES, "CPU_SAMPLES")                                    \
+    X(HPROF_TAG_CONTROL_SETTINGS, "CONTROL_SETTINGS")                          \
+    X(HPROF_TAG_HEAP_DUMP_SEGMENT, "HEAP_DUMP_SEGMENT")                        \
+    X(HPROF_TAG_HEAP_DUMP_END, "HEAP_DUMP_END")
+
+/* Is `tag` a top-level record tag the format defines (what
+ * hprof_tag_name() names)?  Asked of every record: a switch, not a
+ * string compare. */
+static inline int hprof_tag_known(uint8_t tag)
+{
+#define HPROF_TAG_CASE(tag, name) case tag:
+    switch (tag) {
+    HPROF_TAGS(HPROF_TAG_CASE)
+        return 1;
+    default:
+        return 0;
+    }
+#undef HPROF_TAG_CASE
+}
+
+/* Monotonic seconds, for the passes' timings. */
+double hprof_now(void);
+
+#endif
