@@ -16,7 +16,6 @@
  * (in a dump straight from the JVM, a small buffer whose Bitmap comes long
  * after it) are hashed by the digest pass, and only they.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -140,70 +139,95 @@ unsigned threads_for(const struct bitmaps *b, uint64_t bytes, size_t most)
     return (unsigned)n;
 }
 
+void run_together(unsigned n, void *const *tasks, pool_run_fn run)
+{
+    struct hprof_error ignored;
+    struct ordered_pool *p =
+        n > 1 ? pool_new(n - 1, tasks + 1, n - 1, tasks + 1, run, &ignored) : NULL;
+    for (unsigned i = 1; p != NULL && i < n; i++) {
+        (void)pool_filling(p); /* a slot each: never NULL */
+        pool_submit(p);
+    }
+    run(tasks[0], tasks[0]);
+    for (unsigned i = 1; p != NULL && i < n; i++) {
+        (void)pool_oldest(p);
+        pool_release_oldest(p);
+    }
+    pool_free(p);
+}
+
 /* MD5 of located candidates on every core, many at once on each
  * (md5_lanes.h).  Reads go through pread(), so that no page of a mapped
- * input stays resident (a 2 GB dump's hashing held 585 MB): hashing in
- * the mapping and giving pages back behind each lane still held 60-100 MB,
- * as the kernel maps the page cache's large folios whole.
+ * input stays resident: hashing in the mapping and giving pages back
+ * behind each lane still held pages, as the kernel maps the page cache's
+ * large folios whole.
  *
  * The candidates that may be twins come in bunches of equal type, length
  * and fingerprint, and in a bunch most are usually copies of its first
  * (earliest in the file).  So a bunch's first is hashed, and as each of
- * its chunks is read, the same chunk of every other member is read and
- * compared with it: a member equal all through has the first's MD5 and is
- * confirmed byte for byte, without MD5 running over it or the merge
- * reading it again.  Only the members found different are hashed, after.
- * (Hashing every member, then comparing each group, read every copy twice
- * and ran MD5 over it: 861 MB hashed and 550 MB compared on the 2 GB
- * bitmap bench dump, against 492 MB hashed and every byte read once.) */
+ * its chunks is read, the same chunk of every other member (a peer) is
+ * read and compared with it: a peer equal all through has the first's MD5
+ * and is confirmed byte for byte, without MD5 running over it or the merge
+ * reading it again.  Only the peers found different are hashed, after, in
+ * a round of their own. */
+struct peer {
+    struct candidate *c;
+    uint8_t differs;        /* found unequal to the first in some piece */
+};
+
 struct bunch {
-    size_t first_peer;      /* into hash_round.peers */
-    size_t n_peers;         /* the other members (0: none, or not a first) */
+    struct candidate *first; /* hashed in the round */
+    struct peer *peers;     /* into hash_round.peers */
+    size_t n_peers;
+};
+
+/* A piece of a bunch's first (see digest_pieces_begin()): an MD5 job,
+ * tagged with the piece's index. */
+struct piece {
+    const struct bunch *bunch;
+    uint64_t at;            /* into the first's contents */
+    /* Per peer of the bunch: found unequal in this piece, so not read on.
+     * Only the lane that views a piece looks at its own, so what is read
+     * and counted does not depend on the threads' timing. */
+    uint8_t *peer_differs;
 };
 
 struct hash_round {
     const struct bitmaps *b;
-    struct bunch *bunch;        /* per candidate: its peers, if a bunch's first */
-    size_t *peers;              /* candidate indexes by bunch, each first before its peers */
-    uint8_t *differs;           /* per candidate: a peer found unequal to its first */
-    uint8_t *hash_now;          /* per candidate: hashed in the round under way */
+    struct bunch *bunches;
+    size_t n_bunches;
+    struct peer *peers;         /* every bunch's, bunch after bunch */
     int has_peers;              /* the round compares (its threads need a peer room) */
-    /* Per job (a piece), per peer of its buffer: found unequal in the piece,
-     * so not read on.  Only the lane that views a piece looks at its own,
-     * so what is read and counted does not depend on the threads' timing. */
-    const struct md5_job *jobs;
-    size_t *piece_base;         /* per job: where its flags start */
-    uint8_t *piece_differs;
+    struct piece *pieces;
+    uint8_t *piece_flags;       /* every piece's peer_differs */
     atomic_uint_least64_t compared; /* bytes of peers read */
 };
 
-struct hash_worker {
+/* A thread's share of a round: it runs the queue, and reads peers' chunks
+ * into a room of its own. */
+#define PEER_ROOM (128u << 10)
+
+struct hash_task {
     struct md5_queue *q;
-    pthread_t thread;
-    int started, rc;
+    uint8_t *peer_room;
+    int rc;
     struct hprof_error err;
 };
 
-/* Where a hashing thread reads a peer's chunk.  The lanes' views run on
- * the thread that runs the queue, so each thread has its own, which
- * hash_main() allocates before the queue runs and frees after. */
-#define PEER_ROOM (128u << 10)
-static _Thread_local uint8_t *peer_room;
-
 /* Compare `len` bytes of `peer` at `at` into its contents with `chunk`;
  * *differs is set if they are not equal. */
-static int compare_peer(struct hash_round *hr, size_t peer, uint64_t at, const uint8_t *chunk,
-                        size_t len, uint8_t *differs, struct hprof_error *err)
+static int compare_peer(struct hash_round *hr, const struct candidate *peer, uint64_t at,
+                        const uint8_t *chunk, size_t len, uint8_t *room, uint8_t *differs,
+                        struct hprof_error *err)
 {
-    const struct candidate *c = &hr->b->cand[peer];
     for (size_t done = 0; done < len;) {
         size_t n = len - done < PEER_ROOM ? len - done : PEER_ROOM;
-        int rc = reader_pread_unmapped(hr->b->ctx->reader, c->data_offset + at + done, peer_room,
+        int rc = reader_pread_unmapped(hr->b->ctx->reader, peer->data_offset + at + done, room,
                                        n, err);
         if (rc != HPROF_OK)
             return rc;
         atomic_fetch_add_explicit(&hr->compared, n, memory_order_relaxed);
-        if (memcmp(chunk + done, peer_room, n) != 0) {
+        if (memcmp(chunk + done, room, n) != 0) {
             *differs = 1;
             break;
         }
@@ -213,43 +237,63 @@ static int compare_peer(struct hash_round *hr, size_t peer, uint64_t at, const u
 }
 
 /* The lanes' view: the chunk read, then compared with the same chunk of
- * each peer of its buffer that has not differed yet. */
-static int view_and_compare(void *arg, const struct md5_job *job, uint64_t offset, size_t len,
-                            uint8_t *buf, const uint8_t **p, struct hprof_error *err)
+ * each peer of its bunch that has not differed yet. */
+static int view_and_compare(void *arg, void *thread, const struct md5_job *job, uint64_t offset,
+                            size_t len, uint8_t *buf, const uint8_t **p, struct hprof_error *err)
 {
     struct hash_round *hr = arg;
-    const struct bunch *bn = &hr->bunch[job->tag];
-    uint8_t *differs = hr->piece_differs + hr->piece_base[job - hr->jobs];
-    uint64_t at = offset - hr->b->cand[job->tag].data_offset;
+    struct hash_task *task = thread;
+    const struct piece *pc = &hr->pieces[job->tag];
+    const struct bunch *bn = pc->bunch;
+    uint64_t at = offset - bn->first->data_offset; /* a view may be inside the piece */
     *p = buf;
     int rc = reader_pread_unmapped(hr->b->ctx->reader, offset, buf, len, err);
     for (size_t k = 0; rc == HPROF_OK && k < bn->n_peers; k++)
-        if (!differs[k])
-            rc = compare_peer(hr, hr->peers[bn->first_peer + k], at, buf, len, &differs[k], err);
+        if (!pc->peer_differs[k])
+            rc = compare_peer(hr, bn->peers[k].c, at, buf, len, task->peer_room,
+                              &pc->peer_differs[k], err);
     return rc;
 }
 
-static void *hash_main(void *arg)
+static void hash_task_run(void *worker, void *job)
 {
-    struct hash_worker *w = arg;
-    const struct hash_round *hr = w->q->source;
-    if (hr->has_peers && (peer_room = malloc(PEER_ROOM)) == NULL) {
-        w->rc = hprof_error_set(&w->err, HPROF_ERR_NOMEM, "out of memory");
-        return NULL;
+    struct hash_task *t = job;
+    const struct hash_round *hr = t->q->source;
+    (void)worker;
+    if (hr->has_peers && (t->peer_room = malloc(PEER_ROOM)) == NULL) {
+        t->rc = hprof_error_set(&t->err, HPROF_ERR_NOMEM, "out of memory");
+        return;
     }
-    w->rc = md5_queue_run(w->q, &w->err);
-    free(peer_room);
-    peer_room = NULL;
-    return NULL;
+    t->rc = md5_queue_run(t->q, t, &t->err);
+    free(t->peer_room);
+    t->peer_room = NULL;
 }
 
-/* A candidate's pieces together, in order. */
-static int by_candidate(const void *pa, const void *pb)
+/* Run queue q on n threads (the caller one of them).  @return HPROF_OK or
+ * the first task's error. */
+static int hash_on_threads(struct bitmaps *b, struct md5_queue *q, unsigned n)
+{
+    struct hash_task *tasks = calloc(n, sizeof *tasks);
+    void **task_of = calloc(n, sizeof *task_of);
+    int rc = tasks && task_of ? HPROF_OK : nomem(b);
+    for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
+        tasks[i].q = q;
+        task_of[i] = &tasks[i];
+    }
+    if (rc == HPROF_OK)
+        run_together(n, task_of, hash_task_run);
+    for (unsigned i = 0; rc == HPROF_OK && i < n; i++)
+        if (tasks[i].rc != HPROF_OK)
+            rc = hprof_error_set(b->ctx->err, tasks[i].rc, "%s", tasks[i].err.message);
+    free(tasks);
+    free(task_of);
+    return rc;
+}
+
+static int by_tag(const void *pa, const void *pb)
 {
     const struct md5_job *a = pa, *b = pb;
-    if (a->tag != b->tag)
-        return a->tag < b->tag ? -1 : 1;
-    return a->offset < b->offset ? -1 : a->offset > b->offset;
+    return a->tag < b->tag ? -1 : a->tag > b->tag;
 }
 
 static int needs_hash(const struct candidate *c)
@@ -272,99 +316,112 @@ static int costlier_first(const void *pa, const void *pb)
     return a->job.offset < b->job.offset ? -1 : a->job.offset > b->job.offset;
 }
 
-/* The candidates hr->hash_now names as jobs of a piece each (see
- * digest_pieces_begin()), costliest first, or NULL when memory is short;
- * *cost the bytes they read in all. */
-static struct md5_job *piece_jobs(const struct hash_round *hr, size_t *n_jobs, uint64_t *cost)
+static void pieces_free(struct hash_round *hr)
 {
-    const struct bitmaps *b = hr->b;
-    uint64_t n = 0;
-    for (size_t i = 0; i < b->n_cand; i++)
-        n += hr->hash_now[i] ? b->cand[i].bytes / DIGEST_PIECE + 1 : 0;
-    *n_jobs = 0;
-    if (n >= PTRDIFF_MAX / sizeof(struct costed_job))
-        return NULL;
-    struct costed_job *by_cost = malloc((size_t)n * sizeof *by_cost + 1);
-    struct md5_job *jobs = malloc((size_t)n * sizeof *jobs + 1);
-    *cost = 0;
-    for (size_t i = 0; by_cost != NULL && jobs != NULL && i < b->n_cand; i++) {
-        const struct candidate *c = &b->cand[i];
+    free(hr->pieces);
+    free(hr->piece_flags);
+    hr->pieces = NULL;
+    hr->piece_flags = NULL;
+}
+
+/* Every bunch's first cut in pieces, bunch after bunch and each in order,
+ * with its peer flags cleared.  @return how many, or SIZE_MAX when memory
+ * is short. */
+static size_t pieces_new(struct hash_round *hr)
+{
+    uint64_t n = 0, flags = 0;
+    for (size_t i = 0; i < hr->n_bunches; i++) {
+        uint64_t of_first = hr->bunches[i].first->bytes / DIGEST_PIECE + 1;
+        n += of_first;
+        flags += of_first * hr->bunches[i].n_peers;
+    }
+    if (n >= PTRDIFF_MAX / sizeof(struct costed_job) || flags >= PTRDIFF_MAX)
+        return SIZE_MAX;
+    hr->pieces = malloc((size_t)n * sizeof *hr->pieces + 1);
+    hr->piece_flags = calloc((size_t)flags + 1, 1);
+    if (hr->pieces == NULL || hr->piece_flags == NULL) {
+        pieces_free(hr);
+        return SIZE_MAX;
+    }
+    size_t at_piece = 0, at_flag = 0;
+    for (size_t i = 0; i < hr->n_bunches; i++) {
+        const struct bunch *bn = &hr->bunches[i];
         uint64_t at = 0;
-        if (hr->hash_now[i])
-            do {
-                uint64_t len = c->bytes - at < DIGEST_PIECE ? c->bytes - at : DIGEST_PIECE;
-                by_cost[*n_jobs] = (struct costed_job){
-                    .cost = len * (1 + hr->bunch[i].n_peers),
-                    .job = { .offset = c->data_offset + at, .bytes = len, .tag = i },
-                };
-                *cost += by_cost[(*n_jobs)++].cost;
-                at += len;
-            } while (at < c->bytes);
+        do {
+            hr->pieces[at_piece++] = (struct piece){ bn, at, hr->piece_flags + at_flag };
+            at_flag += bn->n_peers;
+            at += DIGEST_PIECE;
+        } while (at < bn->first->bytes);
     }
-    if (by_cost != NULL && jobs != NULL) {
-        qsort(by_cost, *n_jobs, sizeof *by_cost, costlier_first);
-        for (size_t j = 0; j < *n_jobs; j++)
-            jobs[j] = by_cost[j].job;
-    } else {
+    return at_piece;
+}
+
+/* A job per piece (tagged with the piece's index), costliest first, or
+ * NULL when memory is short; *cost the bytes they read in all. */
+static struct md5_job *piece_jobs(struct hash_round *hr, size_t *n_jobs, uint64_t *cost)
+{
+    size_t n = pieces_new(hr);
+    *n_jobs = 0;
+    *cost = 0;
+    if (n == SIZE_MAX)
+        return NULL;
+    struct costed_job *by_cost = malloc(n * sizeof *by_cost + 1);
+    struct md5_job *jobs = malloc(n * sizeof *jobs + 1);
+    if (by_cost == NULL || jobs == NULL) {
+        free(by_cost);
         free(jobs);
-        jobs = NULL;
+        pieces_free(hr);
+        return NULL;
     }
+    for (size_t j = 0; j < n; j++) {
+        const struct bunch *bn = hr->pieces[j].bunch;
+        uint64_t at = hr->pieces[j].at;
+        uint64_t len = bn->first->bytes - at < DIGEST_PIECE ? bn->first->bytes - at : DIGEST_PIECE;
+        by_cost[j] = (struct costed_job){
+            .cost = len * (1 + bn->n_peers),
+            .job = { .offset = bn->first->data_offset + at, .bytes = len, .tag = j },
+        };
+        *cost += by_cost[j].cost;
+    }
+    qsort(by_cost, n, sizeof *by_cost, costlier_first);
+    for (size_t j = 0; j < n; j++)
+        jobs[j] = by_cost[j].job;
     free(by_cost);
+    *n_jobs = n;
     return jobs;
 }
 
-/* Each job's flags for the peers of its buffer, cleared.  @return
- * HPROF_OK or an error. */
-static int piece_flags_new(struct hash_round *hr, const struct md5_job *jobs, size_t n_jobs)
-{
-    size_t flags = 0;
-    hr->jobs = jobs;
-    hr->piece_base = malloc((n_jobs + 1) * sizeof *hr->piece_base);
-    for (size_t j = 0; hr->piece_base != NULL && j < n_jobs; j++) {
-        hr->piece_base[j] = flags;
-        flags += hr->bunch[jobs[j].tag].n_peers;
-    }
-    hr->piece_differs = calloc(flags + 1, 1);
-    return hr->piece_base && hr->piece_differs ? HPROF_OK : nomem(hr->b);
-}
-
 /* The pieces' flags into each peer's: unequal in any piece, unequal. */
-static void piece_flags_free(struct hash_round *hr, size_t n_jobs)
+static void fold_piece_flags(struct hash_round *hr, size_t n_pieces)
 {
-    for (size_t j = 0; hr->piece_differs != NULL && hr->piece_base != NULL && j < n_jobs; j++) {
-        const struct bunch *bn = &hr->bunch[hr->jobs[j].tag];
-        for (size_t k = 0; k < bn->n_peers; k++)
-            hr->differs[hr->peers[bn->first_peer + k]] |= hr->piece_differs[hr->piece_base[j] + k];
+    for (size_t j = 0; j < n_pieces; j++) {
+        const struct piece *pc = &hr->pieces[j];
+        for (size_t k = 0; k < pc->bunch->n_peers; k++)
+            pc->bunch->peers[k].differs |= pc->peer_differs[k];
     }
-    free(hr->piece_base);
-    free(hr->piece_differs);
-    hr->jobs = NULL;
-    hr->piece_base = NULL;
-    hr->piece_differs = NULL;
 }
 
-/* Each hashed candidate's key from its pieces' MD5s. */
-static int join_pieces(struct bitmaps *b, struct md5_job *jobs, size_t n_jobs)
+/* Each bunch's first's key from its pieces' MD5s. */
+static int join_pieces(struct bitmaps *b, const struct hash_round *hr, struct md5_job *jobs,
+                       size_t n_jobs)
 {
-    qsort(jobs, n_jobs, sizeof *jobs, by_candidate);
+    qsort(jobs, n_jobs, sizeof *jobs, by_tag); /* bunch after bunch, each in order */
     for (size_t i = 0; i < n_jobs;) {
-        size_t tag = jobs[i].tag;
-        struct candidate *c = &b->cand[tag];
-        int rc = digest_pieces_begin(b->digest, c->bytes);
-        for (; rc == HPROF_OK && i < n_jobs && jobs[i].tag == tag; i++)
+        const struct bunch *bn = hr->pieces[jobs[i].tag].bunch;
+        int rc = digest_pieces_begin(b->digest, bn->first->bytes);
+        for (; rc == HPROF_OK && i < n_jobs && hr->pieces[jobs[i].tag].bunch == bn; i++)
             rc = digest_pieces_add(b->digest, jobs[i].md5);
         if (rc == HPROF_OK)
-            rc = digest_pieces_final(b->digest, c->md5);
+            rc = digest_pieces_final(b->digest, bn->first->md5);
         if (rc != HPROF_OK)
             return rc;
-        mark_hashed(b, c);
+        mark_hashed(b, bn->first);
     }
     return HPROF_OK;
 }
 
-/* Hash the candidates hr->hash_now names (comparing the peers of those
- * that are a bunch's first), with up to ctx->threads threads (the caller
- * is one).  @return HPROF_OK or an error. */
+/* Hash each bunch's first (comparing its peers as it is read), with up to
+ * ctx->threads threads (the caller is one).  @return HPROF_OK or an error. */
 static int hash_round_run(struct bitmaps *b, struct hash_round *hr)
 {
     struct md5_queue q = { .view = view_and_compare, .source = hr };
@@ -377,25 +434,11 @@ static int hash_round_run(struct bitmaps *b, struct hash_round *hr)
     /* Hashing alone, a thread is worth it for a lane-full of jobs; a job
      * that compares has its own work on any thread. */
     size_t most = hr->has_peers ? q.n_jobs : q.n_jobs / md5_queue_width(&q) + 1;
-    unsigned n = threads_for(b, cost, most);
-    struct hash_worker *w = calloc(n, sizeof *w);
-    int rc = w != NULL ? piece_flags_new(hr, jobs, q.n_jobs) : nomem(b);
-    for (unsigned i = 0; rc == HPROF_OK && i < n; i++) {
-        w[i].q = &q;
-        w[i].started = i > 0 && pthread_create(&w[i].thread, NULL, hash_main, &w[i]) == 0;
-    }
+    int rc = hash_on_threads(b, &q, threads_for(b, cost, most));
+    fold_piece_flags(hr, q.n_jobs);
     if (rc == HPROF_OK)
-        hash_main(&w[0]); /* the caller hashes too; unstarted threads' share falls to it */
-    for (unsigned i = 0; w != NULL && i < n; i++) { /* every thread, even after an error */
-        if (w[i].started)
-            pthread_join(w[i].thread, NULL);
-        if (w[i].rc != HPROF_OK && rc == HPROF_OK)
-            rc = hprof_error_set(b->ctx->err, w[i].rc, "%s", w[i].err.message);
-    }
-    piece_flags_free(hr, q.n_jobs); /* before join_pieces() reorders the jobs */
-    if (rc == HPROF_OK)
-        rc = join_pieces(b, jobs, q.n_jobs);
-    free(w);
+        rc = join_pieces(b, hr, jobs, q.n_jobs);
+    pieces_free(hr);
     free(jobs);
     return rc;
 }
@@ -413,27 +456,25 @@ static int by_bunch(const void *pa, const void *pb)
 }
 
 /* Sort the candidates that may have a twin into bunches: each bunch's
- * first is to be hashed now (hash_now), its other members are its peers. */
+ * first (the earliest) to be hashed, the others its peers. */
 static int form_bunches(struct bitmaps *b, struct hash_round *hr)
 {
     struct candidate **by = malloc(b->n_cand * sizeof *by + 1);
-    size_t n = 0;
+    size_t n = 0, n_peers = 0;
     if (by == NULL)
         return nomem(b);
     for (size_t i = 0; i < b->n_cand; i++)
         if (needs_hash(&b->cand[i]))
             by[n++] = &b->cand[i];
     qsort(by, n, sizeof *by, by_bunch);
-    for (size_t i = 0, first = 0; i < n; i++) {
-        size_t at = (size_t)(by[i] - b->cand);
-        hr->peers[i] = at;
+    for (size_t i = 0; i < n; i++) {
         if (i > 0 && compare_prints(&by[i - 1], &by[i]) == 0) {
-            hr->bunch[first].n_peers++;
+            hr->peers[n_peers++] = (struct peer){ .c = by[i] };
+            hr->bunches[hr->n_bunches - 1].n_peers++;
             hr->has_peers = 1;
         } else {
-            first = at;
-            hr->bunch[first].first_peer = i + 1;
-            hr->hash_now[first] = 1;
+            hr->bunches[hr->n_bunches++] =
+                (struct bunch){ .first = by[i], .peers = &hr->peers[n_peers] };
         }
     }
     free(by);
@@ -441,31 +482,29 @@ static int form_bunches(struct bitmaps *b, struct hash_round *hr)
 }
 
 /* After the firsts are hashed: a peer equal to its first takes its key and
- * is confirmed (equal_to); the others are to be hashed next (hash_now).
- * @return whether any is. */
-static int settle_peers(struct bitmaps *b, struct hash_round *hr)
+ * is confirmed (equal_to); each of the others becomes a bunch of its own,
+ * to be hashed in the next round (*more says whether there is one). */
+static void settle_peers(struct bitmaps *b, struct hash_round *hr, struct bunch *next, int *more)
 {
-    int more = 0;
-    memset(hr->hash_now, 0, b->n_cand);
-    for (size_t f = 0; f < b->n_cand; f++) {
-        struct bunch *bn = &hr->bunch[f];
+    size_t n_next = 0;
+    for (size_t i = 0; i < hr->n_bunches; i++) {
+        const struct bunch *bn = &hr->bunches[i];
         for (size_t k = 0; k < bn->n_peers; k++) {
-            size_t peer = hr->peers[bn->first_peer + k];
-            struct candidate *c = &b->cand[peer];
-            if (hr->differs[peer]) {
-                hr->hash_now[peer] = 1;
-                more = 1;
+            struct candidate *c = bn->peers[k].c;
+            if (bn->peers[k].differs) {
+                next[n_next++] = (struct bunch){ .first = c };
                 continue;
             }
-            memcpy(c->md5, b->cand[f].md5, sizeof c->md5);
+            memcpy(c->md5, bn->first->md5, sizeof c->md5);
             c->digested = 1;
-            c->equal_to = b->cand[f].data_offset;
+            c->equal_to = bn->first->data_offset;
             b->ctx->stats->bitmap_digested++;
         }
-        bn->n_peers = 0; /* the next round compares nothing */
     }
-    hr->has_peers = 0;
-    return more;
+    memcpy(hr->bunches, next, n_next * sizeof *next);
+    hr->n_bunches = n_next;
+    hr->has_peers = 0; /* the next round compares nothing */
+    *more = n_next > 0;
 }
 
 /* Hash the located candidates that may have a twin: each bunch's first,
@@ -474,21 +513,22 @@ static int settle_peers(struct bitmaps *b, struct hash_round *hr)
 static int hash_candidates(struct bitmaps *b)
 {
     struct hash_round hr = { .b = b };
-    hr.bunch = calloc(b->n_cand + 1, sizeof *hr.bunch);
+    hr.bunches = malloc((b->n_cand + 1) * sizeof *hr.bunches);
     hr.peers = malloc((b->n_cand + 1) * sizeof *hr.peers);
-    hr.differs = calloc(b->n_cand + 1, sizeof *hr.differs);
-    hr.hash_now = calloc(b->n_cand + 1, 1);
+    struct bunch *next = malloc((b->n_cand + 1) * sizeof *next);
     atomic_init(&hr.compared, 0);
-    int rc = hr.bunch && hr.peers && hr.differs && hr.hash_now ? form_bunches(b, &hr) : nomem(b);
+    int more = 0;
+    int rc = hr.bunches && hr.peers && next ? form_bunches(b, &hr) : nomem(b);
     if (rc == HPROF_OK)
         rc = hash_round_run(b, &hr);
-    if (rc == HPROF_OK && settle_peers(b, &hr))
+    if (rc == HPROF_OK)
+        settle_peers(b, &hr, next, &more);
+    if (rc == HPROF_OK && more)
         rc = hash_round_run(b, &hr);
     b->ctx->stats->bitmap_bytes_compared += atomic_load(&hr.compared);
-    free(hr.bunch);
+    free(hr.bunches);
     free(hr.peers);
-    free(hr.differs);
-    free(hr.hash_now);
+    free(next);
     return rc;
 }
 
