@@ -43,6 +43,9 @@ struct candidate {
     uint64_t fingerprint;   /* of a few sampled blocks (large located candidates) */
     uint64_t equal_to;      /* the data_offset of an earlier candidate whose
                                bytes it was found equal to while hashing, or 0 */
+    /* What the merge found byte for byte: */
+    uint8_t differs_from_first;       /* not equal to its group's first */
+    struct candidate *merges_into;    /* the earlier candidate it merges into, or NULL */
 };
 
 /* A byte array seen lately: a Bitmap or a byte[][] usually comes right

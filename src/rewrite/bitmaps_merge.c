@@ -4,7 +4,6 @@
  * with the earlier ones of its group on every core, so that an MD5 match
  * alone never merges.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,37 +58,40 @@ static int same_contents(const struct hprof_reader *r, const struct candidate *x
 /* The merge's comparisons, a group (same type, length, MD5) at a time on
  * every thread; what each candidate merges into is applied in order after,
  * so the plan and the counts are those of one thread. */
+struct group {
+    struct candidate *member; /* its first; the others follow it in b->cand */
+    size_t n;                 /* two or more */
+};
+
 struct merge_work {
     struct bitmaps *b;
-    size_t *groups;         /* [start, end) pairs of groups of two or more */
+    struct group *groups;
     size_t n_groups;
-    size_t *original;       /* per candidate: the index + 1 it merges into, or 0 */
-    uint8_t *differs;       /* per candidate: not equal to its group's first */
-    atomic_size_t next;
+    atomic_size_t next;     /* the next group to take */
     atomic_uint_least64_t compared; /* bytes read to compare */
 };
 
-struct merge_worker {
+/* A thread's share of the comparisons. */
+struct merge_task {
     struct merge_work *mw;
-    pthread_t thread;
-    int started, rc;
+    int rc;
     size_t failed;          /* the group it failed on */
     struct hprof_error err;
 };
 
 /* Was member m found equal to the group's first while hashing? */
-static int confirmed(const struct candidate *cand, size_t start, size_t m)
+static int confirmed(const struct group *g, const struct candidate *m)
 {
-    return cand[m].equal_to != 0 && cand[m].equal_to == cand[start].data_offset;
+    return m->equal_to != 0 && m->equal_to == g->member[0].data_offset;
 }
 
-/* How many buffers of the group [start, end) the merge reads: the members
- * not confirmed while hashing, and the first if there is any. */
-static size_t to_compare(const struct candidate *cand, size_t start, size_t end)
+/* How many buffers of the group the merge reads: the members not
+ * confirmed while hashing, and the first if there is any. */
+static size_t to_compare(const struct group *g)
 {
     size_t n = 0;
-    for (size_t m = start + 1; m < end; m++)
-        n += !confirmed(cand, start, m);
+    for (size_t m = 1; m < g->n; m++)
+        n += !confirmed(g, &g->member[m]);
     return n > 0 ? n + 1 : 0;
 }
 
@@ -97,27 +99,28 @@ static size_t to_compare(const struct candidate *cand, size_t start, size_t end)
  * time: the first's chunk is read once for all of them, where comparing
  * them in pairs would read it once for each (a group of g reads g
  * buffers instead of 2(g - 1)).  A member confirmed while hashing is not
- * read again.  differs[m] says a member is not equal. */
-static int compare_with_first(struct merge_work *mw, size_t start, size_t end, uint8_t *buf_x,
+ * read again.  differs_from_first says a member is not equal. */
+static int compare_with_first(struct merge_work *mw, const struct group *g, uint8_t *buf_x,
                               uint8_t *buf_y, struct hprof_error *err)
 {
     const struct hprof_reader *r = mw->b->ctx->reader;
-    const struct candidate *cand = mw->b->cand;
-    const uint64_t bytes = cand[start].bytes;
-    int alike = to_compare(cand, start, end) > 0; /* some member to compare, equal so far */
-    for (uint64_t at = 0; alike && at < bytes; at += COMPARE_BUFFER) {
-        size_t n = bytes - at < COMPARE_BUFFER ? (size_t)(bytes - at) : COMPARE_BUFFER;
-        int rc = reader_pread_unmapped(r, cand[start].data_offset + at, buf_x, n, err);
+    const struct candidate *first = &g->member[0];
+    int alike = to_compare(g) > 0; /* some member to compare, equal so far */
+    for (uint64_t at = 0; alike && at < first->bytes; at += COMPARE_BUFFER) {
+        uint64_t left = first->bytes - at;
+        size_t n = left < COMPARE_BUFFER ? (size_t)left : COMPARE_BUFFER;
+        int rc = reader_pread_unmapped(r, first->data_offset + at, buf_x, n, err);
         atomic_fetch_add_explicit(&mw->compared, n, memory_order_relaxed);
         alike = 0;
-        for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
-            if (mw->differs[m] || confirmed(cand, start, m))
+        for (size_t m = 1; rc == HPROF_OK && m < g->n; m++) {
+            struct candidate *c = &g->member[m];
+            if (c->differs_from_first || confirmed(g, c))
                 continue;
-            rc = reader_pread_unmapped(r, cand[m].data_offset + at, buf_y, n, err);
+            rc = reader_pread_unmapped(r, c->data_offset + at, buf_y, n, err);
             atomic_fetch_add_explicit(&mw->compared, n, memory_order_relaxed);
             if (rc == HPROF_OK && memcmp(buf_x, buf_y, n) != 0)
-                mw->differs[m] = 1;
-            alike |= !mw->differs[m];
+                c->differs_from_first = 1;
+            alike |= !c->differs_from_first;
         }
         if (rc != HPROF_OK)
             return rc;
@@ -130,26 +133,26 @@ static int compare_with_first(struct merge_work *mw, size_t start, size_t end, u
  * content: most into the group's first, compared with all at once; the
  * rare one that differs from it (an MD5 collision) then with the group's
  * other distinct contents, a pair at a time. */
-static int merge_group(struct merge_work *mw, size_t start, size_t end, uint8_t *buf_x,
+static int merge_group(struct merge_work *mw, const struct group *g, uint8_t *buf_x,
                        uint8_t *buf_y, struct hprof_error *err)
 {
-    const struct candidate *cand = mw->b->cand;
-    int rc = compare_with_first(mw, start, end, buf_x, buf_y, err);
-    for (size_t m = start + 1; rc == HPROF_OK && m < end; m++) {
-        if (!mw->differs[m]) {
-            mw->original[m] = start + 1;
+    int rc = compare_with_first(mw, g, buf_x, buf_y, err);
+    for (size_t m = 1; rc == HPROF_OK && m < g->n; m++) {
+        struct candidate *c = &g->member[m];
+        if (!c->differs_from_first) {
+            c->merges_into = &g->member[0];
             continue;
         }
-        for (size_t k = start + 1; k < m; k++) {
+        for (size_t k = 1; k < m; k++) {
             int same = 0;
-            if (mw->original[k] != 0)
+            if (g->member[k].merges_into != NULL)
                 continue; /* merged itself: not a distinct content */
-            rc = same_contents(mw->b->ctx->reader, &cand[k], &cand[m], buf_x, buf_y, &same,
+            rc = same_contents(mw->b->ctx->reader, &g->member[k], c, buf_x, buf_y, &same,
                                &mw->compared, err);
             if (rc != HPROF_OK)
                 break;
             if (same) {
-                mw->original[m] = k + 1;
+                c->merges_into = &g->member[k];
                 break;
             }
         }
@@ -157,56 +160,95 @@ static int merge_group(struct merge_work *mw, size_t start, size_t end, uint8_t 
     return rc;
 }
 
-static void *merge_main(void *arg)
+static void merge_task_run(void *worker, void *job)
 {
-    struct merge_worker *w = arg;
-    struct merge_work *mw = w->mw;
+    struct merge_task *t = job;
+    struct merge_work *mw = t->mw;
+    (void)worker;
     uint8_t *buf_x = malloc(COMPARE_BUFFER), *buf_y = malloc(COMPARE_BUFFER);
-    w->rc = buf_x && buf_y ? HPROF_OK : hprof_error_set(&w->err, HPROF_ERR_NOMEM, "out of memory");
-    w->failed = SIZE_MAX;
-    while (w->rc == HPROF_OK) {
+    t->rc = buf_x && buf_y ? HPROF_OK : hprof_error_set(&t->err, HPROF_ERR_NOMEM, "out of memory");
+    t->failed = SIZE_MAX;
+    while (t->rc == HPROF_OK) {
         size_t g = atomic_fetch_add_explicit(&mw->next, 1, memory_order_relaxed);
         if (g >= mw->n_groups)
             break;
-        w->rc = merge_group(mw, mw->groups[2 * g], mw->groups[2 * g + 1], buf_x, buf_y, &w->err);
-        if (w->rc != HPROF_OK)
-            w->failed = g;
+        t->rc = merge_group(mw, &mw->groups[g], buf_x, buf_y, &t->err);
+        if (t->rc != HPROF_OK)
+            t->failed = g;
     }
     /* the others take no new group; those before this one are all taken,
-     * so the first failure in file order is among the workers' */
-    if (w->rc != HPROF_OK)
+     * so the first failure in file order is among the tasks' */
+    if (t->rc != HPROF_OK)
         atomic_store_explicit(&mw->next, mw->n_groups, memory_order_relaxed);
     free(buf_x);
     free(buf_y);
-    return NULL;
 }
 
 /* Run the comparisons of mw on up to ctx->threads threads (the caller is
- * one). */
+ * one).  @return HPROF_OK or the error of the earliest group that failed. */
 static int compare_groups(struct bitmaps *b, struct merge_work *mw, uint64_t bytes)
 {
     unsigned n = threads_for(b, bytes, mw->n_groups);
-    struct merge_worker *w = calloc(n, sizeof *w);
-    if (w == NULL)
+    struct merge_task *tasks = calloc(n, sizeof *tasks);
+    void **task_of = calloc(n, sizeof *task_of);
+    if (tasks == NULL || task_of == NULL) {
+        free(tasks);
+        free(task_of);
         return nomem(b);
+    }
     atomic_init(&mw->next, 0);
     atomic_init(&mw->compared, 0);
     for (unsigned i = 0; i < n; i++) {
-        w[i].mw = mw;
-        w[i].started = i > 0 && pthread_create(&w[i].thread, NULL, merge_main, &w[i]) == 0;
+        tasks[i].mw = mw;
+        task_of[i] = &tasks[i];
     }
-    merge_main(&w[0]); /* the caller compares too; unstarted threads' share falls to it */
-    struct merge_worker *first = NULL;
-    for (unsigned i = 0; i < n; i++) {
-        if (w[i].started)
-            pthread_join(w[i].thread, NULL);
-        if (w[i].rc != HPROF_OK && (first == NULL || w[i].failed < first->failed))
-            first = &w[i];
-    }
+    run_together(n, task_of, merge_task_run);
+    const struct merge_task *first = NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (tasks[i].rc != HPROF_OK && (first == NULL || tasks[i].failed < first->failed))
+            first = &tasks[i];
     int rc = first ? hprof_error_set(b->ctx->err, first->rc, "%s", first->err.message) : HPROF_OK;
     b->ctx->stats->bitmap_bytes_compared += atomic_load(&mw->compared);
-    free(w);
+    free(tasks);
+    free(task_of);
     return rc;
+}
+
+/* The groups of two or more among the sorted candidates, into mw;
+ * *bytes what comparing them reads. */
+static void find_groups(struct bitmaps *b, struct merge_work *mw, uint64_t *bytes)
+{
+    *bytes = 0;
+    for (size_t start = 0, end; start < b->n_cand; start = end) {
+        for (end = start + 1; end < b->n_cand && same_key(&b->cand[start], &b->cand[end]);)
+            end++;
+        if (end - start > 1) {
+            struct group *g = &mw->groups[mw->n_groups++];
+            *g = (struct group){ .member = &b->cand[start], .n = end - start };
+            *bytes += to_compare(g) * g->member[0].bytes;
+        }
+    }
+}
+
+/* What the comparisons decided, in candidate order: the remap, the
+ * records that go, and the counts. */
+static int apply_merges(struct bitmaps *b)
+{
+    struct hprof_shrink_stats *st = b->ctx->stats;
+    for (size_t m = 0; m < b->n_cand; m++) {
+        struct candidate *copy = &b->cand[m], *original = copy->merges_into;
+        if (original == NULL)
+            continue;
+        if (idmap_put(&b->remap, copy->id, original->id) != HPROF_OK ||
+            (!idmap_has(&b->pinned, copy->id) && idmap_put(&b->dropped, copy->id, 0) != HPROF_OK))
+            return nomem(b);
+        if (!original->has_copies)
+            st->bitmap_groups++;
+        original->has_copies = 1;
+        st->bitmap_duplicates.count++;
+        st->bitmap_duplicates.bytes += copy->bytes;
+    }
+    return HPROF_OK;
 }
 
 /* Group digested candidates by type, length and MD5; within a group each
@@ -214,45 +256,20 @@ static int compare_groups(struct bitmaps *b, struct merge_work *mw, uint64_t byt
  * alone never merges. */
 int bitmaps_merge(struct bitmaps *b)
 {
-    struct hprof_shrink_stats *st = b->ctx->stats;
     struct merge_work mw = { .b = b };
-    uint64_t bytes = 0;
+    uint64_t bytes;
     qsort(b->cand, b->n_cand, sizeof *b->cand, compare_candidates);
-    mw.groups = malloc(b->n_cand * sizeof *mw.groups + 1);
-    mw.original = calloc(b->n_cand + 1, sizeof *mw.original);
-    mw.differs = calloc(b->n_cand + 1, 1);
-    int rc = mw.groups && mw.original && mw.differs ? HPROF_OK : nomem(b);
+    mw.groups = malloc((b->n_cand / 2 + 1) * sizeof *mw.groups); /* two members or more each */
+    int rc = mw.groups ? HPROF_OK : nomem(b);
     for (size_t i = 0; rc == HPROF_OK && i < b->n_cand; i++)
         if (idmap_put(&b->candidates, b->cand[i].id, i + 1) != HPROF_OK)
             rc = nomem(b);
-    for (size_t start = 0, end; rc == HPROF_OK && start < b->n_cand; start = end) {
-        for (end = start + 1; end < b->n_cand && same_key(&b->cand[start], &b->cand[end]);)
-            end++;
-        if (end - start > 1) { /* at most n_cand / 2 groups: two slots each fit */
-            mw.groups[2 * mw.n_groups] = start;
-            mw.groups[2 * mw.n_groups++ + 1] = end;
-            bytes += to_compare(b->cand, start, end) * b->cand[start].bytes;
-        }
-    }
+    if (rc == HPROF_OK)
+        find_groups(b, &mw, &bytes);
     if (rc == HPROF_OK && mw.n_groups > 0)
         rc = compare_groups(b, &mw, bytes);
-    for (size_t m = 0; rc == HPROF_OK && m < b->n_cand; m++) {
-        if (mw.original[m] == 0)
-            continue;
-        struct candidate *copy = &b->cand[m], *original = &b->cand[mw.original[m] - 1];
-        if (idmap_put(&b->remap, copy->id, original->id) != HPROF_OK ||
-            (!idmap_has(&b->pinned, copy->id) && idmap_put(&b->dropped, copy->id, 0) != HPROF_OK)) {
-            rc = nomem(b);
-            break;
-        }
-        if (!original->has_copies)
-            st->bitmap_groups++;
-        original->has_copies = 1;
-        st->bitmap_duplicates.count++;
-        st->bitmap_duplicates.bytes += copy->bytes;
-    }
+    if (rc == HPROF_OK)
+        rc = apply_merges(b);
     free(mw.groups);
-    free(mw.original);
-    free(mw.differs);
     return rc;
 }
