@@ -54,7 +54,7 @@ int bitmaps_init(struct bitmaps *b, const struct rewrite_ctx *ctx, struct dump_m
     b->expand = (struct module_visitor){ { &expand_ops, NULL }, b };
     b->digest_pass = (struct module_visitor){ { &digest_ops, NULL }, b };
     idlist_init(&b->natives);
-    if (idmap_init(&b->large, 1) || idmap_init(&b->large_at, 1) ||
+    if (idmap_init(&b->large, 1) ||
         idmap_init(&b->candidates, 1) || idmap_init(&b->dump_buffers, 0) ||
         idmap_init(&b->pinned, 0) || idmap_init(&b->remap, 1) || idmap_init(&b->dropped, 0))
         return HPROF_ERR_NOMEM;
@@ -65,7 +65,7 @@ void bitmaps_free(struct bitmaps *b)
 {
     idlist_free(&b->natives);
     idmap_free(&b->large);
-    idmap_free(&b->large_at);
+    free(b->large_arrays);
     free(b->recent);
     idfilter_free(&b->refs_seen);
     idmap_free(&b->candidates);
@@ -147,12 +147,23 @@ static const struct recent_array *find_recent(const struct bitmaps *b, uint64_t 
     return r != NULL && r->id == id && id != 0 ? r : NULL;
 }
 
+/* At most MAX_LARGE of them (checked by the callers): room for all is
+ * made with the first. */
 static int remember_large(struct bitmaps *b, uint64_t id, uint64_t count, uint64_t data_offset)
 {
-    if (idmap_put(&b->large, id, count) != HPROF_OK ||
-        idmap_put(&b->large_at, id, data_offset) != HPROF_OK)
+    if (b->large_arrays == NULL &&
+        (b->large_arrays = malloc(MAX_LARGE * sizeof *b->large_arrays)) == NULL)
+        return nomem(b);
+    b->large_arrays[b->large.count] = (struct large_array){ count, data_offset };
+    if (idmap_put(&b->large, id, b->large.count + 1) != HPROF_OK)
         return nomem(b);
     return HPROF_OK;
+}
+
+const struct large_array *large_of(const struct bitmaps *b, uint64_t id)
+{
+    uint64_t at;
+    return idmap_get(&b->large, id, &at) ? &b->large_arrays[at - 1] : NULL;
 }
 
 int bitmaps_note_primitive_array(struct bitmaps *b, const struct hprof_primitive_array *a)
@@ -266,15 +277,15 @@ int bitmaps_resolve_byte_arrays(struct bitmaps *b, const struct hprof_object_arr
     const unsigned ids = b->ctx->ids;
     if (b->byte_arrays_overflow)
         return HPROF_OK;
-    if (b->n_byte_arrays + 2 * (size_t)a->n > 2 * (size_t)MAX_BYTE_ARRAY_ELEMENTS) {
+    if (b->n_byte_arrays + (size_t)a->n > (size_t)MAX_BYTE_ARRAY_ELEMENTS) {
         b->byte_arrays_overflow = 1;
         return HPROF_OK;
     }
-    if (b->n_byte_arrays + 2 * (size_t)a->n > b->cap_byte_arrays) {
-        size_t cap = b->cap_byte_arrays ? b->cap_byte_arrays : 256;
-        while (cap < b->n_byte_arrays + 2 * (size_t)a->n)
+    if (b->n_byte_arrays + (size_t)a->n > b->cap_byte_arrays) {
+        size_t cap = b->cap_byte_arrays ? b->cap_byte_arrays : 128;
+        while (cap < b->n_byte_arrays + (size_t)a->n)
             cap *= 2;
-        uint64_t *grown = realloc(b->byte_arrays, cap * sizeof *grown);
+        struct byte_array_element *grown = realloc(b->byte_arrays, cap * sizeof *grown);
         if (grown == NULL)
             return nomem(b);
         b->byte_arrays = grown;
@@ -283,8 +294,7 @@ int bitmaps_resolve_byte_arrays(struct bitmaps *b, const struct hprof_object_arr
     for (uint32_t i = 0; i < a->n; i++) {
         uint64_t element = get_id(a->elements + (size_t)i * ids, ids);
         const struct recent_array *r = find_recent(b, element);
-        b->byte_arrays[b->n_byte_arrays++] = a->id;
-        b->byte_arrays[b->n_byte_arrays++] = element;
+        b->byte_arrays[b->n_byte_arrays++] = (struct byte_array_element){ a->id, element };
         /* a DumpData buffer dumped just before: where it is, for its digest */
         if (r != NULL && b->large.count < MAX_LARGE && !idmap_has(&b->large, element) &&
             remember_large(b, element, r->count, r->data_offset) != HPROF_OK)
@@ -321,9 +331,9 @@ int bitmaps_expand_remembered(struct bitmaps *b, int *expand_pass)
         *expand_pass = 1;
         return HPROF_OK;
     }
-    for (size_t i = 0; i < b->n_byte_arrays; i += 2)
-        if (idmap_has(&b->dump_buffers, b->byte_arrays[i])) {
-            int rc = add_candidate(b, b->byte_arrays[i + 1]);
+    for (size_t i = 0; i < b->n_byte_arrays; i++)
+        if (idmap_has(&b->dump_buffers, b->byte_arrays[i].array)) {
+            int rc = add_candidate(b, b->byte_arrays[i].element);
             if (rc != HPROF_OK)
                 return rc;
         }

@@ -31,19 +31,21 @@ static size_t mark_unique_sizes(struct bitmaps *b)
     if (idmap_init(&sizes, 1) != HPROF_OK)
         return b->n_cand;
     for (size_t i = 0; i < b->n_cand; i++) {
-        uint64_t count, seen = 0;
-        if (idmap_get(&b->large, b->cand[i].id, &count)) {
-            idmap_get(&sizes, count, &seen);
-            if (idmap_put(&sizes, count, seen + 1) != HPROF_OK) {
+        const struct large_array *large = large_of(b, b->cand[i].id);
+        uint64_t seen = 0;
+        if (large != NULL) {
+            idmap_get(&sizes, large->count, &seen);
+            if (idmap_put(&sizes, large->count, seen + 1) != HPROF_OK) {
                 idmap_free(&sizes);
                 return b->n_cand;
             }
         }
     }
     for (size_t i = 0; i < b->n_cand; i++) {
-        uint64_t count, seen = 0;
-        b->cand[i].unique_size = idmap_get(&b->large, b->cand[i].id, &count) &&
-                                 idmap_get(&sizes, count, &seen) && seen == 1;
+        const struct large_array *large = large_of(b, b->cand[i].id);
+        uint64_t seen = 0;
+        b->cand[i].unique_size = large != NULL && idmap_get(&sizes, large->count, &seen) &&
+                                 seen == 1;
         need += !b->cand[i].unique_size;
     }
     idmap_free(&sizes);
@@ -543,10 +545,9 @@ static int digest_located(struct bitmaps *b, int *all_located)
     size_t unlocated = 0;
     for (size_t i = 0; i < b->n_cand; i++) {
         struct candidate *c = &b->cand[i];
-        uint64_t count, at;
-        if (!c->located && idmap_get(&b->large, c->id, &count) &&
-            idmap_get(&b->large_at, c->id, &at))
-            locate(c, HPROF_TYPE_BYTE, (uint32_t)count, count, at);
+        const struct large_array *large = c->located ? NULL : large_of(b, c->id);
+        if (large != NULL)
+            locate(c, HPROF_TYPE_BYTE, (uint32_t)large->count, large->count, large->data_offset);
         unlocated += !c->unique_size && !c->located;
     }
     *all_located = unlocated == 0;
@@ -629,10 +630,11 @@ static int pins_ruled_out(struct bitmaps *b)
             ruled_out = !idfilter_maybe(&b->refs_seen, sorted[i].id) &&
                         idmap_put(&copies, sorted[i].id, 0) == HPROF_OK;
     /* an element of a byte[][] other than DumpData.buffers is a pin */
-    for (size_t i = 0; ruled_out && i < b->n_byte_arrays; i += 2)
-        if (idmap_has(&copies, b->byte_arrays[i + 1]) &&
-            !idmap_has(&b->dump_buffers, b->byte_arrays[i]))
-            ruled_out = idmap_put(&b->pinned, b->byte_arrays[i + 1], 0) == HPROF_OK;
+    for (size_t i = 0; ruled_out && i < b->n_byte_arrays; i++) {
+        const struct byte_array_element *e = &b->byte_arrays[i];
+        if (idmap_has(&copies, e->element) && !idmap_has(&b->dump_buffers, e->array))
+            ruled_out = idmap_put(&b->pinned, e->element, 0) == HPROF_OK;
+    }
     idmap_free(&copies);
     free(sorted);
     return ruled_out;

@@ -17,6 +17,8 @@ static inline int nomem(const struct bitmaps *b)
     return rewrite_nomem(b->ctx);
 }
 
+/* Where large byte array `id` is, if pass 1 remembered it, or NULL. */
+const struct large_array *large_of(const struct bitmaps *b, uint64_t id);
 /* The candidate of buffer `id`, or NULL. */
 struct candidate *candidate_of(const struct bitmaps *b, uint64_t id);
 /* Where candidate `c`'s contents are, learnt before the digest pass. */
