@@ -265,8 +265,7 @@ static uint64_t *filter_block(const struct idfilter *f, uint64_t h)
 /* Zeroed pages as they are first touched, in huge pages where the kernel
  * has them: in 4 KiB pages (a filter is up to 32 MiB), one random line
  * per id would also cost a TLB miss, which a prefetch does not hide, and
- * each page a fault.  With the references' filter in huge pages, pass 1
- * of the bitmap-heavy 300 MB dumps took 19-20 ms instead of 21-22 ms. */
+ * each page a fault. */
 uint64_t *filter_words_alloc(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -2,10 +2,10 @@
  * md5_lanes.h - MD5 of many buffers at once.
  *
  * MD5 is one chain of dependent steps per buffer, so a core hashes one
- * buffer at OpenSSL's 0.7-0.8 GB/s however many are waiting, and on a
- * bitmap-heavy dump that was half of the shrink's CPU time.  Independent
+ * buffer at OpenSSL's speed however many are waiting, and on a
+ * bitmap-heavy dump hashing is much of the shrink's CPU time.  Independent
  * buffers need not wait for each other: with AVX-512 sixteen of them go
- * through the steps together, one per 32-bit lane, at 6-7 GB/s a core.
+ * through the steps together, one per 32-bit lane, several times as fast.
  * A queue hands buffers to lanes as lanes come free; without AVX-512, or
  * when too few buffers are left to fill the lanes, each is hashed on its
  * own by the portable code below.  Both are checked against OpenSSL's MD5
