@@ -53,6 +53,27 @@ static size_t mark_unique_sizes(struct bitmaps *b)
 }
 
 /* Order candidates so that equal contents are adjacent, earliest first. */
+int compare_candidates(const void *pa, const void *pb)
+{
+    const struct candidate *a = pa, *b = pb;
+    if (a->digested != b->digested)
+        return a->digested ? -1 : 1;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    if (a->count != b->count)
+        return a->count < b->count ? -1 : 1;
+    int c = memcmp(a->md5, b->md5, 16);
+    if (c != 0)
+        return c;
+    return a->data_offset < b->data_offset ? -1 : a->data_offset > b->data_offset;
+}
+
+int same_key(const struct candidate *a, const struct candidate *b)
+{
+    return a->digested && b->digested && a->type == b->type && a->count == b->count &&
+           memcmp(a->md5, b->md5, 16) == 0;
+}
+
 /* ---- Hashing located candidates ----------------------------------------------------
 
  * A fingerprint of FP_BLOCKS blocks of FP_BLOCK bytes (the first, the middle

@@ -11,27 +11,6 @@
 
 #include "bitmaps_private.h"
 
-int compare_candidates(const void *pa, const void *pb)
-{
-    const struct candidate *a = pa, *b = pb;
-    if (a->digested != b->digested)
-        return a->digested ? -1 : 1;
-    if (a->type != b->type)
-        return a->type < b->type ? -1 : 1;
-    if (a->count != b->count)
-        return a->count < b->count ? -1 : 1;
-    int c = memcmp(a->md5, b->md5, 16);
-    if (c != 0)
-        return c;
-    return a->data_offset < b->data_offset ? -1 : a->data_offset > b->data_offset;
-}
-
-int same_key(const struct candidate *a, const struct candidate *b)
-{
-    return a->digested && b->digested && a->type == b->type && a->count == b->count &&
-           memcmp(a->md5, b->md5, 16) == 0;
-}
-
 /* Byte-for-byte comparison of two candidates' contents in the input (with
  * pread(), so that no page stays mapped). */
 static int same_contents(const struct hprof_reader *r, const struct candidate *x,

@@ -1,7 +1,7 @@
 /*
  * bitmaps_private.h - what the bitmap rewrite's files share: bitmaps.c
  * finds the candidates and applies the decisions, bitmaps_hash.c hashes
- * them, bitmaps_merge.c decides which merge.
+ * them (and orders them by key), bitmaps_merge.c decides which merge.
  */
 #ifndef HPROF_REWRITE_BITMAPS_PRIVATE_H
 #define HPROF_REWRITE_BITMAPS_PRIVATE_H
