@@ -33,10 +33,22 @@ struct source {
     atomic_ullong viewed; /* bytes */
 };
 
-static int view_source(void *arg, const struct md5_job *job, uint64_t offset, size_t len,
-                       uint8_t *buf, const uint8_t **p, struct hprof_error *err)
+/* What a thread running a queue hands its views. */
+struct viewing_thread {
+    pthread_t self;
+    unsigned long views;
+    unsigned long elsewhere; /* views run on another thread than self */
+};
+
+static int view_source(void *arg, void *thread, const struct md5_job *job, uint64_t offset,
+                       size_t len, uint8_t *buf, const uint8_t **p, struct hprof_error *err)
 {
     struct source *s = arg;
+    struct viewing_thread *t = thread;
+    if (t != NULL) {
+        t->views++;
+        t->elsewhere += !pthread_equal(t->self, pthread_self());
+    }
     ck_assert_uint_le(offset + len, s->size);
     /* a view is of the job it names */
     ck_assert_uint_ge(offset, job->offset);
@@ -84,7 +96,7 @@ static int kernel_or_refusal(enum md5_kernel kernel, struct md5_job *jobs, size_
                            .kernel = kernel };
     struct hprof_error err = { 0 };
     atomic_init(&q.next, 0);
-    ck_assert_int_eq(md5_queue_run(&q, &err), HPROF_ERR_USAGE);
+    ck_assert_int_eq(md5_queue_run(&q, NULL, &err), HPROF_ERR_USAGE);
     fprintf(stderr, "check_md5: this CPU has no AVX-512; its refusal was tested instead\n");
     return 0;
 }
@@ -95,7 +107,7 @@ static void run_queue(struct md5_job *jobs, size_t n, struct source *s, enum md5
                            .kernel = kernel };
     struct hprof_error err = { 0 };
     atomic_init(&q.next, 0);
-    ck_assert_msg(md5_queue_run(&q, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(md5_queue_run(&q, NULL, &err) == HPROF_OK, "%s", err.message);
 }
 
 static void assert_jobs_match_openssl(const struct md5_job *jobs, size_t n, struct source *s)
@@ -195,6 +207,7 @@ END_TEST
 
 struct shared_run {
     struct md5_queue *q;
+    struct viewing_thread viewing;
     int rc;
     struct hprof_error err;
 };
@@ -202,7 +215,8 @@ struct shared_run {
 static void *run_shared(void *arg)
 {
     struct shared_run *r = arg;
-    r->rc = md5_queue_run(r->q, &r->err);
+    r->viewing.self = pthread_self();
+    r->rc = md5_queue_run(r->q, &r->viewing, &r->err);
     return NULL;
 }
 
@@ -231,6 +245,36 @@ START_TEST(md5_threads_sharing_a_queue_hash_each_job_once)
 }
 END_TEST
 
+/* Each thread's views get what that thread gave md5_queue_run(): room of
+ * its own, with no thread-local state. */
+START_TEST(md5_views_get_the_argument_of_the_thread_that_runs_them)
+{
+    enum { JOBS = 300, THREADS = 3 };
+    struct source s = new_source(2u << 20);
+    struct md5_job jobs[JOBS];
+    for (unsigned i = 0; i < JOBS; i++) /* each under a view: a view per job */
+        jobs[i] = (struct md5_job){ .offset = 5003u * i, .bytes = 700u + 311u * (i % 13) };
+    struct md5_queue q = { .jobs = jobs, .n_jobs = JOBS, .view = view_source, .source = &s };
+    atomic_init(&q.next, 0);
+    pthread_t t[THREADS];
+    struct shared_run r[THREADS];
+    for (unsigned i = 0; i < THREADS; i++) {
+        r[i] = (struct shared_run){ .q = &q };
+        ck_assert_int_eq(pthread_create(&t[i], NULL, run_shared, &r[i]), 0);
+    }
+    unsigned long views = 0;
+    for (unsigned i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(r[i].rc == HPROF_OK, "%s", r[i].err.message);
+        ck_assert_uint_eq(r[i].viewing.elsewhere, 0);
+        views += r[i].viewing.views;
+    }
+    ck_assert_uint_eq(views, JOBS);
+    assert_jobs_match_openssl(jobs, JOBS, &s);
+    free(s.bytes);
+}
+END_TEST
+
 START_TEST(md5_queue_stops_at_a_failed_read_and_says_where)
 {
     struct source s = new_source(1u << 20);
@@ -244,7 +288,7 @@ START_TEST(md5_queue_stops_at_a_failed_read_and_says_where)
                                .kernel = KERNEL };
         struct hprof_error err = { 0 };
         atomic_init(&q.next, 0);
-        ck_assert_int_eq(md5_queue_run(&q, &err), HPROF_ERR_IO);
+        ck_assert_int_eq(md5_queue_run(&q, NULL, &err), HPROF_ERR_IO);
         ck_assert_str_eq(err.message, "offset 140005: read failed");
         ck_assert_uint_eq(atomic_load(&q.next), 40); /* other threads take nothing more */
     }
@@ -345,6 +389,7 @@ static Suite *md5_suite(void)
                         kernels);
     tcase_add_loop_test(t, md5_of_a_job_begun_on_the_lanes_and_finished_alone, 0, kernels);
     tcase_add_test(t, md5_threads_sharing_a_queue_hash_each_job_once);
+    tcase_add_test(t, md5_views_get_the_argument_of_the_thread_that_runs_them);
     tcase_add_loop_test(t, md5_queue_stops_at_a_failed_read_and_says_where, 0, kernels);
     tcase_add_loop_test(t, pieced_key_from_bytes_in_any_split_follows_its_definition, 0,
                         N_PIECED_SIZES);

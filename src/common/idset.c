@@ -10,7 +10,6 @@
  *
  * Also a sorted id list (idlist) and a fixed-size Bloom filter (idfilter).
  */
-#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 
 #include "hprof_private.h"
+#include "pool.h"
 
 #define INITIAL_CAPACITY 1024
 
@@ -265,8 +265,7 @@ static uint64_t *filter_block(const struct idfilter *f, uint64_t h)
 /* Zeroed pages as they are first touched, in huge pages where the kernel
  * has them: in 4 KiB pages (a filter is up to 32 MiB), one random line
  * per id would also cost a TLB miss, which a prefetch does not hide, and
- * each page a fault.  With the references' filter in huge pages, pass 1
- * of the bitmap-heavy 300 MB dumps took 19-20 ms instead of 21-22 ms. */
+ * each page a fault. */
 uint64_t *filter_words_alloc(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -316,15 +315,16 @@ static void apply_adds(uint64_t *words, size_t block_mask, const uint64_t *ids, 
     }
 }
 
-/* The filter's thread: a ring of batches from the one adding thread (the
- * producer) to the one applying them (the consumer), each side moving its
- * own counter.  The consumer polls while the ring is empty, so that the
- * producer never has to wake it; the producer yields while it is full. */
+/* The filter's thread, a pool worker running one job until told to stop:
+ * a ring of batches from the one adding thread (the producer) to the one
+ * applying them (the consumer), each side moving its own counter.  The
+ * consumer polls while the ring is empty, so that the producer never has
+ * to wake it; the producer yields while it is full. */
 #define RING_BATCHES 1024
 #define IDLE_NS 20000
 
 struct idfilter_thread {
-    pthread_t thread;
+    struct ordered_pool *pool;
     uint64_t *words;
     size_t block_mask;
     _Atomic uint64_t produced, consumed;
@@ -333,9 +333,10 @@ struct idfilter_thread {
     uint64_t ids[RING_BATCHES][IDFILTER_BATCH];
 };
 
-static void *filter_thread_main(void *arg)
+static void apply_until_stopped(void *worker, void *job)
 {
-    struct idfilter_thread *t = arg;
+    struct idfilter_thread *t = job;
+    (void)worker;
     uint64_t done = 0;
     for (;;) {
         uint64_t ready = atomic_load_explicit(&t->produced, memory_order_acquire);
@@ -354,7 +355,6 @@ static void *filter_thread_main(void *arg)
             atomic_store_explicit(&t->consumed, done + 1, memory_order_release);
         }
     }
-    return NULL;
 }
 
 int idfilter_use_thread(struct idfilter *f)
@@ -367,10 +367,14 @@ int idfilter_use_thread(struct idfilter *f)
     idfilter_flush(f); /* what is queued goes in first, in place */
     t->words = f->words;
     t->block_mask = f->block_mask;
-    if (pthread_create(&t->thread, NULL, filter_thread_main, t) != 0) {
+    struct hprof_error ignored;
+    void *job = t;
+    if ((t->pool = pool_new(1, &job, 1, &job, apply_until_stopped, &ignored)) == NULL) {
         free(t);
         return HPROF_ERR_NOMEM;
     }
+    (void)pool_filling(t->pool); /* the one slot: never NULL */
+    pool_submit(t->pool);
     f->thread = t;
     return HPROF_OK;
 }
@@ -395,7 +399,9 @@ void idfilter_settle(struct idfilter *f)
         hand_over(t, f->queued, f->n_queued);
     f->n_queued = 0;
     atomic_store_explicit(&t->stop, 1, memory_order_release);
-    pthread_join(t->thread, NULL); /* it applies everything before it stops */
+    (void)pool_oldest(t->pool); /* it applies everything before it stops */
+    pool_release_oldest(t->pool);
+    pool_free(t->pool);
     free(t);
     f->thread = NULL;
 }

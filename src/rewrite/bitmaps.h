@@ -43,6 +43,9 @@ struct candidate {
     uint64_t fingerprint;   /* of a few sampled blocks (large located candidates) */
     uint64_t equal_to;      /* the data_offset of an earlier candidate whose
                                bytes it was found equal to while hashing, or 0 */
+    /* What the merge found byte for byte: */
+    uint8_t differs_from_first;       /* not equal to its group's first */
+    struct candidate *merges_into;    /* the earlier candidate it merges into, or NULL */
 };
 
 /* A byte array seen lately: a Bitmap or a byte[][] usually comes right
@@ -53,6 +56,18 @@ struct recent_array {
     uint32_t count;
 };
 
+/* Where a large byte array is, remembered in pass 1. */
+struct large_array {
+    uint64_t count;
+    uint64_t data_offset;   /* input offset of the contents */
+};
+
+/* An element of a byte[][] seen in pass 2. */
+struct byte_array_element {
+    uint64_t array;         /* the byte[][] */
+    uint64_t element;       /* the byte[] it names */
+};
+
 struct system_heaps;
 
 struct bitmaps {
@@ -61,8 +76,9 @@ struct bitmaps {
     const struct system_heaps *system; /* what the digest pass skips */
     struct idlist natives;      /* DumpData.natives arrays */
     struct idmap large;         /* byte[] of LARGE_ARRAY+ elements, or one a
-                                   byte[][] names just after it -> count */
-    struct idmap large_at;      /* the same -> input offset of the contents */
+                                   byte[][] names just after it -> index + 1
+                                   into large_arrays */
+    struct large_array *large_arrays;
     struct recent_array *recent;/* byte arrays seen last, by id (or NULL) */
     struct idfilter refs_seen;  /* words NULL: not tracked (no bitmap names) */
     int heap_started;           /* pass 1 reached the first heap segment */
@@ -71,7 +87,7 @@ struct bitmaps {
     struct candidate *cand;
     size_t n_cand, cap_cand;
     struct idmap dump_buffers;  /* DumpData.buffers object-array ids */
-    uint64_t *byte_arrays;      /* (byte[][] id, element) pairs seen in pass 2 */
+    struct byte_array_element *byte_arrays; /* seen in pass 2 */
     size_t n_byte_arrays, cap_byte_arrays;
     int byte_arrays_overflow;   /* too many to remember: run the expand pass */
     struct idmap pinned;        /* candidates referenced from other slots */
