@@ -354,10 +354,13 @@ static int shrink_each_dump(struct hprof_reader *r, struct hprof_writer *w,
         struct hprof_shrink_stats dump_stats;
         struct shrink_run run;
         rc = run_begin(&run, r, options, &dump_stats, err);
+        if (rc != HPROF_OK) { /* no reader of its own: nothing to run */
+            run_end(&run, r);
+            break;
+        }
         run.shared_names = &names;
         hprof_reader_set_dump(run.ctx.reader, n);
-        if (rc == HPROF_OK)
-            rc = collect_and_plan(&run);
+        rc = collect_and_plan(&run);
         dumps = hprof_reader_dumps(run.ctx.reader);
         if (rc == HPROF_OK && dumps > HPROF_MAX_DUMPS)
             rc = hprof_error_set(err, HPROF_ERR_FORMAT,
