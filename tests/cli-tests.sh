@@ -287,6 +287,25 @@ PY
     done
 }
 
+TESTS="$TESTS batch_file_usage_error"
+t_batch_file_usage_error() {
+    # --dump=2 past one file's dumps fails that file alone: the others are
+    # shrunk, every child is waited for, and the tally comes last
+    d=$T/bfu; rm -rf "$d"; mkdir -p "$d/in"
+    "$B/hprof-synth" --hotspot -f "$d/in/a1.hprof" > /dev/null
+    for i in 2 3 4 5; do "$B/hprof-synth" --hotspot --dumps 3 -f "$d/in/m$i.hprof" > /dev/null; done
+    expect 2 "$B/hprof-shrink" -j2 --dump=2 --json -r -o "$d/out" "$d/in"
+    python3 - "$T/out" <<'PY' || die "batch, a file's usage error: $(cat "$T/out")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert rows[-1] == {"shrunk": 4, "failed": 1, "skipped": 0, "exit": 2}, rows[-1]
+bad = [r for r in rows[:-1] if r["status"] == "failed"]
+assert len(bad) == 1 and bad[0]["input"].endswith("/a1.hprof") and bad[0]["exit"] == 2, bad
+PY
+    for i in 2 3 4 5; do [ -s "$d/out/m$i.hprof" ] || die "batch, a file's usage error: no m$i.hprof"; done
+    [ -z "$(find "$d/out" -name 'hprof-shrink.*.tmp')" ] || die "batch, a file's usage error: temporary files left"
+}
+
 TESTS="$TESTS special_outputs"
 t_special_outputs() {
     d=$T/so; rm -rf "$d"; mkdir -p "$d/dir"

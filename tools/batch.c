@@ -530,7 +530,9 @@ static void run_jobs(struct batch *b)
         b->worst = EXIT_IO;
         return;
     }
-    while (b->worst != EXIT_USAGE && (b->next < b->list.n || b->running > 0)) {
+    /* A file's own usage error (say --dump=N past its dumps) fails that
+     * file alone: the others go on, and every child is reaped. */
+    while (b->next < b->list.n || b->running > 0) {
         if (b->next < b->list.n && b->running < b->n_slots && !batch_signal)
             start_next(b);
         else
@@ -552,11 +554,13 @@ int run_batch(struct options *o)
         return code;
     /* what could be decided is reported even when deciding failed */
     b.worst = collect_inputs(o, &b.out_dir, &b.list);
+    int usage = b.worst == EXIT_USAGE; /* the command line itself: nothing runs */
     if (b.worst == 0)
         clean_output_dirs(&b.list);
     catch_stop_signals(&b);
-    run_jobs(&b);
-    if (!batch_signal && b.worst != EXIT_USAGE)
+    if (!usage)
+        run_jobs(&b);
+    if (!batch_signal && !usage)
         report_totals(&b);
     if (b.out_error != 0) {
         cli_error("standard output: write error: %s", strerror(b.out_error));
