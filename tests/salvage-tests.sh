@@ -190,5 +190,31 @@ for f in $inputs; do
 done
 echo "    $zcuts zero-filled cuts"
 
+banner "salvage: a file of several heap dumps cut anywhere keeps each dump's complete records"
+mcuts=0
+# what hprof-verify counts of each dump, a line each: "INSTANCES OBJ_ARRAYS PRIM_ARRAYS"
+dump_objects() {
+    "$B/hprof-verify" --salvage "$1" 2>/dev/null |
+        sed -n 's/.*OK: .* \([0-9]*\) instances\?, \([0-9]*\) object arrays\?, \([0-9]*\) primitive arrays\? .*/\1 \2 \3/p'
+}
+for shape in "" --whole-dumps; do
+    "$B/hprof-synth" -f --hotspot --dumps 3 $shape "$T/multi.hprof" > /dev/null
+    size=$(wc -c < "$T/multi.hprof")
+    for pct in 15 30 45 55 70 85 95; do
+        off=$((size * pct / 100))
+        head -c "$off" "$T/multi.hprof" > "$T/mcut.hprof"
+        mcuts=$((mcuts + 1))
+        run "$B/hprof-shrink" -q -f --salvage "$T/mcut.hprof" "$T/mcut.out"
+        [ "$rc" = 0 ] || { die "${shape:-segments} cut at $pct%: exit $rc: $(cat "$T/err")"; continue; }
+        "$B/hprof-verify" -q "$T/mcut.out" || die "${shape:-segments} cut at $pct%: the output does not verify"
+        # every dump keeps what it held complete in the cut input
+        dump_objects "$T/mcut.hprof" > "$T/mcut.in"
+        dump_objects "$T/mcut.out" > "$T/mcut.kept"
+        [ -s "$T/mcut.in" ] && cmp -s "$T/mcut.in" "$T/mcut.kept" ||
+            die "${shape:-segments} cut at $pct%: $(tr '\n' ';' < "$T/mcut.in") became $(tr '\n' ';' < "$T/mcut.kept")"
+    done
+done
+echo "    $mcuts cuts of files of three heap dumps"
+
 [ "$fails" = 0 ] || { echo "$fails salvage test(s) failed" >&2; exit 1; }
 echo "salvage tests passed"

@@ -209,6 +209,8 @@ int salvage_cut_record(struct hprof_reader *r, uint32_t time, uint32_t length,
     s->sub_records_kept = r->found.cut_subs;
     s->sub_records_lost = s->bytes_lost > 0;
     s->sub_tag = r->found.cut_sub_tag;
+    if (r->selecting != 0 && r->dumps != r->selecting)
+        return READER_CUT; /* another heap dump's record: none of it is this run's */
     struct hprof_segment seg = { r->rec_offset, r->rec_tag, time, (uint32_t)r->found.cut_kept };
     rc = reader_read_heap(r, v, &seg);
     return rc == HPROF_OK ? READER_CUT : rc;
