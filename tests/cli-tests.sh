@@ -57,6 +57,11 @@ t_permissions() {
     chmod 640 "$d/in.hprof"
     (umask 077; "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof") || die "shrink 0640"
     [ "$(mode "$d/out.hprof")" = 640 ] || die "a 0640 input gave $(mode "$d/out.hprof")"
+    # a FIFO's bits say who may write into it: its dump is kept 0600
+    mkfifo -m 666 "$d/fifo.hprof"
+    (cat "$d/in.hprof" > "$d/fifo.hprof" &)
+    (umask 022; "$B/hprof-shrink" -q "$d/fifo.hprof" "$d/from-fifo.hprof") || die "shrink from a FIFO"
+    [ "$(mode "$d/from-fifo.hprof")" = 600 ] || die "a 0666 FIFO gave a $(mode "$d/from-fifo.hprof") output"
     # standard input: 0600, or stricter with the umask
     (umask 022; "$B/hprof-shrink" -q - "$d/stdin.hprof" < "$d/in.hprof") || die "stdin"
     [ "$(mode "$d/stdin.hprof")" = 600 ] || die "stdin input gave $(mode "$d/stdin.hprof")"

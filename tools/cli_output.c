@@ -80,11 +80,12 @@ void cli_install_signal_handlers(void)
 /* A heap dump holds every String of the process: its copy must not be
  * readable by more people than the original.  As gzip does, the output
  * takes the input's permission bits (and, as root, its owner and group);
- * from standard input it stays 0600 (mkstemp()'s mode), less if the umask
- * says so. */
+ * from standard input or a FIFO it stays 0600 (mkstemp()'s mode), less if
+ * the umask says so: a FIFO's bits say who may write into it, not who may
+ * read the dump behind it. */
 static void set_output_mode(int fd, const struct stat *input)
 {
-    if (input == NULL || !(S_ISREG(input->st_mode) || S_ISFIFO(input->st_mode))) {
+    if (input == NULL || !S_ISREG(input->st_mode)) {
         mode_t mask = umask(0);
         umask(mask);
         fchmod(fd, 0600 & ~mask);
@@ -417,7 +418,7 @@ void cli_output_abort(struct cli_output *o)
 
 mode_t cli_directory_mode(const struct stat *input)
 {
-    if (input == NULL || !(S_ISREG(input->st_mode) || S_ISFIFO(input->st_mode)))
+    if (input == NULL || !S_ISREG(input->st_mode))
         return 0700;
     mode_t bits = input->st_mode & 0777;
     return bits | (bits & 0444) >> 2;
