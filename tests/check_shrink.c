@@ -368,6 +368,68 @@ START_TEST(system_heaps_keep_the_text_of_builds_strings)
 }
 END_TEST
 
+/* Only the statics that say what the device is keep their Strings:
+ * Build.SERIAL (a persistent identifier on old Android) is redacted under
+ * --redact, and hollowed like any zygote String when the heap is dropped. */
+START_TEST(system_heaps_keep_builds_device_text_but_not_its_serial)
+{
+    static const char maker[] = "samsung-maker", serial[] = "R58M123456X";
+    static const uint8_t string_fields[] = { HPROF_TYPE_OBJECT };
+    const uint8_t maker_ref[4] = { 0, 0, 0x10, 0 }, serial_ref[4] = { 0, 0, 0x11, 0 };
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "java.lang.String");
+    tb_string(&d, 0x20, "android.os.Build");
+    tb_string(&d, 0x30, "MANUFACTURER");
+    tb_string(&d, 0x31, "SERIAL");
+    tb_string(&d, 0x900, "value"); /* tb_class names field i 0x900 + i */
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_load_class(&d, 2, 0x200, 0x20);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&d, 0x100, 0, string_fields, 1);
+    /* class android.os.Build: MANUFACTURER = 0x2000, SERIAL = 0x2100 */
+    tb_u1(&d, HPROF_CLASS_DUMP);
+    tb_id(&d, 0x200);
+    tb_u4(&d, 1);
+    for (int i = 0; i < 6; i++)
+        tb_id(&d, 0);
+    tb_u4(&d, 0);
+    tb_u2(&d, 0);
+    tb_u2(&d, 2);
+    tb_id(&d, 0x30);
+    tb_u1(&d, HPROF_TYPE_OBJECT);
+    tb_id(&d, 0x2000);
+    tb_id(&d, 0x31);
+    tb_u1(&d, HPROF_TYPE_OBJECT);
+    tb_id(&d, 0x2100);
+    tb_u2(&d, 0);
+    tb_u1(&d, HPROF_HEAP_DUMP_INFO);
+    tb_u4(&d, HPROF_HEAP_ZYGOTE);
+    tb_id(&d, 0x10);
+    tb_instance(&d, 0x2000, 0x100, maker_ref, 4);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, sizeof maker - 1, maker);
+    tb_instance(&d, 0x2100, 0x100, serial_ref, 4);
+    tb_prim_array(&d, 0x1100, HPROF_TYPE_BYTE, sizeof serial - 1, serial);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
+    for (int keep = 0; keep <= 1; keep++) {
+        struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .keep_system_heaps = keep };
+        struct hprof_shrink_stats st;
+        size_t len;
+        uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+        ck_assert_ptr_nonnull(memmem(out, len, maker, sizeof maker - 1));
+        ck_assert_ptr_null(memmem(out, len, serial, sizeof serial - 1));
+        assert_verifies(out, len);
+        free(out);
+    }
+    unlink(path);
+    free(path);
+    tb_free(&d);
+}
+END_TEST
+
 /* A zygote object is dropped (or kept as a stand-in) but checked as an app
  * object is: one whose class is not dumped fails the shrink, as it fails
  * hprof-verify, with or without the app object that refers to it.  Before,
@@ -1549,6 +1611,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, system_heaps_keep_instances_per_class_outside_dropped_heaps, 0, n);
     tcase_add_test(t, system_heaps_keep_referenced_objects_as_hollow_stand_ins);
     tcase_add_test(t, system_heaps_keep_the_text_of_builds_strings);
+    tcase_add_test(t, system_heaps_keep_builds_device_text_but_not_its_serial);
     tcase_add_test(t, system_heaps_keep_every_object_when_asked);
     tcase_add_loop_test(t, system_heaps_refuse_an_object_whose_class_is_not_dumped, 0, 2);
 

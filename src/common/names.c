@@ -20,6 +20,23 @@
     X("buffers", NAME_FIELD_BUFFERS)                             \
     X("natives", NAME_FIELD_NATIVES)                             \
     X("coder", NAME_FIELD_CODER)                                 \
+    X("MANUFACTURER", NAME_FIELD_DEVICE_TEXT)                    \
+    X("BRAND", NAME_FIELD_DEVICE_TEXT)                           \
+    X("MODEL", NAME_FIELD_DEVICE_TEXT)                           \
+    X("PRODUCT", NAME_FIELD_DEVICE_TEXT)                         \
+    X("DEVICE", NAME_FIELD_DEVICE_TEXT)                          \
+    X("BOARD", NAME_FIELD_DEVICE_TEXT)                           \
+    X("HARDWARE", NAME_FIELD_DEVICE_TEXT)                        \
+    X("FINGERPRINT", NAME_FIELD_DEVICE_TEXT)                     \
+    X("ID", NAME_FIELD_DEVICE_TEXT)                              \
+    X("DISPLAY", NAME_FIELD_DEVICE_TEXT)                         \
+    X("TYPE", NAME_FIELD_DEVICE_TEXT)                            \
+    X("TAGS", NAME_FIELD_DEVICE_TEXT)                            \
+    X("RELEASE", NAME_FIELD_DEVICE_TEXT)                         \
+    X("INCREMENTAL", NAME_FIELD_DEVICE_TEXT)                     \
+    X("CODENAME", NAME_FIELD_DEVICE_TEXT)                        \
+    X("SDK", NAME_FIELD_DEVICE_TEXT)                             \
+    X("SECURITY_PATCH", NAME_FIELD_DEVICE_TEXT)                  \
     X("android.os.Build", NAME_CLASS_DEVICE)                     \
     X("android/os/Build", NAME_CLASS_DEVICE)                     \
     X("android.os.Build$VERSION", NAME_CLASS_DEVICE)             \

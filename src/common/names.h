@@ -21,6 +21,10 @@ enum known_name {
     NAME_FIELD_BUFFERS,     /* DumpData.buffers */
     NAME_FIELD_NATIVES,     /* DumpData.natives */
     NAME_FIELD_CODER,       /* String.coder (HotSpot: 1 = UTF-16) */
+    /* android.os.Build's and Build$VERSION's statics that say what the
+     * device is (make, model, build, release): their Strings stay whole.
+     * Not SERIAL, HOST or USER: an identifier and the builder's names. */
+    NAME_FIELD_DEVICE_TEXT,
     NAME_CLASS_DEVICE,      /* android.os.Build, Build$VERSION: what the device is */
     NAME_FIELD_WIDTH,       /* Bitmap.mWidth */
     NAME_FIELD_HEIGHT,      /* Bitmap.mHeight */

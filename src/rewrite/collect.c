@@ -227,7 +227,8 @@ static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_
     rc = classes_add(&rw->model.classes, cd, c->ctx->err);
     bitmaps_note_class_dump(&rw->bitmaps, cd);
     if (rc == HPROF_OK &&
-        system_heaps_note_class_dump(&rw->system, cd, class_name_code(&rw->model, cd->id)))
+        system_heaps_note_class_dump(&rw->system, cd, class_name_code(&rw->model, cd->id),
+                                     &rw->model.names))
         return nomem(c);
     if (rc != HPROF_OK || c->eager == EAGER_ABANDONED)
         return rc;

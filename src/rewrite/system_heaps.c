@@ -48,14 +48,19 @@ void system_heaps_free(struct system_heaps *s)
 }
 
 int system_heaps_note_class_dump(struct system_heaps *s, const struct hprof_class_dump *c,
-                                 int code)
+                                 int code, const struct idmap *names)
 {
     if (code != NAME_CLASS_DEVICE)
         return HPROF_OK;
-    for (unsigned i = 0; i < c->n_statics; i++)
-        if (c->statics[i].type == HPROF_TYPE_OBJECT && c->statics[i].value != 0 &&
-            idmap_put(&s->device, c->statics[i].value, 0) != HPROF_OK)
+    for (unsigned i = 0; i < c->n_statics; i++) {
+        const struct hprof_static_field *f = &c->statics[i];
+        uint64_t name;
+        if (f->type != HPROF_TYPE_OBJECT || f->value == 0 ||
+            !idmap_get(names, f->name_id, &name) || name != NAME_FIELD_DEVICE_TEXT)
+            continue;
+        if (idmap_put(&s->device, f->value, 0) != HPROF_OK)
             return HPROF_ERR_NOMEM;
+    }
     return HPROF_OK;
 }
 

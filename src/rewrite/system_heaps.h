@@ -66,10 +66,11 @@ int system_heaps_refer_class_dump(struct system_heaps *s, const struct hprof_cla
 int system_heaps_defer_class_dump(struct system_heaps *s, const struct hprof_class_dump *c);
 int system_heaps_refer_deferred(struct system_heaps *s);
 
-/* Class dump `c`, whose name is `code` (NAME_*): android.os.Build's and
- * Build$VERSION's statics are remembered. */
+/* Class dump `c`, whose name is `code` (NAME_*): what android.os.Build's
+ * and Build$VERSION's statics that describe the device refer to is
+ * remembered (their names' codes in `names`: STRING id -> NAME_*). */
 int system_heaps_note_class_dump(struct system_heaps *s, const struct hprof_class_dump *c,
-                                 int code);
+                                 int code, const struct idmap *names);
 /* Does a static of android.os.Build or Build$VERSION name object `id`? */
 static inline int system_heaps_is_device(const struct system_heaps *s, uint64_t id)
 {
