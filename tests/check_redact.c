@@ -6,6 +6,7 @@
  * lengths, types, instance counts and references stay as they were.
  */
 #define _GNU_SOURCE /* memmem */
+#include <arpa/inet.h>
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -692,6 +693,47 @@ START_TEST(redact_clears_the_hash_of_a_redacted_string)
 }
 END_TEST
 
+/* Android 5 and 6 name String's hash cache hashCode (after value, offset
+ * and count): a redacted PIN's goes too, or the PIN would come back from
+ * it by trying 10^4 candidates. */
+START_TEST(redact_clears_the_hash_code_of_an_android_6_string)
+{
+    static const uint8_t string_fields[] = { HPROF_TYPE_OBJECT, HPROF_TYPE_INT, HPROF_TYPE_INT,
+                                             HPROF_TYPE_INT };
+    static const uint64_t names[] = { 0x900, 0x901, 0x902, 0x903 };
+    /* value 0x1000, offset 0, count 4, hashCode 0x0017_8a4f */
+    const uint8_t values[16] = { 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0x17, 0x8a, 0x4f };
+    const uint16_t utf16[4] = { htons('4'), htons('7'), htons('1'), htons('1') };
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "java.lang.String");
+    tb_string(&d, 0x900, "value");
+    tb_string(&d, 0x901, "offset");
+    tb_string(&d, 0x902, "count");
+    tb_string(&d, 0x903, "hashCode");
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(&d, 0x100, 0, names, string_fields, 4);
+    tb_instance(&d, 0x2000, 0x100, values, sizeof values);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_CHAR, 4, utf16);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    static const uint8_t hash[4] = { 0, 0x17, 0x8a, 0x4f };
+    ck_assert_ptr_null(memmem(out, len, hash, sizeof hash));
+    ck_assert_ptr_null(memmem(out, len, utf16, sizeof utf16));
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&d);
+}
+END_TEST
+
 /* Node: hash at 0, key at 4.  ConcurrentHashMap's negative hash is a
  * marker of the node's kind, not a key's hash. */
 START_TEST(redact_clears_the_hash_a_hash_map_node_keeps_of_its_key)
@@ -783,6 +825,7 @@ static Suite *redact_suite(void)
     tcase_add_test(t, redact_keep_rule_never_exempts_a_field_it_does_not_name);
     tcase_add_test(t, redact_keep_rule_still_applies_to_the_rule_class_itself);
     tcase_add_test(t, redact_clears_the_hash_of_a_redacted_string);
+    tcase_add_test(t, redact_clears_the_hash_code_of_an_android_6_string);
     tcase_add_test(t, redact_clears_the_hash_a_hash_map_node_keeps_of_its_key);
     tcase_add_test(t, redact_fields_zeroes_the_numbers_of_jdk_classes);
     tcase_add_test(t, redact_fields_keeps_the_allowlisted_structural_fields);

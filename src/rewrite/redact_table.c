@@ -10,6 +10,7 @@
 const struct field_entry redact_field_table[] = {
     { "java.lang.String", "hash", REDACT_CLEAR },
     { "java.lang.String", "hashIsZero", REDACT_CLEAR },
+    { "java.lang.String", "hashCode", REDACT_CLEAR }, /* Android 5 and 6 */
     { "java.lang.String", "count", REDACT_KEEP },
     { "java.lang.String", "offset", REDACT_KEEP },
     { "java.lang.String", "coder", REDACT_KEEP },
