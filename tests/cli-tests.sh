@@ -1625,6 +1625,19 @@ cmp -s "$T/bm/index.tsv" "$T/bm2/index.tsv" || true
 [ "$(ls "$T/bm" | sort)" = "$(ls "$T/bm2" | sort)" ] || die "hprof-bitmaps differs on the shrunk dump"
 for f in "$T"/bm/*.png; do cmp -s "$f" "$T/bm2/$(basename "$f")" || die "pixels differ after shrinking: $f"; done
 
+# a file of several heap dumps: one is chosen, or nothing is written
+"$B/hprof-synth" -f --android --dumps 2 "$T/bm-multi.hprof" > /dev/null
+expect 2 "$B/hprof-bitmaps" "$T/bm-multi.hprof" "$T/bm-multi"
+grep -q 'several heap dumps.*--dump=N' "$T/err" && [ ! -e "$T/bm-multi" ] ||
+    die "hprof-bitmaps on two dumps: $(cat "$T/err")"
+expect 2 "$B/hprof-bitmaps" --dump=3 "$T/bm-multi.hprof" "$T/bm-multi"
+[ ! -e "$T/bm-multi" ] || die "hprof-bitmaps --dump=3 of two made OUTDIR"
+expect 0 "$B/hprof-bitmaps" --dump=2 "$T/bm-multi.hprof" "$T/bm-multi"
+"$B/hprof-shrink" -q -f --dump=2 --keep-system-heaps "$T/bm-multi.hprof" "$T/bm-multi-2.hprof"
+expect 0 "$B/hprof-bitmaps" "$T/bm-multi-2.hprof" "$T/bm-multi-2"
+[ "$(ls "$T/bm-multi" | sort)" = "$(ls "$T/bm-multi-2" | sort)" ] ||
+    die "hprof-bitmaps --dump=2: not the images of dump 2 alone"
+
 banner "hprof-bitmaps and hprof-info: one content per equal bytes, not per MD5; the shrink's counts"
 # b a a b c a c: a and b share an MD5 (a published collision), c is other
 python3 tests/make-colliding-dump.py "$T/coll.hprof" baabcac

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static void usage(FILE *out)
             "                 an existing name is an error and nothing is left)\n"
             "  --mapping=FILE find Bitmaps by the names a ProGuard/R8 mapping.txt\n"
             "                 restores (obfuscated apps)\n"
+            "  --dump=N       in a file of several heap dumps, export dump N (from 1)\n"
             "  -h, --help     show this help and exit\n"
             "  -V, --version  show the version and exit\n"
             "\n"
@@ -433,11 +435,36 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info,
                                        "%s", "");
 }
 
+/* The analysis of heap dump `dump` of the file (0: a file of one); a file
+ * of several without a choice is refused, saying how to choose. */
+static int analyse(struct hprof_reader *r, const struct hprof_mapping *mapping, unsigned dump,
+                   struct hprof_info *info, struct hprof_error *err)
+{
+    if (dump != 0)
+        hprof_reader_set_dump(r, dump);
+    int rc = hprof_info_analyze_mapped(r, mapping, info, err);
+    unsigned dumps = hprof_reader_dumps(r);
+    if (rc == HPROF_OK && dump > dumps) {
+        hprof_info_free(info);
+        return hprof_error_set(err, HPROF_ERR_USAGE, "no heap dump %u: the file holds %u", dump,
+                               dumps);
+    }
+    if (rc != HPROF_OK && dump == 0 && dumps > 1) {
+        /* the reader's "a second heap dump begins here" (in `err`, which it
+         * shares) says where; this says what to do */
+        *err = (struct hprof_error){ 0 };
+        return hprof_error_set(err, HPROF_ERR_USAGE, "the file holds several heap dumps, "
+                               "each its own ids: choose one (--dump=N)");
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    enum { OPT_MAPPING = 256 };
+    enum { OPT_MAPPING = 256, OPT_DUMP };
     static const struct option long_options[] = {
         { "mapping", required_argument, NULL, OPT_MAPPING },
+        { "dump", required_argument, NULL, OPT_DUMP },
         { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -446,6 +473,7 @@ int main(int argc, char **argv)
     int c;
     const char *mapping_path = NULL;
     int force = 0;
+    unsigned long long dump = 0;
     struct hprof_mapping *mapping = NULL;
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
@@ -453,6 +481,11 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "fhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_MAPPING: mapping_path = optarg; break;
+        case OPT_DUMP:
+            if (cli_parse_uint(optarg, UINT_MAX, &dump) != 0 || dump == 0)
+                return cli_usage_error("--dump: expected a heap dump's number from 1, got '%s'",
+                                       optarg);
+            break;
         case 'f': force = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
@@ -476,7 +509,7 @@ int main(int argc, char **argv)
     }
     rc = cli_open_reader(path, &fd, &r, &err);
     if (rc == HPROF_OK)
-        analysed = (rc = hprof_info_analyze_mapped(r, mapping, &info, &err)) == HPROF_OK;
+        analysed = (rc = analyse(r, mapping, (unsigned)dump, &info, &err)) == HPROF_OK;
     /* OUTDIR only once there is something to put in it, as private as
      * the input */
     struct stat in_st;
