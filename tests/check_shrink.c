@@ -302,6 +302,44 @@ START_TEST(system_heaps_keep_referenced_objects_as_hollow_stand_ins)
 }
 END_TEST
 
+/* An Android dump's start: class java.lang.String (0x100, its value field
+ * named 0x900) and class android.os.Build (0x200) whose object statics are
+ * `names[i]` = `values[i]` (Strings 0x2000 + 0x100 i, say), then an open
+ * segment in the zygote heap for the caller's objects. */
+static void tb_device_dump(struct tbuf *d, const char *const *names, const uint64_t *values,
+                           unsigned n)
+{
+    static const uint8_t string_fields[] = { HPROF_TYPE_OBJECT };
+    tb_init(d, 4);
+    tb_header(d, "JAVA PROFILE 1.0.3");
+    tb_string(d, 0x10, "java.lang.String");
+    tb_string(d, 0x20, "android.os.Build");
+    for (unsigned i = 0; i < n; i++)
+        tb_string(d, 0x30 + i, names[i]);
+    tb_string(d, 0x900, "value"); /* tb_class names field i 0x900 + i */
+    tb_load_class(d, 1, 0x100, 0x10);
+    tb_load_class(d, 2, 0x200, 0x20);
+    tb_segment_begin(d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(d, 0x100, 0, string_fields, 1);
+    tb_u1(d, HPROF_CLASS_DUMP);
+    tb_id(d, 0x200);
+    tb_u4(d, 1);
+    for (int i = 0; i < 6; i++)
+        tb_id(d, 0);
+    tb_u4(d, 0);
+    tb_u2(d, 0);
+    tb_u2(d, (uint16_t)n);
+    for (unsigned i = 0; i < n; i++) {
+        tb_id(d, 0x30 + i);
+        tb_u1(d, HPROF_TYPE_OBJECT);
+        tb_id(d, values[i]);
+    }
+    tb_u2(d, 0);
+    tb_u1(d, HPROF_HEAP_DUMP_INFO);
+    tb_u4(d, HPROF_HEAP_ZYGOTE);
+    tb_id(d, 0x10);
+}
+
 /* android.os.Build.MANUFACTURER, a String of the zygote heap, keeps its
  * text and its value (a hollow stand-in read "" to Shark), with and
  * without --redact: it describes the device, not its user.  An app String
@@ -309,35 +347,11 @@ END_TEST
 START_TEST(system_heaps_keep_the_text_of_builds_strings)
 {
     static const char maker[] = "samsung-maker", secret[] = "secret-of-user";
-    static const uint8_t string_fields[] = { HPROF_TYPE_OBJECT };
+    static const char *const names[] = { "MANUFACTURER" };
+    static const uint64_t values[] = { 0x2000 };
     const uint8_t maker_ref[4] = { 0, 0, 0x10, 0 }, secret_ref[4] = { 0, 0, 0x11, 0 };
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "java.lang.String");
-    tb_string(&d, 0x20, "android.os.Build");
-    tb_string(&d, 0x30, "MANUFACTURER");
-    tb_string(&d, 0x900, "value"); /* tb_class names field i 0x900 + i */
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_load_class(&d, 2, 0x200, 0x20);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&d, 0x100, 0, string_fields, 1);
-    /* class android.os.Build: one static, MANUFACTURER = 0x2000 */
-    tb_u1(&d, HPROF_CLASS_DUMP);
-    tb_id(&d, 0x200);
-    tb_u4(&d, 1);
-    for (int i = 0; i < 6; i++)
-        tb_id(&d, 0);
-    tb_u4(&d, 0);
-    tb_u2(&d, 0);
-    tb_u2(&d, 1);
-    tb_id(&d, 0x30);
-    tb_u1(&d, HPROF_TYPE_OBJECT);
-    tb_id(&d, 0x2000);
-    tb_u2(&d, 0);
-    tb_u1(&d, HPROF_HEAP_DUMP_INFO);
-    tb_u4(&d, HPROF_HEAP_ZYGOTE);
-    tb_id(&d, 0x10);
+    tb_device_dump(&d, names, values, 1);
     tb_instance(&d, 0x2000, 0x100, maker_ref, 4);
     tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, sizeof maker - 1, maker);
     tb_u1(&d, HPROF_HEAP_DUMP_INFO);
@@ -374,39 +388,11 @@ END_TEST
 START_TEST(system_heaps_keep_builds_device_text_but_not_its_serial)
 {
     static const char maker[] = "samsung-maker", serial[] = "R58M123456X";
-    static const uint8_t string_fields[] = { HPROF_TYPE_OBJECT };
+    static const char *const names[] = { "MANUFACTURER", "SERIAL" };
+    static const uint64_t values[] = { 0x2000, 0x2100 };
     const uint8_t maker_ref[4] = { 0, 0, 0x10, 0 }, serial_ref[4] = { 0, 0, 0x11, 0 };
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "java.lang.String");
-    tb_string(&d, 0x20, "android.os.Build");
-    tb_string(&d, 0x30, "MANUFACTURER");
-    tb_string(&d, 0x31, "SERIAL");
-    tb_string(&d, 0x900, "value"); /* tb_class names field i 0x900 + i */
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_load_class(&d, 2, 0x200, 0x20);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&d, 0x100, 0, string_fields, 1);
-    /* class android.os.Build: MANUFACTURER = 0x2000, SERIAL = 0x2100 */
-    tb_u1(&d, HPROF_CLASS_DUMP);
-    tb_id(&d, 0x200);
-    tb_u4(&d, 1);
-    for (int i = 0; i < 6; i++)
-        tb_id(&d, 0);
-    tb_u4(&d, 0);
-    tb_u2(&d, 0);
-    tb_u2(&d, 2);
-    tb_id(&d, 0x30);
-    tb_u1(&d, HPROF_TYPE_OBJECT);
-    tb_id(&d, 0x2000);
-    tb_id(&d, 0x31);
-    tb_u1(&d, HPROF_TYPE_OBJECT);
-    tb_id(&d, 0x2100);
-    tb_u2(&d, 0);
-    tb_u1(&d, HPROF_HEAP_DUMP_INFO);
-    tb_u4(&d, HPROF_HEAP_ZYGOTE);
-    tb_id(&d, 0x10);
+    tb_device_dump(&d, names, values, 2);
     tb_instance(&d, 0x2000, 0x100, maker_ref, 4);
     tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, sizeof maker - 1, maker);
     tb_instance(&d, 0x2100, 0x100, serial_ref, 4);
