@@ -15,6 +15,5 @@
 #include "digest.h"
 #include "idset.h"
 #include "tags.h"
-#include "visitor_private.h"
 
 #endif /* HPROF_PRIVATE_H */

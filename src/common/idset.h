@@ -86,10 +86,10 @@ void idfilter_free(struct idfilter *f);
 void idfilter_flush(struct idfilter *f);
 /* Settles first. */
 int idfilter_maybe(struct idfilter *f, uint64_t id);
-/* From now on, batches of adds are applied by a thread of their own: their
- * cache misses (an add touches a random line of the filter) then cost the
- * caller nothing.  The bits set are the same.  Fails only for want of
- * memory or of a thread, and adds are then applied in place as before. */
+/* From now on, batches of adds are applied by a pool worker of their own:
+ * their cache misses (an add touches a random line of the filter) then
+ * cost the caller nothing.  The bits set are the same.  Fails only for want
+ * of memory or of a thread, and adds are then applied in place. */
 int idfilter_use_thread(struct idfilter *f);
 /* Wait until every add is applied, and stop the thread (if any). */
 void idfilter_settle(struct idfilter *f);

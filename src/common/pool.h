@@ -2,8 +2,10 @@
  * pool.h - an ordered worker pool, the way pigz compresses blocks: the
  * caller fills numbered jobs, workers run them in any order, and the caller
  * takes the results back strictly in number order.  At most `slots` jobs
- * are in flight, so memory is bounded by what a slot holds.  Serves the
- * gzip sink's members and the shrink's parallel write pass.
+ * are in flight, so memory is bounded by what a slot holds.  Every thread
+ * of the library starts here: the gzip sink's members, the write pass,
+ * bitmap hashing and merging, and the one-worker helpers (the reader's
+ * read-ahead, the sink's copy-ahead, the reference filter's adds).
  *
  * A job belongs to the caller while it is being filled and once it is taken
  * back, to a worker in between; the pool's lock orders the hand-overs.

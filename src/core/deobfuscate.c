@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "deobfuscate.h"
+#include "visitor_private.h"
 
 #define MAX_NAME (64u << 10)    /* a STRING longer than this names nothing */
 

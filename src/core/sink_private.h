@@ -74,7 +74,7 @@ int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, 
  * a thread of its own while it writes that copy's, so that its caller's
  * thread mostly writes; without, the thread stops (as it does when the
  * sink is freed).  @return whether copies now read ahead (not on other
- * sinks, nor without a thread: they are then read as before). */
+ * sinks, nor without a thread: they are then read by the calling thread). */
 int sink_copy_ahead(struct hprof_sink *s, int on);
 /* Bytes copies took from reads made ahead so far; a read still under way
  * is waited for first (tests). */

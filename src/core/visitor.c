@@ -4,6 +4,7 @@
  * cost one pointer test each.
  */
 #include "hprof_private.h"
+#include "visitor_private.h"
 
 #define DEFINE_VISIT(name, type)                                         \
     int hprof_visit_##name(struct hprof_visitor *v, type arg)            \

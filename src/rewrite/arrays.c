@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "filter.h"
+#include "visitor_private.h"
 
 #define ZERO_CHUNK (1u << 20)
 

@@ -12,6 +12,7 @@
 #include "bitmaps_private.h"
 #include "filter.h"
 #include "system_heaps.h"
+#include "visitor_private.h"
 
 /* Byte arrays of at least this many elements (a bitmap of 32 x 32 pixels)
  * have their size and place remembered in pass 1 when the dump names

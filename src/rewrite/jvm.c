@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "jvm.h"
+#include "visitor_private.h"
 
 static const char android_version[] = "JAVA PROFILE 1.0.3";
 static const char standard_version[] = "JAVA PROFILE 1.0.2";

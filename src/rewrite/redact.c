@@ -8,6 +8,7 @@
 #include "filter.h"
 #include "redact.h"
 #include "redact_table.h"
+#include "visitor_private.h"
 
 static int nomem(const struct redaction *r)
 {

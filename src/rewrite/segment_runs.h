@@ -14,7 +14,7 @@
  * own reader, where it reads the segments' contents anyway.
  *
  * Memory: 24 bytes a run of about a job's bytes, and at most MAX_RUNS
- * runs (the walk reads the headers of the rest, as before).
+ * runs (the walk reads the headers of the rest itself).
  */
 #ifndef HPROF_REWRITE_SEGMENT_RUNS_H
 #define HPROF_REWRITE_SEGMENT_RUNS_H

@@ -8,6 +8,7 @@
 
 #include "filter.h"
 #include "system_heaps.h"
+#include "visitor_private.h"
 
 /* A node's flags in the graph of system objects. */
 enum {

@@ -1,8 +1,8 @@
 /*
  * visitor_private.h - visitor slots that skip what a pass does not want,
- * and an array record emptied of its contents.  The slots are defined in
- * core's visitor.c and declared here, in common, because common's
- * deobfuscate.c fills its visitors with them.
+ * and an array record emptied of its contents, for the visitors of core
+ * (deobfuscate.c) and of the rewrites.  The slots are defined in
+ * visitor.c.
  */
 #ifndef HPROF_VISITOR_PRIVATE_H
 #define HPROF_VISITOR_PRIVATE_H
