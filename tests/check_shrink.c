@@ -1215,12 +1215,22 @@ END_TEST
 
 /* ---- The write pass on several threads -------------------------------------- */
 
+/* The write pass's limits of the shrinks below. */
+static struct write_pass_limits limits_of_test = WRITE_PASS_LIMITS_DEFAULT;
+
+static int shrink_within_limits_of_test(struct hprof_reader *r, struct hprof_sink *sink,
+                                        const struct hprof_shrink_options *o,
+                                        struct hprof_shrink_stats *stats, struct hprof_error *err)
+{
+    return shrink_with_limits(r, sink, o, limits_of_test, stats, err);
+}
+
 static uint8_t *shrink_with_threads(int fixture, int mode, unsigned threads, size_t *len,
                                     struct hprof_shrink_stats *st)
 {
     struct hprof_shrink_options o = { .arrays = mode, .threads = threads,
                                       .redact = mode == HPROF_ARRAYS_ZERO ? HPROF_REDACT_ALL : 0 };
-    uint8_t *out = tl_shrink_file(fixtures[fixture], &o, len, st);
+    uint8_t *out = tl_shrink_file_by(shrink_within_limits_of_test, fixtures[fixture], &o, len, st, 0);
     memset(st->pass_seconds, 0, sizeof st->pass_seconds);
     return out;
 }
@@ -1354,9 +1364,9 @@ START_TEST(write_pass_writes_big_segments_itself_in_their_place)
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     if (!available(fixture))
         return;
-    write_pass_set_limits(3000, 6000);
+    limits_of_test = (struct write_pass_limits){ .segment_max = 3000, .output_max = 6000 };
     assert_same_as_one_thread(fixture, mode, 3);
-    write_pass_set_limits(0, 0);
+    limits_of_test = (struct write_pass_limits)WRITE_PASS_LIMITS_DEFAULT;
 }
 END_TEST
 

@@ -29,6 +29,13 @@ uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, 
 /* The same, reading through a mapping when `mapped` (hprof_reader_map). */
 uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options *o, size_t *len,
                             struct hprof_shrink_stats *stats, int mapped);
+/* The same through `shrink`, a function of hprof_shrink()'s shape. */
+typedef int tl_shrink_fn(struct hprof_reader *r, struct hprof_sink *sink,
+                         const struct hprof_shrink_options *o, struct hprof_shrink_stats *stats,
+                         struct hprof_error *err);
+uint8_t *tl_shrink_file_by(tl_shrink_fn *shrink, const char *path,
+                           const struct hprof_shrink_options *o, size_t *len,
+                           struct hprof_shrink_stats *stats, int mapped);
 
 /* The same through a mapping into a file (an fd sink), read back: the
  * way the tool writes, kept array contents copied file to file. */
