@@ -1220,20 +1220,6 @@ START_TEST(bitmaps_keep_each_pieces_comparison_with_its_own_bunch)
 }
 END_TEST
 
-/* This process's resident file-backed pages (RssFile), in KiB, or -1. */
-static long rss_file_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "RssFile: %ld", &kib) == 1)
-            break;
-    if (f != NULL)
-        fclose(f);
-    return kib;
-}
-
 struct rss_sampler {
     pthread_t thread;
     atomic_int stop;
@@ -1244,7 +1230,7 @@ static void *sample_rss_file(void *arg)
 {
     struct rss_sampler *s = arg;
     while (!atomic_load(&s->stop)) {
-        long kib = rss_file_kib();
+        long kib = tl_rss_file_kib();
         if (kib > s->most)
             s->most = kib;
         usleep(500);
@@ -1285,7 +1271,7 @@ START_TEST(bitmaps_hash_a_mapped_dump_with_bounded_resident_pages)
     struct hprof_sink *sink = hprof_sink_new_null(&err);
     struct hprof_shrink_options o = { .threads = 2 };
     struct hprof_shrink_stats st;
-    struct rss_sampler s = { .most = rss_file_kib() };
+    struct rss_sampler s = { .most = tl_rss_file_kib() };
     long first = s.most;
     ck_assert_int_ge(first, 0);
     atomic_init(&s.stop, 0);

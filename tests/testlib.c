@@ -721,3 +721,16 @@ int tl_count_memory(const void *data, size_t len, struct tl_counter *c, struct h
     hprof_reader_free(r);
     return rc;
 }
+
+long tl_rss_file_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "RssFile: %ld", &kib) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kib;
+}

@@ -148,4 +148,7 @@ int tl_count_memory(const void *data, size_t len, struct tl_counter *c, struct h
 /* Load a manifest written by hprof-synth and look a key up (-1 if absent). */
 long long tl_manifest(const char *path, const char *key);
 
+/* This process's resident file-backed pages (RssFile), in KiB, or -1. */
+long tl_rss_file_kib(void);
+
 #endif
