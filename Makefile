@@ -110,18 +110,18 @@ $(B)/src/%.o: src/%.c $(SRC_HDR) include/*.h | $(B)/.deps
 
 # libhprof.a is one object, linked from all of them (ld -r) with the hidden
 # symbols then made local, so that it defines only hprof_ names as the
-# shared library does; the tools and every program outside the tree link
-# against that.  The unit tests call internal functions (id sets, class
-# layouts, the write pass's hooks) and link libhprof-internal.a, the plain
-# archive of the same objects.
+# shared library does; the tools, the suites that use only the API and
+# every program outside the tree link against that.  The suites that call
+# internal functions link libhprof-internal.a, the plain archive of the
+# same objects (tests/README.md says which).
 $(B)/libhprof-internal.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
 $(B)/libhprof.a: $(LIB_OBJ)
-	$(LD) -r -o $(B)/libhprof-all.o $^
-	$(OBJCOPY) --localize-hidden $(B)/libhprof-all.o $(B)/libhprof.o
-	rm -f $@ $(B)/libhprof-all.o
+	$(LD) -r -o $(B)/libhprof.o $^
+	$(OBJCOPY) --localize-hidden $(B)/libhprof.o
+	rm -f $@
 	ar rcs $@ $(B)/libhprof.o
 
 $(B)/$(SOFILE): $(LIB_OBJ)
@@ -158,6 +158,12 @@ $(B)/hprof-info: tools/hprof-info.c $(INFO_PRINT) $(CLI_OBJ) $(B)/libhprof.a too
 $(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(B)/libhprof-internal.a | $(B)/.check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(SRC_INC) $(CFLAGS) -o $@ $< tests/testlib.c tests/facts.c $(B)/libhprof-internal.a $(LDLIBS_LIB) $(CHECK_LIBS)
+
+# Suites that use only the API, built as a program outside the tree is.
+PUBLIC_TESTS := check_hostile
+$(PUBLIC_TESTS:%=$(B)/tests/%): $(B)/tests/%: tests/%.c tests/testlib.c tests/testlib.h $(B)/libhprof.a | $(B)/.check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< tests/testlib.c $(B)/libhprof.a $(LDLIBS_LIB) $(CHECK_LIBS)
 
 $(B)/tests/hprof-roundtrip: tests/hprof-roundtrip.c $(B)/libhprof.a
 	@mkdir -p $(dir $@)

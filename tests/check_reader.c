@@ -44,20 +44,6 @@ static int page_mapped(const void *addr)
     return n == (ssize_t)sizeof entry ? (int)(entry >> 63) : -1;
 }
 
-/* This process's resident file-backed pages (RssFile), in KiB. */
-static long rss_file_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "RssFile: %ld", &kib) == 1)
-            break;
-    if (f != NULL)
-        fclose(f);
-    return kib;
-}
-
 static int n_string(struct hprof_visitor *v, const struct hprof_string *s)
 { (void)s; ((struct counter *)v)->strings++; return HPROF_OK; }
 static int n_load(struct hprof_visitor *v, const struct hprof_load_class *c)
@@ -74,7 +60,7 @@ static int n_record(struct hprof_visitor *v, const struct hprof_record *r)
 static void wait_for_growth(struct counter *c)
 {
     for (int waited_ms = 0; waited_ms < 2000 && !c->grew; waited_ms++) {
-        c->grew = rss_file_kib() - c->rss_file_first >= c->wait_for_growth;
+        c->grew = tl_rss_file_kib() - c->rss_file_first >= c->wait_for_growth;
         usleep(1000);
     }
 }
@@ -86,7 +72,7 @@ static int n_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     if (c->segments == 0 && c->wait_for_growth > 0 && c->wait_at_array_byte == 0)
         wait_for_growth(c);
     if (c->measure_rss) {
-        long kib = rss_file_kib();
+        long kib = tl_rss_file_kib();
         if (c->segments == 0 && c->wait_for_growth == 0)
             c->rss_file_first = kib;
         if (kib > c->rss_file_max)
@@ -678,7 +664,7 @@ static void run_ahead_threads(unsigned threads, struct counter *c)
     c->base.ops = &counter_ops;
     c->measure_rss = 1;
     c->wait_for_growth = 3 << 10;
-    c->rss_file_first = rss_file_kib();
+    c->rss_file_first = tl_rss_file_kib();
     ck_assert_int_ge(c->rss_file_first, 0);
     ck_assert_int_eq(hprof_reader_run(r, &c->base), HPROF_OK);
     ck_assert_int_eq(c->segments, 512);

@@ -1051,6 +1051,99 @@ START_TEST(bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located)
 }
 END_TEST
 
+/* A dump that needs every pass but the restore: an unlocated Bitmap buffer
+ * with a twin (digest), a subclass dumped before its superclass (resolve),
+ * a zygote object dropped (graph), a DumpData whose byte[][] holds more
+ * elements than are remembered (expand), and a String a keep rule names
+ * (exempt).  Every pass reports its kind and its time, in order. */
+START_TEST(shrink_reports_every_pass_of_seven_in_order)
+{
+    enum { N_BITMAP = 0x10, N_MBUFFER = 0x900, N_STRING = 0x20, N_VALUE, N_KEEP, N_KEY,
+           N_DUMP_DATA, N_BUFFERS, N_NATIVES, N_BYTE_ARRAYS, N_SUB, N_SUPER };
+    static const char *const names[] = { "java.lang.String", "value", "Keep", "key",
+                                         "android.graphics.Bitmap$DumpData", "buffers",
+                                         "natives", "byte[][]", "Sub", "Super" };
+    static const uint8_t one_object[] = { HPROF_TYPE_OBJECT };
+    static const uint8_t two_objects[] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
+    static const uint64_t value_name[] = { N_VALUE }, key_name[] = { N_KEY };
+    static const uint64_t dump_data_names[] = { N_BUFFERS, N_NATIVES };
+    const uint32_t size = 16u << 10, elements = (1u << 20) + 1;
+    uint8_t *a = malloc(size);
+    for (uint32_t i = 0; i < size; i++)
+        a[i] = (uint8_t)(i * 7 + i / 251);
+    struct tbuf d;
+    begin_dump_with_an_unlocated_buffer(&d, a, size);
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+        tb_segment_end(&d);
+        tb_string(&d, N_STRING + i, names[i]);
+        tb_load_class(&d, 10 + i, 0x200 + 0x10 * (uint64_t)i, N_STRING + i);
+        tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    }
+    /* the Bitmaps of A and of B, its copy located after its Bitmap */
+    for (int i = 0; i < 2; i++) {
+        uint8_t ref[4] = { 0, 0, 0x10, (uint8_t)(0x10 * i) };
+        tb_instance(&d, 0x2000 + 0x10 * (uint64_t)i, 0x100, ref, 4);
+    }
+    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, size, a);
+    /* a String, and Keep.key naming it */
+    const uint64_t string_class = 0x200, keep_class = 0x220, dump_data_class = 0x240,
+                   byte_arrays_class = 0x270, sub_class = 0x280, super_class = 0x290;
+    tb_class_named(&d, string_class, 0, value_name, one_object, 1);
+    tb_class_named(&d, keep_class, 0, key_name, one_object, 1);
+    tb_prim_array(&d, 0x3000, HPROF_TYPE_CHAR, 2, "\0o\0k");
+    tb_instance(&d, 0x3010, string_class, "\0\0\x30\x00", 4);
+    tb_instance(&d, 0x3020, keep_class, "\0\0\x30\x10", 4);
+    /* an instance of Sub before Super */
+    tb_class(&d, sub_class, super_class, NULL, 0);
+    tb_instance(&d, 0x3030, sub_class, NULL, 0);
+    tb_class(&d, super_class, 0, NULL, 0);
+    /* byte[][] of more elements than are remembered, and its DumpData */
+    tb_class(&d, byte_arrays_class, 0, NULL, 0);
+    tb_class_named(&d, dump_data_class, 0, dump_data_names, two_objects, 2);
+    tb_segment_end(&d);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_u1(&d, HPROF_OBJECT_ARRAY_DUMP);
+    tb_id(&d, 0x4000);
+    tb_u4(&d, 0);
+    tb_u4(&d, elements);
+    tb_id(&d, byte_arrays_class);
+    for (uint32_t i = 0; i < elements; i++)
+        tb_id(&d, i == 0 ? 0x1010 : 0);
+    tb_instance(&d, 0x4010, dump_data_class, "\0\0\x40\x00\0\0\0\0", 8);
+    /* a zygote object */
+    tb_u1(&d, HPROF_HEAP_DUMP_INFO);
+    tb_u4(&d, HPROF_HEAP_ZYGOTE);
+    tb_id(&d, 0x10);
+    tb_prim_array(&d, 0x5000, HPROF_TYPE_INT, 1, "\0\0\0\1");
+    static const char *const keep_key[] = { "Keep.key" };
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_keep = keep_key,
+                                      .n_redact_keep = 1 };
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+    static const enum hprof_shrink_pass order[] = {
+        HPROF_PASS_COLLECT, HPROF_PASS_RESOLVE, HPROF_PASS_GRAPH, HPROF_PASS_EXPAND,
+        HPROF_PASS_EXEMPT,  HPROF_PASS_DIGEST,  HPROF_PASS_WRITE,
+    };
+    ck_assert_int_eq(st.passes, 7);
+    for (int i = 0; i < 7; i++) {
+        ck_assert_msg(st.pass_kinds[i] == order[i], "pass %d is %s, not %s", i + 1,
+                      hprof_shrink_pass_name(st.pass_kinds[i]), hprof_shrink_pass_name(order[i]));
+        ck_assert(st.pass_seconds[i] > 0);
+    }
+    ck_assert_uint_eq(st.bitmap_duplicates.count, 1);
+    assert_verifies(out, len);
+    unlink(path);
+    free(path);
+    free(out);
+    free(a);
+    tb_free(&d);
+}
+END_TEST
+
 /* A copy confirmed equal to its bunch's first while hashing merges into
  * it without being read again, but only into it: here B (unlocated, so
  * hashed by the digest pass) comes first in the file and has the MD5 of
@@ -1175,20 +1268,6 @@ START_TEST(bitmaps_keep_each_pieces_comparison_with_its_own_bunch)
 }
 END_TEST
 
-/* This process's resident file-backed pages (RssFile), in KiB, or -1. */
-static long rss_file_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "RssFile: %ld", &kib) == 1)
-            break;
-    if (f != NULL)
-        fclose(f);
-    return kib;
-}
-
 struct rss_sampler {
     pthread_t thread;
     atomic_int stop;
@@ -1199,7 +1278,7 @@ static void *sample_rss_file(void *arg)
 {
     struct rss_sampler *s = arg;
     while (!atomic_load(&s->stop)) {
-        long kib = rss_file_kib();
+        long kib = tl_rss_file_kib();
         if (kib > s->most)
             s->most = kib;
         usleep(500);
@@ -1240,7 +1319,7 @@ START_TEST(bitmaps_hash_a_mapped_dump_with_bounded_resident_pages)
     struct hprof_sink *sink = hprof_sink_new_null(&err);
     struct hprof_shrink_options o = { .threads = 2 };
     struct hprof_shrink_stats st;
-    struct rss_sampler s = { .most = rss_file_kib() };
+    struct rss_sampler s = { .most = tl_rss_file_kib() };
     long first = s.most;
     ck_assert_int_ge(first, 0);
     atomic_init(&s.stop, 0);
@@ -1263,12 +1342,22 @@ END_TEST
 
 /* ---- The write pass on several threads -------------------------------------- */
 
+/* The write pass's limits of the shrinks below. */
+static struct write_pass_limits limits_of_test = WRITE_PASS_LIMITS_DEFAULT;
+
+static int shrink_within_limits_of_test(struct hprof_reader *r, struct hprof_sink *sink,
+                                        const struct hprof_shrink_options *o,
+                                        struct hprof_shrink_stats *stats, struct hprof_error *err)
+{
+    return shrink_with_limits(r, sink, o, limits_of_test, stats, err);
+}
+
 static uint8_t *shrink_with_threads(int fixture, int mode, unsigned threads, size_t *len,
                                     struct hprof_shrink_stats *st)
 {
     struct hprof_shrink_options o = { .arrays = mode, .threads = threads,
                                       .redact = mode == HPROF_ARRAYS_ZERO ? HPROF_REDACT_ALL : 0 };
-    uint8_t *out = tl_shrink_file(fixtures[fixture], &o, len, st);
+    uint8_t *out = tl_shrink_file_by(shrink_within_limits_of_test, fixtures[fixture], &o, len, st, 0);
     memset(st->pass_seconds, 0, sizeof st->pass_seconds);
     return out;
 }
@@ -1402,9 +1491,9 @@ START_TEST(write_pass_writes_big_segments_itself_in_their_place)
     int fixture = _i / N_MODES, mode = _i % N_MODES;
     if (!available(fixture))
         return;
-    write_pass_set_limits(3000, 6000);
+    limits_of_test = (struct write_pass_limits){ .segment_max = 3000, .output_max = 6000 };
     assert_same_as_one_thread(fixture, mode, 3);
-    write_pass_set_limits(0, 0);
+    limits_of_test = (struct write_pass_limits)WRITE_PASS_LIMITS_DEFAULT;
 }
 END_TEST
 
@@ -1623,6 +1712,7 @@ static Suite *shrink_suite(void)
     tcase_add_test(t, write_pass_reports_the_first_error_in_file_order);
 
     t = test_case(s, "shrink");
+    tcase_add_test(t, shrink_reports_every_pass_of_seven_in_order);
     tcase_add_loop_test(t, shrink_adds_no_dangling_reference, 0, n);
     tcase_add_loop_test(t, shrink_matches_the_generators_bookkeeping, 0, N_MODES);
     tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);

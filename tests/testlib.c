@@ -218,6 +218,13 @@ uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, 
 uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options *o, size_t *len,
                             struct hprof_shrink_stats *stats, int mapped)
 {
+    return tl_shrink_file_by(hprof_shrink, path, o, len, stats, mapped);
+}
+
+uint8_t *tl_shrink_file_by(tl_shrink_fn *shrink, const char *path,
+                           const struct hprof_shrink_options *o, size_t *len,
+                           struct hprof_shrink_stats *stats, int mapped)
+{
     struct hprof_error err = { 0 };
     struct hprof_reader *r;
     int fd;
@@ -225,7 +232,7 @@ uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options 
     ck_assert_int_eq(tl_open_reader(path, &fd, &r, &err), HPROF_OK);
     if (mapped)
         ck_assert_int_eq(hprof_reader_map(r), HPROF_OK);
-    ck_assert_msg(hprof_shrink(r, sink, o, stats, &err) == HPROF_OK, "%s: %s", path, err.message);
+    ck_assert_msg(shrink(r, sink, o, stats, &err) == HPROF_OK, "%s: %s", path, err.message);
     const uint8_t *d = hprof_sink_memory_data(sink, len);
     uint8_t *copy = xrealloc(NULL, *len + 1);
     memcpy(copy, d, *len);
@@ -713,4 +720,17 @@ int tl_count_memory(const void *data, size_t len, struct tl_counter *c, struct h
         rc = hprof_reader_run(r, &c->base);
     hprof_reader_free(r);
     return rc;
+}
+
+long tl_rss_file_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "RssFile: %ld", &kib) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kib;
 }

@@ -29,6 +29,13 @@ uint8_t *tl_shrink_file(const char *path, const struct hprof_shrink_options *o, 
 /* The same, reading through a mapping when `mapped` (hprof_reader_map). */
 uint8_t *tl_shrink_file_via(const char *path, const struct hprof_shrink_options *o, size_t *len,
                             struct hprof_shrink_stats *stats, int mapped);
+/* The same through `shrink`, a function of hprof_shrink()'s shape. */
+typedef int tl_shrink_fn(struct hprof_reader *r, struct hprof_sink *sink,
+                         const struct hprof_shrink_options *o, struct hprof_shrink_stats *stats,
+                         struct hprof_error *err);
+uint8_t *tl_shrink_file_by(tl_shrink_fn *shrink, const char *path,
+                           const struct hprof_shrink_options *o, size_t *len,
+                           struct hprof_shrink_stats *stats, int mapped);
 
 /* The same through a mapping into a file (an fd sink), read back: the
  * way the tool writes, kept array contents copied file to file. */
@@ -140,5 +147,8 @@ int tl_count_memory(const void *data, size_t len, struct tl_counter *c, struct h
 
 /* Load a manifest written by hprof-synth and look a key up (-1 if absent). */
 long long tl_manifest(const char *path, const char *key);
+
+/* This process's resident file-backed pages (RssFile), in KiB, or -1. */
+long tl_rss_file_kib(void);
 
 #endif

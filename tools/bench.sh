@@ -250,8 +250,9 @@ for in in $inputs; do
     done
 done
 # Class graphs: CHAIN classes chained by superclass, listed root first and
-# leaf first (issue 20: leaf first used to cost the square of the classes,
-# 207 s at 100k), against a read of the file.  CHAIN=0 skips them.
+# leaf first (leaf first is the order that would cost the square of the
+# classes if superclasses were resolved by searching), against a read of the
+# file.  CHAIN=0 skips them.
 CHAIN=${CHAIN:-1000000}
 if [ "$CHAIN" -gt 0 ]; then
     for order in root leaf; do

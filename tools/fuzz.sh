@@ -17,7 +17,7 @@ mkdir -p "$F/seeds"
 # instances come after the population) seeds every target, and every target
 # reads whole inputs of up to 256 KB: with the first 16 KB only, the reader,
 # verify and info targets never reached a dump's later records, nor a flipped
-# segment tag or a class chain (issue 20).
+# segment tag or a class chain.
 "$B/hprof-synth" -f --scale 1 --big-bitmap 4096 "$F/seeds/android-whole.hprof"
 "$B/hprof-synth" -f --class-chain 2000 --leaf-first "$F/seeds/class-chain.hprof"
 cp "$B"/hostile/*.hprof "$F/seeds/" 2>/dev/null || true

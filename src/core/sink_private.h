@@ -77,7 +77,10 @@ int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, 
  * sinks, nor without a thread: they are then read by the calling thread). */
 int sink_copy_ahead(struct hprof_sink *s, int on);
 /* Bytes copies took from reads made ahead so far; a read still under way
- * is waited for first (tests). */
+ * is waited for first.  For tests, the only way to observe them: a copy
+ * writes the same bytes whether they were read ahead or not, and only the
+ * wait tells a test that a read made ahead is done, so that it can change
+ * the input after it and before the copy that takes it. */
 uint64_t sink_copied_ahead(struct hprof_sink *s);
 
 /* Whether sink_copy() reads from the file, rather than write the bytes. */

@@ -56,6 +56,7 @@ struct shrink_run {
      * collected once, since each dump's run writes the names around it. */
     const struct names_plan *shared_names;
     unsigned threads;
+    struct write_pass_limits limits;
     int pass, passes;
 };
 
@@ -107,6 +108,7 @@ static int write_pass(struct shrink_run *run, struct hprof_writer *w)
         .progress = run->opt.progress ? report : NULL,
         .progress_ctx = run,
         .runs = run->runs.n > 0 ? &run->runs : NULL,
+        .limits = run->limits,
     };
     double start = pass_begin(run, HPROF_PASS_WRITE);
     int rc = write_pass_run(&cfg);
@@ -249,7 +251,7 @@ static int init(struct shrink_run *run)
     const struct rewrite_ctx *ctx = &run->ctx;
     strings_init(&rw->strings);
     collect_init(&run->collect, ctx, rw, &run->ids_seen);
-    segment_runs_init(&run->runs, write_pass_segment_max(), WRITE_PASS_JOB_BYTES);
+    segment_runs_init(&run->runs, run->limits.segment_max, WRITE_PASS_JOB_BYTES);
     if (plan_init(&run->plan) != HPROF_OK || model_init(&rw->model, ctx->ids) != HPROF_OK ||
         objcheck_init(&run->ids_seen, objcheck_filter_bytes(hprof_reader_size(ctx->reader))) !=
             HPROF_OK ||
@@ -275,11 +277,12 @@ static void release(struct shrink_run *run)
 
 /* A run over `r` with its own reader, as the caller's options say. */
 static int run_begin(struct shrink_run *run, struct hprof_reader *r,
-                     const struct hprof_shrink_options *options, struct hprof_shrink_stats *stats,
-                     struct hprof_error *err)
+                     const struct hprof_shrink_options *options, struct write_pass_limits limits,
+                     struct hprof_shrink_stats *stats, struct hprof_error *err)
 {
     memset(run, 0, sizeof *run);
     run->opt = *options;
+    run->limits = limits;
     run->ctx = (struct rewrite_ctx){ .err = err, .stats = stats,
                                      .opt = &run->opt, .ids = hprof_reader_header(r)->id_size };
     memset(stats, 0, sizeof *stats);
@@ -338,7 +341,8 @@ static int collect_all_names(struct hprof_reader *r, struct names_plan *names,
  * own (the last, to the end of the file) through the one writer. */
 static int shrink_each_dump(struct hprof_reader *r, struct hprof_writer *w,
                             const struct hprof_shrink_options *options,
-                            struct hprof_shrink_stats *stats, struct hprof_error *err)
+                            struct write_pass_limits limits, struct hprof_shrink_stats *stats,
+                            struct hprof_error *err)
 {
     if (options->mapping != NULL)
         return hprof_error_set(err, HPROF_ERR_USAGE,
@@ -353,7 +357,7 @@ static int shrink_each_dump(struct hprof_reader *r, struct hprof_writer *w,
     for (unsigned n = 1; rc == HPROF_OK && n <= dumps; n++) {
         struct hprof_shrink_stats dump_stats;
         struct shrink_run run;
-        rc = run_begin(&run, r, options, &dump_stats, err);
+        rc = run_begin(&run, r, options, limits, &dump_stats, err);
         if (rc != HPROF_OK) { /* no reader of its own: nothing to run */
             run_end(&run, r);
             break;
@@ -384,6 +388,15 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
                  const struct hprof_shrink_options *options, struct hprof_shrink_stats *stats,
                  struct hprof_error *err)
 {
+    const struct write_pass_limits limits = WRITE_PASS_LIMITS_DEFAULT;
+    return shrink_with_limits(r, sink, options, limits, stats, err);
+}
+
+int shrink_with_limits(struct hprof_reader *r, struct hprof_sink *sink,
+                       const struct hprof_shrink_options *options,
+                       struct write_pass_limits limits, struct hprof_shrink_stats *stats,
+                       struct hprof_error *err)
+{
     struct hprof_shrink_stats scratch_stats;
     struct shrink_run run;
     if (stats == NULL)
@@ -398,7 +411,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     int rc = options->segment_limit ? hprof_writer_set_segment_limit(w, options->segment_limit)
                                     : HPROF_OK;
     if (rc == HPROF_OK)
-        rc = run_begin(&run, r, options, stats, err);
+        rc = run_begin(&run, r, options, limits, stats, err);
     else
         memset(&run, 0, sizeof run);
     /* object ids are unique within one heap dump only: a second one stops
@@ -415,7 +428,7 @@ int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
     run_end(&run, r);
     if (several) {
         memset(err, 0, sizeof *err);
-        rc = shrink_each_dump(r, w, options, stats, err);
+        rc = shrink_each_dump(r, w, options, limits, stats, err);
     }
     if (rc == HPROF_OK) {
         stats->bytes_in = hprof_reader_size(r);

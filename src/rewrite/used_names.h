@@ -1,6 +1,6 @@
 /*
- * used_names.h - the "names in use" rewrite (issue 17, item 1): drop the STRING
- * records nothing in the dump refers to.
+ * used_names.h - the "names in use" rewrite: drop the STRING records nothing
+ * in the dump refers to.
  *
  * HotSpot writes its whole symbol table as STRING records (the program's
  * string literals too: SQL, URLs, keys); on its dumps about nine names in
@@ -15,7 +15,7 @@
  * them, so the set is collected in a pass of its own, before the write
  * pass; the write pass only reads it.
  *
- * Use, in the module shape of the rewrite architecture (issue 16):
+ * Use, in the module shape of the other rewrites (docs/design.md):
  *
  *   struct names_plan plan;          (in the run's plan)
  *   struct names_collect col;        (collect pass)

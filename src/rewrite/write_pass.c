@@ -14,11 +14,10 @@
  * the plan (which every worker only reads; what a chain moves is in its own
  * cursor) and its own writer into memory.  The walk over the top-level
  * records has a reader of its own too, so the reader the caller set up is
- * only read with one thread.  Jobs in flight are capped at twice the workers, and so is
- * their memory: a segment of more than SEGMENT_MAX bytes, or a job whose
- * output would pass OUTPUT_MAX (zeroing PRIMITIVE_ARRAY_NODATA can do that),
- * is written by the calling thread itself when its turn comes, streaming as
- * with one thread.
+ * only read with one thread.  Jobs in flight are capped at twice the
+ * workers, and so is their memory: a segment, or a job's output, over the
+ * run's limits (struct write_pass_limits) is written by the calling
+ * thread itself when its turn comes, streaming as with one thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,26 +30,6 @@
 #include "segment_runs.h"
 #include "shrink_stats.h"
 #include "write_pass.h"
-
-/* Segments of up to segment_max bytes go to workers, gathered into jobs
- * of about WRITE_PASS_JOB_BYTES; a job whose output passes output_max is
- * written by the calling thread. */
-#define DEFAULT_SEGMENT_MAX ((size_t)4 << 20)
-#define DEFAULT_OUTPUT_MAX ((size_t)8 << 20)
-static struct write_pass_limits {
-    size_t segment_max, output_max;
-} limits = { DEFAULT_SEGMENT_MAX, DEFAULT_OUTPUT_MAX };
-
-void write_pass_set_limits(size_t segment_max, size_t output_max)
-{
-    limits.segment_max = segment_max ? segment_max : DEFAULT_SEGMENT_MAX;
-    limits.output_max = output_max ? output_max : DEFAULT_OUTPUT_MAX;
-}
-
-size_t write_pass_segment_max(void)
-{
-    return limits.segment_max;
-}
 
 /* A run of consecutive heap segments in the input. */
 struct job {
@@ -98,7 +77,7 @@ static int worker_init(struct worker *w, struct write_pass *wp)
     const struct write_pass_config *cfg = wp->cfg;
     w->wp = wp;
     w->segments = segment_worker_new(cfg->reader, cfg->plan->ids, segment_limit(cfg),
-                                     limits.output_max, &w->err);
+                                     cfg->limits.output_max, &w->err);
     w->chain = w->segments ? shrink_chain_new(cfg->plan, &w->stats, &w->err) : NULL;
     if (w->chain == NULL)
         return HPROF_ERR_NOMEM;
@@ -217,7 +196,7 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
         run = segment_runs_at(wp->cfg->runs, s->offset);
     int rc = HPROF_OK;
     struct job *j;
-    if (run == NULL && s->length > limits.segment_max) {
+    if (run == NULL && s->length > wp->cfg->limits.segment_max) {
         /* too big for a worker: everything before it first, then it, here */
         if ((rc = settle(wp)) == HPROF_OK)
             rc = write_inline(wp, s->offset, end, 1);

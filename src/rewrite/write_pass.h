@@ -10,6 +10,16 @@
 
 struct segment_runs;
 
+/* How much a worker takes: a segment of more than `segment_max` bytes
+ * goes to the calling thread rather than a worker (pass 1 makes runs of
+ * segments no bigger, segment_runs.h), and so does a job whose output
+ * would pass `output_max` (zeroing PRIMITIVE_ARRAY_NODATA can do that):
+ * what a job holds in memory is bounded by them. */
+struct write_pass_limits {
+    size_t segment_max, output_max;
+};
+#define WRITE_PASS_LIMITS_DEFAULT { .segment_max = (size_t)4 << 20, .output_max = (size_t)8 << 20 }
+
 struct write_pass_config {
     const struct shrink_plan *plan;
     struct hprof_reader *reader;    /* read as it is set up (progress included) */
@@ -24,6 +34,7 @@ struct write_pass_config {
     void *progress_ctx;
     /* Runs of small segments pass 1 found (segment_runs.h), or NULL. */
     struct segment_runs *runs;
+    struct write_pass_limits limits;
 };
 
 int write_pass_run(const struct write_pass_config *cfg);
@@ -33,13 +44,11 @@ int write_pass_run(const struct write_pass_config *cfg);
  * hand-overs than in work). */
 #define WRITE_PASS_JOB_BYTES (1u << 20)
 
-/* Segments of more than this go to the calling thread rather than a
- * worker (pass 1 makes runs of segments no bigger, segment_runs.h). */
-size_t write_pass_segment_max(void);
-
-/* Segments of more than `segment_max` bytes, and jobs whose output passes
- * `output_max`, go the calling thread's way; 0 restores a default.  For
- * tests, which send segments and jobs down that way with small ones. */
-void write_pass_set_limits(size_t segment_max, size_t output_max);
+/* hprof_shrink() with other limits than WRITE_PASS_LIMITS_DEFAULT: tests
+ * send segments and jobs the calling thread's way with small ones. */
+int shrink_with_limits(struct hprof_reader *r, struct hprof_sink *sink,
+                       const struct hprof_shrink_options *options,
+                       struct write_pass_limits limits, struct hprof_shrink_stats *stats,
+                       struct hprof_error *err);
 
 #endif
