@@ -344,6 +344,23 @@ static void same_both_ways(const char *path, unsigned flags, unsigned threads, s
     }
 }
 
+/* same_both_ways() on the gzip bytes `gz`, from a temporary file that
+ * goes at once. */
+static void same_both_ways_on(const uint8_t *gz, size_t gz_len, unsigned flags, unsigned threads,
+                              struct opened *ref, struct opened *par)
+{
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    same_both_ways(path, flags, threads, ref, par);
+    unlink(path);
+    free(path);
+}
+
+static void opened_free_both(struct opened *ref, struct opened *par)
+{
+    opened_free(ref);
+    opened_free(par);
+}
+
 /* A dump of `len` bytes (at least 64) whose records frame: a header, then
  * STRING records of 1000-70000 bytes, text and noise in turn, so that
  * members compress to varied sizes.  Deterministic. */
@@ -434,15 +451,12 @@ static uint8_t *members_at(const uint8_t *data, size_t len, const size_t *cuts, 
 static void expect_copy(const uint8_t *gz, size_t gz_len, const uint8_t *data, size_t len,
                         struct opened *par)
 {
-    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
     struct opened ref;
-    same_both_ways(path, 0, 2, &ref, par);
+    same_both_ways_on(gz, gz_len, 0, 2, &ref, par);
     ck_assert_msg(ref.rc == HPROF_OK, "%s", ref.message);
     ck_assert_uint_eq(ref.len, len);
     ck_assert_int_eq(memcmp(ref.data, data, len), 0);
     opened_free(&ref);
-    unlink(path);
-    free(path);
 }
 
 START_TEST(gzip_members_of_our_sink_inflate_in_parallel_to_the_same_copy)
@@ -510,14 +524,10 @@ START_TEST(gzip_headers_with_extra_name_comment_and_crc_inflate_to_the_same_copy
     opened_free(&par);
     /* a wrong header CRC: zlib's error, which libdeflate would not see */
     gz[crc_at] ^= 1;
-    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
-    same_both_ways(path, 0, 2, &ref, &par);
+    same_both_ways_on(gz, gz_len, 0, 2, &ref, &par);
     ck_assert_msg(strstr(par.message, "gzip input is corrupt: header crc mismatch") != NULL, "%s",
                   par.message);
-    opened_free(&ref);
-    opened_free(&par);
-    unlink(path);
-    free(path);
+    opened_free_both(&ref, &par);
     free(gz);
     free(data);
 }
@@ -615,17 +625,14 @@ START_TEST(gzip_bytes_after_the_last_member_end_as_in_a_stream)
     gz = realloc(gz, gz_len + 64);
     for (unsigned i = 0; i < sizeof tails / sizeof tails[0]; i++) {
         memcpy(gz + gz_len, tails[i].bytes, tails[i].len);
-        char *path = tl_temp_file(gz, gz_len + tails[i].len, ".hprof.gz");
         for (unsigned salvage = 0; salvage < 2; salvage++) {
             struct opened ref, par;
-            same_both_ways(path, salvage ? HPROF_INPUT_SALVAGE : 0, 2, &ref, &par);
+            same_both_ways_on(gz, gz_len + tails[i].len, salvage ? HPROF_INPUT_SALVAGE : 0, 2,
+                              &ref, &par);
             ck_assert_msg(ref.rc != HPROF_OK || (salvage && ref.info.gzip_cut),
                           "tail %u: %d %s", i, ref.rc, ref.message);
-            opened_free(&ref);
-            opened_free(&par);
+            opened_free_both(&ref, &par);
         }
-        unlink(path);
-        free(path);
     }
     free(gz);
     free(data);
@@ -655,19 +662,15 @@ START_TEST(gzip_cut_anywhere_fails_or_salvages_as_in_a_stream)
     uint8_t *gz = small_members(&data, &len, &gz_len, ends);
     size_t at = cut_offset(_i, ends, gz_len);
     if (at >= 2 && at <= gz_len) { /* shorter is not gzip */
-        char *path = tl_temp_file(gz, at, ".hprof.gz");
         for (unsigned salvage = 0; salvage < 2; salvage++) {
             struct opened ref, par;
-            same_both_ways(path, salvage ? HPROF_INPUT_SALVAGE : 0, 2, &ref, &par);
+            same_both_ways_on(gz, at, salvage ? HPROF_INPUT_SALVAGE : 0, 2, &ref, &par);
             if (at != ends[0] && at != ends[1] && at != ends[2] && !salvage) /* else whole */
                 ck_assert_msg(ref.rc == HPROF_ERR_FORMAT &&
                               strstr(ref.message, "gzip input is truncated") != NULL,
                               "cut at %zu: %s", at, ref.message);
-            opened_free(&ref);
-            opened_free(&par);
+            opened_free_both(&ref, &par);
         }
-        unlink(path);
-        free(path);
     }
     free(gz);
     free(data);
@@ -684,17 +687,13 @@ START_TEST(gzip_corrupt_middle_member_says_where_as_in_a_stream)
     uint8_t *gz = small_members(&data, &len, &gz_len, ends);
     size_t span = ends[1] - ends[0], at = ends[0] + (size_t)_i * span / 40;
     gz[at] ^= (uint8_t)(0x55 + _i);
-    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
     struct opened ref, par;
-    same_both_ways(path, 0, 2, &ref, &par);
+    same_both_ways_on(gz, gz_len, 0, 2, &ref, &par);
     if (at >= ends[0] + 10 && at < ends[1] - 8) /* in the deflate data */
         ck_assert_msg(ref.rc == HPROF_ERR_FORMAT &&
                       strstr(ref.message, "(compressed): gzip input is corrupt") != NULL,
                       "byte %zu: %s", at, ref.message);
-    opened_free(&ref);
-    opened_free(&par);
-    unlink(path);
-    free(path);
+    opened_free_both(&ref, &par);
     free(gz);
     free(data);
 }
@@ -721,18 +720,14 @@ START_TEST(gzip_file_of_zeros_behind_a_header_stops_after_a_few_members)
         uint8_t *zeros = sink_gzip(raw, BIG, &zeros_len);
         gz = realloc(gz, gz_len + zeros_len);
         memcpy(gz + gz_len, zeros, zeros_len);
-        char *path = tl_temp_file(gz, gz_len + zeros_len, ".hprof.gz");
         struct opened ref, par;
-        same_both_ways(path, 0, 2, &ref, &par);
+        same_both_ways_on(gz, gz_len + zeros_len, 0, 2, &ref, &par);
         ck_assert_int_eq(par.rc, HPROF_ERR_FORMAT);
         ck_assert_str_eq(par.message, "offset 0x1f: tag 0x00: unknown record tag");
         ck_assert_uint_le(par.stats.bytes_spooled, sizeof header);
         ck_assert_uint_le(par.stats.bytes_speculated,
                           alone ? sizeof header + (4 * 2 + 1) * MIB : MIB);
-        opened_free(&ref);
-        opened_free(&par);
-        unlink(path);
-        free(path);
+        opened_free_both(&ref, &par);
         free(zeros);
         free(gz);
     }
@@ -750,16 +745,12 @@ START_TEST(gzip_file_that_is_not_a_dump_stops_after_its_first_member)
     memcpy(raw, "NOT A HEAP DUMP", 15);
     size_t gz_len;
     uint8_t *gz = sink_gzip(raw, BIG, &gz_len);
-    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
     struct opened ref, par;
-    same_both_ways(path, 0, 3, &ref, &par);
+    same_both_ways_on(gz, gz_len, 0, 3, &ref, &par);
     ck_assert_str_eq(par.message,
                      "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)");
     ck_assert_uint_le(par.stats.bytes_speculated, MIB);
-    opened_free(&ref);
-    opened_free(&par);
-    unlink(path);
-    free(path);
+    opened_free_both(&ref, &par);
     free(gz);
     free(raw);
 }

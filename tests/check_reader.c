@@ -496,8 +496,7 @@ static struct hprof_error file_err;
 
 /* A reader of `path`: mapped if `mapped`, given `threads` (2: a
  * read-ahead thread). */
-static struct hprof_reader *open_file_threads(const char *path, int *fd, int mapped,
-                                              unsigned threads)
+static struct hprof_reader *open_file(const char *path, int *fd, int mapped, unsigned threads)
 {
     struct hprof_reader *r;
     *fd = open(path, O_RDONLY);
@@ -510,13 +509,6 @@ static struct hprof_reader *open_file_threads(const char *path, int *fd, int map
     return r;
 }
 
-/* A reader of `path`: mapped if `mapped`, with a read-ahead thread if
- * `read_ahead`. */
-static struct hprof_reader *open_file(const char *path, int *fd, int mapped, int read_ahead)
-{
-    return open_file_threads(path, fd, mapped, read_ahead ? 2 : 1);
-}
-
 static void close_file(struct hprof_reader *r, int fd, char *path)
 {
     hprof_reader_free(r);
@@ -525,24 +517,37 @@ static void close_file(struct hprof_reader *r, int fd, char *path)
     free(path);
 }
 
+/* The counter `c`, its options set, run over the file at `path` as
+ * open_file() reads it; the run must succeed; then the file goes.  A
+ * counter that waits for the file's pages to grow measures them from just
+ * before the run. */
+static void count_file(char *path, int mapped, unsigned threads, struct counter *c)
+{
+    int fd;
+    struct hprof_reader *r = open_file(path, &fd, mapped, threads);
+    c->base.ops = &counter_ops;
+    if (c->wait_for_growth > 0) {
+        c->rss_file_first = tl_rss_file_kib();
+        ck_assert_int_ge(c->rss_file_first, 0);
+    }
+    ck_assert_int_eq(hprof_reader_run(r, &c->base), HPROF_OK);
+    close_file(r, fd, path);
+}
+
 /* Through a file, a 9 MiB array arrives in several chunks of whole
  * elements that add up to the array: of the read buffer's size when read,
  * of 1 MiB through a mapping (a file sink writes those without a copy). */
 START_TEST(reader_delivers_large_arrays_in_whole_element_chunks)
 {
     const uint32_t count = (9u << 20) / 2 + 1; /* chars: 9 MiB + 2 bytes, > the read buffer */
-    char *path = array_file(HPROF_TYPE_CHAR, count, 1);
-    int fd;
+    struct counter c = { 0 };
     /* through a mapping, chunks also bound the pages held */
-    struct hprof_reader *r = open_file(path, &fd, _i, 0);
-    struct counter c = { .base = { &counter_ops, NULL } };
-    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    count_file(array_file(HPROF_TYPE_CHAR, count, 1), _i, 1, &c);
     ck_assert_int_eq(c.primitive_arrays, 1);
     ck_assert_int_gt(c.chunks, 2);
     ck_assert_uint_eq(c.largest_chunk, _i ? 1u << 20 : HPROF_READ_BUFFER);
     ck_assert_int_eq(c.misaligned, 0);
     ck_assert_uint_eq(c.array_bytes, (uint64_t)count * 2);
-    close_file(r, fd, path);
 }
 END_TEST
 
@@ -566,18 +571,14 @@ END_TEST
  * of 64 KiB holds none of the file's 16 MiB. */
 START_TEST(reader_through_a_mapping_skips_segments_without_mapping_them)
 {
-    char *path = segments_file(256);
-    int fd;
-    struct hprof_reader *r = open_file(path, &fd, 1, 0);
-    struct counter c = { .base = { &counter_ops, NULL }, .skip_segments = 1, .measure_rss = 1 };
-    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    struct counter c = { .skip_segments = 1, .measure_rss = 1 };
+    count_file(segments_file(256), 1, 1, &c);
     ck_assert_int_eq(c.segments, 256);
     ck_assert_int_eq(c.records, 1); /* the END, read after a skipped segment too */
     ck_assert_int_eq(c.primitive_arrays, 0);
     ck_assert_int_ge(c.rss_file_first, 0);
     /* before, up to the 8 MiB the reader holds before giving pages back */
     ck_assert_int_lt(c.rss_file_max - c.rss_file_first, 1024);
-    close_file(r, fd, path);
 }
 END_TEST
 
@@ -618,7 +619,7 @@ START_TEST(reader_goes_on_where_a_skipping_visitor_says)
 {
     char *path = segments_file(6);
     int fd;
-    struct hprof_reader *r = open_file(path, &fd, _i, 0);
+    struct hprof_reader *r = open_file(path, &fd, _i, 1);
     struct skipper all = { .base = { &skipper_ops, NULL }, .r = r, .from = UINT64_MAX };
     ck_assert_int_eq(hprof_reader_run(r, &all.base), HPROF_OK);
     ck_assert_int_eq(all.n_seen, 6);
@@ -657,19 +658,10 @@ END_TEST
  * 1 between publications of the reader's position, and some slack). */
 static void run_ahead_threads(unsigned threads, struct counter *c)
 {
-    char *path = segments_file(512);
-    int fd;
-    struct hprof_reader *r = open_file_threads(path, &fd, 1, threads);
-    memset(c, 0, sizeof *c);
-    c->base.ops = &counter_ops;
-    c->measure_rss = 1;
-    c->wait_for_growth = 3 << 10;
-    c->rss_file_first = tl_rss_file_kib();
-    ck_assert_int_ge(c->rss_file_first, 0);
-    ck_assert_int_eq(hprof_reader_run(r, &c->base), HPROF_OK);
+    *c = (struct counter){ .measure_rss = 1, .wait_for_growth = 3 << 10 };
+    count_file(segments_file(512), 1, threads, c);
     ck_assert_int_eq(c->segments, 512);
     ck_assert_int_eq(c->primitive_arrays, 512);
-    close_file(r, fd, path);
 }
 
 static void run_ahead(int with_thread, struct counter *c)
@@ -690,16 +682,12 @@ END_TEST
  * the chunk from 16 MiB on, the page 3 MiB further is (soon) mapped. */
 START_TEST(readahead_thread_keeps_ahead_inside_a_large_array)
 {
-    char *path = array_file(HPROF_TYPE_BYTE, 32u << 20, 0);
-    int fd;
-    struct hprof_reader *r = open_file(path, &fd, 1, 1);
-    struct counter c = { .base = { &counter_ops, NULL }, .wait_at_array_byte = 16u << 20 };
-    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    struct counter c = { .wait_at_array_byte = 16u << 20 };
+    count_file(array_file(HPROF_TYPE_BYTE, 32u << 20, 0), 1, 2, &c);
     ck_assert_int_eq(c.primitive_arrays, 1);
     ck_assert_int_eq(c.grew, -1);
     ck_assert_msg(c.mapped_ahead == 1, "the page 3 MiB ahead is not mapped (%d) within 2 s",
                   c.mapped_ahead);
-    close_file(r, fd, path);
 }
 END_TEST
 
@@ -710,15 +698,11 @@ END_TEST
  * thread, 4 ahead, and slack). */
 START_TEST(readahead_thread_gives_back_what_it_maps_behind_the_reader)
 {
-    char *path = uncached_segments_file(256);
-    int fd;
-    struct hprof_reader *r = open_file(path, &fd, 1, 1);
-    struct counter c = { .base = { &counter_ops, NULL }, .skip_arrays = 1, .measure_rss = 1 };
-    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_OK);
+    struct counter c = { .skip_arrays = 1, .measure_rss = 1 };
+    count_file(uncached_segments_file(256), 1, 2, &c);
     ck_assert_int_eq(c.segments, 256);
     ck_assert_int_ge(c.rss_file_first, 0);
     ck_assert_int_lt(c.rss_file_max - c.rss_file_first, 24 << 10);
-    close_file(r, fd, path);
 }
 END_TEST
 
@@ -740,6 +724,7 @@ START_TEST(reader_reads_ahead_only_when_given_two_threads_or_more)
     run_ahead_threads(ahead_threads[_i], &c);
     ck_assert_int_eq(c.grew != 0, ahead_threads[_i] > 1);
 }
+END_TEST
 
 START_TEST(reader_runs_again_from_the_start)
 {

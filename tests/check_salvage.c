@@ -100,6 +100,40 @@ static void salvaged_output_verifies(const uint8_t *data, size_t len)
     hprof_sink_free(sink);
 }
 
+/* A salvaging run over the first `len` bytes of `b` fails: there is
+ * nothing to salvage. */
+static void assert_nothing_to_salvage(const struct tbuf *b, size_t len)
+{
+    struct tl_counter s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    ck_assert_int_eq(salvage_run(b, len, &s, &rep, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "nothing to salvage") != NULL, "%s", err.message);
+}
+
+/* Without salvage, the first `len` bytes of `b` fail to verify with an
+ * error that says `what` and names --salvage. */
+static void assert_unsalvaged_error_says(const struct tbuf *b, size_t len, const char *what)
+{
+    struct hprof_verify_report vr;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(tl_verify_memory(b->data, len, &vr, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, what) != NULL && strstr(err.message, "--salvage") != NULL,
+                  "%s", err.message);
+}
+
+/* hprof_verify() of the first `len` bytes of `b` read with salvage;
+ * it must succeed. */
+static void verify_salvaged(const struct tbuf *b, size_t len, struct hprof_verify_report *vr)
+{
+    struct hprof_reader *r = NULL;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b->data, len, &err), HPROF_OK);
+    hprof_reader_set_salvage(r, 1);
+    ck_assert_msg(hprof_verify(r, vr, &err) == HPROF_OK, "%s", err.message);
+    hprof_reader_free(r);
+}
+
 START_TEST(salvage_cut_inside_a_record_header_drops_the_record)
 {
     struct tbuf b;
@@ -110,8 +144,7 @@ START_TEST(salvage_cut_inside_a_record_header_drops_the_record)
     small_dump(&b, _i ? 8 : 4, &l);
     size_t cut = l.load_class_at + 4; /* tag, time: no length */
     /* before the heap: strict runs have nothing to salvage */
-    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_ERR_FORMAT);
-    ck_assert_msg(strstr(err.message, "nothing to salvage") != NULL, "%s", err.message);
+    assert_nothing_to_salvage(&b, cut);
     lax = 1;
     ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
     lax = 0;
@@ -127,11 +160,7 @@ START_TEST(salvage_cut_inside_a_record_header_drops_the_record)
     ck_assert_uint_eq(rep.record_missing, 0);
     ck_assert_uint_eq(rep.unclosed_run, 0);
     /* without salvage: an error that says what to do */
-    struct hprof_verify_report vr;
-    memset(&err, 0, sizeof err);
-    ck_assert_int_eq(tl_verify_memory(b.data, cut, &vr, &err), HPROF_ERR_FORMAT);
-    ck_assert_msg(strstr(err.message, "record header: truncated") != NULL &&
-                      strstr(err.message, "--salvage") != NULL, "%s", err.message);
+    assert_unsalvaged_error_says(&b, cut, "record header: truncated");
     tb_free(&b);
 }
 END_TEST
@@ -155,11 +184,7 @@ START_TEST(salvage_cut_inside_a_record_body_drops_the_record)
     ck_assert_uint_eq(rep.record_tag, HPROF_TAG_LOAD_CLASS);
     ck_assert_uint_eq(rep.records_lost, 1);
     ck_assert_uint_eq(rep.record_missing, l.segment_at - cut);
-    struct hprof_verify_report vr;
-    memset(&err, 0, sizeof err);
-    ck_assert_int_eq(tl_verify_memory(b.data, cut, &vr, &err), HPROF_ERR_FORMAT);
-    ck_assert_msg(strstr(err.message, "runs past the end of the file") != NULL &&
-                      strstr(err.message, "--salvage") != NULL, "%s", err.message);
+    assert_unsalvaged_error_says(&b, cut, "runs past the end of the file");
     tb_free(&b);
 }
 END_TEST
@@ -192,8 +217,7 @@ START_TEST(salvage_cut_inside_a_segment_header_drops_the_segment)
     ck_assert_uint_eq(rep.unclosed_run, l.segment_at);
     lax = 0;
     /* an empty heap is no heap: analyzers refuse a dump without one */
-    ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_ERR_FORMAT);
-    ck_assert_msg(strstr(err.message, "nothing to salvage") != NULL, "%s", err.message);
+    assert_nothing_to_salvage(&b, cut);
     tb_free(&b);
 }
 END_TEST
@@ -237,12 +261,8 @@ START_TEST(salvage_between_records_closes_an_open_heap)
     struct tl_counter s;
     struct hprof_salvage_report rep;
     struct hprof_error err;
-    struct hprof_verify_report vr;
     small_dump(&b, _i ? 8 : 4, &l);
-    memset(&err, 0, sizeof err);
-    ck_assert_int_eq(tl_verify_memory(b.data, l.end_at, &vr, &err), HPROF_ERR_FORMAT);
-    ck_assert_msg(strstr(err.message, "not closed by HEAP_DUMP_END (truncated?)") != NULL &&
-                      strstr(err.message, "--salvage") != NULL, "%s", err.message);
+    assert_unsalvaged_error_says(&b, l.end_at, "not closed by HEAP_DUMP_END (truncated?)");
     ck_assert_int_eq(salvage_run(&b, l.end_at, &s, &rep, &err), HPROF_OK);
     ck_assert_int_eq(rep.cut, 1);
     ck_assert_uint_eq(rep.bytes_lost, 0);
@@ -262,12 +282,8 @@ START_TEST(salvage_keeps_nothing_when_no_record_is_complete)
 {
     struct tbuf b;
     struct layout l;
-    struct tl_counter s;
-    struct hprof_salvage_report rep;
-    struct hprof_error err;
     small_dump(&b, _i ? 8 : 4, &l);
-    ck_assert_int_eq(salvage_run(&b, l.string_at + 5, &s, &rep, &err), HPROF_ERR_FORMAT);
-    ck_assert_msg(strstr(err.message, "nothing to salvage") != NULL, "%s", err.message);
+    assert_nothing_to_salvage(&b, l.string_at + 5);
     tb_free(&b);
 }
 END_TEST
@@ -306,14 +322,10 @@ START_TEST(salvage_drops_classes_and_instances_whose_class_never_arrived)
     ck_assert_uint_eq(rep.sub_records_kept, 6);
     salvaged_output_verifies(b.data, cut);
     /* hprof_verify() of the salvaged part counts the dangling root */
-    struct hprof_reader *r = NULL;
     struct hprof_verify_report vr;
-    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, cut, &err), HPROF_OK);
-    hprof_reader_set_salvage(r, 1);
-    ck_assert_int_eq(hprof_verify(r, &vr, &err), HPROF_OK);
+    verify_salvaged(&b, cut, &vr);
     ck_assert_uint_eq(vr.dangling_by_kind[HPROF_REF_ROOT], 1);
     ck_assert_uint_eq(vr.instances, 1);
-    hprof_reader_free(r);
     /* the whole dump drops nothing */
     ck_assert_int_eq(salvage_run(&b, b.len, &s, &rep, &err), HPROF_OK);
     ck_assert_int_eq(s.instances, 3);
@@ -354,14 +366,10 @@ START_TEST(salvage_rebuilds_a_primitive_array_class_that_never_arrived)
     ck_assert_int_eq(s.classes, 2);
     ck_assert_int_eq(s.sub_records, 3);
     salvaged_output_verifies(b.data, cut);
-    struct hprof_reader *r = NULL;
     struct hprof_verify_report vr;
-    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, cut, &err), HPROF_OK);
-    hprof_reader_set_salvage(r, 1);
-    ck_assert_int_eq(hprof_verify(r, &vr, &err), HPROF_OK);
+    verify_salvaged(&b, cut, &vr);
     ck_assert_uint_eq(vr.class_dumps, 2);
     ck_assert_uint_eq(vr.primitive_arrays, 1);
-    hprof_reader_free(r);
     tb_free(&b);
 }
 END_TEST

@@ -33,17 +33,30 @@ struct run {
     struct hprof_verify_report verified;
     uint8_t *data;
     size_t len;
+    int mode;
 };
 
 static void run(struct run *x, int fixture, int mode, int keep_system)
 {
     struct hprof_error err = { 0 };
     struct hprof_shrink_options o = { .arrays = mode, .keep_system_heaps = keep_system };
+    x->mode = mode;
     x->data = tl_shrink_file(fixtures[fixture], &o, &x->len, &x->stats);
     ck_assert_int_eq(facts_load(fixtures[fixture], &x->in, &err), HPROF_OK);
     ck_assert_int_eq(facts_load_memory(x->data, x->len, &x->out, &err), HPROF_OK);
     ck_assert_msg(tl_verify_memory(x->data, x->len, &x->verified, &err) == HPROF_OK, "verify: %s",
                   err.message);
+}
+
+/* Loop case `i` of a test over every fixture and mode (fixture i / N_MODES,
+ * --arrays mode i % N_MODES) shrunk into `x`; 0, and `x` untouched, when
+ * its fixture is absent. */
+static int run_case(struct run *x, int i)
+{
+    if (!available(i / N_MODES))
+        return 0;
+    run(x, i / N_MODES, i % N_MODES, 0);
+    return 1;
 }
 
 static void done(struct run *x)
@@ -155,11 +168,9 @@ static void assert_bitmaps_shrunk_then_free(char *path, uint8_t *out, size_t len
 
 START_TEST(system_heaps_keep_instances_per_class_outside_dropped_heaps)
 {
-    int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
-    if (!available(fixture))
+    if (!run_case(&x, _i))
         return;
-    run(&x, fixture, mode, 0);
     assert_same_map(&x.in.class_counts, &x.out.class_counts, "app instances per class");
     done(&x);
 }
@@ -167,11 +178,9 @@ END_TEST
 
 START_TEST(strings_keep_every_string_text)
 {
-    int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
-    if (!available(fixture))
+    if (!run_case(&x, _i))
         return;
-    run(&x, fixture, mode, 0);
     ck_assert_uint_gt(x.in.strings.count, 0);
     assert_same_map(&x.in.strings, &x.out.strings, "String texts");
     ck_assert_uint_eq(x.stats.string_values_kept.count, x.out.string_value_ids_kept);
@@ -181,11 +190,9 @@ END_TEST
 
 START_TEST(bitmaps_keep_every_bitmap_and_dump_data_buffer)
 {
-    int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
-    if (!available(fixture))
+    if (!run_case(&x, _i))
         return;
-    run(&x, fixture, mode, 0);
     assert_same_map(&x.in.bitmaps, &x.out.bitmaps, "Bitmap pixels");
     assert_same_map(&x.in.dump_buffers, &x.out.dump_buffers, "DumpData buffers");
     done(&x);
@@ -194,11 +201,9 @@ END_TEST
 
 START_TEST(arrays_leave_no_other_array_contents)
 {
-    int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
-    if (!available(fixture))
+    if (!run_case(&x, _i))
         return;
-    run(&x, fixture, mode, 0);
     ck_assert_uint_gt(x.in.arrays_with_contents, 0);
     ck_assert_uint_eq(x.out.arrays_with_contents, 0);
     done(&x);
@@ -208,17 +213,15 @@ END_TEST
 /* empty and zero add no dangling reference; remove only to removed arrays. */
 START_TEST(shrink_adds_no_dangling_reference)
 {
-    int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
-    if (!available(fixture))
+    if (!run_case(&x, _i))
         return;
-    run(&x, fixture, mode, 0);
     const struct idmap *d = &x.out.dangling;
     for (size_t i = 0; i <= d->mask; i++) {
         uint64_t id = d->keys[i];
         if (id == 0 || idmap_has(&x.in.dangling, id))
             continue;
-        ck_assert_msg(mode == HPROF_ARRAYS_REMOVE && idmap_has(&x.in.arrays, id),
+        ck_assert_msg(x.mode == HPROF_ARRAYS_REMOVE && idmap_has(&x.in.arrays, id),
                       "new dangling reference to 0x%llx", (unsigned long long)id);
     }
     done(&x);
@@ -228,11 +231,9 @@ END_TEST
 /* zero keeps every surviving array's length and type; empty its type. */
 START_TEST(arrays_keep_types_and_zero_mode_keeps_lengths)
 {
-    int fixture = _i / N_MODES, mode = _i % N_MODES;
     struct run x;
-    if (!available(fixture))
+    if (!run_case(&x, _i))
         return;
-    run(&x, fixture, mode, 0);
     const struct idmap *a = &x.out.arrays;
     for (size_t i = 0; i <= a->mask; i++) {
         uint64_t before;
@@ -240,7 +241,7 @@ START_TEST(arrays_keep_types_and_zero_mode_keeps_lengths)
             continue;
         ck_assert(idmap_get(&x.in.arrays, a->keys[i], &before));
         ck_assert_uint_eq(before & 0xFF, a->values[i] & 0xFF);
-        if (mode == HPROF_ARRAYS_ZERO && !idmap_has(&x.in.system, a->keys[i]))
+        if (x.mode == HPROF_ARRAYS_ZERO && !idmap_has(&x.in.system, a->keys[i]))
             ck_assert_uint_eq(before, a->values[i]);
     }
     done(&x);
