@@ -365,11 +365,14 @@ HPROF_API void hprof_writer_free(struct hprof_writer *w);
 
 /* hprof_input_open() :
  * Opens `path` ("-" = standard input) for reading as a heap dump.  A
- * non-seekable input, or one compressed with gzip (detected by its magic),
- * is copied (decompressed) to an unlinked temporary file in $TMPDIR, since
- * the passes need to re-read it.  Sets *fd (close it yourself) and, when
+ * non-seekable input, or one compressed with gzip or zstd (detected by its
+ * magic), is copied (decompressed) to an unlinked temporary file in $TMPDIR,
+ * since the passes need to re-read it.  The copy follows the records as it
+ * is written and stops at the first undefined tag (a bomb of zeros costs a
+ * buffer, not what it inflates to); a zstd frame may use a window of up to
+ * 128 MiB (zstd(1)'s limit).  Sets *fd (close it yourself) and, when
  * `spooled` is not NULL, *spooled to 1 if a copy was made.
- * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip). */
+ * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip or zstd). */
 HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
 
 /* hprof_input_open_flags() :

@@ -997,7 +997,7 @@ table = ast.literal_eval(text[text.index("[["):text.rindex("]") + 1])
 shown = [(key, part, ast.literal_eval(label) if label != "NULL" else None)
          for key, part, label in table if part != "HIDDEN"]
 report = json.load(open(sys.argv[2]))
-fixed = {"input", "output", "status", "arrays", "keep_system_heaps", "gzip_level", "bytes_in",
+fixed = {"input", "output", "status", "arrays", "keep_system_heaps", "gzip_level", "zstd_level", "bytes_in",
          "bytes_out", "bytes_written", "dumps", "jvm", "resolved_in_pass_1", "pass_seconds"}
 keys = [k for k in report if k not in fixed]
 assert keys == [key for key, _, _ in shown], (keys, shown)
