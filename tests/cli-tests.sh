@@ -1599,9 +1599,9 @@ done
 export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
 pkg-config --static --libs libhprof > "$T/static-libs" || die "pkg-config --static --libs libhprof failed"
 case ${DEFLATE:-libdeflate}/${ISAL:-1} in
-libdeflate/1) private="-lisal -ldeflate -lcrypto -lz -pthread" ;;
-libdeflate/0) private="-ldeflate -lcrypto -lz -pthread" ;;
-*) private="-lcrypto -lz -pthread" ;;
+libdeflate/1) private="-lisal -ldeflate -lzstd -lcrypto -lz -pthread" ;;
+libdeflate/0) private="-ldeflate -lzstd -lcrypto -lz -pthread" ;;
+*) private="-lzstd -lcrypto -lz -pthread" ;;
 esac
 grep -q -- "-lhprof $private" "$T/static-libs" ||
     die "pkg-config --static gives '$(cat "$T/static-libs")', wanted -lhprof $private"
