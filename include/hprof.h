@@ -15,7 +15,7 @@
  * ----------
  *   1. hprof_reader_open_fd() or hprof_reader_open_memory(): checks the header.
  *   2. Build a chain: your visitors, ending (optionally) with a writer made by
- *      hprof_writer_new() over a sink (hprof_sink_new_fd/_gzip/_memory).
+ *      hprof_writer_new() over a sink (hprof_sink_new_fd/_gzip/_zstd/_memory).
  *   3. hprof_reader_run(): one pass over the whole input.  Call it again for
  *      another pass: every run starts from the first record.
  *   4. hprof_sink_finish(), then the _free() functions (all accept NULL).
@@ -273,6 +273,18 @@ HPROF_API struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
 HPROF_API struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
                                                  struct hprof_error *err);
 
+/* zstd to `fd`: one frame with its content checksum, as zstd(1) writes, for
+ * uploads (faster than gzip -1 and smaller; keep gzip for analyzers that
+ * read .hprof.gz).  `level` 1 to HPROF_ZSTD_LEVEL_MAX, 3 being zstd(1)'s
+ * default.  libzstd compresses on `threads` worker threads of its own (0:
+ * one per core; 1: one worker beside the caller's thread); the output is
+ * the same for every count.  Memory: a few jobs per worker, a job being
+ * 8 MiB at level 3 and 32 MiB at level 19. */
+#define HPROF_ZSTD_LEVEL_DEFAULT 3
+#define HPROF_ZSTD_LEVEL_MAX 19
+HPROF_API struct hprof_sink *hprof_sink_new_zstd(int fd, int level, unsigned threads,
+                                                 struct hprof_error *err);
+
 /* Counts what it is given and keeps none of it (estimates). */
 HPROF_API struct hprof_sink *hprof_sink_new_null(struct hprof_error *err);
 
@@ -283,13 +295,14 @@ HPROF_API const uint8_t *hprof_sink_memory_data(const struct hprof_sink *s, size
 
 /* @return HPROF_OK or HPROF_ERR_IO / HPROF_ERR_NOMEM. */
 HPROF_API int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len);
-/* Flush everything (and end the gzip stream).  No write may follow. */
+/* Flush everything (and end the gzip stream or zstd frame).  No write may
+ * follow. */
 HPROF_API int hprof_sink_finish(struct hprof_sink *s);
 /* Uncompressed bytes accepted so far. */
 HPROF_API uint64_t hprof_sink_bytes(const struct hprof_sink *s);
 
 /* hprof_sink_set_writeback() :
- * For a file sink (fd or gzip) whose caller will fsync() the file when it
+ * For a file sink (fd, gzip or zstd) whose caller will fsync() the file when it
  * is done: every `step` bytes written to the file, ask the kernel to start
  * writing it to disk (Linux sync_file_range(); elsewhere, and on pipes and
  * other sinks, nothing happens).  The disk then works while the rest of the
@@ -297,7 +310,7 @@ HPROF_API uint64_t hprof_sink_bytes(const struct hprof_sink *s);
  * default) leaves writeback to the kernel. */
 HPROF_API void hprof_sink_set_writeback(struct hprof_sink *s, uint64_t step);
 /* hprof_sink_set_preallocate() :
- * For a file sink (fd or gzip) that writes at the end of a regular file:
+ * For a file sink (fd, gzip or zstd) that writes at the end of a regular file:
  * reserve the file's blocks `step` bytes at a time ahead of the writes
  * (Linux fallocate() with FALLOC_FL_KEEP_SIZE: the file's size and
  * contents are what was written, at every moment), which makes the writes
@@ -352,11 +365,14 @@ HPROF_API void hprof_writer_free(struct hprof_writer *w);
 
 /* hprof_input_open() :
  * Opens `path` ("-" = standard input) for reading as a heap dump.  A
- * non-seekable input, or one compressed with gzip (detected by its magic),
- * is copied (decompressed) to an unlinked temporary file in $TMPDIR, since
- * the passes need to re-read it.  Sets *fd (close it yourself) and, when
+ * non-seekable input, or one compressed with gzip or zstd (detected by its
+ * magic), is copied (decompressed) to an unlinked temporary file in $TMPDIR,
+ * since the passes need to re-read it.  The copy follows the records as it
+ * is written and stops at the first undefined tag (a bomb of zeros costs a
+ * buffer, not what it inflates to); a zstd frame may use a window of up to
+ * 128 MiB (zstd(1)'s limit).  Sets *fd (close it yourself) and, when
  * `spooled` is not NULL, *spooled to 1 if a copy was made.
- * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip). */
+ * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip or zstd). */
 HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
 
 /* hprof_input_open_flags() :

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "input_private.h"
 #include "testlib.h"
@@ -230,6 +231,143 @@ START_TEST(gzip_corrupt_says_where)
     assert_no_name(&err, path);
     unlink(path);
     free(path);
+}
+END_TEST
+
+/* `len` bytes as one zstd frame, into a new buffer. */
+static uint8_t *zstd_bytes(const void *data, size_t len, size_t *out_len)
+{
+    size_t cap = ZSTD_compressBound(len);
+    uint8_t *out = malloc(cap);
+    *out_len = ZSTD_compress(out, cap, data, len, 3);
+    ck_assert(!ZSTD_isError(*out_len));
+    return out;
+}
+
+/* input_open() on a .zst file holding `z`: its code, the copy's bytes in
+ * *copy (when it opened) and what was written to the copy. */
+static int open_zstd_file(const uint8_t *z, size_t z_len, struct hprof_error *err,
+                          struct tbuf *copy, struct input_stats *stats)
+{
+    char *path = tl_temp_file(z, z_len, ".hprof.zst");
+    struct hprof_input_info info;
+    int fd = -1;
+    int rc = input_open(path, 0, 1, INPUT_INFLATE_PARALLEL, &fd, &info, stats, err);
+    if (rc == HPROF_OK) {
+        tb_init(copy, 4);
+        uint8_t buf[65536];
+        ssize_t n;
+        for (off_t at = 0; (n = pread(fd, buf, sizeof buf, at)) > 0; at += n)
+            tb_bytes(copy, buf, (size_t)n);
+        ck_assert_int_eq(info.spooled, 1);
+    }
+    if (fd >= 0)
+        close(fd);
+    assert_no_name(err, path);
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+/* Two frames one after the other, as `cat a.zst b.zst` makes: one dump,
+ * read from a file and (failing only at its end) from a pipe. */
+START_TEST(zstd_frames_one_after_another_are_one_dump)
+{
+    struct tbuf b = small_dump(), copy;
+    size_t half = b.len / 2, len1, len2;
+    uint8_t *f1 = zstd_bytes(b.data, half, &len1);
+    uint8_t *f2 = zstd_bytes(b.data + half, b.len - half, &len2);
+    uint8_t *both = malloc(len1 + len2);
+    memcpy(both, f1, len1);
+    memcpy(both + len1, f2, len2);
+    struct hprof_error err = { 0 };
+    struct input_stats stats;
+    ck_assert_int_eq(open_zstd_file(both, len1 + len2, &err, &copy, &stats), HPROF_OK);
+    ck_assert_uint_eq(copy.len, b.len);
+    ck_assert_mem_eq(copy.data, b.data, b.len);
+    size_t written;
+    ck_assert_int_eq(open_piped(both, len1 + len2, &err, &written), HPROF_OK);
+    tb_free(&copy);
+    free(both);
+    free(f1);
+    free(f2);
+    tb_free(&b);
+}
+END_TEST
+
+/* Zeros behind a valid header: the copy stops at the first record, not
+ * after the 256 MB that 8 KB of zstd inflate to. */
+START_TEST(zstd_zeros_behind_a_header_stop_at_the_first_record)
+{
+    enum { BIG = 256 << 20 };
+    uint8_t *raw = calloc(1, BIG);
+    static const uint8_t header[31] = "JAVA PROFILE 1.0.3\0\0\0\0\4";
+    memcpy(raw, header, sizeof header);
+    size_t z_len;
+    uint8_t *z = zstd_bytes(raw, BIG, &z_len);
+    free(raw);
+    struct hprof_error err = { 0 };
+    struct input_stats stats;
+    struct tbuf copy;
+    ck_assert_int_eq(open_zstd_file(z, z_len, &err, &copy, &stats), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message, "offset 0x1f: tag 0x00: unknown record tag");
+    ck_assert_uint_eq(stats.bytes_spooled, 0);
+    memset(&err, 0, sizeof err);
+    size_t written;
+    ck_assert_int_eq(open_piped(z, z_len, &err, &written), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message, "offset 0x1f: tag 0x00: unknown record tag");
+    free(z);
+}
+END_TEST
+
+/* Cut anywhere after its magic, a frame says where the input ended, from a
+ * file as from a pipe. */
+START_TEST(zstd_truncated_says_where_it_ends)
+{
+    struct tbuf b = small_dump(), copy;
+    size_t z_len;
+    uint8_t *z = zstd_bytes(b.data, b.len, &z_len);
+    for (size_t cut = 4; cut < z_len; cut += (z_len - 4) / 7 + 1) {
+        char want[96];
+        snprintf(want, sizeof want, "offset 0x%zx (compressed): zstd input is truncated", cut);
+        struct hprof_error err = { 0 };
+        struct input_stats stats;
+        ck_assert_int_eq(open_zstd_file(z, cut, &err, &copy, &stats), HPROF_ERR_FORMAT);
+        ck_assert_str_eq(err.message, want);
+        memset(&err, 0, sizeof err);
+        size_t written;
+        ck_assert_int_eq(open_piped(z, cut, &err, &written), HPROF_ERR_FORMAT);
+        ck_assert_str_eq(err.message, want);
+    }
+    free(z);
+    tb_free(&b);
+}
+END_TEST
+
+/* A damaged frame header, and bytes after the last frame that are not
+ * another frame: one line, with an offset. */
+START_TEST(zstd_corrupt_says_where)
+{
+    struct tbuf b = small_dump(), copy;
+    size_t z_len;
+    uint8_t *z = zstd_bytes(b.data, b.len, &z_len);
+    z = realloc(z, z_len + 8);
+    memcpy(z + z_len, "garbage\n", 8);
+    for (int damaged_header = 0; damaged_header < 2; damaged_header++) {
+        uint8_t *bad = malloc(z_len + 8);
+        memcpy(bad, z, z_len + 8);
+        if (damaged_header)
+            bad[4] |= 0x08; /* a reserved bit of the frame header descriptor */
+        struct hprof_error err = { 0 };
+        struct input_stats stats;
+        ck_assert_int_eq(open_zstd_file(bad, z_len + 8, &err, &copy, &stats), HPROF_ERR_FORMAT);
+        ck_assert_msg(strncmp(err.message, "offset 0x", 9) == 0, "%s", err.message);
+        ck_assert_msg(strstr(err.message, " (compressed): zstd input is corrupt: ") != NULL,
+                      "%s", err.message);
+        free(bad);
+    }
+    free(z);
+    tb_free(&b);
 }
 END_TEST
 
@@ -855,6 +993,10 @@ static Suite *input_suite(void)
     tcase_add_test(t, gzip_members_one_after_another_are_one_dump);
     tcase_add_test(t, gzip_truncated_says_so_once_without_the_name);
     tcase_add_test(t, gzip_corrupt_says_where);
+    tcase_add_test(t, zstd_frames_one_after_another_are_one_dump);
+    tcase_add_test(t, zstd_zeros_behind_a_header_stop_at_the_first_record);
+    tcase_add_test(t, zstd_truncated_says_where_it_ends);
+    tcase_add_test(t, zstd_corrupt_says_where);
     tcase_add_test(t, gzip_copy_larger_than_the_temporary_directory_names_it);
     suite_add_tcase(s, t);
 

@@ -1,7 +1,8 @@
 /*
  * check_writer.c - the writer and sinks: round trips keep every record (byte
  * for byte where segment boundaries are unchanged), segments are bounded and
- * never empty, HEAP_DUMP_INFO follows splits, gzip output is the JDK's.
+ * never empty, HEAP_DUMP_INFO follows splits, gzip output is the JDK's,
+ * zstd output is one frame whose bytes do not depend on the thread count.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "sink_private.h"
 #include "writer_private.h"
@@ -475,6 +477,110 @@ START_TEST(isal_backend_refuses_levels_above_1)
 }
 END_TEST
 #endif
+
+/* Bytes that compress, but not to nothing, across several of libzstd's
+ * jobs (8 MiB at level 3). */
+static uint8_t *zstd_test_data(size_t len)
+{
+    uint8_t *data = malloc(len);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data[i] = (i >> 10) % 3 == 0 ? (uint8_t)x : (uint8_t)(i / 7 + (i >> 13));
+    }
+    return data;
+}
+
+static uint8_t *zstd_memory(const uint8_t *data, size_t len, int level, unsigned threads,
+                            size_t *zlen)
+{
+    char *path = tl_temp_path(".zst");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_zstd(fd, level, threads, &err);
+    ck_assert_msg(s != NULL, "%s", err.message);
+    for (size_t at = 0; at < len;) { /* small writes, and some past the room */
+        size_t n = at % 5 == 0 ? 300000 : 777;
+        n = len - at < n ? len - at : n;
+        ck_assert_int_eq(hprof_sink_write(s, data + at, n), HPROF_OK);
+        at += n;
+    }
+    ck_assert_int_eq(hprof_sink_finish(s), HPROF_OK);
+    ck_assert_uint_eq(hprof_sink_bytes(s), len);
+    hprof_sink_free(s);
+    close(fd);
+    return read_back(path, zlen);
+}
+
+/* Decompress one zstd frame with libzstd; @return its size (the frame
+ * must be all of `z`, with a checksum that matches). */
+static size_t unzstd(const uint8_t *z, size_t zlen, uint8_t *plain, size_t cap)
+{
+    static const uint8_t magic[] = { 0x28, 0xb5, 0x2f, 0xfd };
+    ck_assert_uint_gt(zlen, 5);
+    ck_assert_mem_eq(z, magic, 4);
+    ck_assert_uint_eq(z[4] >> 2 & 1, 1); /* Content_Checksum_flag */
+    ck_assert_uint_eq(ZSTD_findFrameCompressedSize(z, zlen), zlen);
+    ZSTD_DStream *d = ZSTD_createDStream();
+    ZSTD_inBuffer in = { z, zlen, 0 };
+    ZSTD_outBuffer out = { plain, cap, 0 };
+    size_t left = 1;
+    while (left != 0 && !ZSTD_isError(left) && (in.pos < in.size || out.pos < out.size))
+        left = ZSTD_decompressStream(d, &out, &in);
+    ck_assert_msg(!ZSTD_isError(left), "%s", ZSTD_getErrorName(left));
+    ck_assert_uint_eq(left, 0);
+    ZSTD_freeDStream(d);
+    return out.pos;
+}
+
+START_TEST(zstd_sink_writes_one_checksummed_frame_that_decompresses_exactly)
+{
+    size_t len = 20u << 20, zlen;
+    uint8_t *data = zstd_test_data(len), *plain = malloc(len + 1);
+    uint8_t *z = zstd_memory(data, len, HPROF_ZSTD_LEVEL_DEFAULT, 2, &zlen);
+    ck_assert_uint_lt(zlen, len / 2);
+    ck_assert_uint_eq(unzstd(z, zlen, plain, len + 1), len);
+    ck_assert_mem_eq(plain, data, len);
+    free(z);
+    z = zstd_memory(data, 0, 1, 1, &zlen); /* nothing written: still a frame */
+    ck_assert_uint_eq(unzstd(z, zlen, plain, len), 0);
+    free(z);
+    free(plain);
+    free(data);
+}
+END_TEST
+
+/* libzstd's single-threaded mode writes other bytes than its workers do;
+ * -j1 must write those of -j4. */
+START_TEST(zstd_output_is_the_same_for_every_thread_count)
+{
+    static const int levels[] = { 1, HPROF_ZSTD_LEVEL_DEFAULT };
+    size_t len = 40u << 20, one_len, many_len;
+    uint8_t *data = zstd_test_data(len);
+    uint8_t *one = zstd_memory(data, len, levels[_i], 1, &one_len);
+    for (unsigned threads = 2; threads <= 4; threads += 2) {
+        uint8_t *many = zstd_memory(data, len, levels[_i], threads, &many_len);
+        ck_assert_uint_eq(many_len, one_len);
+        ck_assert_mem_eq(many, one, one_len);
+        free(many);
+    }
+    free(one);
+    free(data);
+}
+END_TEST
+
+START_TEST(zstd_sink_refuses_levels_out_of_range)
+{
+    struct hprof_error err = { 0 };
+    ck_assert_ptr_null(hprof_sink_new_zstd(1, 0, 1, &err));
+    ck_assert_int_eq(err.code, HPROF_ERR_USAGE);
+    memset(&err, 0, sizeof err);
+    ck_assert_ptr_null(hprof_sink_new_zstd(1, HPROF_ZSTD_LEVEL_MAX + 1, 1, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "zstd level 20"));
+}
+END_TEST
 
 START_TEST(fd_sink_reports_a_full_disk)
 {
@@ -1293,6 +1399,9 @@ static Suite *writer_suite(void)
     tcase_add_loop_test(t, gzip_output_is_the_same_for_every_thread_count, 0, N_BACKENDS);
     tcase_add_loop_test(t, gzip_members_of_incompressible_data_fit_and_gunzip, 0, N_BACKENDS);
     tcase_add_loop_test(t, gzip_sink_deflates_every_level_with_a_backend_whose_bytes_are_the_same_everywhere, 0, 2);
+    tcase_add_test(t, zstd_sink_writes_one_checksummed_frame_that_decompresses_exactly);
+    tcase_add_loop_test(t, zstd_output_is_the_same_for_every_thread_count, 0, 2);
+    tcase_add_test(t, zstd_sink_refuses_levels_out_of_range);
     tcase_add_test(t, fd_sink_writes_every_byte_in_order_across_its_buffer);
     tcase_add_loop_test(t, streaming_writer_writes_the_bytes_of_a_buffering_one, 0, 12);
     tcase_add_test(t, writer_buffers_segments_for_a_file_opened_to_append);

@@ -222,6 +222,7 @@ t_batch_shard() {
     for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cp "$d/ok.hprof" "$d/in/a/x$i.hprof"; done
     for i in 1 2 3 4 5 6; do cp "$d/ok.hprof" "$d/in/b/y$i.hprof"; done
     gzip -c "$d/ok.hprof" > "$d/in/b/y1.hprof.gz"    # writes y1.hprof too: one shard sees both
+    zstd -q -c "$d/ok.hprof" > "$d/in/b/y2.hprof.zst" # and y2.hprof
     expect 2 "$B/hprof-shrink" --shard=3/3 -o "$d/out" "$d/in"
     expect 2 "$B/hprof-shrink" --shard=1 -o "$d/out" "$d/in"
     expect 2 "$B/hprof-shrink" --shard=0/0 -o "$d/out" "$d/in"
@@ -244,10 +245,13 @@ assert sorted(inputs) == tree, (inputs, tree)                   # each input onc
 pair = [k for k, rows in lines.items() for r in rows if r.get("input", "").endswith("/y1.hprof")]
 gz = [k for k, rows in lines.items() for r in rows if r.get("input", "").endswith("/y1.hprof.gz")]
 assert pair == gz, (pair, gz)                                   # x and x.gz meet in one shard
-for r in (r for rows in lines.values() for r in rows if r.get("input", "").split("/")[-1].startswith("y1.")):
+pair = [k for k, rows in lines.items() for r in rows if r.get("input", "").endswith("/y2.hprof")]
+zst = [k for k, rows in lines.items() for r in rows if r.get("input", "").endswith("/y2.hprof.zst")]
+assert pair == zst, (pair, zst)                                 # x and x.zst too
+for r in (r for rows in lines.values() for r in rows if r.get("input", "").split("/")[-1][:3] in ("y1.", "y2.")):
     assert r["status"] == "failed" and "would write" in r["error"], r
 outs = sorted(os.path.join(r, f) for r, _, fs in os.walk(f"{d}/out") for f in fs)
-assert len(outs) == len(tree) - 2, outs                         # every other input, once
+assert len(outs) == len(tree) - 4, outs                         # every other input, once
 PY
     # the same partition from another root and another working directory
     mkdir -p "$d/else/where"; mv "$d/in" "$d/else/where/tree"
@@ -460,13 +464,13 @@ t_formats() {
     expect 0 "$B/hprof-shrink" -z "$d/x.hprof" "$d/c.hprof.gz"
     grep -q warning "$T/err" && die "-z to .gz warns: $(cat "$T/err")"
     # other compressors are named, from a file or standard input
-    for c in "zstd 28b52ffd" "xz fd377a585a00" "bzip2 425a6839" "lz4 04224d18"; do
+    for c in "xz fd377a585a00" "bzip2 425a6839" "lz4 04224d18"; do
         name=${c%% *}
         python3 -c "import sys; open(sys.argv[1], 'wb').write(bytes.fromhex(sys.argv[2]) + bytes(10))" \
             "$d/y.$name" "${c#* }"
         for tool in hprof-verify hprof-info; do
             expect 1 "$B/$tool" "$d/y.$name"
-            grep -q "y.$name: $name-compressed: only gzip is read; decompress it first ($name -d)" "$T/err" ||
+            grep -q "y.$name: $name-compressed: only gzip and zstd are read; decompress it first ($name -d)" "$T/err" ||
                 die "$tool $name: $(cat "$T/err")"
         done
         expect 1 "$B/hprof-shrink" - "$d/z.hprof" < "$d/y.$name"
@@ -909,6 +913,59 @@ wait "$burn1" "$burn2" 2> /dev/null || true
 [ -z "$differs" ] || die "the same input, other bytes:$differs"
 rm -f "$T/det.hprof" "$T/det-ref.hprof.gz" "$T/det-run.hprof.gz" "$T/det-l1.hprof.gz"
 
+banner "hprof-shrink: --zstd output, .zst inputs in every tool, batch names"
+# $T/file.hprof: the plain output of android-synth (above)
+"$B/hprof-shrink" -q --zstd fixtures/android-synth.hprof.gz "$T/file.hprof.zst" || die "--zstd"
+zstd -q -t "$T/file.hprof.zst" || die "--zstd output does not test"
+zstd -q -dc "$T/file.hprof.zst" | cmp -s - "$T/file.hprof" || die "zstd -d does not restore the plain output"
+"$B/hprof-shrink" -q --zstd=19 - - < "$T/file.hprof.zst" > "$T/z19.hprof.zst" || die "--zstd=19 through pipes"
+zstd -q -dc "$T/z19.hprof.zst" | cmp -s - "$T/file.hprof" || die "--zstd=19 differs after zstd -d"
+# the same bytes at every thread count, over several of libzstd's jobs
+"$B/hprof-synth" --scale 40 --pixels 30000000 -f "$T/zj.hprof"
+for j in 1 2 4; do
+    "$B/hprof-shrink" -q -j$j --zstd --arrays=zero --keep-duplicates --keep-names "$T/zj.hprof" \
+        "$T/zj$j.hprof.zst" || die "--zstd -j$j"
+done
+[ "$(zstd -q -dc "$T/zj1.hprof.zst" | wc -c)" -gt 32000000 ] || die "the -j output is too small to make several jobs"
+cmp -s "$T/zj1.hprof.zst" "$T/zj2.hprof.zst" && cmp -s "$T/zj1.hprof.zst" "$T/zj4.hprof.zst" ||
+    die "--zstd: other bytes at -j1, -j2, -j4"
+rm -f "$T/zj.hprof" "$T"/zj?.hprof.zst
+# .zst inputs: from a file and a pipe, to every tool
+gzip -dc fixtures/android-synth.hprof.gz | zstd -q -c > "$T/in.hprof.zst"
+"$B/hprof-shrink" -q "$T/in.hprof.zst" "$T/from-zst.hprof" && cmp -s "$T/from-zst.hprof" "$T/file.hprof" ||
+    die ".zst input: not the output of the plain input"
+"$B/hprof-shrink" -q - - < "$T/in.hprof.zst" | cmp -s - "$T/file.hprof" || die ".zst through a pipe"
+expect 0 "$B/hprof-verify" "$T/in.hprof.zst"
+expect 0 "$B/hprof-info" "$T/in.hprof.zst"
+expect 0 "$B/hprof-bitmaps" "$T/in.hprof.zst" "$T/zst-bitmaps"
+# cut short, corrupt: one line with the offset, exit 1
+head -c 5000 "$T/in.hprof.zst" > "$T/cut.hprof.zst"
+expect 1 "$B/hprof-shrink" "$T/cut.hprof.zst" "$T/cut.hprof"
+[ "$(wc -l < "$T/err")" = 1 ] && grep -q 'offset 0x1388 (compressed): zstd input is truncated$' "$T/err" ||
+    die "cut .zst: $(cat "$T/err")"
+{ cat "$T/in.hprof.zst"; echo garbage; } > "$T/bad.hprof.zst"
+expect 1 "$B/hprof-verify" "$T/bad.hprof.zst"
+[ "$(wc -l < "$T/err")" = 1 ] && grep -q 'offset 0x[0-9a-f]* (compressed): zstd input is corrupt: ' "$T/err" ||
+    die "corrupt .zst: $(cat "$T/err")"
+[ ! -e "$T/cut.hprof" ] || die "a failed shrink left its output"
+# a bomb behind a valid header stops at its first record
+{ gzip -dc fixtures/android-synth.hprof.gz | head -c 31; head -c 1000000000 /dev/zero; } | zstd -q -1 -c > "$T/bomb.hprof.zst"
+expect 1 "$B/hprof-shrink" "$T/bomb.hprof.zst" "$T/bomb.hprof"
+grep -q 'offset 0x1f: tag 0x00: unknown record tag' "$T/err" || die "zstd bomb: $(cat "$T/err")"
+# one compression; a level out of range
+expect 2 "$B/hprof-shrink" -z --zstd "$T/in.hprof.zst" "$T/both"
+grep -q -- '-z (--gzip) and --zstd' "$T/err" || die "-z --zstd: $(cat "$T/err")"
+expect 2 "$B/hprof-shrink" -6 --zstd=3 "$T/in.hprof.zst" "$T/both"
+expect 2 "$B/hprof-shrink" --zstd=20 "$T/in.hprof.zst" "$T/both"
+# batch: outputs named .hprof.zst; -r finds *.hprof.zst and drops .zst
+mkdir -p "$T/zb"; cp "$T/in.hprof.zst" "$T/zb/a.hprof.zst"; cp "$T/file.hprof" "$T/zb/b.hprof"
+expect 0 "$B/hprof-shrink" -q --zstd -r -o "$T/zbo" "$T/zb"
+[ "$(cd "$T/zbo" && ls | tr '\n' ' ')" = "a.hprof.zst b.hprof.zst " ] || die "batch --zstd names: $(ls "$T/zbo")"
+expect 0 "$B/hprof-shrink" -q -r -o "$T/zbp" "$T/zb"
+[ "$(cd "$T/zbp" && ls | tr '\n' ' ')" = "a.hprof b.hprof " ] || die "batch .zst input names: $(ls "$T/zbp")"
+cmp -s "$T/zbp/a.hprof" "$T/file.hprof" || die "batch .zst input: other bytes"
+rm -rf "$T/zb" "$T/zbo" "$T/zbp" "$T/zst-bitmaps" "$T"/*.zst
+
 banner "hprof-shrink: .gz inputs of many members inflate on every core as through a pipe"
 # members by our -z (1 MiB each, the first commented as jcmd writes it), by
 # gzip(1) concatenated (cat a.gz b.gz ...), and gzip(1)'s single member;
@@ -997,7 +1054,7 @@ table = ast.literal_eval(text[text.index("[["):text.rindex("]") + 1])
 shown = [(key, part, ast.literal_eval(label) if label != "NULL" else None)
          for key, part, label in table if part != "HIDDEN"]
 report = json.load(open(sys.argv[2]))
-fixed = {"input", "output", "status", "arrays", "keep_system_heaps", "gzip_level", "bytes_in",
+fixed = {"input", "output", "status", "arrays", "keep_system_heaps", "gzip_level", "zstd_level", "bytes_in",
          "bytes_out", "bytes_written", "dumps", "jvm", "resolved_in_pass_1", "pass_seconds"}
 keys = [k for k in report if k not in fixed]
 assert keys == [key for key, _, _ in shown], (keys, shown)
@@ -1542,9 +1599,9 @@ done
 export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
 pkg-config --static --libs libhprof > "$T/static-libs" || die "pkg-config --static --libs libhprof failed"
 case ${DEFLATE:-libdeflate}/${ISAL:-1} in
-libdeflate/1) private="-lisal -ldeflate -lcrypto -lz -pthread" ;;
-libdeflate/0) private="-ldeflate -lcrypto -lz -pthread" ;;
-*) private="-lcrypto -lz -pthread" ;;
+libdeflate/1) private="-lisal -ldeflate -lzstd -lcrypto -lz -pthread" ;;
+libdeflate/0) private="-ldeflate -lzstd -lcrypto -lz -pthread" ;;
+*) private="-lzstd -lcrypto -lz -pthread" ;;
 esac
 grep -q -- "-lhprof $private" "$T/static-libs" ||
     die "pkg-config --static gives '$(cat "$T/static-libs")', wanted -lhprof $private"

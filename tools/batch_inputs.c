@@ -32,16 +32,28 @@ int ends_with_nocase(const char *s, const char *suffix)
     return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
-/* *.hprof and *.hprof.gz, in any case (ANDROID.HPROF). */
+/* *.hprof, *.hprof.gz and *.hprof.zst, in any case (ANDROID.HPROF). */
 static int is_dump_name(const char *path)
 {
-    return ends_with_nocase(path, ".hprof") || ends_with_nocase(path, ".hprof.gz");
+    return ends_with_nocase(path, ".hprof") || ends_with_nocase(path, ".hprof.gz") ||
+           ends_with_nocase(path, ".hprof.zst");
+}
+
+size_t compressed_suffix_len(const char *name)
+{
+    return ends_with_nocase(name, ".gz") ? 3 : ends_with_nocase(name, ".zst") ? 4 : 0;
+}
+
+const char *output_suffix(const struct options *o)
+{
+    return o->gzip_level ? ".gz" : o->zstd_level ? ".zst" : "";
 }
 
 /* Whether the input at REL (its path below the root named on the command
  * line, or its base name) is this run's under --shard.  The hash is FNV-1a
- * of REL without ".gz": the same on every machine and in every run, and
- * the same for x.hprof and x.hprof.gz, which would write one output, so
+ * of REL without ".gz" or ".zst": the same on every machine and in every
+ * run, and the same for x.hprof, x.hprof.gz and x.hprof.zst, which would
+ * write one output, so
  * that they meet in one shard, where find_collisions() sees them.  A file
  * added to the tree lands in exactly one shard; the others are unmoved. */
 static int in_my_shard(const struct options *o, const char *rel)
@@ -50,7 +62,7 @@ static int in_my_shard(const struct options *o, const char *rel)
         return 1;
     while (*rel == '/')
         rel++;
-    size_t n = strlen(rel) - (ends_with_nocase(rel, ".gz") ? 3 : 0);
+    size_t n = strlen(rel) - compressed_suffix_len(rel);
     uint64_t h = 0xcbf29ce484222325u;
     for (size_t i = 0; i < n; i++) {
         h ^= (unsigned char)rel[i];
@@ -59,19 +71,19 @@ static int in_my_shard(const struct options *o, const char *rel)
     return h % o->shard_count == o->shard_index;
 }
 
-char *output_name(const char *dir, const char *rel, int gzip)
+char *output_name(const char *dir, const char *rel, const char *suffix)
 {
     size_t dn = strlen(dir);
     while (dn > 1 && dir[dn - 1] == '/')
         dn--;
     while (*rel == '/')
         rel++;
-    size_t n = strlen(rel) - (ends_with_nocase(rel, ".gz") ? 3 : 0);
-    size_t len = dn + 1 + n + sizeof ".gz";
+    size_t n = strlen(rel) - compressed_suffix_len(rel);
+    size_t len = dn + 1 + n + strlen(suffix) + 1;
     char *out = malloc(len);
     if (out != NULL)
         snprintf(out, len, "%.*s%s%.*s%s", (int)dn, dir, dir[dn - 1] == '/' ? "" : "/", (int)n,
-                 rel, gzip ? ".gz" : "");
+                 rel, suffix);
     return out;
 }
 
@@ -154,7 +166,7 @@ static struct job *add_job(struct file_list *l, const char *in, char *out, int s
 /* A dump to shrink into its output under -o; @return 0, or -1 out of memory. */
 static int add_todo(struct walk *w, const char *in, const char *rel)
 {
-    char *out = output_name(w->o->out_dir, rel, w->o->gzip_level);
+    char *out = output_name(w->o->out_dir, rel, output_suffix(w->o));
     if (out == NULL || add_job(w->list, in, out, JOB_TODO, 0, NULL) == NULL) {
         free(out);
         return -1;

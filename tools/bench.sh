@@ -247,6 +247,13 @@ for in in $inputs; do
             run "shrink $mode -z$level -j$THREADS" "$in" "$o" \
                 -- "$B/hprof-shrink" -q -f --arrays=$mode -z$level -j$THREADS "$in" "$o"
         done
+        # --zstd (for uploads) against zstd(1) on the same shrunk output
+        if command -v zstd >/dev/null; then
+            run "zstd -1 (shrunk $mode)" "$D/shrunk.hprof" "$o" -i "$D/shrunk.hprof" -o "$o" \
+                -- zstd -q -1 -T"$THREADS"
+        fi
+        run "shrink $mode --zstd -j$THREADS" "$in" "$o" \
+            -- "$B/hprof-shrink" -q -f --arrays=$mode --zstd -j$THREADS "$in" "$o"
     done
 done
 # Class graphs: CHAIN classes chained by superclass, listed root first and

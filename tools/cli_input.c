@@ -55,8 +55,6 @@ static const char *other_compression(int fd)
     unsigned char m[6];
     if (pread(fd, m, sizeof m, 0) != (ssize_t)sizeof m)
         return NULL;
-    if (m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
-        return "zstd";
     if (memcmp(m, "\xfd" "7zXZ\0", 6) == 0)
         return "xz";
     if (m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9')
@@ -111,7 +109,7 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
     if (other != NULL)
         rc = hprof_error_set(err, HPROF_ERR_FORMAT,
-                             "%s-compressed: only gzip is read; decompress it first (%s -d)",
+                             "%s-compressed: only gzip and zstd are read; decompress it first (%s -d)",
                              other, other);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);

@@ -4,7 +4,7 @@
 # so a missing dependency is never silently skipped.
 set -eu
 what=${1:-build}
-pkgs="libssl-dev zlib1g-dev pkg-config gcc make"
+pkgs="libssl-dev zlib1g-dev libzstd-dev pkg-config gcc make"
 [ "${DEFLATE:-libdeflate}" = libdeflate ] && pkgs="$pkgs libdeflate-dev"
 [ "${DEFLATE:-libdeflate}" = libdeflate ] && [ "${ISAL:-1}" = 1 ] && pkgs="$pkgs libisal-dev"
 if [ "$what" = fuzz ]; then
@@ -14,7 +14,7 @@ if [ "$what" = cluster ]; then
     pkgs="$pkgs slurm-wlm munge jq"
 fi
 if [ "$what" = check ]; then
-    pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip man-db python3 time strace"
+    pkgs="$pkgs check hprof-conv visualvm default-jdk-headless gzip zstd man-db python3 time strace"
 fi
 missing=""
 for p in $pkgs; do

@@ -52,15 +52,19 @@ static void usage(FILE *out)
             "                       default each is shrunk on its own\n"
             "  -z, --gzip[=LEVEL]   gzip the output as jcmd -gz does [Default level: 6];\n"
             "                       attach the level: -z9, --gzip=9, or -1 ... -9\n"
+            "  --zstd[=LEVEL]       zstd the output (for uploads: faster than -z1 and\n"
+            "                       smaller) [Default level: 3, up to 19]\n"
             "  -j, --threads=N      N threads, 0 = one per core [Default: 0]: for one\n"
-            "                       file, inflating a .gz input, write-pass, gzip and\n"
+            "                       file, inflating a .gz input, write-pass, gzip, zstd and\n"
             "                       read-ahead threads;\n"
             "                       in batch mode, files at once\n"
             "  -o, --output-dir=DIR batch: write each IN to DIR under its own name\n"
-            "                       (.hprof, or .hprof.gz with -z); skip outputs made\n"
+            "                       (.hprof, .hprof.gz with -z, .hprof.zst with --zstd);\n"
+            "                       skip outputs made\n"
             "                       from their input as it is now unless -f\n"
-            "  -r, --recursive      batch: IN may be directories, searched for *.hprof\n"
-            "                       and *.hprof.gz; outputs keep their relative paths\n"
+            "  -r, --recursive      batch: IN may be directories, searched for *.hprof,\n"
+            "                       *.hprof.gz and *.hprof.zst; outputs keep their\n"
+            "                       relative paths\n"
             "  --shard=K/N          batch: take only the inputs of shard K (0 to N-1) of\n"
             "                       N, chosen by a hash of each relative path, so that\n"
             "                       N runs on N machines share one tree\n"
@@ -80,7 +84,8 @@ static void usage(FILE *out)
             "  -h, --help           show this help and exit\n"
             "  -V, --version        show the version and exit\n"
             "\n"
-            "IN or OUT may be - for standard input or output; IN may be gzip-compressed.\n"
+            "IN or OUT may be - for standard input or output; IN may be gzip- or\n"
+            "zstd-compressed.\n"
             "Exit status: 0 success, 1 invalid input, 2 usage, 3 I/O error.\n",
             cli_progname, cli_progname, cli_progname);
 }
@@ -107,7 +112,7 @@ static int parse_shard(const char *arg, struct options *o)
 
 enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
        OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
-       OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD, OPT_SALVAGE };
+       OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD, OPT_SALVAGE, OPT_ZSTD };
 
 static const struct option long_options[] = {
     { "arrays", required_argument, NULL, OPT_ARRAYS },
@@ -121,6 +126,7 @@ static const struct option long_options[] = {
     { "keep-duplicates", no_argument, NULL, OPT_KEEP_DUPLICATES },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "gzip", optional_argument, NULL, 'z' },
+    { "zstd", optional_argument, NULL, OPT_ZSTD },
     { "threads", required_argument, NULL, 'j' },
     { "output-dir", required_argument, NULL, 'o' },
     { "recursive", no_argument, NULL, 'r' },
@@ -210,6 +216,14 @@ static int parse_output_option(int c, const char *arg, struct options *o, int *z
         o->gzip_level = c - '0'; /* gzip's -1 ... -9: a level, and gzip */
         *z_bare = 0;
         return 0;
+    case OPT_ZSTD:
+        o->zstd_level = HPROF_ZSTD_LEVEL_DEFAULT;
+        if (arg != NULL && (cli_parse_uint(arg, HPROF_ZSTD_LEVEL_MAX, &v) != 0 || v < 1))
+            return cli_usage_error("--zstd: expected a level from 1 to %d, got '%s'",
+                                   HPROF_ZSTD_LEVEL_MAX, arg);
+        if (arg != NULL)
+            o->zstd_level = (int)v;
+        return 0;
     case 'j':
         if (cli_parse_uint(arg, 256, &v) != 0)
             return cli_usage_error("--threads: expected 0 to 256, got '%s'", arg);
@@ -256,6 +270,8 @@ static int parse_run_option(int c, const char *arg, struct options *o)
 /* IN and OUT, or batch mode's INs. */
 static int parse_operands(int left, char **operands, struct options *o, int z_bare)
 {
+    if (o->gzip_level && o->zstd_level)
+        return cli_usage_error("-z (--gzip) and --zstd: choose one compression");
     if (o->shard_count != 0 && o->out_dir == NULL)
         return cli_usage_error("--shard needs batch mode (-o DIR)");
     if (o->out_dir != NULL || o->recursive) {
@@ -387,8 +403,9 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
         fprintf(f, "  %-28s %15u\n", "heap dumps, each shrunk", s->dumps);
     fprintf(f, "  %-28s %15" PRIu64 " bytes (%.1f%%)\n", "output", s->bytes_out,
             ratio(s->bytes_out, s->bytes_in));
-    if (o->gzip_level)
-        fprintf(f, "  %-28s %15" PRIu64 " bytes (%.1f%%)\n", "output, gzipped", written,
+    if (o->gzip_level || o->zstd_level)
+        fprintf(f, "  %-28s %15" PRIu64 " bytes (%.1f%%)\n",
+                o->gzip_level ? "output, gzipped" : "output, zstd", written,
                 ratio(written, s->bytes_in));
     fprintf(f, "  %-28s %15s %18s\n", "", "count", "contents");
     for (enum stats_text t = 0; t < TEXT_PARTS; t++)
@@ -429,9 +446,9 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
     json_string(f, o->in);
     fprintf(f, ",\"output\":");
     json_string(f, o->out);
-    fprintf(f, ",\"status\":\"shrunk\",\"arrays\":\"%s\",\"keep_system_heaps\":%s,\"gzip_level\":%d,",
-            modes[o->shrink.arrays], o->shrink.keep_system_heaps ? "true" : "false",
-            o->gzip_level);
+    fprintf(f, ",\"status\":\"shrunk\",\"arrays\":\"%s\",\"keep_system_heaps\":%s,\"gzip_level\":%d,"
+            "\"zstd_level\":%d,", modes[o->shrink.arrays],
+            o->shrink.keep_system_heaps ? "true" : "false", o->gzip_level, o->zstd_level);
     fprintf(f, "\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64 ",\"bytes_written\":%" PRIu64
             ",", s->bytes_in, s->bytes_out, written);
     if (s->dumps > 1)
@@ -464,15 +481,17 @@ static void print_summary(const struct options *o, const struct hprof_shrink_sta
                           uint64_t written, int out_is_file, double secs)
 {
     char in[32], out[32];
-    /* a gzip stream to a pipe or device: only its uncompressed size is known */
-    int gz_unknown = o->gzip_level && !out_is_file;
+    /* a gzip or zstd stream to a pipe or device: only its uncompressed size
+     * is known */
+    int compressed_unknown = *output_suffix(o) != '\0' && !out_is_file;
     uint64_t n = out_is_file && written ? written : s->bytes_out;
     cli_format_bytes(in, sizeof in, s->bytes_in);
     cli_format_bytes(out, sizeof out, n);
     fprintf(stderr, "%s -> %s: %s -> %s%s (%.1f%%), %.2f s\n",
             strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in),
             strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out), in, out,
-            gz_unknown ? " before gzip" : "", ratio(n, s->bytes_in), secs);
+            !compressed_unknown ? "" : o->gzip_level ? " before gzip" : " before zstd",
+            ratio(n, s->bytes_in), secs);
 }
 
 static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
@@ -491,7 +510,7 @@ static int output_into_directory(struct options *o)
         return cli_usage_error("%s: is a directory (with standard input, name the output file)",
                                cli_quote(o->out));
     const char *base = strrchr(o->in, '/');
-    char *into = output_name(o->out, base ? base + 1 : o->in, o->gzip_level);
+    char *into = output_name(o->out, base ? base + 1 : o->in, output_suffix(o));
     if (into == NULL) {
         cli_error("out of memory");
         return EXIT_IO;
@@ -516,9 +535,15 @@ static int open_output(struct options *o, struct cli_output *out, const struct s
     if (o->gzip_level && !ends_with_nocase(o->out, ".gz"))
         cli_error("warning: %s: the output is gzip-compressed but its name does not end "
                   "in .gz", cli_quote(o->out));
+    else if (o->zstd_level && !ends_with_nocase(o->out, ".zst"))
+        cli_error("warning: %s: the output is zstd-compressed but its name does not end "
+                  "in .zst", cli_quote(o->out));
     else if (!o->gzip_level && ends_with_nocase(o->out, ".gz"))
         cli_error("warning: %s: the name ends in .gz but the output is not compressed "
                   "(add -z)", cli_quote(o->out));
+    else if (!o->zstd_level && ends_with_nocase(o->out, ".zst"))
+        cli_error("warning: %s: the name ends in .zst but the output is not compressed "
+                  "(add --zstd)", cli_quote(o->out));
     return 0;
 }
 
@@ -537,9 +562,11 @@ static int run_shrink(struct options *o, struct run *run, const struct cli_outpu
 {
     int rc = cli_open_reader(o->in, &run->in_fd, &run->r, &run->err);
     if (rc == HPROF_OK) {
-        run->sink = o->gzip_level
-                        ? hprof_sink_new_gzip(out->fd, o->gzip_level, o->threads, &run->sink_err)
-                        : hprof_sink_new_fd(out->fd, &run->sink_err);
+        run->sink = o->gzip_level ? hprof_sink_new_gzip(out->fd, o->gzip_level, o->threads,
+                                                        &run->sink_err)
+                    : o->zstd_level ? hprof_sink_new_zstd(out->fd, o->zstd_level, o->threads,
+                                                          &run->sink_err)
+                                    : hprof_sink_new_fd(out->fd, &run->sink_err);
         rc = run->sink ? HPROF_OK : run->sink_err.code;
         if (run->sink != NULL && out->tmp != NULL) {
             if (out->dir_fd >= 0) /* synced at the commit */

@@ -14,6 +14,7 @@
 struct options {
     struct hprof_shrink_options shrink;
     int gzip_level;         /* 0: plain output */
+    int zstd_level;         /* 0: not zstd (never both) */
     unsigned threads;       /* write-pass and gzip workers; 0: one per core */
     int force, quiet, stats, json;
     const char *in, *out;
@@ -48,9 +49,15 @@ int run_batch(struct options *o);
 /* Whether `s` ends in `suffix`, in any case. */
 int ends_with_nocase(const char *s, const char *suffix);
 
-/* DIR/REL with REL's ".gz" dropped, and added back with `gzip`; DIR's
+/* The length of ".gz" or ".zst" at the end of `name`, in any case; else 0. */
+size_t compressed_suffix_len(const char *name);
+
+/* The suffix the output's compression adds to a name: ".gz", ".zst" or "". */
+const char *output_suffix(const struct options *o);
+
+/* DIR/REL with REL's ".gz" or ".zst" dropped and `suffix` added; DIR's
  * trailing slashes are not doubled.  @return a new string, or NULL. */
-char *output_name(const char *dir, const char *rel, int gzip);
+char *output_name(const char *dir, const char *rel, const char *suffix);
 
 /* Records with the output on `out_fd` (named `out`) the identity its
  * input `in` has now, by which a later batch run knows it up to date. */

@@ -14,7 +14,9 @@
  * starting helpers costs; so does inflating a gzip input under 1 MiB.  The write pass's jobs in flight, and so its memory,
  * grow with its workers; past a few workers inflating a gzip input, the
  * calling thread (scanning, reading, writing the copy) is the bottleneck,
- * and more would only hold more members in flight. */
+ * and more would only hold more members in flight.  libzstd's workers each
+ * hold a few jobs of several MiB (32 MiB at level 19): 32 of them already
+ * outrun any shrink that feeds them. */
 static const struct work_policy {
     uint64_t threaded_from;
     unsigned cap;
@@ -23,6 +25,7 @@ static const struct work_policy {
     [POOL_WRITE_PASS] = { 0, 64 },
     [POOL_INFLATE] = { 1u << 20, 16 },
     [POOL_DEFLATE] = { 0, 256 },
+    [POOL_ZSTD] = { 0, 32 },
 };
 
 unsigned pool_online_cores(void)

@@ -29,6 +29,7 @@ enum pool_work {
     POOL_WRITE_PASS,    /* the shrink's write pass: its workers */
     POOL_INFLATE,       /* a gzip input's members */
     POOL_DEFLATE,       /* a gzip sink's members */
+    POOL_ZSTD,          /* a zstd sink's jobs (libzstd's own workers) */
 };
 
 /* Threads online, at least 1. */

@@ -1,8 +1,8 @@
 /*
  * input.c - opening a dump the way the tools need it: seekable and plain.
- * The passes re-read the input, so standard input, pipes and gzip-compressed
- * dumps (jcmd -gz, or gzip(1)) are first copied, decompressed, to an unlinked
- * temporary file in $TMPDIR.
+ * The passes re-read the input, so standard input, pipes and gzip- or
+ * zstd-compressed dumps (jcmd -gz, gzip(1), zstd(1)) are first copied,
+ * decompressed, to an unlinked temporary file in $TMPDIR.
  *
  * The copy checks what it is given as it goes (input_stream.c).
  * Messages do not repeat the input's name: the tools print it before them.
@@ -64,10 +64,22 @@ static int copy_all(struct spool *s, const uint8_t *first, size_t n_first,
     return rc;
 }
 
-/* Copy everything `from` yields, decompressed if gzip, into a temporary
- * file; *out is that file on success.  `file_size` > 0: `from` is a gzip
- * file of that size (read with pread, inflated as `how` says); else a
- * stream. */
+static int is_gzip(int fd)
+{
+    uint8_t magic[2];
+    return pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+static int is_zstd(int fd)
+{
+    uint8_t magic[4];
+    return pread(fd, magic, 4, 0) == 4 && spool_is_zstd(magic, 4);
+}
+
+/* Copy everything `from` yields, decompressed if gzip or zstd, into a
+ * temporary file; *out is that file on success.  `file_size` > 0: `from`
+ * is a compressed file of that size (read with pread; gzip inflated as
+ * `how` says); else a stream. */
 static int spool(int from, uint64_t file_size, unsigned flags, unsigned threads,
                  enum input_inflate how, int *out, struct hprof_input_info *info,
                  struct input_stats *stats, struct hprof_error *err)
@@ -90,15 +102,20 @@ static int spool(int from, uint64_t file_size, unsigned flags, unsigned threads,
     if ((rc = temp_file(s, err)) != HPROF_OK)
         goto out;
     s->room = spool_free_bytes(s->out);
+    if (s->seekable && is_zstd(from)) {
+        rc = spool_unzstd(s, 0, err);
+        goto out;
+    }
     if (s->seekable) {
         rc = how == INPUT_INFLATE_STREAM ? spool_inflate_stream(s, 0, 0, 0, &end, &done, err)
                                          : spool_inflate_members(s, file_size, threads, err);
         goto out;
     }
-    /* The first two bytes say gzip or not; a pipe may give one at a time. */
+    /* The first four bytes say gzip, zstd or neither; a pipe may give one
+     * at a time. */
     size_t got = 0;
-    while (got < 2) {
-        ssize_t n = read(from, s->in_buf + got, 2 - got);
+    while (got < 4) {
+        ssize_t n = read(from, s->in_buf + got, 4 - got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -109,8 +126,10 @@ static int spool(int from, uint64_t file_size, unsigned flags, unsigned threads,
             break;
         got += (size_t)n;
     }
-    if (got == 2 && s->in_buf[0] == 0x1f && s->in_buf[1] == 0x8b) /* they stay in in_buf */
+    if (got >= 2 && s->in_buf[0] == 0x1f && s->in_buf[1] == 0x8b) /* they stay in in_buf */
         rc = spool_inflate_stream(s, 0, got, 0, &end, &done, err);
+    else if (spool_is_zstd(s->in_buf, got))
+        rc = spool_unzstd(s, got, err);
     else
         rc = copy_all(s, s->in_buf, got, err);
 out:
@@ -125,12 +144,6 @@ out:
         free(s);
     }
     return rc;
-}
-
-static int is_gzip(int fd)
-{
-    uint8_t magic[2];
-    return pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
 int hprof_input_open(const char *path, int *out, int *spooled, struct hprof_error *err)
@@ -179,14 +192,14 @@ int input_open(const char *path, unsigned flags, unsigned threads, enum input_in
             close(fd);
         return hprof_error_set(err, HPROF_ERR_IO, "is a directory");
     }
-    int gzip_file = S_ISREG(st.st_mode) && is_gzip(fd);
-    if (S_ISREG(st.st_mode) && !gzip_file) {
+    int compressed_file = S_ISREG(st.st_mode) && (is_gzip(fd) || is_zstd(fd));
+    if (S_ISREG(st.st_mode) && !compressed_file) {
         *out = stdin_input ? dup(fd) : fd;
         if (*out < 0)
             return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
         return HPROF_OK;
     }
-    int rc = spool(fd, gzip_file ? (uint64_t)st.st_size : 0, flags, threads, how, out, info,
+    int rc = spool(fd, compressed_file ? (uint64_t)st.st_size : 0, flags, threads, how, out, info,
                    stats, err);
     if (!stdin_input)
         close(fd);

@@ -1,7 +1,8 @@
 /*
  * input_spool.h - the copy input.c makes of a dump that is not a plain
  * seekable file: input_stream.c writes it and inflates a gzip stream into
- * it, input_members.c a gzip file's members on every core.
+ * it, input_members.c a gzip file's members on every core, input_zstd.c
+ * a zstd input.
  */
 #ifndef HPROF_INPUT_SPOOL_H
 #define HPROF_INPUT_SPOOL_H
@@ -52,5 +53,11 @@ int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, u
  * `threads` (0: one per core) (input_members.c). */
 int spool_inflate_members(struct spool *s, uint64_t size, unsigned threads,
                           struct hprof_error *err);
+
+/* Whether the `n` bytes at `p` start with a zstd frame's magic. */
+int spool_is_zstd(const uint8_t *p, size_t n);
+/* Decompress the zstd input s->in, whose first `prefix` bytes are in
+ * in_buf already, into the copy (input_zstd.c). */
+int spool_unzstd(struct spool *s, size_t prefix, struct hprof_error *err);
 
 #endif
