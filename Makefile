@@ -37,26 +37,16 @@ SRC_HDR = src/*/*.h
 CFLAGS ?=
 CFLAGS += -std=c11 -pthread $(WARN) $(OPT)
 # gzip members are deflated by libdeflate at every level (2.5x faster than
-# zlib, and the same bytes on every machine); ISA-L is linked for the tests'
-# comparison of its level 1, whose bytes depend on the CPU; ISAL=0 builds
-# without it; DEFLATE=zlib builds with neither, zlib then does every level.
+# zlib, and the same bytes on every machine); DEFLATE=zlib builds without
+# it, zlib then does every level.
 # libzstd writes --zstd outputs (5x faster than gzip -1 and smaller, for
 # uploads) and reads .zst inputs, in every build.
 DEFLATE ?= libdeflate
-ISAL ?= 1
 ifeq ($(DEFLATE),libdeflate)
 CPPFLAGS += -DHPROF_WITH_LIBDEFLATE
-ifeq ($(ISAL),1)
-CPPFLAGS += -DHPROF_WITH_ISAL
-LDLIBS_LIB := -lisal -ldeflate -lzstd -lcrypto -lz -pthread
-PC_PRIVATE := libisal libdeflate libzstd libcrypto zlib
-else
 LDLIBS_LIB := -ldeflate -lzstd -lcrypto -lz -pthread
 PC_PRIVATE := libdeflate libzstd libcrypto zlib
-B := $(B)-noisal
-endif
 else
-ISAL := 0
 LDLIBS_LIB := -lzstd -lcrypto -lz -pthread
 PC_PRIVATE := libzstd libcrypto zlib
 B := $(B)-zlib
@@ -92,12 +82,12 @@ all: $(B)/.deps $(B)/libhprof.a $(B)/$(SOFILE) $(TOOL_BIN)
 
 $(B)/.deps: tools/ensure-deps.sh
 	@mkdir -p $(B)
-	@DEFLATE=$(DEFLATE) ISAL=$(ISAL) tools/ensure-deps.sh build
+	@DEFLATE=$(DEFLATE) tools/ensure-deps.sh build
 	@touch $@
 
 $(B)/.check-deps: tools/ensure-deps.sh
 	@mkdir -p $(B)
-	@DEFLATE=$(DEFLATE) ISAL=$(ISAL) tools/ensure-deps.sh check
+	@DEFLATE=$(DEFLATE) tools/ensure-deps.sh check
 	@touch $@
 
 # The library's objects serve libhprof.so and libhprof.a alike: position
@@ -216,7 +206,7 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/hp
 	@set -e; for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$$t $(B)/hostile; done
 	@tests/layering-tests.sh
 	@tests/check-layering.sh $(B)
-	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) ISAL=$(ISAL) tests/cli-tests.sh
+	@HPROF_BUILD=$(B) SANITIZE=$(SANITIZE) DEFLATE=$(DEFLATE) tests/cli-tests.sh
 	@HPROF_BUILD=$(B) tests/salvage-tests.sh
 
 # The suites that run threads (the worker pool, the write pass, gzip members

@@ -265,10 +265,10 @@ HPROF_API struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
  * members of HPROF_GZIP_BLOCK input bytes each, the first carrying the
  * comment "HPROF BLOCKSIZE=1048576", so readers can seek.  `level` 1-9.
  * Members are compressed by `threads` worker threads (0: one per core, 1:
- * in the caller's thread); the output is the same for every count.  Level
- * 1 is deflated by ISA-L and the others by libdeflate when the library is
- * built with them (the default), else by zlib: different bytes, each
- * deterministic, all plain gzip. */
+ * in the caller's thread); the output is the same for every count.  Every
+ * level is deflated by libdeflate when the library is built with it (the
+ * default), else by zlib: different bytes, each the same on every machine,
+ * all plain gzip. */
 #define HPROF_GZIP_BLOCK (1u << 20)
 HPROF_API struct hprof_sink *hprof_sink_new_gzip(int fd, int level, unsigned threads,
                                                  struct hprof_error *err);

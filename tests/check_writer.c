@@ -18,9 +18,6 @@
 
 #include "sink_private.h"
 #include "writer_private.h"
-#ifdef HPROF_WITH_ISAL
-#include <isa-l/igzip_lib.h>
-#endif
 #include "testlib.h"
 
 /* Top-level records of a dump in memory: count by tag, largest segment. */
@@ -249,17 +246,9 @@ static const enum gzip_backend backends[] = {
 #ifdef HPROF_WITH_LIBDEFLATE
     GZIP_LIBDEFLATE,
 #endif
-#ifdef HPROF_WITH_ISAL
-    GZIP_ISAL,
-#endif
 };
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
-/* A level each backend serves: ISA-L serves level 1 only. */
-static int usual_level(enum gzip_backend backend)
-{
-    return backend == GZIP_ISAL ? 1 : 6;
-}
 
 /* Inflate gzip members one at a time into `plain` (`cap` bytes), checking
  * that none holds more than a block.  @return the bytes restored. */
@@ -358,7 +347,7 @@ START_TEST(gzip_output_is_the_same_for_every_thread_count)
     uint8_t *data = malloc(len);
     for (size_t i = 0; i < len; i++)
         data[i] = (uint8_t)(i / 3 + (i >> 12));
-    int level = usual_level(backends[_i]);
+    int level = 6 /* gzip's default */;
     uint8_t *one = gzip_memory(data, len, level, 1, backends[_i], &one_len);
     for (unsigned threads = 2; threads <= 8; threads += 3) {
         uint8_t *many = gzip_memory(data, len, level, threads, backends[_i], &many_len);
@@ -384,8 +373,7 @@ START_TEST(gzip_members_of_incompressible_data_fit_and_gunzip)
         x ^= x << 17;
         data[i] = (uint8_t)x;
     }
-    int last = backends[_i] == GZIP_ISAL ? 1 : 9;
-    for (int level = 1; level <= last; level += 8) {
+    for (int level = 1; level <= 9; level += 8) {
         uint8_t *z = gzip_memory(data, len, level, 2, backends[_i], &zlen);
         ck_assert_uint_gt(zlen, len);
         uint8_t *plain = malloc(len);
@@ -438,45 +426,6 @@ START_TEST(gzip_sink_deflates_every_level_with_a_backend_whose_bytes_are_the_sam
     free(data);
 }
 END_TEST
-
-#ifdef HPROF_WITH_ISAL
-/* isal_deflate_stateless_init() leaves hist_bits as it finds it, and a
- * window of 2^12 bytes gives other (valid) bytes: a coder whose memory
- * held that once wrote members that differed by thread count.  Here the
- * coder's state is likely to land where such a stream was freed. */
-START_TEST(isal_members_do_not_depend_on_what_their_memory_held)
-{
-    size_t len = HPROF_GZIP_BLOCK, clean_len, dirty_len;
-    uint8_t *data = malloc(len);
-    for (size_t i = 0; i < len; i++)
-        data[i] = (uint8_t)(i / 3 + (i >> 12));
-    uint8_t *clean = gzip_memory(data, len, 1, 1, GZIP_ISAL, &clean_len);
-    struct isal_zstream *stale[16];
-    for (int i = 0; i < 16; i++) {
-        stale[i] = malloc(sizeof *stale[i]);
-        memset(stale[i], 0, sizeof *stale[i]);
-        stale[i]->hist_bits = 12;
-    }
-    for (int i = 0; i < 16; i++)
-        free(stale[i]);
-    uint8_t *dirty = gzip_memory(data, len, 1, 1, GZIP_ISAL, &dirty_len);
-    ck_assert_uint_eq(dirty_len, clean_len);
-    ck_assert_mem_eq(dirty, clean, clean_len);
-    free(clean);
-    free(dirty);
-    free(data);
-}
-END_TEST
-
-START_TEST(isal_backend_refuses_levels_above_1)
-{
-    struct hprof_error err = { 0 };
-    ck_assert_ptr_null(gzip_sink_new(1, 6, 1, GZIP_ISAL, &err));
-    ck_assert_int_eq(err.code, HPROF_ERR_USAGE);
-    ck_assert_ptr_nonnull(strstr(err.message, "level 1 only"));
-}
-END_TEST
-#endif
 
 /* Bytes that compress, but not to nothing, across several of libzstd's
  * jobs (8 MiB at level 3). */
@@ -1417,10 +1366,6 @@ static Suite *writer_suite(void)
     tcase_add_test(t, fd_sink_preallocating_inside_a_file_keeps_what_lies_past_its_writes);
     tcase_add_test(t, fd_sink_preallocating_on_a_pipe_loses_nothing);
     tcase_add_test(t, gzip_sink_gives_back_its_reserve_when_it_finishes);
-#ifdef HPROF_WITH_ISAL
-    tcase_add_test(t, isal_members_do_not_depend_on_what_their_memory_held);
-    tcase_add_test(t, isal_backend_refuses_levels_above_1);
-#endif
     tcase_add_test(t, fd_sink_reports_a_full_disk);
     tcase_add_test(t, fd_sink_copies_file_ranges_between_its_writes);
     tcase_add_test(t, fd_sink_copy_falls_back_to_the_bytes_it_was_given);

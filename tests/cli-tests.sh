@@ -1568,7 +1568,7 @@ root="$T/root"
 lib="$root/usr/local/lib"
 make_install() {
     env -u MAKEFLAGS -u MAKELEVEL ${MAKE:-make} -s "$1" PREFIX=/usr/local DESTDIR="$root" B="$B" \
-        SANITIZE="${SANITIZE:-}" DEFLATE="${DEFLATE:-libdeflate}" ISAL="${ISAL:-1}" > "$T/install.log" 2>&1 ||
+        SANITIZE="${SANITIZE:-}" DEFLATE="${DEFLATE:-libdeflate}" > "$T/install.log" 2>&1 ||
         die "make $1 failed: $(cat "$T/install.log")"
 }
 make_install install
@@ -1598,9 +1598,8 @@ for l in libhprof.a libhprof.so; do
 done
 export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
 pkg-config --static --libs libhprof > "$T/static-libs" || die "pkg-config --static --libs libhprof failed"
-case ${DEFLATE:-libdeflate}/${ISAL:-1} in
-libdeflate/1) private="-lisal -ldeflate -lzstd -lcrypto -lz -pthread" ;;
-libdeflate/0) private="-ldeflate -lzstd -lcrypto -lz -pthread" ;;
+case ${DEFLATE:-libdeflate} in
+libdeflate) private="-ldeflate -lzstd -lcrypto -lz -pthread" ;;
 *) private="-lzstd -lcrypto -lz -pthread" ;;
 esac
 grep -q -- "-lhprof $private" "$T/static-libs" ||
@@ -1620,8 +1619,7 @@ readelf -d "$T/count-dyn" | grep -q 'NEEDED.*libhprof\.so\.0' || die "the progra
 [ "$(LD_LIBRARY_PATH="$lib" "$T/count-dyn" "$T/in.hprof")" = "$want" ] ||
     die "dynamically linked: '$(LD_LIBRARY_PATH="$lib" "$T/count-dyn" "$T/in.hprof" 2>&1)', hprof-verify: '$want'"
 # Statically: libhprof.a and what Libs.private adds.  ld prefers the .so
-# beside it, hence -l:libhprof.a; -static is no option (Debian ships no
-# static ISA-L).
+# beside it, hence -l:libhprof.a; -static is not needed to prove it.
 # shellcheck disable=SC2046,SC2086
 cc $cflags -o "$T/count-static" tests/install/count-records.c \
     $(pkg-config --cflags --static --libs libhprof | sed 's/-lhprof /-l:libhprof.a /') ||

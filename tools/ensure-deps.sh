@@ -6,7 +6,6 @@ set -eu
 what=${1:-build}
 pkgs="libssl-dev zlib1g-dev libzstd-dev pkg-config gcc make"
 [ "${DEFLATE:-libdeflate}" = libdeflate ] && pkgs="$pkgs libdeflate-dev"
-[ "${DEFLATE:-libdeflate}" = libdeflate ] && [ "${ISAL:-1}" = 1 ] && pkgs="$pkgs libisal-dev"
 if [ "$what" = fuzz ]; then
     pkgs="$pkgs clang libclang-rt-14-dev"
 fi

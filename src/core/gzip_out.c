@@ -17,11 +17,8 @@
  * Which library deflates a member: libdeflate (HPROF_WITH_LIBDEFLATE) at
  * every level, 2.5x faster than zlib at level 6 with 5% smaller output,
  * and at level 1 faster than gzip -1 with output 15% smaller; zlib where
- * it is not built.  Each writes the same bytes on every machine.  ISA-L's
- * level 1 (HPROF_WITH_ISAL, gzip_sink_new() only) is 2x faster on emptied
- * arrays and 7x on zeroed ones, but it chooses its code by CPU features:
- * its bytes differ between x86-64, arm64 and s390x, and may between x86
- * CPUs, which breaks the promise that the same input gives the same bytes.
+ * it is not built.  Each writes the same bytes on every machine (ISA-L's
+ * level 1 is faster, but its bytes depend on the CPU it runs on).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +26,6 @@
 #include <zlib.h>
 #ifdef HPROF_WITH_LIBDEFLATE
 #include <libdeflate.h>
-#endif
-#ifdef HPROF_WITH_ISAL
-#include <isa-l/igzip_lib.h>
 #endif
 
 #include "pool.h"
@@ -51,10 +45,6 @@ struct member_coder {
 #ifdef HPROF_WITH_LIBDEFLATE
     struct libdeflate_compressor *ld;
 #endif
-#ifdef HPROF_WITH_ISAL
-    struct isal_zstream *isal;  /* 80 KiB of state: on the heap */
-    uint8_t *isal_level_buf;
-#endif
 };
 
 static int coder_init(struct member_coder *c, enum gzip_backend backend, int level)
@@ -65,13 +55,6 @@ static int coder_init(struct member_coder *c, enum gzip_backend backend, int lev
 #ifdef HPROF_WITH_LIBDEFLATE
     if (backend == GZIP_LIBDEFLATE)
         return (c->ld = libdeflate_alloc_compressor(level)) != NULL;
-#endif
-#ifdef HPROF_WITH_ISAL
-    if (backend == GZIP_ISAL) {
-        c->isal = calloc(1, sizeof *c->isal);
-        c->isal_level_buf = calloc(1, ISAL_DEF_LVL1_DEFAULT);
-        return c->isal != NULL && c->isal_level_buf != NULL;
-    }
 #endif
     /* windowBits 15 + 16: a gzip wrapper; memLevel 8 as zlib's default. */
     c->z_ready = deflateInit2(&c->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
@@ -85,10 +68,6 @@ static void coder_free(struct member_coder *c)
 #ifdef HPROF_WITH_LIBDEFLATE
     if (c->ld != NULL)
         libdeflate_free_compressor(c->ld);
-#endif
-#ifdef HPROF_WITH_ISAL
-    free(c->isal);
-    free(c->isal_level_buf);
 #endif
     memset(c, 0, sizeof *c);
 }
@@ -104,12 +83,10 @@ static size_t member_bound(enum gzip_backend backend)
 #else
     (void)backend;
 #endif
-    /* ISA-L falls back to stored blocks, 5 bytes per 64 KiB: zlib's bound,
-     * which allows for the same, covers it. */
     return compressBound(HPROF_GZIP_BLOCK) + wrapper;
 }
 
-#if defined(HPROF_WITH_LIBDEFLATE) || defined(HPROF_WITH_ISAL)
+#ifdef HPROF_WITH_LIBDEFLATE
 static void put_le32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -153,33 +130,6 @@ static size_t coder_member(struct member_coder *c, const uint8_t *in, size_t len
         put_le32(out + head + body, libdeflate_crc32(0, in, len));
         put_le32(out + head + body + 4, (uint32_t)len);
         return head + body + 8;
-    }
-#endif
-#ifdef HPROF_WITH_ISAL
-    if (c->backend == GZIP_ISAL) {
-        size_t head = gzip_header(out, first, 1);
-        struct isal_zstream *z = c->isal;
-        /* Every member from the same state, whatever this coder did before:
-         * isal_deflate_stateless_init() leaves fields alone (hist_bits, the
-         * window, among them) that change the output, and so, once in a
-         * while, did what an earlier member left in the level buffer past
-         * its first ISAL_DEF_LVL1_REQ bytes (a member could come out a byte
-         * longer with 2 threads than with 1). */
-        memset(z, 0, sizeof *z);
-        memset(c->isal_level_buf, 0, ISAL_DEF_LVL1_DEFAULT);
-        isal_deflate_stateless_init(z);
-        z->level = 1;
-        z->level_buf = c->isal_level_buf;
-        z->level_buf_size = ISAL_DEF_LVL1_DEFAULT;
-        z->gzip_flag = IGZIP_GZIP_NO_HDR; /* our header; ISA-L writes the trailer */
-        z->end_of_stream = 1;
-        z->next_in = (uint8_t *)in;
-        z->avail_in = (uint32_t)len;
-        z->next_out = out + head;
-        z->avail_out = (uint32_t)(cap - head);
-        if (isal_deflate_stateless(z) != COMP_OK)
-            return 0;
-        return head + z->total_out;
     }
 #endif
     gz_header header;
@@ -363,10 +313,6 @@ struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_
 {
     if (level < 1 || level > 9) {
         hprof_error_set(err, HPROF_ERR_USAGE, "gzip level %d (expected 1-9)", level);
-        return NULL;
-    }
-    if (backend == GZIP_ISAL && level != 1) {
-        hprof_error_set(err, HPROF_ERR_USAGE, "gzip level %d: ISA-L serves level 1 only", level);
         return NULL;
     }
     threads = pool_threads(POOL_DEFLATE, threads, 0);

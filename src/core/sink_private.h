@@ -116,11 +116,10 @@ int mem_sink_over(const struct hprof_sink *s);
 void mem_sink_swap(struct hprof_sink *s, uint8_t **data, size_t *len, size_t *cap);
 
 /* Which library deflates gzip members. */
-enum gzip_backend { GZIP_ZLIB, GZIP_LIBDEFLATE, GZIP_ISAL };
+enum gzip_backend { GZIP_ZLIB, GZIP_LIBDEFLATE };
 
 /* hprof_sink_new_gzip() with a chosen backend (tests compare them);
- * GZIP_LIBDEFLATE needs a library built with HPROF_WITH_LIBDEFLATE,
- * GZIP_ISAL one built with HPROF_WITH_ISAL, and level 1. */
+ * GZIP_LIBDEFLATE needs a library built with HPROF_WITH_LIBDEFLATE. */
 struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_backend backend,
                                  struct hprof_error *err);
 
