@@ -40,24 +40,16 @@
 #include "sink_private.h"
 #include "writer_private.h"
 
-struct hprof_writer {
-    struct hprof_visitor base;
-    struct hprof_sink *sink;
-    struct hprof_error *err;
-    unsigned id_size;
-    uint32_t limit;
+/* What a writer has open and where it is: all of it forgotten by
+ * writer_discard(), while the settings and buffers stay. */
+struct writer_state {
     int header_written;         /* a writer fed several runs (one per heap dump) writes it once */
-
-    uint8_t *seg;               /* the open segment's body, up to `limit`
-                                   (a whole HEAP_DUMP's: up to seg_cap) */
-    size_t seg_len, seg_cap;
+    size_t seg_len;             /* bytes of the open segment's body */
     uint32_t seg_time;
     uint8_t seg_tag;            /* the input's: HEAP_DUMP_SEGMENT or HEAP_DUMP */
     int whole_open;             /* a HEAP_DUMP begun, not yet written: it is
                                    written even if nothing in it survives */
-    int streaming;              /* ... or, on a sink that can patch, already
-                                   written there after a blank header */
-    uint64_t seg_at;            /* where that header is in the output */
+    uint64_t seg_at;            /* where a streamed segment's blank header is */
     int in_run;                 /* segments written, HEAP_DUMP_END not yet */
     int closed_by_us;           /* we wrote the END the input has yet to send */
 
@@ -66,20 +58,36 @@ struct hprof_writer {
     uint64_t info_name;
     int info_written;           /* ... already in the open output segment */
 
-    uint8_t *scratch;           /* one serialised sub-record */
-    size_t scratch_cap;
-
     /* An array whose data is still arriving in chunks. */
     uint64_t array_id;
     uint64_t array_left;        /* data bytes still expected */
     uint64_t array_next;        /* chunk offset (bytes or elements) expected */
     int array_direct;           /* data goes straight to the sink */
+};
+
+struct hprof_writer {
+    struct hprof_visitor base;
+    struct hprof_sink *sink;
+    struct hprof_error *err;
+    unsigned id_size;
+    uint32_t limit;
+
+    uint8_t *seg;               /* the open segment's body, up to `limit`
+                                   (a whole HEAP_DUMP's: up to seg_cap) */
+    size_t seg_cap;
+    int streaming;              /* segments go to a sink that can patch, after
+                                   a blank header filled in at their end */
+
+    uint8_t *scratch;           /* one serialised sub-record */
+    size_t scratch_cap;
 
     /* writer_copy_input(): the input's mapping, whose bytes a file sink
      * copies itself. */
     uintptr_t copy_map;
     uint64_t copy_size;
     int copy_fd;
+
+    struct writer_state st;
 };
 
 /* Chunks of array contents smaller than this are written with the rest:
@@ -121,36 +129,36 @@ static size_t info_size(const struct hprof_writer *w)
 static uint8_t *put_info(struct hprof_writer *w, uint8_t *p)
 {
     p = put_u1(p, HPROF_HEAP_DUMP_INFO);
-    p = put_u4(p, w->info_heap);
-    return put_id(p, w->info_name, w->id_size);
+    p = put_u4(p, w->st.info_heap);
+    return put_id(p, w->st.info_name, w->id_size);
 }
 
 /* Is the open output record a HEAP_DUMP, which must stay one record? */
 static int whole(const struct hprof_writer *w)
 {
-    return w->seg_tag == HPROF_TAG_HEAP_DUMP;
+    return w->st.seg_tag == HPROF_TAG_HEAP_DUMP;
 }
 
 /* Write the open segment (or HEAP_DUMP).  A segment with nothing in it is
  * not written; a HEAP_DUMP is, once, as the input had one. */
 static int flush_segment(struct hprof_writer *w)
 {
-    int write_empty = whole(w) && w->whole_open;
-    w->whole_open = 0;
-    if (w->seg_len == 0 && !write_empty)
+    int write_empty = whole(w) && w->st.whole_open;
+    w->st.whole_open = 0;
+    if (w->st.seg_len == 0 && !write_empty)
         return HPROF_OK;
     int rc;
-    if (w->streaming && w->seg_len > 0) { /* checked against 4 GiB by emit() */
+    if (w->streaming && w->st.seg_len > 0) { /* checked against 4 GiB by emit() */
         uint8_t h[9];
-        put_record_header(w, h, w->seg_tag, w->seg_time, w->seg_len);
-        rc = sink_patch(w->sink, w->seg_at, h, sizeof h);
-    } else if ((rc = write_record_header(w, w->seg_tag, w->seg_time, w->seg_len)) == HPROF_OK &&
-               w->seg_len > 0) {
-        rc = io(w, w->seg, w->seg_len);
+        put_record_header(w, h, w->st.seg_tag, w->st.seg_time, w->st.seg_len);
+        rc = sink_patch(w->sink, w->st.seg_at, h, sizeof h);
+    } else if ((rc = write_record_header(w, w->st.seg_tag, w->st.seg_time, w->st.seg_len)) == HPROF_OK &&
+               w->st.seg_len > 0) {
+        rc = io(w, w->seg, w->st.seg_len);
     }
-    w->seg_len = 0;
-    w->info_written = 0;
-    w->in_run = !whole(w);
+    w->st.seg_len = 0;
+    w->st.info_written = 0;
+    w->st.in_run = !whole(w);
     return rc;
 }
 
@@ -177,20 +185,20 @@ static int grow_segment(struct hprof_writer *w, uint64_t n)
 static int end_run(struct hprof_writer *w, uint32_t time)
 {
     int rc = flush_segment(w);
-    if (rc == HPROF_OK && w->in_run) {
+    if (rc == HPROF_OK && w->st.in_run) {
         rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_END, time, 0);
-        w->in_run = 0;
+        w->st.in_run = 0;
     }
     return rc;
 }
 
 static int check_no_array_pending(struct hprof_writer *w)
 {
-    if (w->array_left == 0)
+    if (w->st.array_left == 0)
         return HPROF_OK;
     return hprof_error_set(w->err, HPROF_ERR_USAGE,
                            "writer: array 0x%" PRIx64 " ended %" PRIu64 " bytes early",
-                           w->array_id, w->array_left);
+                           w->st.array_id, w->st.array_left);
 }
 
 /* emit() into the open segment of a streaming writer: straight to the
@@ -199,9 +207,9 @@ static int check_no_array_pending(struct hprof_writer *w)
 static int stream(struct hprof_writer *w, size_t info, const uint8_t *head, size_t head_len)
 {
     int rc = HPROF_OK;
-    if (w->seg_len == 0) {
+    if (w->st.seg_len == 0) {
         static const uint8_t blank[9];
-        w->seg_at = hprof_sink_bytes(w->sink);
+        w->st.seg_at = hprof_sink_bytes(w->sink);
         rc = io(w, blank, sizeof blank);
     }
     if (rc == HPROF_OK && info) {
@@ -210,8 +218,8 @@ static int stream(struct hprof_writer *w, size_t info, const uint8_t *head, size
     }
     if (rc == HPROF_OK)
         rc = io(w, head, head_len);
-    w->seg_len += info + head_len + w->array_left;
-    w->info_written |= info != 0;
+    w->st.seg_len += info + head_len + w->st.array_left;
+    w->st.info_written |= info != 0;
     return rc;
 }
 
@@ -225,64 +233,64 @@ static int emit(struct hprof_writer *w, const uint8_t *head, size_t head_len, ui
     if (rc != HPROF_OK)
         return rc;
     uint64_t n = head_len + tail;
-    size_t info = w->have_info && !w->info_written ? info_size(w) : 0;
+    size_t info = w->st.have_info && !w->st.info_written ? info_size(w) : 0;
     if (whole(w)) { /* one record: no split, no segment of its own */
-        if (w->seg_len + info + n > UINT32_MAX)
+        if (w->st.seg_len + info + n > UINT32_MAX)
             return hprof_error_set(w->err, HPROF_ERR_USAGE,
                                    "writer: HEAP_DUMP body passes 4 GiB (it cannot be split)");
-        if (!w->streaming && (rc = grow_segment(w, w->seg_len + info + n)) != HPROF_OK)
+        if (!w->streaming && (rc = grow_segment(w, w->st.seg_len + info + n)) != HPROF_OK)
             return rc;
-    } else if (w->seg_len + info + n > w->limit && w->seg_len > 0) {
+    } else if (w->st.seg_len + info + n > w->limit && w->st.seg_len > 0) {
         if ((rc = flush_segment(w)) != HPROF_OK)
             return rc;
-        info = w->have_info ? info_size(w) : 0;
+        info = w->st.have_info ? info_size(w) : 0;
     }
-    w->array_left = tail;
-    w->array_direct = !whole(w) && info + n > w->limit;
-    if (!w->array_direct && w->streaming)
+    w->st.array_left = tail;
+    w->st.array_direct = !whole(w) && info + n > w->limit;
+    if (!w->st.array_direct && w->streaming)
         return stream(w, info, head, head_len);
-    if (!w->array_direct) {
+    if (!w->st.array_direct) {
         if (info)
-            put_info(w, w->seg + w->seg_len);
-        memcpy(w->seg + w->seg_len + info, head, head_len); /* head_len > 0 */
-        w->seg_len += info + head_len;
-        w->info_written |= info != 0;
+            put_info(w, w->seg + w->st.seg_len);
+        memcpy(w->seg + w->st.seg_len + info, head, head_len); /* head_len > 0 */
+        w->st.seg_len += info + head_len;
+        w->st.info_written |= info != 0;
         return HPROF_OK;
     }
     /* A segment of its own; the next sub-record starts a fresh one. */
     uint8_t info_bytes[16];
-    rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_SEGMENT, w->seg_time, info + n);
+    rc = write_record_header(w, HPROF_TAG_HEAP_DUMP_SEGMENT, w->st.seg_time, info + n);
     if (rc == HPROF_OK && info)
         rc = io(w, info_bytes, (size_t)(put_info(w, info_bytes) - info_bytes));
     if (rc == HPROF_OK)
         rc = io(w, head, head_len);
-    w->in_run = 1;
-    w->info_written = 0;
+    w->st.in_run = 1;
+    w->st.info_written = 0;
     return rc;
 }
 
 static int array_data(struct hprof_writer *w, const uint8_t *data, size_t len)
 {
-    if (len > w->array_left)
+    if (len > w->st.array_left)
         return hprof_error_set(w->err, HPROF_ERR_USAGE,
                                "writer: array 0x%" PRIx64 " got more data than its count",
-                               w->array_id);
-    w->array_left -= len;
+                               w->st.array_id);
+    w->st.array_left -= len;
     /* An empty array, as --arrays=empty makes most: nothing to write, and
      * hprof_sink_write(), where sink_put() sends 0 bytes, would only check
      * that the sink is still usable. */
     if (len == 0 && !w->sink->failed && !w->sink->finished)
         return HPROF_OK;
-    if (w->array_direct || w->streaming) { /* counted in seg_len by stream() */
+    if (w->st.array_direct || w->streaming) { /* counted in seg_len by stream() */
         uint64_t at = (uintptr_t)data - w->copy_map;
         if (w->copy_fd >= 0 && len >= COPY_MIN && (uintptr_t)data >= w->copy_map &&
             at <= w->copy_size && len <= w->copy_size - at)
-            return sink_copy(w->sink, w->copy_fd, at, data, len, w->array_left);
+            return sink_copy(w->sink, w->copy_fd, at, data, len, w->st.array_left);
         return io(w, data, len);
     }
     if (len > 0) /* data may be NULL for an empty array */
-        memcpy(w->seg + w->seg_len, data, len);
-    w->seg_len += len;
+        memcpy(w->seg + w->st.seg_len, data, len);
+    w->st.seg_len += len;
     return HPROF_OK;
 }
 
@@ -317,9 +325,9 @@ static int on_header(struct hprof_visitor *v, const struct hprof_header *h)
     size_t vlen = strlen(h->version) + 1;
     if (h->id_size != 4 && h->id_size != 8)
         return hprof_error_set(w->err, HPROF_ERR_USAGE, "writer: id size %" PRIu32, h->id_size);
-    if (w->header_written)
+    if (w->st.header_written)
         return HPROF_OK;
-    w->header_written = 1;
+    w->st.header_written = 1;
     w->id_size = h->id_size;
     put_u4(put_u4(put_u4(tail, h->id_size), (uint32_t)(h->timestamp_ms >> 32)),
            (uint32_t)h->timestamp_ms);
@@ -376,11 +384,11 @@ static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
     if (rc != HPROF_OK)
         return rc;
     if (r->tag == HPROF_TAG_HEAP_DUMP_END) {
-        int ours = w->closed_by_us && !w->in_run && w->seg_len == 0;
-        w->closed_by_us = 0;
+        int ours = w->st.closed_by_us && !w->st.in_run && w->st.seg_len == 0;
+        w->st.closed_by_us = 0;
         if (ours)
             return HPROF_OK;        /* already written when the run ended */
-        w->in_run = 1;              /* the input's END is written as it is */
+        w->st.in_run = 1;              /* the input's END is written as it is */
         return end_run(w, r->time);
     }
     rc = before_top_level(w);
@@ -395,18 +403,18 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     int rc = check_no_array_pending(w);
     if (rc == HPROF_OK)
         rc = flush_segment(w);
-    if (rc == HPROF_OK && s->tag == HPROF_TAG_HEAP_DUMP && w->in_run) {
+    if (rc == HPROF_OK && s->tag == HPROF_TAG_HEAP_DUMP && w->st.in_run) {
         rc = end_run(w, 0); /* segments then a HEAP_DUMP: close their run */
-        w->closed_by_us = 1;
+        w->st.closed_by_us = 1;
     } else {
-        w->closed_by_us = 0;
+        w->st.closed_by_us = 0;
     }
-    w->seg_time = s->time;
-    w->seg_tag = s->tag == HPROF_TAG_HEAP_DUMP ? HPROF_TAG_HEAP_DUMP : HPROF_TAG_HEAP_DUMP_SEGMENT;
-    w->whole_open = whole(w);
+    w->st.seg_time = s->time;
+    w->st.seg_tag = s->tag == HPROF_TAG_HEAP_DUMP ? HPROF_TAG_HEAP_DUMP : HPROF_TAG_HEAP_DUMP_SEGMENT;
+    w->st.whole_open = whole(w);
     /* even if nothing in a segment survives, the run gets its END */
-    w->in_run = !whole(w);
-    w->have_info = 0; /* readers start each input segment in the default heap */
+    w->st.in_run = !whole(w);
+    w->st.have_info = 0; /* readers start each input segment in the default heap */
     return rc;
 }
 
@@ -431,10 +439,10 @@ static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i
 {
     struct hprof_writer *w = self(v);
     int rc = check_no_array_pending(w);
-    w->have_info = 1;
-    w->info_written = 0;
-    w->info_heap = i->heap_id;
-    w->info_name = i->name_id;
+    w->st.have_info = 1;
+    w->st.info_written = 0;
+    w->st.info_heap = i->heap_id;
+    w->st.info_name = i->name_id;
     return rc;
 }
 
@@ -477,7 +485,7 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
     p = put_u1(p, HPROF_INSTANCE_DUMP);
     p = instance_head_put(p, o, ids);
     int rc = emit(w, head, (size_t)(p - head), o->length);
-    w->array_id = o->id;
+    w->st.array_id = o->id;
     return rc == HPROF_OK ? array_data(w, o->values, o->length) : rc;
 }
 
@@ -486,7 +494,7 @@ static int continues_array(struct hprof_writer *w, uint64_t id, uint64_t first)
 {
     if (first == 0)
         return 0;
-    if (w->array_left == 0 || id != w->array_id || first != w->array_next) {
+    if (w->st.array_left == 0 || id != w->st.array_id || first != w->st.array_next) {
         hprof_error_set(w->err, HPROF_ERR_USAGE,
                         "writer: chunk at %" PRIu64 " of array 0x%" PRIx64 " out of order",
                         first, id);
@@ -509,9 +517,9 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
         int rc = emit(w, head, (size_t)(p - head), (uint64_t)a->count * ids);
         if (rc != HPROF_OK)
             return rc;
-        w->array_id = a->id;
+        w->st.array_id = a->id;
     }
-    w->array_next = (uint64_t)a->first + a->n;
+    w->st.array_next = (uint64_t)a->first + a->n;
     return array_data(w, a->elements, (size_t)a->n * ids);
 }
 
@@ -535,9 +543,9 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
         int rc = emit(w, head, (size_t)(p - head), nodata ? 0 : (uint64_t)a->count * esize);
         if (rc != HPROF_OK)
             return rc;
-        w->array_id = a->id;
+        w->st.array_id = a->id;
     }
-    w->array_next = a->first + a->length;
+    w->st.array_next = a->first + a->length;
     return array_data(w, a->data, a->length);
 }
 
@@ -591,33 +599,18 @@ void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_
 
 void writer_begin_job(struct hprof_writer *w)
 {
-    w->in_run = 0;
-    w->closed_by_us = 0;
+    w->st.in_run = 0;
+    w->st.closed_by_us = 0;
 }
 
 struct writer_run writer_run_state(const struct hprof_writer *w)
 {
-    return (struct writer_run){ w->in_run, w->closed_by_us };
+    return (struct writer_run){ w->st.in_run, w->st.closed_by_us };
 }
 
 void writer_discard(struct hprof_writer *w)
 {
-    struct hprof_writer kept = *w;
-    memset(w, 0, sizeof *w);
-    w->base = kept.base;
-    w->sink = kept.sink;
-    w->err = kept.err;
-    w->id_size = kept.id_size;
-    w->limit = kept.limit;
-    w->seg = kept.seg;
-    w->seg_cap = kept.seg_cap;
-    w->seg_tag = HPROF_TAG_HEAP_DUMP_SEGMENT;
-    w->streaming = kept.streaming;
-    w->scratch = kept.scratch;
-    w->scratch_cap = kept.scratch_cap;
-    w->copy_map = kept.copy_map;
-    w->copy_size = kept.copy_size;
-    w->copy_fd = kept.copy_fd;
+    w->st = (struct writer_state){ .seg_tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
 }
 
 /* The bytes are whole records; only their first header is read, to know
@@ -631,12 +624,12 @@ int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len
         rc = flush_segment(w);
     /* A job starts with no run open: a HEAP_DUMP first in it closes the run
      * this writer has open, as one writer would have. */
-    int closes = len >= 9 && bytes[0] == HPROF_TAG_HEAP_DUMP && w->in_run;
+    int closes = len >= 9 && bytes[0] == HPROF_TAG_HEAP_DUMP && w->st.in_run;
     if (rc == HPROF_OK && closes)
         rc = end_run(w, 0);
-    w->in_run = after.in_run;
-    w->closed_by_us = after.closed_by_us || (closes && records == 1);
-    w->have_info = 0;
+    w->st.in_run = after.in_run;
+    w->st.closed_by_us = after.closed_by_us || (closes && records == 1);
+    w->st.have_info = 0;
     return rc == HPROF_OK ? io(w, bytes, len) : rc;
 }
 
@@ -653,7 +646,7 @@ struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_erro
     w->copy_fd = -1;
     w->err = err;
     w->id_size = 4;
-    w->seg_tag = HPROF_TAG_HEAP_DUMP_SEGMENT;
+    w->st.seg_tag = HPROF_TAG_HEAP_DUMP_SEGMENT;
     if (hprof_writer_set_segment_limit(w, HPROF_SEGMENT_LIMIT) != HPROF_OK) {
         hprof_writer_free(w);
         return NULL;
@@ -663,7 +656,7 @@ struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_erro
 
 int hprof_writer_set_segment_limit(struct hprof_writer *w, uint32_t bytes)
 {
-    if (bytes < HPROF_SEGMENT_LIMIT_MIN || w->seg_len > 0)
+    if (bytes < HPROF_SEGMENT_LIMIT_MIN || w->st.seg_len > 0)
         return hprof_error_set(w->err, HPROF_ERR_USAGE, "writer: bad segment limit %" PRIu32,
                                bytes);
     uint8_t *seg = realloc(w->seg, bytes);
