@@ -33,6 +33,23 @@ expect() {
 # without Java or the analyzers, to iterate quickly.
 TESTS=""
 
+# dump_app OUT JCMD_OPTION JAVA_ARGS...: start a Java program that prints
+# "ready" once its heap is built, dump that heap to OUT with jcmd (with
+# JCMD_OPTION, say -gz=1, if not empty), and stop the program.
+dump_app() {
+    app_out=$1 app_opt=$2; shift 2
+    java "$@" > "$app_out.log" 2>&1 &
+    app=$!
+    i=0
+    until grep -q ready "$app_out.log"; do
+        i=$((i + 1)); [ $i -lt 300 ] || break
+        sleep 0.1
+    done
+    # shellcheck disable=SC2086 # no option is no word
+    jcmd $app GC.heap_dump $app_opt "$app_out" > /dev/null || die "jcmd could not dump $*"
+    kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
+}
+
 # mode FILE: its permission bits in octal
 mode() { stat -c %a "$1"; }
 
@@ -979,15 +996,7 @@ gzip -c "$T/gzm.hprof" > "$T/gzm-one.hprof.gz"
 rm -f "$T"/gzm-part.*
 mkdir -p "$T/java"
 javac -d "$T/java" tools/java/FixtureApp.java
-java -Xmx24m -XX:+UseSerialGC -Xshare:off -cp "$T/java" FixtureApp > "$T/app.log" 2>&1 &
-app=$!
-i=0
-until grep -q ready "$T/app.log"; do
-    i=$((i + 1)); [ $i -lt 300 ] || break
-    sleep 0.1
-done
-jcmd $app GC.heap_dump -gz=1 "$T/gzm-jcmd.hprof.gz" > /dev/null || die "jcmd -gz=1 failed"
-kill $app; wait $app 2>/dev/null || true
+dump_app "$T/gzm-jcmd.hprof.gz" -gz=1 -Xmx24m -XX:+UseSerialGC -Xshare:off -cp "$T/java" FixtureApp
 head -c 64 "$T/gzm-jcmd.hprof.gz" | grep -aq 'HPROF BLOCKSIZE=1048576' || die "jcmd -gz=1: no BLOCKSIZE comment"
 for gz in gzm-z gzm-cat gzm-one gzm-jcmd; do
     gzip -dc "$T/$gz.hprof.gz" | "$B/hprof-shrink" -q - - > "$T/$gz.pipe" || die "$gz through a pipe"
@@ -1814,15 +1823,7 @@ leak_analysis_survives_shrink() {
     d=$T/leaks; rm -rf "$d"; mkdir -p "$d/app"
     javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/LeakAnalysis.java
     javac -d "$d/app" $(find tests/java/leakapp -name '*.java')
-    java -Xmx32m -XX:+UseSerialGC -Xshare:off -cp "$d/app" LeakApp > "$d/app.log" 2>&1 &
-    app=$!
-    i=0
-    until grep -q ready "$d/app.log"; do
-        i=$((i + 1)); [ $i -lt 300 ] || break
-        sleep 0.1
-    done
-    jcmd $app GC.heap_dump "$d/leak.hprof" > /dev/null || die "jcmd could not dump LeakApp"
-    kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
+    dump_app "$d/leak.hprof" "" -Xmx32m -XX:+UseSerialGC -Xshare:off -cp "$d/app" LeakApp
     leaks() { java -cp "$VISUALVM_JAR:$T/java" LeakAnalysis "$@"; }
     leaks "$d/leak.hprof" > "$d/in" || die "LeakAnalysis fails on LeakApp's dump"
     # the dump holds what the comparison is about: two leaks (1.x and 2), a
