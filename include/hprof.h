@@ -519,7 +519,16 @@ struct hprof_shrink_options {
      * record outside the heap dumps.  What the reader selected counts
      * when this is 0. */
     unsigned dump;
+    /* hprof_shrink_one_pass(): the most bytes of records that wait for
+     * what decides them (an array for its String or Bitmap, an instance
+     * for its class, a Bitmap for its buffer); 0: HPROF_WINDOW_DEFAULT.
+     * What passes it is decided by the window's rule (hprof-shrink(1),
+     * ONE PASS) and counted in the stats. */
+    uint64_t window;
 };
+
+#define HPROF_WINDOW_DEFAULT ((uint64_t)64 << 20)
+#define HPROF_WINDOW_MIN ((uint64_t)1 << 20)
 
 struct hprof_count {
     uint64_t count;
@@ -538,7 +547,8 @@ struct hprof_count {
     X(EXPAND, "expand")     /* the elements of Bitmap$DumpData buffers */ \
     X(EXEMPT, "exempt")     /* the value arrays of the Strings keep rules name */ \
     X(DIGEST, "digest")     /* MD5s of bitmap buffers that may have a twin */ \
-    X(WRITE, "write")       /* the plan applied */
+    X(WRITE, "write")       /* the plan applied */ \
+    X(STREAM, "one pass")   /* hprof_shrink_one_pass(): read once, written as decided */
 
 #define HPROF_SHRINK_PASS_ENUM(name, text) HPROF_PASS_##name,
 enum hprof_shrink_pass { HPROF_SHRINK_PASSES(HPROF_SHRINK_PASS_ENUM) HPROF_SHRINK_PASS_KINDS };
@@ -560,8 +570,8 @@ HPROF_API const char *hprof_shrink_pass_name(enum hprof_shrink_pass p);
  *   KIND   COUNT (a struct hprof_count: records and their bytes) or U64.
  *   TEXT   where --stats prints it: ROWS (always, in the table of counts),
  *          NAMES (unless --keep-names), JVM (with --jvm), MAPPING (with
- *          --mapping), REDACT (with --redact), BITMAPS (always, last), in
- *          that order; HIDDEN: summed, in neither report.
+ *          --mapping), REDACT (with --redact), BITMAPS (always), WINDOW
+ *          (after a one-pass shrink), in that order; HIDDEN: summed, in neither report.
  *   label  starts a line of --stats; NULL: the counter follows the one
  *          before on its line, after a comma.
  *   unit   printed after a U64 counter's value. */
@@ -636,7 +646,20 @@ HPROF_API const char *hprof_shrink_pass_name(enum hprof_shrink_pass p);
     X(U64, bitmap_bytes_compared, "bitmap_bytes_compared", BITMAPS, NULL, " bytes compared") \
         /* A buffer that may be a twin is compared byte for byte with the \
          * first of its type, length and fingerprint as that one is hashed, \
-         * and is hashed itself only if it differs: the bytes read so. */
+         * and is hashed itself only if it differs: the bytes read so. */ \
+    X(COUNT, window_waited, "window_waited", WINDOW, "window: records that waited", "") \
+        /* one pass: records held until what decides them came */ \
+    X(U64, window_peak_bytes, "window_peak_bytes", WINDOW, NULL, " bytes at most") \
+    X(COUNT, window_by_rule, "window_by_rule", WINDOW, "window: decided by the rule", "") \
+        /* records that left the window undecided: an array as no String's \
+         * or Bitmap's, a Bitmap with its buffer unmerged, an instance \
+         * with its class unknown */ \
+    X(U64, window_late, "window_late", WINDOW, "window: referrers too late", "") \
+        /* Strings, Bitmaps and DumpData whose array had been written \
+         * before they came (or never came): where the one-pass output \
+         * differs from the multi-pass one */ \
+    X(COUNT, window_names, "window_names", WINDOW, "window: names held", "") \
+        /* STRING records held until the end, to keep those in use */
 
 /* The field types of the table's kinds. */
 #define HPROF_SHRINK_COUNTER_TYPE_COUNT struct hprof_count
@@ -664,6 +687,26 @@ struct hprof_shrink_stats {
 HPROF_API int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
                            const struct hprof_shrink_options *options,
                            struct hprof_shrink_stats *stats, struct hprof_error *err);
+
+/* hprof_shrink_one_pass() :
+ * The same shrink in one run of `r`, front to back, writing as it goes:
+ * for a reader of a stream (hprof_reader_open_stream(),
+ * hprof_input_open_stream()), which cannot be read twice.  A record whose
+ * fate depends on one not read yet waits in a window of
+ * `options->window` bytes and is written once decided; what passes the
+ * window is decided by a stated rule and counted (window_* in the stats).
+ * Where nothing was (window_by_rule and window_late 0), every analyzer
+ * sees what it sees in hprof_shrink()'s output, though the records may
+ * come in another order (names after the heap dumps, records written
+ * later than read).  Duplicate bitmap buffers merge when their SHA-256
+ * digests agree (the multi-pass shrink compares bytes).  Memory: the
+ * window, the names (STRING records are held until the end, to keep those
+ * in use), and tables per object tracked.  Not with a mapping
+ * (HPROF_ERR_USAGE): restoring names takes a pass of its own.
+ * @return HPROF_OK, or an error (the sink then holds a partial dump). */
+HPROF_API int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
+                                    const struct hprof_shrink_options *options,
+                                    struct hprof_shrink_stats *stats, struct hprof_error *err);
 
 /* ---- What a dump holds (hprof-info) ------------------------------------------ */
 

@@ -112,7 +112,8 @@ static int parse_shard(const char *arg, struct options *o)
 
 enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
        OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
-       OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD, OPT_SALVAGE, OPT_ZSTD };
+       OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD, OPT_SALVAGE, OPT_ZSTD,
+       OPT_ONE_PASS, OPT_MULTI_PASS, OPT_WINDOW };
 
 static const struct option long_options[] = {
     { "arrays", required_argument, NULL, OPT_ARRAYS },
@@ -124,6 +125,9 @@ static const struct option long_options[] = {
     { "jvm", no_argument, NULL, OPT_JVM },
     { "mapping", required_argument, NULL, OPT_MAPPING },
     { "keep-duplicates", no_argument, NULL, OPT_KEEP_DUPLICATES },
+    { "one-pass", no_argument, NULL, OPT_ONE_PASS },
+    { "multi-pass", no_argument, NULL, OPT_MULTI_PASS },
+    { "window", required_argument, NULL, OPT_WINDOW },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "gzip", optional_argument, NULL, 'z' },
     { "zstd", optional_argument, NULL, OPT_ZSTD },
@@ -143,6 +147,32 @@ static const struct option long_options[] = {
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
 };
+
+/* --window=SIZE: bytes, or with a K, M or G suffix (powers of 1024). */
+static int parse_window(const char *arg, struct options *o)
+{
+    char digits[32];
+    size_t n = strlen(arg);
+    unsigned shift = 0;
+    if (n > 0 && n < sizeof digits) {
+        const char *units = "KMG";
+        const char *u = strchr(units, arg[n - 1] & ~0x20);
+        if (u != NULL && arg[n - 1] != '\0') {
+            shift = 10 * (unsigned)(u - units + 1);
+            n--;
+        }
+        memcpy(digits, arg, n);
+        digits[n] = '\0';
+    }
+    unsigned long long v;
+    const unsigned long long max = 1ull << 40;
+    if (n == 0 || n >= sizeof digits || cli_parse_uint(digits, max >> shift, &v) != 0 ||
+        (v << shift) < HPROF_WINDOW_MIN)
+        return cli_usage_error("--window: expected 1M to 1024G (bytes, or K, M, G), got '%s'",
+                               arg);
+    o->shrink.window = (uint64_t)v << shift;
+    return 0;
+}
 
 static int parse_redact_keep(const char *arg, struct options *o)
 {
@@ -187,6 +217,9 @@ static int parse_content_option(int c, const char *arg, struct options *o)
     case OPT_JVM: o->shrink.jvm = 1; return 0;
     case OPT_MAPPING: o->mapping_path = arg; return 0;
     case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; return 0;
+    case OPT_ONE_PASS: o->passes = 1; return 0;
+    case OPT_MULTI_PASS: o->passes = 2; return 0;
+    case OPT_WINDOW: return parse_window(arg, o);
     case OPT_DUMP:
         if (cli_parse_uint(arg, UINT_MAX, &v) != 0 || v < 1)
             return cli_usage_error("--dump: expected a heap dump's number from 1, got '%s'", arg);
@@ -327,6 +360,7 @@ static double ratio(uint64_t out, uint64_t in)
 /* Where --stats prints a counter (HPROF_SHRINK_COUNTERS' TEXT), in the
  * order of the report. */
 enum stats_text { TEXT_ROWS, TEXT_NAMES, TEXT_JVM, TEXT_MAPPING, TEXT_REDACT, TEXT_BITMAPS,
+                  TEXT_WINDOW,
                   TEXT_PARTS, TEXT_HIDDEN = TEXT_PARTS };
 
 struct counter {
@@ -355,9 +389,11 @@ static uint64_t counter_value(const struct hprof_shrink_stats *s, const struct c
     return *(const uint64_t *)(const void *)((const char *)s + c->offset);
 }
 
-static int text_shown(const struct options *o, enum stats_text t)
+static int text_shown(const struct options *o, const struct hprof_shrink_stats *s,
+                      enum stats_text t)
 {
     switch (t) {
+    case TEXT_WINDOW: return s->passes == 1 && s->pass_kinds[0] == HPROF_PASS_STREAM;
     case TEXT_NAMES: return !o->shrink.keep_names;
     case TEXT_JVM: return o->shrink.jvm;
     case TEXT_MAPPING: return o->shrink.mapping != NULL;
@@ -409,7 +445,7 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
                 ratio(written, s->bytes_in));
     fprintf(f, "  %-28s %15s %18s\n", "", "count", "contents");
     for (enum stats_text t = 0; t < TEXT_PARTS; t++)
-        if (text_shown(o, t))
+        if (text_shown(o, s, t))
             print_counters(f, s, t);
     fprintf(f, "  %-28s %15.3f s in %d pass%s (", "time", total, s->passes,
             s->passes == 1 ? "" : "es");
@@ -577,7 +613,9 @@ static int run_shrink(struct options *o, struct run *run, const struct cli_outpu
     o->shrink.progress = on_progress;
     o->shrink.progress_ctx = &run->progress;
     o->shrink.threads = o->threads;
-    if (rc == HPROF_OK)
+    if (rc == HPROF_OK && o->passes == 1)
+        rc = hprof_shrink_one_pass(run->r, run->sink, &o->shrink, &run->stats, &run->err);
+    else if (rc == HPROF_OK)
         rc = hprof_shrink(run->r, run->sink, &o->shrink, &run->stats, &run->err);
     if (rc == HPROF_OK)
         rc = hprof_sink_finish(run->sink);

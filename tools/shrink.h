@@ -33,6 +33,9 @@ struct options {
      * shard_count 0: no sharding. */
     unsigned shard_index, shard_count;
     struct cli_salvage salvaged;
+    /* --one-pass 1, --multi-pass 2; 0: one pass for a stream (pipe, FIFO,
+     * socket), several for a file */
+    int passes;
 };
 
 /* Shrinks o->in into o->out; @return an exit code (messages printed). */

@@ -1,5 +1,6 @@
 /*
- * digest.h - MD5 of array contents (digest.c, over OpenSSL's EVP).
+ * digest.h - MD5 of array contents, and SHA-256 (digest.c, over OpenSSL's
+ * EVP).
  */
 #ifndef HPROF_DIGEST_H
 #define HPROF_DIGEST_H
@@ -26,5 +27,13 @@ int digest_pieces_begin(struct digest *d, uint64_t bytes);
 int digest_pieces_update(struct digest *d, const void *data, size_t len);
 int digest_pieces_add(struct digest *d, const uint8_t md5[16]);
 int digest_pieces_final(struct digest *d, uint8_t out[16]);
+
+/* SHA-256, collision-resistant where MD5 is not: the one-pass shrink
+ * merges two buffers on it, since it cannot read the first one again. */
+struct sha256;
+struct sha256 *sha256_new(void);
+/* @return HPROF_OK, or HPROF_ERR_NOMEM. */
+int sha256_of(struct sha256 *s, const void *data, size_t len, uint8_t out[32]);
+void sha256_free(struct sha256 *s);
 
 #endif

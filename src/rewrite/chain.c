@@ -49,6 +49,13 @@ static int add_filter(struct shrink_chain *c, struct rewrite_filter *f)
     return add_link(c, f ? &f->base : NULL, free_rewrite_filter);
 }
 
+/* The names filter's own free, so that shrink_chain_after_names() can
+ * find it. */
+static void free_plain_names(struct hprof_visitor *v)
+{
+    free(v);
+}
+
 static int add_names_filter(struct shrink_chain *c, const struct shrink_plan *p,
                             struct hprof_shrink_stats *stats)
 {
@@ -58,7 +65,7 @@ static int add_names_filter(struct shrink_chain *c, const struct shrink_plan *p,
         f->id_size = p->ids;
         f->report = stats;
     }
-    return add_link(c, f ? &f->base : NULL, free_plain);
+    return add_link(c, f ? &f->base : NULL, free_plain_names);
 }
 
 static int add_jvm_filter(struct shrink_chain *c, struct hprof_shrink_stats *stats)
@@ -96,9 +103,11 @@ static int build(struct shrink_chain *c, const struct shrink_plan *p,
         rc = add_names_filter(c, p, stats);
     if (rc == HPROF_OK)
         rc = add_filter(c, census_filter_new(&args));
-    if (rc == HPROF_OK && p->system.objects.count > 0)
+    /* the one-pass shrink decides as it goes: a filter its options may
+     * need is there from the start */
+    if (rc == HPROF_OK && (p->system.objects.count > 0 || p->one_pass_system))
         rc = add_filter(c, system_heaps_filter_new(&args));
-    if (rc == HPROF_OK && p->bitmaps.remap.count > 0)
+    if (rc == HPROF_OK && (p->bitmaps.remap.count > 0 || p->one_pass_merges))
         rc = add_filter(c, bitmaps_filter_new(&args));
     if (rc == HPROF_OK && (p->redact.mode != HPROF_REDACT_NONE || p->redact.fields))
         rc = add_filter(c, redact_filter_new(&args));
@@ -125,6 +134,21 @@ struct shrink_chain *shrink_chain_new(const struct shrink_plan *plan,
 struct hprof_visitor *shrink_chain_head(struct shrink_chain *c)
 {
     return c->links[0].v;
+}
+
+struct hprof_visitor *shrink_chain_after_names(struct shrink_chain *c)
+{
+    unsigned i = 0;
+    while (i < c->n && c->links[i].free != free_plain_names)
+        i++;
+    if (i == c->n)
+        return c->links[0].v;
+    return i + 1 < c->n ? c->links[i + 1].v : c->links[i].v->next;
+}
+
+struct plan_cursor *shrink_chain_cursor(struct shrink_chain *c)
+{
+    return &c->cursor;
 }
 
 void shrink_chain_set_next(struct shrink_chain *c, struct hprof_visitor *next)

@@ -59,6 +59,9 @@ struct shrink_plan {
     struct bitmaps_plan bitmaps;
     struct system_plan system;
     struct redact_plan redact;
+    /* hprof_shrink_one_pass(): the plan grows as the input is read, so
+     * the chain has the filters these may need from the start */
+    int one_pass_system, one_pass_merges;
 };
 
 /* @return HPROF_OK or HPROF_ERR_NOMEM. */

@@ -1,0 +1,886 @@
+/*
+ * one_pass.c - hprof_shrink_one_pass(): the shrink in one run of the
+ * reader, writing as it goes, for inputs that cannot be read twice.
+ *
+ *   reader -> names in use -> one pass -> chain of filters -> writer
+ *
+ * The multi-pass shrink decides everything before it writes; here each
+ * record is decided when it is read if it can be, and otherwise waits in
+ * the window (one_pass.h) for what decides it:
+ *
+ *   - a char[], byte[] (or, with DumpData, long[]) array for a String,
+ *     Bitmap or DumpData to claim it: claimed, it keeps its contents;
+ *   - an instance whose class layout is not complete, for its class;
+ *   - a Bitmap for its buffer: once the buffer is read it is merged with
+ *     an earlier one of the same type, length and SHA-256, or kept, and
+ *     the Bitmap, its field rewritten if merged, follows it out.
+ *
+ * A claim for an array not read yet is remembered (`claims`) and decides
+ * the array as it comes.  The window's rule: past `window` bytes, the
+ * oldest record leaves undecided - an array as nobody's, a Bitmap with
+ * its buffer never merged, an instance with its class unknown - and is
+ * counted (window_by_rule).  A claim still open when its heap dump ends
+ * came after its array had gone (or for one never dumped): window_late.
+ *
+ * Order inside a heap dump is free (analyzers index records by id), so a
+ * record written later than read goes into the segment open then, after a
+ * HEAP_DUMP_INFO naming its own heap where that differs.  STRING records
+ * are held to the end, when the names in use are known, and written after
+ * the heap dumps.  The verdict on each array goes to the chain through its
+ * plan_cursor; the plan's other parts grow as the input is read
+ * (one_pass_system.c for the zygote and image heaps).
+ */
+#include <string.h>
+
+#include "chain.h"
+#include "filter.h"
+#include "digest.h"
+#include "one_pass_private.h"
+#include "shrink_stats.h"
+
+/* ---- Sending records down the chain ---------------------------------------- */
+
+/* The writer's segment is in heap `heap` from here. */
+int one_pass_switch_heap(struct one_pass *op, uint32_t heap)
+{
+    if (op->out_heap == heap)
+        return HPROF_OK;
+    const struct heap_name *known = NULL;
+    for (unsigned i = 0; i < op->n_heap_names; i++)
+        if (op->heap_names[i].heap == heap)
+            known = &op->heap_names[i];
+    if (known == NULL || heap == HPROF_HEAP_DEFAULT) {
+        /* a new segment starts in the default heap, and no record names it */
+        struct hprof_segment seg = op->seg;
+        int rc = hprof_visit_heap_end(op->head, &seg);
+        if (rc == HPROF_OK)
+            rc = hprof_visit_heap_begin(op->head, &seg);
+        op->out_heap = HPROF_HEAP_DEFAULT;
+        if (rc != HPROF_OK || known == NULL)
+            return rc;
+    }
+    struct hprof_heap_info info = { .offset = 0, .heap_id = heap, .name_id = known->name };
+    op->out_heap = heap;
+    return hprof_visit_heap_info(op->head, &info);
+}
+
+/* Bring the writer back to the heap the input is in, before a record
+ * read now goes out. */
+static inline int live_heap(struct one_pass *op)
+{
+    return op->out_heap == op->in_heap ? HPROF_OK : one_pass_switch_heap(op, op->in_heap);
+}
+
+static int quiet_skip(int rc)
+{
+    return rc == HPROF_SKIP ? HPROF_OK : rc;
+}
+
+int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap)
+{
+    int rc = one_pass_switch_heap(op, heap);
+    return rc == HPROF_OK ? quiet_skip(hprof_visit_instance(op->head, o)) : rc;
+}
+
+/* The chain's verdict on array `a`, given before it goes in. */
+void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
+                         enum array_keep keep)
+{
+    if (keep != ARRAY_NOT_KEPT)
+        idfilter_add(&op->kept_out, a->id);
+    op->cursor->array_id = a->id;
+    op->cursor->array_offset = a->data_offset;
+    op->cursor->array_keep = keep;
+}
+
+int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
+                        uint32_t heap, enum array_keep keep)
+{
+    int rc = one_pass_switch_heap(op, heap);
+    one_pass_give_verdict(op, a, keep);
+    return rc == HPROF_OK ? quiet_skip(hprof_visit_primitive_array(op->head, a)) : rc;
+}
+
+/* A record out of the window, decided now. */
+static int send_held(struct one_pass *op, struct held *h, enum array_keep keep)
+{
+    if (h->kind == HELD_INSTANCE)
+        return one_pass_send_instance(op, &h->rec.instance, h->heap);
+    if (h->kind == HELD_PRIMITIVE_ARRAY)
+        return one_pass_send_array(op, &h->rec.array, h->heap, keep);
+    int rc = one_pass_switch_heap(op, h->heap);
+    return rc == HPROF_OK ? quiet_skip(hprof_visit_object_array(op->head, &h->rec.objects)) : rc;
+}
+
+/* ---- Copies of records that wait ----------------------------------------------- */
+
+static struct held *hold_instance_copy(struct one_pass *op, const struct hprof_instance *o)
+{
+    struct held *h = held_new(HELD_INSTANCE, o->length);
+    if (h == NULL)
+        return NULL;
+    memcpy(h->data, o->values, o->length);
+    h->rec.instance = *o;
+    h->rec.instance.values = h->data;
+    h->heap = op->in_heap;
+    return h;
+}
+
+static int nomem(struct one_pass *op)
+{
+    return rewrite_nomem(&op->ctx);
+}
+
+/* ---- Bitmap buffers -------------------------------------------------------------- */
+
+static uint64_t merge_key(const uint8_t sha[32], uint8_t type, uint32_t count)
+{
+    uint64_t key = get_u8(sha) ^ ((uint64_t)type << 56) ^ count;
+    return key != 0 ? key : 1;
+}
+
+/* The buffer kept with this type, length and SHA-256, or NULL. */
+static struct merge_entry *merge_find(struct one_pass *op, const uint8_t sha[32], uint8_t type,
+                                      uint32_t count)
+{
+    uint64_t at;
+    if (!idmap_get(&op->merge_index, merge_key(sha, type, count), &at))
+        return NULL;
+    struct merge_entry *e = &op->merges[at];
+    /* another buffer under the same 64 bits is no twin */
+    return e->type == type && e->count == count && memcmp(e->sha, sha, 32) == 0 ? e : NULL;
+}
+
+/* Buffer `id` is kept: later copies merge into it (the first of the key
+ * stays the one). */
+static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t type,
+                          uint32_t count, uint64_t id)
+{
+    uint64_t key = merge_key(sha, type, count);
+    if (idmap_has(&op->merge_index, key))
+        return HPROF_OK;
+    struct merge_entry *grown =
+        grow_array(op->merges, &op->cap_merges, op->n_merges + 1, sizeof *grown);
+    if (grown == NULL)
+        return HPROF_ERR_NOMEM;
+    op->merges = grown;
+    op->merges[op->n_merges] = (struct merge_entry){ .id = id, .type = type, .count = count };
+    memcpy(op->merges[op->n_merges].sha, sha, 32);
+    return idmap_put(&op->merge_index, key, op->n_merges++);
+}
+
+/* Buffer `a` (all of it) that a Bitmap claims: merged into the first of
+ * its type, length and SHA-256, or kept.  `pinned`: something else has
+ * named it (a Bitmap written already, or any other object), so it stays. */
+static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array *a, int pinned,
+                         enum array_keep *keep)
+{
+    struct shrink_plan *p = &op->plan;
+    uint8_t sha[32];
+    uint64_t bytes = a->length;
+    op->st->bitmap_candidates++;
+    *keep = ARRAY_BITMAP;
+    if (idmap_put(&p->bitmaps.candidates, a->id, 0) != HPROF_OK)
+        return nomem(op);
+    if (op->opt.keep_duplicates || a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
+        return HPROF_OK;
+    if (sha256_of(op->sha, a->data, a->length, sha) != HPROF_OK)
+        return nomem(op);
+    op->st->bitmap_digested++;
+    op->st->bitmap_bytes_hashed += bytes;
+    struct merge_entry *e = merge_find(op, sha, a->type, a->count);
+    if (e == NULL || pinned) /* pinned: a Bitmap written already names it as it is */
+        return e == NULL && merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK
+                   ? nomem(op) : HPROF_OK;
+    if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
+        return nomem(op);
+    op->st->bitmap_groups += !e->merged;
+    e->merged = 1;
+    count_add(&op->st->bitmap_duplicates, bytes);
+    /* named by another object too: its Bitmaps take the twin, and it stays
+     * as an array of nobody's */
+    if (op->tracking_pins && idfilter_maybe(&op->pins, a->id)) {
+        *keep = ARRAY_NOT_KEPT;
+        return HPROF_OK;
+    }
+    if (idmap_put(&p->bitmaps.dropped, a->id, 0) != HPROF_OK)
+        return nomem(op);
+    *keep = ARRAY_DUPLICATE;
+    return HPROF_OK;
+}
+
+/* The group under buffer `key` leaves the window: the buffer (if read)
+ * decided and written, then the Bitmaps that waited for it.  Without the
+ * buffer, the Bitmaps go as they are, and the buffer stays when it comes
+ * (the rule).  `*by_rule` tells which. */
+static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
+{
+    struct held *list = wait_window_take(&op->window, key);
+    struct held *buffer = NULL;
+    int rc = HPROF_OK;
+    for (struct held *h = list; h != NULL; h = h->next_same)
+        if (h->wait == WAIT_DECIDE)
+            buffer = h;
+    *by_rule = buffer == NULL;
+    if (buffer != NULL) {
+        enum array_keep keep;
+        rc = decide_buffer(op, &buffer->rec.array, buffer->pinned, &keep);
+        if (rc == HPROF_OK)
+            rc = send_held(op, buffer, keep);
+    } else {
+        rc = one_pass_pin_buffer(op, key);
+    }
+    for (struct held *h = list, *next; h != NULL; h = next) {
+        next = h->next_same;
+        if (rc == HPROF_OK && h != buffer)
+            rc = send_held(op, h, ARRAY_NOT_KEPT);
+        free(h);
+    }
+    return rc;
+}
+
+/* A buffer a Bitmap claims, read whole: it waits (decided when it leaves
+ * the window, so that what names it meanwhile pins it), unless it is
+ * pinned already or must be decided now (DumpData's, whose array of
+ * buffers is written next). */
+static int buffer_claimed(struct one_pass *op, struct held *h, unsigned claim)
+{
+    h->pinned = (claim & CLAIM_PINNED) != 0;
+    if (!h->pinned && !(claim & CLAIM_DECIDE_NOW) && !op->opt.keep_duplicates)
+        return one_pass_hold(op, h, h->rec.array.id, WAIT_DECIDE);
+    enum array_keep keep;
+    int rc = decide_buffer(op, &h->rec.array, h->pinned, &keep);
+    if (rc == HPROF_OK)
+        rc = send_held(op, h, keep);
+    free(h);
+    return rc;
+}
+
+/* ---- Claims ------------------------------------------------------------------------ */
+
+/* Array `id` is a String's value, DumpData's natives or a Bitmap's buffer
+ * (`claim`: an array_keep, with CLAIM_* flags for a buffer).  Waiting in
+ * the window, it goes out now (a buffer: it waits on as a buffer); not
+ * read yet, it will be decided when it is. */
+int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
+{
+    if (id == 0)
+        return HPROF_OK;
+    struct held *first = wait_window_first(&op->window, id);
+    if (first != NULL && first->wait != WAIT_CLAIM) { /* a buffer claimed before */
+        for (struct held *h = first; h != NULL; h = h->next_same)
+            h->pinned |= (claim & CLAIM_PINNED) != 0;
+        first = NULL;
+    }
+    if (first == NULL || first->kind != HELD_PRIMITIVE_ARRAY) {
+        uint64_t *was = id_table_find(&op->claims, id);
+        if (was != NULL) { /* claimed twice: a buffer stays pinned */
+            *was |= claim & CLAIM_PINNED;
+            return HPROF_OK;
+        }
+        if (wait_window_has(&op->window, id))
+            return HPROF_OK; /* its group decides it */
+        return id_table_put(&op->claims, id, claim) == HPROF_OK ? HPROF_OK : nomem(op);
+    }
+    struct held *h = wait_window_take(&op->window, id);
+    if ((claim & CLAIM_KEEP) == ARRAY_BITMAP)
+        return buffer_claimed(op, h, claim);
+    int rc = send_held(op, h, (enum array_keep)(claim & CLAIM_KEEP));
+    free(h);
+    return rc;
+}
+
+/* ---- The window's rule ----------------------------------------------------------- */
+
+/* The oldest record leaves the window: a buffer's group is decided as
+ * at the end of the dump; anything else undecided, by the rule. */
+static int leave_window(struct one_pass *op, int evicted)
+{
+    struct held *oldest = op->window.oldest;
+    int by_rule = 1, rc;
+    uint64_t bytes = oldest->bytes;
+    if (oldest->wait == WAIT_DECIDE || oldest->wait == WAIT_BUFFER) {
+        rc = decide_group(op, oldest->key, &by_rule);
+    } else {
+        struct held *h = wait_window_take_oldest(&op->window);
+        if (h->wait == WAIT_CLASS && !evicted) { /* its class never came */
+            struct class_info *unused;
+            rc = classes_check_instance(&op->model.classes, &h->rec.instance, &unused,
+                                        op->ctx.err);
+        } else {
+            rc = HPROF_OK;
+        }
+        by_rule = h->wait == WAIT_CLASS;
+        if (rc == HPROF_OK)
+            rc = send_held(op, h, ARRAY_NOT_KEPT);
+        free(h);
+    }
+    if (evicted && by_rule)
+        count_add(&op->st->window_by_rule, bytes);
+    return rc;
+}
+
+int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait)
+{
+    if (h == NULL || wait_window_hold(&op->window, h, key, wait) != HPROF_OK)
+        return nomem(op);
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && wait_window_over(&op->window) && op->window.oldest != h)
+        rc = leave_window(op, 1);
+    return rc;
+}
+
+int one_pass_pin_buffer(struct one_pass *op, uint64_t id)
+{
+    uint64_t *claim = id_table_find(&op->claims, id);
+    if (claim != NULL)
+        *claim |= CLAIM_PINNED;
+    return HPROF_OK;
+}
+
+/* ---- Primitive arrays ------------------------------------------------------------------ */
+
+/* Could a String, Bitmap or DumpData still claim an array of this type? */
+static int may_be_claimed(const struct one_pass *op, uint8_t type)
+{
+    return type == HPROF_TYPE_BYTE || type == HPROF_TYPE_CHAR ||
+           (type == HPROF_TYPE_LONG && (op->model.names_seen & (1u << NAME_CLASS_DUMP_DATA)));
+}
+
+/* The first chunk of an array that must be read whole before it goes
+ * out (`claim`: what claimed it, or CLAIM_NONE to wait for a claim). */
+static int start_gather(struct one_pass *op, const struct hprof_primitive_array *a, uint64_t bytes,
+                        unsigned claim)
+{
+    struct held *h = held_new(HELD_PRIMITIVE_ARRAY, (size_t)bytes);
+    if (h == NULL)
+        return nomem(op);
+    h->rec.array = *a;
+    h->rec.array.data = h->data;
+    h->rec.array.length = (size_t)bytes;
+    h->heap = op->in_heap;
+    op->gather = h;
+    op->gather_claim = claim;
+    op->gather_have = 0;
+    return HPROF_OK;
+}
+
+static int finish_gather(struct one_pass *op)
+{
+    struct held *h = op->gather;
+    op->gather = NULL;
+    if (op->gather_claim == CLAIM_NONE)
+        return one_pass_hold(op, h, h->rec.array.id, WAIT_CLAIM);
+    return buffer_claimed(op, h, op->gather_claim);
+}
+
+static int gather_chunk(struct one_pass *op, const struct hprof_primitive_array *a)
+{
+    struct held *h = op->gather;
+    if (a->first != op->gather_have || a->length > h->rec.array.length - op->gather_have)
+        return hprof_error_set(op->ctx.err, HPROF_ERR_FORMAT, "offset 0x%llx: "
+                               "PRIMITIVE_ARRAY_DUMP: chunks out of order",
+                               (unsigned long long)a->offset);
+    memcpy(h->data + op->gather_have, a->data, a->length);
+    op->gather_have += a->length;
+    return op->gather_have == h->rec.array.length ? finish_gather(op) : HPROF_OK;
+}
+
+static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    if (op->gather != NULL)
+        return gather_chunk(op, a);
+    if (a->first != 0) /* a chunk of an array going out as it is read */
+        return hprof_visit_primitive_array(op->head, a);
+    int rc = one_pass_system_object(op, a->id);
+    if (rc != HPROF_OK)
+        return rc == ONE_PASS_DROPPED ? one_pass_system_array(op, a) : rc;
+    uint64_t bytes = (uint64_t)a->count * type_size(a->type, op->ctx.ids);
+    uint64_t claim = CLAIM_NONE;
+    int claimed = id_table_take(&op->claims, a->id, &claim);
+    enum array_keep keep = claimed ? (enum array_keep)(claim & CLAIM_KEEP) : ARRAY_NOT_KEPT;
+    /* a buffer is read whole to be hashed; an array nobody claimed yet
+     * waits for a claim; NODATA has no contents to keep either way */
+    int gather = (claimed ? keep == ARRAY_BITMAP : may_be_claimed(op, a->type)) &&
+                 a->tag != HPROF_PRIMITIVE_ARRAY_NODATA;
+    if (gather && bytes > op->window.limit) { /* cannot wait: the rule decides now */
+        count_add(&op->st->window_by_rule, bytes);
+        gather = 0;
+    }
+    if (!gather) {
+        if (a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
+            keep = ARRAY_NOT_KEPT;
+        if ((rc = live_heap(op)) != HPROF_OK)
+            return rc;
+        one_pass_give_verdict(op, a, keep);
+        return hprof_visit_primitive_array(op->head, a);
+    }
+    rc = start_gather(op, a, bytes, claimed ? (unsigned)claim : CLAIM_NONE);
+    return rc == HPROF_OK ? gather_chunk(op, a) : rc;
+}
+
+/* ---- Instances ------------------------------------------------------------------------- */
+
+/* A String: its value keeps its contents (and its text, if exempt). */
+static int string_read(struct one_pass *op, const struct kind_layout *k,
+                       const struct hprof_instance *o)
+{
+    int64_t coder = k->field[1];
+    int utf16 = coder >= 0 && (uint64_t)coder < o->length && o->values[coder] == 1;
+    uint64_t value = model_field_id(op->ctx.ids, o, k->field[0]);
+    int rc = one_pass_exempt_value(op, o->id, value);
+    if (rc != HPROF_OK)
+        return rc;
+    return one_pass_claim(op, value, utf16 ? ARRAY_STRING_UTF16 : ARRAY_STRING_VALUE);
+}
+
+/* A Bitmap: it waits for its buffer's verdict unless that is known. */
+static int bitmap_read(struct one_pass *op, const struct kind_layout *k,
+                       const struct hprof_instance *o, int *waits)
+{
+    uint64_t buffer = model_field_id(op->ctx.ids, o, k->field[0]);
+    *waits = 0;
+    if (buffer == 0 || idmap_has(&op->plan.bitmaps.candidates, buffer))
+        return HPROF_OK; /* decided: kept, or merged and in the remap */
+    if (op->opt.keep_duplicates) /* nothing to rewrite: it need not wait */
+        return one_pass_claim(op, buffer, ARRAY_BITMAP | CLAIM_PINNED);
+    int rc = one_pass_claim(op, buffer, ARRAY_BITMAP);
+    if (rc != HPROF_OK || idmap_has(&op->plan.bitmaps.candidates, buffer))
+        return rc;
+    *waits = 1;
+    return one_pass_hold(op, hold_instance_copy(op, o), buffer, WAIT_BUFFER);
+}
+
+/* An element of DumpData.buffers: a buffer read already is decided now,
+ * since the array of buffers is written right after; one not read yet
+ * stays unmerged, since it is written before it. */
+static int claim_element(struct one_pass *op, uint64_t id)
+{
+    struct held *first = wait_window_first(&op->window, id);
+    int read = first != NULL && first->kind == HELD_PRIMITIVE_ARRAY;
+    return one_pass_claim(op, id, ARRAY_BITMAP | (read ? CLAIM_DECIDE_NOW : CLAIM_PINNED));
+}
+
+static int claim_elements(struct one_pass *op, const struct hprof_object_array *a)
+{
+    const unsigned ids = op->ctx.ids;
+    int rc = idmap_put(&op->plan.bitmaps.dump_buffers, a->id, 0) == HPROF_OK ? HPROF_OK
+                                                                             : nomem(op);
+    for (uint32_t i = 0; rc == HPROF_OK && i < a->n; i++)
+        rc = claim_element(op, get_id(a->elements + (size_t)i * ids, ids));
+    return rc;
+}
+
+/* DumpData: its natives keep their contents; the elements of its array
+ * of buffers are buffers (now if the array waits, else when it comes). */
+static int dump_data_read(struct one_pass *op, const struct kind_layout *k,
+                          const struct hprof_instance *o)
+{
+    int rc = one_pass_claim(op, model_field_id(op->ctx.ids, o, k->field[1]), ARRAY_NATIVES);
+    uint64_t buffers = model_field_id(op->ctx.ids, o, k->field[0]);
+    struct held *first = buffers != 0 ? wait_window_first(&op->window, buffers) : NULL;
+    if (rc != HPROF_OK || buffers == 0)
+        return rc;
+    if (first == NULL || first->kind != HELD_OBJECT_ARRAY)
+        return id_table_put(&op->claims, buffers, CLAIM_BUFFERS_ARRAY) == HPROF_OK ? HPROF_OK
+                                                                                   : nomem(op);
+    struct held *h = wait_window_take(&op->window, buffers);
+    rc = claim_elements(op, &h->rec.objects);
+    if (rc == HPROF_OK)
+        rc = send_held(op, h, ARRAY_NOT_KEPT);
+    free(h);
+    return rc;
+}
+
+struct ref_walk {
+    struct one_pass *op;
+    int64_t bitmap_slot;
+};
+
+/* A reference of a kept object: pins a buffer, makes a stand-in, or names
+ * a merged buffer too late. */
+static int walk_ref(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
+{
+    struct ref_walk *w = ctx;
+    (void)name_id;
+    if (ref == 0)
+        return HPROF_OK;
+    if ((int64_t)at != w->bitmap_slot)
+        one_pass_note_ref(w->op, ref);
+    return one_pass_system_refer(w->op, ref);
+}
+
+void one_pass_note_ref(struct one_pass *op, uint64_t ref)
+{
+    if (!op->tracking_pins)
+        return;
+    idfilter_add(&op->pins, ref);
+    if (op->plan.bitmaps.remap.count > 0 && idmap_has(&op->plan.bitmaps.remap, ref))
+        op->st->window_late++;
+}
+
+/* Instance `o` of class `ci`, whose layout is complete. */
+static int instance_ready(struct one_pass *op, const struct hprof_instance *o,
+                          struct class_info *ci, uint32_t heap)
+{
+    if (ci->total_bytes != o->length) {
+        struct class_info *unused;
+        return classes_check_instance(&op->model.classes, o, &unused, op->ctx.err);
+    }
+    const struct kind_layout *k;
+    int waits = 0;
+    int rc = one_pass_redact_instance(op, o);
+    int kind = rc == HPROF_OK ? model_kind(&op->model, o->class_id, &k) : NAME_NONE;
+    if (kind == NAME_CLASS_STRING)
+        rc = string_read(op, k, o);
+    else if (kind == NAME_CLASS_BITMAP && op->tracking_bitmaps)
+        rc = bitmap_read(op, k, o, &waits);
+    else if (kind == NAME_CLASS_DUMP_DATA)
+        rc = dump_data_read(op, k, o);
+    if (rc == HPROF_OK && (op->tracking_pins || one_pass_system_tracking(op))) {
+        struct ref_walk walk = { op, kind == NAME_CLASS_BITMAP ? k->field[0] : -1 };
+        rc = classes_each_ref(&op->model.classes, ci, o->values, o->length, walk_ref, &walk);
+    }
+    if (rc != HPROF_OK || waits)
+        return rc;
+    return one_pass_send_instance(op, o, heap);
+}
+
+/* The layout of `ci` is complete: its kind and redaction are worked out
+ * once.  @return 1 when ready. */
+int one_pass_class_ready(struct one_pass *op, struct class_info *ci, int *rc)
+{
+    *rc = HPROF_OK;
+    if (ci->resolved)
+        return 1;
+    struct hprof_error not_yet = { 0 };
+    if (classes_resolve(&op->model.classes, ci, &not_yet) != HPROF_OK)
+        return 0;
+    *rc = model_resolve_kind(&op->model, ci, op->ctx.err);
+    if (*rc == HPROF_OK)
+        *rc = one_pass_redact_class(op, ci);
+    return *rc == HPROF_OK;
+}
+
+static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    int rc = one_pass_system_object(op, o->id);
+    if (rc != HPROF_OK)
+        return rc == ONE_PASS_DROPPED ? one_pass_system_instance(op, o) : rc;
+    struct class_info *ci = classes_find(&op->model.classes, o->class_id);
+    if (ci == NULL || !one_pass_class_ready(op, ci, &rc)) {
+        if (rc != HPROF_OK)
+            return rc;
+        rc = one_pass_block_class(op, o->class_id);
+        return rc == HPROF_OK ? one_pass_hold(op, hold_instance_copy(op, o), o->class_id,
+                                              WAIT_CLASS)
+                              : rc;
+    }
+    if ((rc = live_heap(op)) != HPROF_OK)
+        return rc;
+    return instance_ready(op, o, ci, op->in_heap);
+}
+
+/* Instances that waited for class `class_id`, which is ready now. */
+static int release_class(struct one_pass *op, uint64_t class_id, struct class_info *ci)
+{
+    int rc = HPROF_OK;
+    for (struct held *h = wait_window_take(&op->window, class_id), *next; h != NULL; h = next) {
+        next = h->next_same;
+        if (rc == HPROF_OK)
+            rc = instance_ready(op, &h->rec.instance, ci, h->heap);
+        free(h);
+    }
+    return rc;
+}
+
+int one_pass_block_class(struct one_pass *op, uint64_t class_id)
+{
+    for (size_t i = 0; i < op->n_blocked; i++)
+        if (op->blocked[i] == class_id)
+            return HPROF_OK;
+    uint64_t *grown = grow_array(op->blocked, &op->cap_blocked, op->n_blocked + 1, sizeof *grown);
+    if (grown == NULL)
+        return nomem(op);
+    op->blocked = grown;
+    op->blocked[op->n_blocked++] = class_id;
+    return HPROF_OK;
+}
+
+/* After a class dump: the classes whose instances wait, ready now? */
+static int retry_blocked(struct one_pass *op)
+{
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < op->n_blocked;) {
+        struct class_info *ci = classes_find(&op->model.classes, op->blocked[i]);
+        if (ci == NULL || !one_pass_class_ready(op, ci, &rc)) {
+            i++;
+            continue;
+        }
+        uint64_t id = op->blocked[i];
+        op->blocked[i] = op->blocked[--op->n_blocked];
+        rc = release_class(op, id, ci);
+    }
+    return rc;
+}
+
+static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *cd)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    int rc = classes_add(&op->model.classes, cd, op->ctx.err);
+    struct class_info *ci = rc == HPROF_OK ? classes_find(&op->model.classes, cd->id) : NULL;
+    if (ci != NULL)
+        one_pass_class_ready(op, ci, &rc);
+    if (rc == HPROF_OK)
+        rc = one_pass_system_class_dump(op, cd);
+    if (rc == HPROF_OK)
+        rc = live_heap(op);
+    if (rc == HPROF_OK)
+        rc = quiet_skip(hprof_visit_class_dump(op->head, cd));
+    return rc == HPROF_OK && op->n_blocked > 0 ? retry_blocked(op) : rc;
+}
+
+/* ---- Object arrays ------------------------------------------------------------------------ */
+
+/* A byte[][] no DumpData has claimed yet may be its buffers: it waits,
+ * read whole. */
+static int may_be_buffers(struct one_pass *op, const struct hprof_object_array *a)
+{
+    const struct kind_layout *k;
+    return (op->model.names_seen & (1u << NAME_CLASS_DUMP_DATA)) &&
+           model_kind(&op->model, a->class_id, &k) == NAME_CLASS_BYTE_ARRAYS &&
+           (uint64_t)a->count * op->ctx.ids <= op->window.limit;
+}
+
+static int gather_objects(struct one_pass *op, const struct hprof_object_array *a)
+{
+    const unsigned ids = op->ctx.ids;
+    struct held *h = op->gather_objects;
+    if (a->first == 0) {
+        h = held_new(HELD_OBJECT_ARRAY, (size_t)a->count * ids);
+        if (h == NULL)
+            return nomem(op);
+        h->rec.objects = *a;
+        h->rec.objects.elements = h->data;
+        h->rec.objects.n = a->count;
+        h->heap = op->in_heap;
+        op->gather_objects = h;
+    }
+    memcpy(h->data + (size_t)a->first * ids, a->elements, (size_t)a->n * ids);
+    if (a->first + a->n < a->count)
+        return HPROF_OK;
+    op->gather_objects = NULL;
+    return one_pass_hold(op, h, a->id, WAIT_CLAIM);
+}
+
+/* The start of an object array: in a dropped heap, claimed as DumpData's
+ * buffers, or to wait for such a claim (*taken: it is the window's). */
+static int start_object_array(struct one_pass *op, const struct hprof_object_array *a,
+                              int *taken)
+{
+    *taken = 0;
+    int rc = one_pass_system_object(op, a->id);
+    op->dropping_array = rc == ONE_PASS_DROPPED;
+    op->buffers_array = 0;
+    if (rc != HPROF_OK)
+        return op->dropping_array ? HPROF_OK : rc;
+    uint64_t claim;
+    if (op->claims.count > 0 && id_table_take(&op->claims, a->id, &claim))
+        op->buffers_array = 1;
+    else if (may_be_buffers(op, a)) {
+        *taken = 1;
+        return gather_objects(op, a);
+    }
+    return live_heap(op);
+}
+
+static int on_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    const unsigned ids = op->ctx.ids;
+    if (op->gather_objects != NULL)
+        return gather_objects(op, a);
+    int taken = 0;
+    int rc = a->first == 0 ? start_object_array(op, a, &taken) : HPROF_OK;
+    if (rc != HPROF_OK || taken)
+        return rc;
+    if (op->dropping_array)
+        return one_pass_system_object_array(op, a);
+    if (op->buffers_array)
+        rc = claim_elements(op, a);
+    for (uint32_t i = 0; rc == HPROF_OK && !op->buffers_array && i < a->n; i++) {
+        uint64_t ref = get_id(a->elements + (size_t)i * ids, ids);
+        if (ref != 0) {
+            one_pass_note_ref(op, ref);
+            rc = one_pass_system_refer(op, ref);
+        }
+    }
+    return rc == HPROF_OK ? hprof_visit_object_array(op->head, a) : rc;
+}
+
+/* ---- Names, heaps and the ends of dumps ------------------------------------------------------ */
+
+static int send_name(void *to, const struct hprof_string *s)
+{
+    return hprof_visit_string(to, s);
+}
+
+static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    int rc = model_note_string(&op->model, s) < 0 ? nomem(op) : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = one_pass_redact_string(op, s);
+    if (rc != HPROF_OK)
+        return rc;
+    if (!op->hold_names)
+        return hprof_visit_string(op->names_kept, s);
+    count_add(&op->st->window_names, s->length);
+    if (held_names_add(&op->names, s) != HPROF_OK)
+        return nomem(op);
+    if (op->names.n_bytes <= op->names.limit)
+        return HPROF_OK;
+    /* the rule for names: past the limit every one is kept */
+    count_add(&op->st->window_by_rule, op->names.text_bytes);
+    op->hold_names = 0;
+    rc = held_names_each(&op->names, send_name, op->names_kept);
+    held_names_clear(&op->names);
+    return rc;
+}
+
+static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *lc)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    if (model_note_load_class(&op->model, lc) != HPROF_OK)
+        return nomem(op);
+    return hprof_visit_load_class(op->head, lc);
+}
+
+static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    op->seg = *s;
+    op->in_segment = 1;
+    op->in_heap = op->out_heap = HPROF_HEAP_DEFAULT; /* each segment starts there */
+    one_pass_start_heap(op);
+    return hprof_visit_heap_begin(op->head, s);
+}
+
+static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    unsigned at = 0;
+    while (at < op->n_heap_names && op->heap_names[at].heap != i->heap_id)
+        at++;
+    if (at == op->n_heap_names && at < ONE_PASS_HEAPS)
+        op->n_heap_names++;
+    if (at < ONE_PASS_HEAPS)
+        op->heap_names[at] = (struct heap_name){ i->heap_id, i->name_id };
+    op->in_heap = op->out_heap = i->heap_id;
+    return hprof_visit_heap_info(op->head, i);
+}
+
+static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    return one_pass_system_root(op, r);
+}
+
+/* Everything still held goes out, in a segment of its own when none is
+ * open; what waited for a class that never came is an error. */
+static int flush_window(struct one_pass *op)
+{
+    if (op->window.oldest == NULL && !one_pass_system_pending(op))
+        return HPROF_OK;
+    int opened = !op->in_segment;
+    int rc = HPROF_OK;
+    if (opened) {
+        op->seg = (struct hprof_segment){ .offset = 0, .tag = HPROF_TAG_HEAP_DUMP_SEGMENT };
+        op->in_heap = op->out_heap = HPROF_HEAP_DEFAULT;
+        rc = hprof_visit_heap_begin(op->head, &op->seg);
+    }
+    while (rc == HPROF_OK && op->window.oldest != NULL)
+        rc = leave_window(op, 0);
+    if (rc == HPROF_OK)
+        rc = one_pass_system_flush(op);
+    if (rc == HPROF_OK && opened)
+        rc = hprof_visit_heap_end(op->head, &op->seg);
+    if (opened)
+        op->in_segment = 0;
+    return rc;
+}
+
+/* Claims no array answered: the array had gone by (or was never dumped),
+ * unless it went out kept for another claim (a value two Strings share),
+ * as far as the filter of those can tell. */
+static uint64_t late_claims(struct one_pass *op)
+{
+    uint64_t late = 0;
+    for (size_t i = 0; op->claims.count > 0 && i <= op->claims.mask; i++)
+        if (op->claims.keys[i] != 0 && !(op->claims.values[i] & CLAIM_BUFFERS_ARRAY))
+            late += !idfilter_maybe(&op->kept_out, op->claims.keys[i]);
+        else if (op->claims.keys[i] != 0)
+            late++;
+    return late;
+}
+
+/* A heap dump ended: what waits goes out, and the next dump is a space of
+ * ids of its own. */
+static int end_dump(struct one_pass *op)
+{
+    int rc = flush_window(op);
+    op->st->window_late += late_claims(op);
+    op->st->dumps++;
+    if (rc == HPROF_OK)
+        rc = one_pass_reset_dump(op);
+    return rc;
+}
+
+static int on_heap_end(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    int rc = s->tag == HPROF_TAG_HEAP_DUMP ? end_dump(op) : HPROF_OK;
+    op->in_segment = 0;
+    return rc == HPROF_OK ? hprof_visit_heap_end(op->head, s) : rc;
+}
+
+static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    int rc = r->tag == HPROF_TAG_HEAP_DUMP_END ? end_dump(op) : HPROF_OK;
+    return rc == HPROF_OK ? hprof_visit_record(op->head, r) : rc;
+}
+
+static int on_end(struct hprof_visitor *v)
+{
+    struct one_pass *op = (struct one_pass *)v;
+    int rc = op->window.oldest != NULL || op->claims.count > 0 ? end_dump(op) : HPROF_OK;
+    /* names nothing refers to are kept when nothing refers to any */
+    struct hprof_visitor *to = names_plan_count(&op->plan.names) > 0 ? op->head : op->names_kept;
+    if (rc == HPROF_OK)
+        rc = held_names_each(&op->names, send_name, to);
+    return rc == HPROF_OK ? hprof_visit_end(op->head) : rc;
+}
+
+static int on_header(struct hprof_visitor *v, const struct hprof_header *h)
+{
+    return hprof_visit_header(((struct one_pass *)v)->head, h);
+}
+
+const struct hprof_visitor_ops one_pass_ops = {
+    .header = on_header,
+    .string = on_string,
+    .load_class = on_load_class,
+    .record = on_record,
+    .heap_begin = on_heap_begin,
+    .root = on_root,
+    .heap_info = on_heap_info,
+    .class_dump = on_class_dump,
+    .instance = on_instance,
+    .object_array = on_object_array,
+    .primitive_array = on_primitive_array,
+    .heap_end = on_heap_end,
+    .end = on_end,
+};

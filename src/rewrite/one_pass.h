@@ -1,0 +1,103 @@
+/*
+ * one_pass.h - the one-pass shrink's parts: the window of records that
+ * wait for what decides them (one_pass_window.c), the names held until
+ * the end (one_pass_window.c), and the driver (one_pass.c).
+ *
+ * A record waits under a key: its own id (an array waiting for a String,
+ * a Bitmap or DumpData to claim it), a class id (an instance waiting for
+ * its class layout), or a buffer id (a Bitmap waiting for its buffer to be
+ * merged or kept).  Several records may wait under one key; a record
+ * waits under one key only.  The window keeps them oldest first and owns
+ * their bytes: a copy of each record's variable part.
+ */
+#ifndef HPROF_REWRITE_ONE_PASS_H
+#define HPROF_REWRITE_ONE_PASS_H
+
+#include "hprof_private.h"
+
+enum held_wait {
+    WAIT_CLAIM,             /* an array: for its String, Bitmap or DumpData */
+    WAIT_CLASS,             /* an instance: for its class layout */
+    WAIT_BUFFER,            /* a Bitmap: for its buffer's verdict */
+    WAIT_DECIDE             /* a buffer a Bitmap claims: merged or kept as it leaves */
+};
+
+enum held_kind { HELD_INSTANCE, HELD_PRIMITIVE_ARRAY, HELD_OBJECT_ARRAY };
+
+struct held {
+    struct held *older, *newer; /* the window's order */
+    struct held *next_same;     /* the others waiting under `key` */
+    uint64_t key;
+    uint64_t bytes;             /* what it counts in the window */
+    uint32_t heap;              /* the heap it was read in (HEAP_DUMP_INFO) */
+    uint8_t kind, wait;
+    uint8_t pinned;             /* a buffer that stays: something else names it */
+    union {
+        struct hprof_instance instance;
+        struct hprof_primitive_array array;
+        struct hprof_object_array objects;
+    } rec;                      /* pointers into `data` */
+    uint8_t data[];
+};
+
+/* Ids to values, open addressing with deletion (backward shift): the
+ * ids waited for come and go by the million in a dump, and idmap keeps
+ * every key it was given. */
+struct id_table {
+    uint64_t *keys;
+    uint64_t *values;
+    size_t mask, count;
+};
+
+void id_table_free(struct id_table *t);
+/* The value of `key`, or NULL. */
+uint64_t *id_table_find(const struct id_table *t, uint64_t key);
+/* @return HPROF_OK or HPROF_ERR_NOMEM. */
+int id_table_put(struct id_table *t, uint64_t key, uint64_t value);
+/* Remove `key`: @return 1 and its value in *value, or 0. */
+int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);
+
+struct wait_window {
+    struct held *oldest, *newest;
+    struct id_table index;      /* key -> the first held under it */
+    uint64_t bytes, limit, peak;
+    uint64_t waited, waited_bytes;
+};
+
+void wait_window_init(struct wait_window *w, uint64_t limit);
+/* Frees every record still held. */
+void wait_window_free(struct wait_window *w);
+/* A record of `data_bytes` bytes of data to fill, or NULL. */
+struct held *held_new(uint8_t kind, size_t data_bytes);
+/* Hold `h` under `key`.  @return HPROF_OK or HPROF_ERR_NOMEM (h freed). */
+int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_t wait);
+/* The first held under `key` (others by next_same), left in; or NULL. */
+struct held *wait_window_first(const struct wait_window *w, uint64_t key);
+/* Is anything held under `key`? */
+int wait_window_has(const struct wait_window *w, uint64_t key);
+/* Take out everything held under `key` (a list by next_same, oldest
+ * first; the caller frees each), or NULL. */
+struct held *wait_window_take(struct wait_window *w, uint64_t key);
+/* Take out the oldest record (and only it), or NULL. */
+struct held *wait_window_take_oldest(struct wait_window *w);
+static inline int wait_window_over(const struct wait_window *w)
+{
+    return w->bytes > w->limit;
+}
+
+/* STRING records held until the end of the input: only then is it known
+ * which a record of the dump refers to. */
+struct held_names {
+    uint8_t *bytes;             /* each: time u4, id u8, length u4, text */
+    size_t n_bytes, cap_bytes;
+    uint64_t count, text_bytes;
+    uint64_t limit;
+};
+
+int held_names_add(struct held_names *n, const struct hprof_string *s);
+/* Calls fn(ctx, s) for each, in the order they came; stops at an error. */
+int held_names_each(const struct held_names *n, int (*fn)(void *, const struct hprof_string *),
+                    void *ctx);
+void held_names_clear(struct held_names *n);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * one_pass_private.h - the state of a one-pass shrink, shared by its
+ * files: one_pass.c (the records as they come, the window's claims and
+ * rule), one_pass_run.c (setting up, the plan's growing parts, the end of
+ * each heap dump), one_pass_system.c (the zygote and image heaps).
+ */
+#ifndef HPROF_REWRITE_ONE_PASS_PRIVATE_H
+#define HPROF_REWRITE_ONE_PASS_PRIVATE_H
+
+#include "model.h"
+#include "one_pass.h"
+#include "plan.h"
+#include "redact.h"
+#include "rewrite.h"
+#include "system_heaps.h"
+#include "used_names.h"
+
+/* What claimed an array not read yet (values of `claims`): an enum
+ * array_keep in the low bits, CLAIM_PINNED for a buffer that stays (a
+ * Bitmap that names it was written already), or the DumpData.buffers
+ * array itself. */
+#define CLAIM_KEEP 0xFFu
+#define CLAIM_PINNED 0x100u
+#define CLAIM_BUFFERS_ARRAY 0x200u
+#define CLAIM_DECIDE_NOW 0x400u    /* a buffer decided as soon as it is read */
+#define CLAIM_NONE 0xFFFFFFFFu
+
+/* one_pass_system_object(): the object is in a heap that is dropped. */
+#define ONE_PASS_DROPPED 2
+
+#define ONE_PASS_HEAPS 8
+
+struct heap_name {
+    uint32_t heap;
+    uint64_t name;              /* the STRING id of its HEAP_DUMP_INFO */
+};
+
+struct merge_entry {
+    uint64_t id;                /* the buffer kept */
+    uint8_t sha[32];
+    uint32_t count;
+    uint8_t type;
+    uint8_t merged;             /* a copy has merged into it */
+};
+
+struct one_pass_system;
+
+struct one_pass {
+    struct hprof_visitor base;  /* first: what the names collector calls */
+    struct rewrite_ctx ctx;
+    struct hprof_shrink_options opt;
+    struct hprof_shrink_stats *st;
+    struct dump_model model;
+    struct redaction redact;
+    struct shrink_plan plan;
+    struct names_collect names_in_use; /* in front of `base` */
+    struct shrink_chain *chain;
+    struct hprof_visitor *head;     /* the chain's first filter */
+    struct hprof_visitor *names_kept; /* past the chain's names filter */
+    struct plan_cursor *cursor;     /* the chain's */
+
+    struct wait_window window;
+    struct held_names names;
+    int hold_names;
+    struct id_table claims;         /* array id -> CLAIM_* */
+    struct idfilter kept_out;       /* arrays written with their contents */
+    struct held *gather;            /* the array read in chunks, or NULL */
+    unsigned gather_claim;
+    uint64_t gather_have;
+    uint64_t *blocked;              /* classes with instances waiting */
+    size_t n_blocked, cap_blocked;
+
+    int tracking_bitmaps;           /* android.graphics.Bitmap is named */
+    int tracking_pins;              /* ... and buffers may merge */
+    struct idfilter pins;           /* what objects other than Bitmaps name */
+    struct sha256 *sha;
+    struct merge_entry *merges;
+    size_t n_merges, cap_merges;
+    struct idmap merge_index;       /* 64 bits of type, length, digest -> merges[] */
+    struct held *gather_objects;    /* a byte[][] read in chunks, to wait, or NULL */
+    int buffers_array;              /* the object array read is DumpData.buffers */
+    int dropping_array;             /* ... is in a dropped heap */
+
+    struct hprof_segment seg;       /* the segment open, or the last */
+    int in_segment;
+    uint32_t in_heap;               /* the heap the input is in */
+    uint32_t out_heap;              /* the heap the writer's segment is in */
+    struct heap_name heap_names[ONE_PASS_HEAPS];
+    unsigned n_heap_names;
+
+    struct one_pass_system *system; /* NULL unless zygote and image objects go */
+};
+
+extern const struct hprof_visitor_ops one_pass_ops;
+
+/* one_pass.c */
+/* The writer's segment is in heap `heap` from here. */
+int one_pass_switch_heap(struct one_pass *op, uint32_t heap);
+/* The chain's verdict on array `a`, given before it goes in. */
+void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
+                           enum array_keep keep);
+int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap);
+int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
+                        uint32_t heap, enum array_keep keep);
+int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
+int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
+int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
+void one_pass_note_ref(struct one_pass *op, uint64_t ref);
+int one_pass_class_ready(struct one_pass *op, struct class_info *ci, int *rc);
+int one_pass_block_class(struct one_pass *op, uint64_t class_id);
+
+/* one_pass_run.c: redaction's part as the input is read, and the end of
+ * a heap dump. */
+int one_pass_redact_string(struct one_pass *op, const struct hprof_string *s);
+int one_pass_redact_class(struct one_pass *op, struct class_info *ci);
+int one_pass_redact_instance(struct one_pass *op, const struct hprof_instance *o);
+int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value);
+int one_pass_reset_dump(struct one_pass *op);
+void one_pass_start_heap(struct one_pass *op);
+
+/* one_pass_system.c: zygote and image objects.  Each returns HPROF_OK
+ * when there is nothing to do (the heaps are kept, or the object is not
+ * theirs). */
+int one_pass_system_init(struct one_pass *op);
+void one_pass_system_free(struct one_pass *op);
+/* @return ONE_PASS_DROPPED when object `id`, just read, is in a dropped heap. */
+int one_pass_system_object(struct one_pass *op, uint64_t id);
+int one_pass_system_instance(struct one_pass *op, const struct hprof_instance *o);
+int one_pass_system_object_array(struct one_pass *op, const struct hprof_object_array *a);
+int one_pass_system_array(struct one_pass *op, const struct hprof_primitive_array *a);
+/* A kept object refers to `ref`. */
+int one_pass_system_refer(struct one_pass *op, uint64_t ref);
+int one_pass_system_tracking(const struct one_pass *op);
+int one_pass_system_class_dump(struct one_pass *op, const struct hprof_class_dump *cd);
+int one_pass_system_root(struct one_pass *op, const struct hprof_root *r);
+/* Something to write when the dump ends (stand-ins, roots)? */
+int one_pass_system_pending(const struct one_pass *op);
+/* The dump ends: the stand-ins chosen and written, the roots held. */
+int one_pass_system_flush(struct one_pass *op);
+int one_pass_system_reset(struct one_pass *op);
+
+#endif

@@ -1,0 +1,274 @@
+/*
+ * one_pass_window.c - the records the one-pass shrink holds (see
+ * one_pass.h): the window, oldest first, indexed by key; and the names.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "one_pass.h"
+
+/* ---- A table of ids with deletion ------------------------------------------ */
+
+static size_t home(uint64_t key, size_t mask)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32 ^ h) & mask;
+}
+
+static size_t slot_of(const struct id_table *t, uint64_t key)
+{
+    size_t s = home(key, t->mask);
+    while (t->keys[s] != 0 && t->keys[s] != key)
+        s = (s + 1) & t->mask;
+    return s;
+}
+
+static int table_grow(struct id_table *t)
+{
+    size_t slots = t->keys ? 2 * (t->mask + 1) : 1024;
+    struct id_table grown = { calloc(slots, sizeof *grown.keys),
+                              calloc(slots, sizeof *grown.values), slots - 1, t->count };
+    if (grown.keys == NULL || grown.values == NULL) {
+        free(grown.keys);
+        free(grown.values);
+        return HPROF_ERR_NOMEM;
+    }
+    for (size_t i = 0; t->keys && i <= t->mask; i++)
+        if (t->keys[i] != 0) {
+            size_t s = slot_of(&grown, t->keys[i]);
+            grown.keys[s] = t->keys[i];
+            grown.values[s] = t->values[i];
+        }
+    free(t->keys);
+    free(t->values);
+    *t = grown;
+    return HPROF_OK;
+}
+
+void id_table_free(struct id_table *t)
+{
+    free(t->keys);
+    free(t->values);
+    memset(t, 0, sizeof *t);
+}
+
+uint64_t *id_table_find(const struct id_table *t, uint64_t key)
+{
+    if (t->count == 0 || key == 0)
+        return NULL;
+    size_t s = slot_of(t, key);
+    return t->keys[s] == key ? &t->values[s] : NULL;
+}
+
+int id_table_put(struct id_table *t, uint64_t key, uint64_t value)
+{
+    if ((t->count + 1) * 2 > (t->keys ? t->mask + 1 : 0) && table_grow(t) != HPROF_OK)
+        return HPROF_ERR_NOMEM;
+    size_t s = slot_of(t, key);
+    if (t->keys[s] == 0) {
+        t->keys[s] = key;
+        t->count++;
+    }
+    t->values[s] = value;
+    return HPROF_OK;
+}
+
+/* Empties slot `s` and shifts back the probes that passed over it. */
+static void delete_slot(struct id_table *t, size_t s)
+{
+    t->keys[s] = 0;
+    t->count--;
+    for (size_t i = (s + 1) & t->mask; t->keys[i] != 0; i = (i + 1) & t->mask) {
+        size_t h = home(t->keys[i], t->mask);
+        /* the entry at i stays when its home lies in (s, i], going round */
+        if (s <= i ? (h > s && h <= i) : (h > s || h <= i))
+            continue;
+        t->keys[s] = t->keys[i];
+        t->values[s] = t->values[i];
+        t->keys[i] = 0;
+        s = i;
+    }
+}
+
+int id_table_take(struct id_table *t, uint64_t key, uint64_t *value)
+{
+    uint64_t *v = id_table_find(t, key);
+    if (v == NULL)
+        return 0;
+    *value = *v;
+    delete_slot(t, (size_t)(v - t->values));
+    return 1;
+}
+
+/* ---- The window ------------------------------------------------------------- */
+
+void wait_window_init(struct wait_window *w, uint64_t limit)
+{
+    memset(w, 0, sizeof *w);
+    w->limit = limit;
+}
+
+void wait_window_free(struct wait_window *w)
+{
+    for (struct held *h = w->oldest, *next; h != NULL; h = next) {
+        next = h->newer;
+        free(h);
+    }
+    id_table_free(&w->index);
+    memset(w, 0, sizeof *w);
+}
+
+struct held *held_new(uint8_t kind, size_t data_bytes)
+{
+    struct held *h = malloc(sizeof *h + data_bytes);
+    if (h != NULL) {
+        memset(h, 0, sizeof *h);
+        h->kind = kind;
+        h->bytes = sizeof *h + data_bytes;
+    }
+    return h;
+}
+
+static struct held *as_held(uint64_t value)
+{
+    return (struct held *)(uintptr_t)value;
+}
+
+int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_t wait)
+{
+    uint64_t *head = id_table_find(&w->index, key);
+    h->key = key;
+    h->wait = wait;
+    h->next_same = NULL;
+    if (head != NULL) { /* last of those under the key: taken out oldest first */
+        struct held *last = as_held(*head);
+        while (last->next_same != NULL)
+            last = last->next_same;
+        last->next_same = h;
+    } else if (id_table_put(&w->index, key, (uint64_t)(uintptr_t)h) != HPROF_OK) {
+        free(h);
+        return HPROF_ERR_NOMEM;
+    }
+    h->older = w->newest;
+    h->newer = NULL;
+    if (w->newest != NULL)
+        w->newest->newer = h;
+    else
+        w->oldest = h;
+    w->newest = h;
+    w->bytes += h->bytes;
+    if (w->bytes > w->peak)
+        w->peak = w->bytes;
+    w->waited++;
+    w->waited_bytes += h->bytes;
+    return HPROF_OK;
+}
+
+struct held *wait_window_first(const struct wait_window *w, uint64_t key)
+{
+    uint64_t *head = id_table_find(&w->index, key);
+    return head != NULL ? as_held(*head) : NULL;
+}
+
+int wait_window_has(const struct wait_window *w, uint64_t key)
+{
+    return id_table_find(&w->index, key) != NULL;
+}
+
+static void unlink_order(struct wait_window *w, struct held *h)
+{
+    if (h->older != NULL)
+        h->older->newer = h->newer;
+    else
+        w->oldest = h->newer;
+    if (h->newer != NULL)
+        h->newer->older = h->older;
+    else
+        w->newest = h->older;
+    h->older = h->newer = NULL;
+    w->bytes -= h->bytes;
+}
+
+struct held *wait_window_take(struct wait_window *w, uint64_t key)
+{
+    uint64_t head;
+    if (!id_table_take(&w->index, key, &head))
+        return NULL;
+    struct held *list = as_held(head);
+    for (struct held *h = list; h != NULL; h = h->next_same)
+        unlink_order(w, h);
+    return list;
+}
+
+struct held *wait_window_take_oldest(struct wait_window *w)
+{
+    struct held *h = w->oldest;
+    if (h == NULL)
+        return NULL;
+    uint64_t *head = id_table_find(&w->index, h->key);
+    if (as_held(*head) == h) { /* the oldest is the first under its key */
+        if (h->next_same != NULL)
+            *head = (uint64_t)(uintptr_t)h->next_same;
+        else
+            id_table_take(&w->index, h->key, head);
+    } else {
+        struct held *p = as_held(*head);
+        while (p->next_same != h)
+            p = p->next_same;
+        p->next_same = h->next_same;
+    }
+    h->next_same = NULL;
+    unlink_order(w, h);
+    return h;
+}
+
+/* ---- Names ------------------------------------------------------------------- */
+
+#define NAME_HEAD 16u
+
+int held_names_add(struct held_names *n, const struct hprof_string *s)
+{
+    size_t need = n->n_bytes + NAME_HEAD + s->length;
+    if (need > n->cap_bytes) {
+        size_t cap = n->cap_bytes ? n->cap_bytes : 64u << 10;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *grown = realloc(n->bytes, cap);
+        if (grown == NULL)
+            return HPROF_ERR_NOMEM;
+        n->bytes = grown;
+        n->cap_bytes = cap;
+    }
+    uint8_t *p = n->bytes + n->n_bytes;
+    p = put_u4(p, s->time);
+    p = put_u8(p, s->id);
+    p = put_u4(p, s->length);
+    memcpy(p, s->utf8, s->length);
+    n->n_bytes = need;
+    n->count++;
+    n->text_bytes += s->length;
+    return HPROF_OK;
+}
+
+int held_names_each(const struct held_names *n, int (*fn)(void *, const struct hprof_string *),
+                    void *ctx)
+{
+    for (size_t at = 0; at < n->n_bytes;) {
+        const uint8_t *p = n->bytes + at;
+        struct hprof_string s = { .offset = 0, .time = get_u4(p), .id = get_u8(p + 4),
+                                  .length = get_u4(p + 12), .utf8 = p + NAME_HEAD };
+        int rc = fn(ctx, &s);
+        if (rc != HPROF_OK)
+            return rc;
+        at += NAME_HEAD + s.length;
+    }
+    return HPROF_OK;
+}
+
+void held_names_clear(struct held_names *n)
+{
+    free(n->bytes);
+    uint64_t limit = n->limit;
+    memset(n, 0, sizeof *n);
+    n->limit = limit;
+}
