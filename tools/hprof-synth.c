@@ -43,6 +43,7 @@ struct options {
     int leaf_first;
     unsigned dumps;         /* --dumps N: heap dumps in the file, as the hprof agent appends them */
     int whole_dumps;        /* --whole-dumps: each a HEAP_DUMP record, not segments and an END */
+    unsigned late_referrers;/* --late-referrers N: Strings and Bitmaps N records after their arrays */
     int force;              /* -f: overwrite OUT and the manifest */
     const char *out;
 };
@@ -223,7 +224,12 @@ static void generate(struct synth *s, const struct options *o, unsigned dump)
     d.zygote_bytes = new_object_id(s);
     d.zygote_array = new_object_id(s);
     generate_system_objects(s, &d);
+    s->late_after = o->late_referrers;
+    s->late_classes[0] = d.m.string;
+    s->late_classes[1] = d.m.bitmap;
     generate_app_objects(s, o, dump, &d);
+    release_late(s, 1);
+    s->late_after = 0;
     if (!o->whole_dumps)
         end_segment(s);
     unsigned seg_limit = s->seg_limit;
@@ -367,6 +373,9 @@ static void usage(FILE *out)
             "                     the JDK's hprof agent appends them [Default: 1]\n"
             "  --whole-dumps      each heap dump one HEAP_DUMP record (else segments\n"
             "                     closed by HEAP_DUMP_END)\n"
+            "  --late-referrers N write each app String and Bitmap N records after the\n"
+            "                     array it refers to (as far as its heap dump allows),\n"
+            "                     to exercise a one-pass shrink's window\n"
             "  --manifest FILE    write what was generated, \"key value\" per line\n"
             "  -f, --force        overwrite OUT\n"
             "  -h, --help         show this help and exit\n"
@@ -386,6 +395,7 @@ static const struct option long_options[] = {
     { "whole-dumps", no_argument, NULL, 'W' },
     { "system-links", no_argument, NULL, 'L' },
     { "secrets", required_argument, NULL, 'S' },
+    { "late-referrers", required_argument, NULL, 'R' },
     { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
 };
 
@@ -431,6 +441,10 @@ static int parse_option(int c, const char *arg, struct options *o)
             o->dumps = (unsigned)v;
         break;
     case 'W': o->whole_dumps = 1; break;
+    case 'R':
+        if ((rc = number("late-referrers", arg, 1, 100000000, "1-100000000", &v)) == 0)
+            o->late_referrers = (unsigned)v;
+        break;
     case 'L': o->system_links = 1; break;
     case 'm': o->manifest = arg; break;
     case 'S': o->secrets = arg; break;

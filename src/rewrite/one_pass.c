@@ -293,7 +293,8 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
 /* ---- The window's rule ----------------------------------------------------------- */
 
 /* The oldest record leaves the window: a buffer's group is decided as
- * at the end of the dump; anything else undecided, by the rule. */
+ * at the end of the dump; anything else undecided, by the rule (counted
+ * when the window was full: at the end, nothing can claim it any more). */
 static int leave_window(struct one_pass *op, int evicted)
 {
     struct held *oldest = op->window.oldest;
@@ -310,7 +311,6 @@ static int leave_window(struct one_pass *op, int evicted)
         } else {
             rc = HPROF_OK;
         }
-        by_rule = h->wait == WAIT_CLASS;
         if (rc == HPROF_OK)
             rc = send_held(op, h, ARRAY_NOT_KEPT);
         free(h);

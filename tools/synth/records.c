@@ -90,6 +90,7 @@ void place(struct synth *s, uint32_t heap, uint64_t bytes)
     }
     s->seg_objects++;
     s->seg_bytes += bytes;
+    s->records_placed++;
     if (s->android && heap != ~0u && heap != s->seg_heap && s->rc >= 0) {
         const char *name = heap == 'Z' ? "zygote" : heap == 'I' ? "image" : "app";
         struct hprof_heap_info info = { .heap_id = heap, .name_id = string_id(s, name) };
@@ -150,15 +151,60 @@ void put(struct values *v, uint64_t x, unsigned size)
     v->n += size;
 }
 
+/* An app String or Bitmap held back by --late-referrers. */
+static int hold_late(struct synth *s, uint32_t heap, uint64_t id, uint64_t class_id,
+                     const struct values *v)
+{
+    if (s->late_after == 0 || s->releasing || is_system(heap) ||
+        (class_id != s->late_classes[0] && class_id != s->late_classes[1]))
+        return 0;
+    if (s->n_late == s->cap_late) {
+        size_t cap = s->cap_late ? 2 * s->cap_late : 256;
+        struct late_instance *grown = realloc(s->late, cap * sizeof *grown);
+        if (grown == NULL) {
+            s->rc = HPROF_ERR_NOMEM;
+            return 1;
+        }
+        s->late = grown;
+        s->cap_late = cap;
+    }
+    s->late[s->n_late++] = (struct late_instance){ s->records_placed + s->late_after, heap, id,
+                                                   class_id, *v };
+    return 1;
+}
+
+void release_late(struct synth *s, int all)
+{
+    if (s->releasing)
+        return;
+    s->releasing = 1;
+    while (s->first_late < s->n_late && s->rc >= 0 &&
+           (all || s->late[s->first_late].due <= s->records_placed)) {
+        struct late_instance *l = &s->late[s->first_late++];
+        instance(s, l->heap, l->id, l->class_id, &l->v);
+    }
+    if (s->first_late == s->n_late)
+        s->first_late = s->n_late = 0;
+    s->releasing = 0;
+    if (all) {
+        free(s->late);
+        s->late = NULL;
+        s->cap_late = 0;
+    }
+}
+
 void instance(struct synth *s, uint32_t heap, uint64_t id, uint64_t class_id,
               const struct values *v)
 {
+    if (hold_late(s, heap, id, class_id, v))
+        return;
     place(s, heap, 1 + 2 * s->ids + 8 + v->n);
     struct hprof_instance o = { .id = id, .stack_serial = 1, .class_id = class_id,
                                 .length = (uint32_t)v->n, .values = v->b };
     s->instances[!is_system(heap)]++;
     if (s->rc >= 0)
         s->rc = hprof_visit_instance(s->out, &o);
+    release_late(s, 0);
 }
 
 void object_array(struct synth *s, uint32_t heap, uint64_t id, uint64_t class_id,
@@ -179,6 +225,7 @@ void object_array(struct synth *s, uint32_t heap, uint64_t id, uint64_t class_id
     if (s->rc >= 0)
         s->rc = hprof_visit_object_array(s->out, &a);
     free(bytes);
+    release_late(s, 0);
 }
 
 void primitive_array(struct synth *s, uint32_t heap, uint64_t id, uint8_t type,
@@ -192,6 +239,7 @@ void primitive_array(struct synth *s, uint32_t heap, uint64_t id, uint8_t type,
     s->primitive_arrays[!is_system(heap)]++;
     if (s->rc >= 0)
         s->rc = hprof_visit_primitive_array(s->out, &a);
+    release_late(s, 0);
 }
 
 /* Bytes from the generator's stream, or a pattern derived from `seed` (the

@@ -45,6 +45,15 @@ struct synth {
     int system_links;               /* --system-links */
 
     struct secrets *secrets;    /* --secrets: plant them, NULL otherwise */
+
+    /* --late-referrers: app Strings and Bitmaps held back that many
+     * records (their arrays go first) */
+    unsigned late_after;
+    uint64_t late_classes[2];
+    struct late_instance *late;
+    size_t n_late, cap_late, first_late;
+    uint64_t records_placed;
+    int releasing;
 };
 
 /* Ids of the classes and of named objects the heap refers to. */
@@ -70,6 +79,16 @@ struct values {
     uint8_t b[128];
     size_t n;
 };
+
+struct late_instance {
+    uint64_t due;               /* written once this many records are placed */
+    uint32_t heap;
+    uint64_t id, class_id;
+    struct values v;
+};
+
+/* Writes the held-back instances that are due (all with `all`). */
+void release_late(struct synth *s, int all);
 
 enum { BOXED_INT, BOXED_LONG, BOXED_DOUBLE, BOXED_FLOAT, BOXED_CHAR, BOXED_SHORT, BOXED_BYTE,
        N_BOXED };
