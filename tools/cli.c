@@ -170,7 +170,10 @@ static void progress_draw(struct cli_progress *p, double fraction, uint64_t tota
     cli_format_bytes(read, sizeof read, p->read + p->done);
     cli_format_bytes(size, sizeof size, total);
     cli_format_bytes(rate, sizeof rate, secs > 0 ? (uint64_t)((double)(p->read + p->done) / secs) : 0);
-    if (fraction >= 0)
+    if (total == 0) /* a stream: its size is known at its end */
+        fprintf(stderr, "\r%s: %s: %s read, %s/s\033[K", cli_progname, cli_quote(p->label),
+                read, rate);
+    else if (fraction >= 0)
         fprintf(stderr, "\r%s: %s: %3d%% of %s, %s read, %s/s\033[K", cli_progname,
                 cli_quote(p->label), (int)(fraction * 100), size, read, rate);
     else
@@ -193,7 +196,7 @@ void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t 
     p->total = total;
     double f = passes > 0 && total > 0
                    ? ((double)(pass - 1) + (double)done / (double)total) / (double)passes
-                   : 0;
+                   : -1;
     progress_draw(p, f > 1 ? 1 : f, total);
 }
 

@@ -199,6 +199,14 @@ void cli_install_signal_handlers(void);
  * @return HPROF_OK with *fd and *r set, or an error (nothing left open).
  * cli_close_reader() releases both. */
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);
+/* Is `path` ("-": standard input) best read once, as a stream: not a
+ * regular file (a pipe, FIFO, socket, device), or a gzip- or
+ * zstd-compressed one? */
+int cli_input_is_stream(const char *path);
+/* `path` opened as a stream reader (hprof_input_open_stream(): one run,
+ * decompressed as it is read, nothing in $TMPDIR), with cli_open_reader()'s
+ * checks of standard input.  Close it with cli_close_reader(-1, r). */
+int cli_open_stream_reader(const char *path, struct hprof_reader **r, struct hprof_error *err);
 void cli_close_reader(int fd, struct hprof_reader *r);
 
 /* After a failed run over `r` (opened by cli_open_reader() on `fd`):

@@ -47,6 +47,12 @@ static void usage(FILE *out)
             "  --mapping=FILE       restore class, field and method names with a\n"
             "                       ProGuard/R8 mapping.txt\n"
             "  --keep-duplicates    do not merge byte-identical bitmap buffers\n"
+            "  --one-pass           read IN once and write as it goes, nothing in TMPDIR\n"
+            "                       [Default: for a pipe, FIFO, socket or .gz/.zst]\n"
+            "  --multi-pass         read IN in several passes (a stream or compressed\n"
+            "                       IN is first copied to TMPDIR) [Default: plain files]\n"
+            "  --window=SIZE        bytes the one-pass shrink may hold while records wait\n"
+            "                       for what decides them [Default: 64M]\n"
             "  --dump=N             of a file of several heap dumps (the JDK's hprof\n"
             "                       agent's), keep the N-th alone (1-based); by\n"
             "                       default each is shrunk on its own\n"
@@ -307,6 +313,11 @@ static int parse_operands(int left, char **operands, struct options *o, int z_ba
         return cli_usage_error("-z (--gzip) and --zstd: choose one compression");
     if (o->shard_count != 0 && o->out_dir == NULL)
         return cli_usage_error("--shard needs batch mode (-o DIR)");
+    if (o->passes == 1 && (o->mapping_path != NULL || o->salvage))
+        return cli_usage_error("--one-pass and %s: it needs the multi-pass shrink",
+                               o->salvage ? "--salvage" : "--mapping");
+    if (o->passes == 2 && o->shrink.window != 0)
+        return cli_usage_error("--window is the one-pass shrink's: not with --multi-pass");
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0)
             return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
@@ -594,9 +605,30 @@ struct run {
     uint64_t written;           /* the output file's size; 0: not a file */
 };
 
+/* One pass for what cannot be read twice without a copy in $TMPDIR (a
+ * pipe, FIFO or socket, or compressed input), unless a mapping or
+ * salvage needs passes of their own; several for a plain file, where
+ * they read a mapping of the page cache and cost no copy.  Or as asked. */
+static int one_pass_for(const struct options *o)
+{
+    if (o->passes != 0)
+        return o->passes == 1;
+    if (o->mapping_path != NULL || o->salvage)
+        return 0;
+    return cli_input_is_stream(o->in);
+}
+
+static int open_input(const struct options *o, struct run *run, int one_pass)
+{
+    if (one_pass && cli_input_is_stream(o->in))
+        return cli_open_stream_reader(o->in, &run->r, &run->err);
+    return cli_open_reader(o->in, &run->in_fd, &run->r, &run->err);
+}
+
 static int run_shrink(struct options *o, struct run *run, const struct cli_output *out)
 {
-    int rc = cli_open_reader(o->in, &run->in_fd, &run->r, &run->err);
+    int one_pass = one_pass_for(o);
+    int rc = open_input(o, run, one_pass);
     if (rc == HPROF_OK) {
         run->sink = o->gzip_level ? hprof_sink_new_gzip(out->fd, o->gzip_level, o->threads,
                                                         &run->sink_err)
@@ -613,7 +645,7 @@ static int run_shrink(struct options *o, struct run *run, const struct cli_outpu
     o->shrink.progress = on_progress;
     o->shrink.progress_ctx = &run->progress;
     o->shrink.threads = o->threads;
-    if (rc == HPROF_OK && o->passes == 1)
+    if (rc == HPROF_OK && one_pass)
         rc = hprof_shrink_one_pass(run->r, run->sink, &o->shrink, &run->stats, &run->err);
     else if (rc == HPROF_OK)
         rc = hprof_shrink(run->r, run->sink, &o->shrink, &run->stats, &run->err);
