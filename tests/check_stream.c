@@ -202,7 +202,10 @@ START_TEST(stream_reader_selects_one_dump_of_several_as_a_file_reader_does)
     tb_init(&b, 4);
     tb_small_dump(&b, 4);
     size_t one = b.len;
-    tb_bytes(&b, b.data + 31, one - 31); /* the records again: a second dump */
+    uint8_t *records = malloc(one);
+    memcpy(records, b.data + 31, one - 31);
+    tb_bytes(&b, records, one - 31); /* the records again: a second dump */
+    free(records);
     struct hprof_error err = { 0 };
     struct hprof_reader *r;
     uint8_t *want, *got;
