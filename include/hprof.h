@@ -110,6 +110,32 @@ HPROF_API int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hpr
 HPROF_API int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t len,
                                        struct hprof_error *err);
 
+/* hprof_read_fn :
+ * Gives the next bytes of a stream: up to `len` of them at `buf`, and
+ * their count in *got.  @return HPROF_OK with *got > 0, or *got == 0 only
+ * at the end of the stream; or an error code with `err` set (its message
+ * is then the run's). */
+typedef int (*hprof_read_fn)(void *ctx, void *buf, size_t len, size_t *got,
+                             struct hprof_error *err);
+
+/* hprof_reader_open_stream() :
+ * Opens a reader on the bytes `read` gives (a pipe, a socket, a
+ * decompressor, a dump being written), read once, front to back, with
+ * nothing written anywhere: reads and checks the header.  Such a reader
+ * allows exactly one hprof_reader_run() (a second fails with
+ * HPROF_ERR_USAGE); array contents a visitor skips, and the dumps
+ * hprof_reader_set_dump() does not select, are read and dropped.  Its size
+ * is unknown until the stream ends: hprof_reader_size() gives the bytes
+ * read so far, and the progress callback a total of 0 until the end; a
+ * stream cut short fails the run with the offset and record it ends in,
+ * as a file cut short does.  What needs the input again or its end first
+ * fails with HPROF_ERR_USAGE: hprof_reader_pread(), hprof_reader_map(),
+ * salvage.  Memory: the read buffer (HPROF_READ_BUFFER, grown for a record
+ * up to HPROF_MAX_RECORD).  hprof_input_open_stream() opens a path so.
+ * @return HPROF_OK and *out, or an error (*out is then NULL). */
+HPROF_API int hprof_reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
+                                       struct hprof_error *err);
+
 /* hprof_reader_map() :
  * Reads the file of a reader made by hprof_reader_open_fd() through a
  * read-only memory mapping instead of pread(): nothing is copied, and array
@@ -401,6 +427,25 @@ HPROF_API int hprof_input_open_flags(const char *path, unsigned flags, int *fd,
 HPROF_API int hprof_input_open_threads(const char *path, unsigned flags, unsigned threads,
                                        int *fd, struct hprof_input_info *info,
                                        struct hprof_error *err);
+
+/* hprof_input_open_stream() :
+ * Opens `path` ("-" = standard input; a file, pipe, FIFO or socket; plain,
+ * gzip or zstd, told by their magic) as a stream reader
+ * (hprof_reader_open_stream(): one run, front to back) that decompresses
+ * as it reads and writes nothing to $TMPDIR.  The reader sees the bytes
+ * hprof_input_open() would copy, checked the same way (the magic of the
+ * decompressed bytes, a bomb stopped at its first undefined tag, trailing
+ * bytes after the last gzip member, zstd's window limit), and fails its
+ * run with the same message where the copy would fail, gzip and zstd
+ * problems at their offset in the compressed input.  A gzip file of many
+ * members is inflated a member per thread, `threads` as in
+ * hprof_input_open_threads(); a pipe as it comes.  Decompression runs on a
+ * thread of its own, at most 4 MiB ahead of the reader; hprof_reader_free()
+ * stops it and closes the file.  *info: nothing is spooled (all 0).
+ * @return HPROF_OK and *out, or an error (*out is then NULL). */
+HPROF_API int hprof_input_open_stream(const char *path, unsigned threads,
+                                      struct hprof_reader **out, struct hprof_input_info *info,
+                                      struct hprof_error *err);
 
 /* ---- Verification ------------------------------------------------------- */
 
@@ -707,6 +752,37 @@ HPROF_API int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
 HPROF_API int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
                                     const struct hprof_shrink_options *options,
                                     struct hprof_shrink_stats *stats, struct hprof_error *err);
+
+/* ---- Shrinking a dump as it is written ------------------------------------ */
+
+/* hprof_shrink_push_new() :
+ * For a dump writer that wants to shrink as it writes (e.g. from its
+ * write() hook), with nothing of the dump on disk: it pushes the dump's
+ * bytes, in pieces of any size, with hprof_shrink_push_write(), then calls
+ * hprof_shrink_push_finish(); meanwhile a thread of the library reads them
+ * as a stream (hprof_reader_open_stream()) and shrinks them in one pass to
+ * `sink` (which stays the caller's: finish it after
+ * hprof_shrink_push_finish()).  Between the two, a ring of 4 MiB: a write
+ * waits while it is full.  `opt` (NULL: the defaults) is copied; what it
+ * points to (redact_keep) must outlive the push.  Messages of failures go
+ * to `err`, which must outlive the push.  The calls of one push are made
+ * from one thread at a time.
+ * @return HPROF_OK and *out, or an error. */
+struct hprof_shrink_push;
+HPROF_API int hprof_shrink_push_new(struct hprof_shrink_push **out, struct hprof_sink *sink,
+                                    const struct hprof_shrink_options *opt,
+                                    struct hprof_error *err);
+/* The next `len` bytes of the dump.  @return HPROF_OK, or once the shrink
+ * has failed (a malformed dump, the sink failing), its error: every later
+ * write and the finish return it too. */
+HPROF_API int hprof_shrink_push_write(struct hprof_shrink_push *p, const void *buf, size_t len);
+/* The end of the dump: waits for the shrink to write the rest.  `stats`
+ * may be NULL.  @return the shrink's result (a dump cut short fails). */
+HPROF_API int hprof_shrink_push_finish(struct hprof_shrink_push *p,
+                                       struct hprof_shrink_stats *stats);
+/* Frees `p`; without a finish, the shrink sees the dump end with an error
+ * and stops: no thread is left behind. */
+HPROF_API void hprof_shrink_push_free(struct hprof_shrink_push *p);
 
 /* ---- What a dump holds (hprof-info) ------------------------------------------ */
 

@@ -9,6 +9,10 @@
  *
  * A gzip file (not a pipe) of many members is inflated on every core
  * (input_members.c).
+ *
+ * hprof_input_open_stream() opens the same inputs for one pass without the
+ * copy: a reader of the stream itself, or of the ring (push.h) a
+ * decompressor on a thread of its own fills through the same checks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +26,11 @@
 #include <libdeflate.h>
 #endif
 
+#include "errand.h"
 #include "input_spool.h"
 #include "pool.h"
+#include "push.h"
+#include "reader_internal.h"
 
 static int temp_file(struct spool *s, struct hprof_error *err)
 {
@@ -64,16 +71,91 @@ static int copy_all(struct spool *s, const uint8_t *first, size_t n_first,
     return rc;
 }
 
-static int is_gzip(int fd)
+enum input_kind { INPUT_PLAIN, INPUT_GZIP, INPUT_ZSTD };
+
+static enum input_kind kind_of(const uint8_t *p, size_t n)
 {
-    uint8_t magic[2];
-    return pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+        return INPUT_GZIP;
+    return spool_is_zstd(p, n) ? INPUT_ZSTD : INPUT_PLAIN;
 }
 
-static int is_zstd(int fd)
+/* What the first bytes of the file `fd` say it is. */
+static enum input_kind file_kind(int fd)
 {
     uint8_t magic[4];
-    return pread(fd, magic, 4, 0) == 4 && spool_is_zstd(magic, 4);
+    ssize_t n = pread(fd, magic, sizeof magic, 0);
+    return kind_of(magic, n > 0 ? (size_t)n : 0);
+}
+
+/* The first four bytes of a pipe, which say gzip, zstd or neither; it may
+ * give one at a time, and cannot give them again: they are kept. */
+static int peek_magic(int fd, uint8_t *buf, size_t *got, struct hprof_error *err)
+{
+    *got = 0;
+    while (*got < 4) {
+        ssize_t n = read(fd, buf + *got, 4 - *got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "offset 0x0: read: %s", strerror(errno));
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return HPROF_OK;
+}
+
+static void spool_free(struct spool *s)
+{
+    if (s == NULL)
+        return;
+    free(s->in_buf);
+    free(s->out_buf);
+    free(s);
+}
+
+/* The state of decompressing `from` (a file when `seekable`); its bytes go
+ * to s->emit, which the caller sets. */
+static struct spool *spool_new(int from, int seekable, unsigned flags,
+                               struct hprof_input_info *info, struct input_stats *stats,
+                               struct hprof_error *err)
+{
+    struct spool *s = calloc(1, sizeof *s);
+    if (s == NULL || (s->in_buf = malloc(SPOOL_BUFFER)) == NULL ||
+        (s->out_buf = malloc(SPOOL_BUFFER)) == NULL) {
+        spool_free(s);
+        hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->salvage = (flags & HPROF_INPUT_SALVAGE) != 0;
+    s->info = info;
+    s->stats = stats;
+    s->in = from;
+    s->seekable = seekable;
+    s->out = -1;
+    s->in_header = 1;
+    return s;
+}
+
+/* Everything s->in yields, decompressed as `kind` says, through the
+ * checks to s->emit.  A pipe's first `prefix` bytes are in s->in_buf; a
+ * gzip file of `file_size` bytes is inflated as `how` says. */
+static int decompress(struct spool *s, enum input_kind kind, size_t prefix, uint64_t file_size,
+                      unsigned threads, enum input_inflate how, struct hprof_error *err)
+{
+    int done;
+    uint64_t end;
+    switch (kind) {
+    case INPUT_ZSTD:
+        return spool_unzstd(s, prefix, err);
+    case INPUT_GZIP:
+        if (s->seekable && how == INPUT_INFLATE_PARALLEL)
+            return spool_inflate_members(s, file_size, threads, err);
+        return spool_inflate_stream(s, 0, prefix, 0, &end, &done, err);
+    default:
+        return copy_all(s, s->in_buf, prefix, err);
+    }
 }
 
 /* Copy everything `from` yields, decompressed if gzip or zstd, into a
@@ -84,65 +166,28 @@ static int spool(int from, uint64_t file_size, unsigned flags, unsigned threads,
                  enum input_inflate how, int *out, struct hprof_input_info *info,
                  struct input_stats *stats, struct hprof_error *err)
 {
-    struct spool *s = calloc(1, sizeof *s);
-    int rc = HPROF_OK, done;
-    uint64_t end;
-    if (s == NULL || (s->in_buf = malloc(SPOOL_BUFFER)) == NULL ||
-        (s->out_buf = malloc(SPOOL_BUFFER)) == NULL) {
-        rc = hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    s->salvage = (flags & HPROF_INPUT_SALVAGE) != 0;
-    s->info = info;
-    s->stats = stats;
-    s->in = from;
-    s->seekable = file_size > 0;
-    s->out = -1;
-    s->in_header = 1;
-    if ((rc = temp_file(s, err)) != HPROF_OK)
-        goto out;
-    s->room = spool_free_bytes(s->out);
-    if (s->seekable && is_zstd(from)) {
-        rc = spool_unzstd(s, 0, err);
-        goto out;
-    }
-    if (s->seekable) {
-        rc = how == INPUT_INFLATE_STREAM ? spool_inflate_stream(s, 0, 0, 0, &end, &done, err)
-                                         : spool_inflate_members(s, file_size, threads, err);
-        goto out;
-    }
-    /* The first four bytes say gzip, zstd or neither; a pipe may give one
-     * at a time. */
+    struct spool *s = spool_new(from, file_size > 0, flags, info, stats, err);
+    if (s == NULL)
+        return err->code;
+    s->emit = spool_emit_file;
     size_t got = 0;
-    while (got < 4) {
-        ssize_t n = read(from, s->in_buf + got, 4 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = hprof_error_set(err, HPROF_ERR_IO, "offset 0x0: read: %s", strerror(errno));
-            goto out;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
+    enum input_kind kind = INPUT_PLAIN;
+    int rc = temp_file(s, err);
+    if (rc == HPROF_OK) {
+        s->room = spool_free_bytes(s->out);
+        if (s->seekable)
+            kind = file_kind(from);
+        else if ((rc = peek_magic(from, s->in_buf, &got, err)) == HPROF_OK)
+            kind = kind_of(s->in_buf, got); /* they stay in in_buf */
     }
-    if (got >= 2 && s->in_buf[0] == 0x1f && s->in_buf[1] == 0x8b) /* they stay in in_buf */
-        rc = spool_inflate_stream(s, 0, got, 0, &end, &done, err);
-    else if (spool_is_zstd(s->in_buf, got))
-        rc = spool_unzstd(s, got, err);
-    else
-        rc = copy_all(s, s->in_buf, got, err);
-out:
-    if (s != NULL) {
-        stats->bytes_spooled = s->written;
-        if (rc == HPROF_OK)
-            *out = s->out;
-        else if (s->out >= 0)
-            close(s->out);
-        free(s->in_buf);
-        free(s->out_buf);
-        free(s);
-    }
+    if (rc == HPROF_OK)
+        rc = decompress(s, kind, got, file_size, threads, how, err);
+    stats->bytes_spooled = s->written;
+    if (rc == HPROF_OK)
+        *out = s->out;
+    else if (s->out >= 0)
+        close(s->out);
+    spool_free(s);
     return rc;
 }
 
@@ -167,43 +212,186 @@ int hprof_input_open_threads(const char *path, unsigned flags, unsigned threads,
     return input_open(path, flags, threads, INPUT_INFLATE_PARALLEL, out, info, NULL, err);
 }
 
+/* `path` ("-": standard input) opened, *fd, and what it is, *st; not a
+ * directory.  *own: the fd is ours to close. */
+static int open_path(const char *path, int *fd, int *own, struct stat *st,
+                     struct hprof_error *err)
+{
+    *own = strcmp(path, "-") != 0;
+    *fd = *own ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+    if (*fd < 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
+    int rc = HPROF_OK;
+    if (fstat(*fd, st) != 0)
+        rc = hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
+    else if (S_ISDIR(st->st_mode))
+        rc = hprof_error_set(err, HPROF_ERR_IO, "is a directory");
+    if (rc != HPROF_OK && *own)
+        close(*fd);
+    return rc;
+}
+
 int input_open(const char *path, unsigned flags, unsigned threads, enum input_inflate how,
                int *out, struct hprof_input_info *info, struct input_stats *stats,
                struct hprof_error *err)
 {
     struct input_stats unused;
-    int stdin_input = strcmp(path, "-") == 0;
-    int fd = stdin_input ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    int fd, own;
     struct stat st;
     memset(info, 0, sizeof *info);
     if (stats == NULL)
         stats = &unused;
     memset(stats, 0, sizeof *stats);
-    if (fd < 0)
-        return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
-    if (fstat(fd, &st) != 0) {
-        int rc = hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
-        if (!stdin_input)
-            close(fd);
+    int rc = open_path(path, &fd, &own, &st, err);
+    if (rc != HPROF_OK)
         return rc;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        if (!stdin_input)
-            close(fd);
-        return hprof_error_set(err, HPROF_ERR_IO, "is a directory");
-    }
-    int compressed_file = S_ISREG(st.st_mode) && (is_gzip(fd) || is_zstd(fd));
+    int stdin_input = !own;
+    int compressed_file = S_ISREG(st.st_mode) && file_kind(fd) != INPUT_PLAIN;
     if (S_ISREG(st.st_mode) && !compressed_file) {
         *out = stdin_input ? dup(fd) : fd;
         if (*out < 0)
             return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
         return HPROF_OK;
     }
-    int rc = spool(fd, compressed_file ? (uint64_t)st.st_size : 0, flags, threads, how, out, info,
+    rc = spool(fd, compressed_file ? (uint64_t)st.st_size : 0, flags, threads, how, out, info,
                    stats, err);
     if (!stdin_input)
         close(fd);
     if (rc == HPROF_OK)
         info->spooled = 1;
     return rc;
+}
+
+/* ---- One pass over a stream --------------------------------------------------- */
+
+/* What a stream reader of an input reads, handed over to it (the reader
+ * calls stream_close()). */
+struct stream_input {
+    int fd, own_fd;
+    int seekable;               /* a regular file: read with pread from 0 */
+    uint64_t offset;            /* bytes of the input given so far */
+    uint8_t head[4];            /* a pipe's first bytes, given first */
+    size_t n_head;
+    /* Compressed: a decompressor on a thread of its own fills `ring`. */
+    enum input_kind kind;
+    uint64_t file_size;
+    unsigned threads;
+    struct spool *s;
+    struct push_ring *ring;
+    struct errand *producer;
+    struct input_stats stats;
+    struct hprof_input_info info;
+};
+
+static int read_plain(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error *err)
+{
+    struct stream_input *in = ctx;
+    if (in->offset < in->n_head) {
+        size_t n = in->n_head - (size_t)in->offset;
+        *got = n < len ? n : len;
+        memcpy(buf, in->head + in->offset, *got);
+        in->offset += *got;
+        return HPROF_OK;
+    }
+    ssize_t n;
+    do
+        n = in->seekable ? pread(in->fd, buf, len, (off_t)in->offset) : read(in->fd, buf, len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": read: %s", in->offset,
+                               strerror(errno));
+    *got = (size_t)n;
+    in->offset += (uint64_t)n;
+    return HPROF_OK;
+}
+
+static int read_decompressed(void *ctx, void *buf, size_t len, size_t *got,
+                             struct hprof_error *err)
+{
+    struct stream_input *in = ctx;
+    return ring_read(in->ring, buf, len, got, err);
+}
+
+static int emit_to_ring(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+{
+    return ring_write(s->emit_ctx, p, n, err);
+}
+
+/* The decompressor's thread: the input through the checks a copy makes,
+ * into the ring, which ends with its error if it fails. */
+static void decompress_into_ring(void *arg)
+{
+    struct stream_input *in = arg;
+    struct hprof_error err = { 0 };
+    int rc = decompress(in->s, in->kind, in->n_head, in->file_size, in->threads,
+                        INPUT_INFLATE_PARALLEL, &err);
+    ring_end(in->ring, rc == HPROF_OK ? NULL : &err);
+}
+
+/* The reader is done: a decompressor still writing finds the ring closed
+ * and stops; then everything goes. */
+static void stream_close(void *ctx)
+{
+    struct stream_input *in = ctx;
+    if (in->ring != NULL)
+        ring_close(in->ring, HPROF_ERR_USAGE);
+    errand_free(in->producer);
+    ring_free(in->ring);
+    spool_free(in->s);
+    if (in->own_fd)
+        close(in->fd);
+    free(in);
+}
+
+/* Start the decompressor of `in`. */
+static int start_decompressor(struct stream_input *in, struct hprof_error *err)
+{
+    in->s = spool_new(in->fd, in->seekable, 0, &in->info, &in->stats, err);
+    if (in->s == NULL)
+        return err->code;
+    if ((in->ring = ring_new(PUSH_RING_BYTES, err)) == NULL)
+        return err->code;
+    in->s->emit = emit_to_ring;
+    in->s->emit_ctx = in->ring;
+    memcpy(in->s->in_buf, in->head, in->n_head);
+    if ((in->producer = errand_new(decompress_into_ring, in)) == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory or threads");
+    errand_run(in->producer);
+    return HPROF_OK;
+}
+
+int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_reader **out,
+                            struct hprof_input_info *info, struct hprof_error *err)
+{
+    int fd, own;
+    struct stat st;
+    *out = NULL;
+    memset(info, 0, sizeof *info);
+    int rc = open_path(path, &fd, &own, &st, err);
+    if (rc != HPROF_OK)
+        return rc;
+    struct stream_input *in = calloc(1, sizeof *in);
+    if (in == NULL) {
+        if (own)
+            close(fd);
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    }
+    in->fd = fd;
+    in->own_fd = own;
+    in->threads = threads;
+    in->seekable = S_ISREG(st.st_mode);
+    if (in->seekable) {
+        in->kind = file_kind(fd);
+        in->file_size = (uint64_t)st.st_size;
+    } else if ((rc = peek_magic(fd, in->head, &in->n_head, err)) == HPROF_OK) {
+        in->kind = kind_of(in->head, in->n_head);
+    }
+    if (rc == HPROF_OK && in->kind != INPUT_PLAIN)
+        rc = start_decompressor(in, err);
+    if (rc != HPROF_OK) {
+        stream_close(in);
+        return rc;
+    }
+    return reader_open_stream(out, in->kind == INPUT_PLAIN ? read_plain : read_decompressed, in,
+                              stream_close, err);
 }

@@ -2,7 +2,9 @@
  * input_spool.h - the copy input.c makes of a dump that is not a plain
  * seekable file: input_stream.c writes it and inflates a gzip stream into
  * it, input_members.c a gzip file's members on every core, input_zstd.c
- * a zstd input.
+ * a zstd input.  The decompressed bytes, once checked, go to `emit`: the
+ * temporary file (spool_emit_file()), or the ring a stream reader reads
+ * (hprof_input_open_stream()).
  */
 #ifndef HPROF_INPUT_SPOOL_H
 #define HPROF_INPUT_SPOOL_H
@@ -15,8 +17,15 @@
 #define MAGIC "JAVA PROFILE 1.0."
 #define MAGIC_LEN (sizeof MAGIC - 1)
 
+struct spool;
+/* Where the checked bytes of plain dump go.  @return HPROF_OK or an error. */
+typedef int (*spool_emit_fn)(struct spool *s, const uint8_t *p, size_t n,
+                             struct hprof_error *err);
+
 struct spool {
     int in, out;
+    spool_emit_fn emit;
+    void *emit_ctx;             /* what emit writes to, besides `out` */
     int seekable;               /* `in` is a regular file: read with pread */
     char dir[4096];             /* the temporary file's directory */
     uint64_t written;           /* bytes of the copy so far */
@@ -41,8 +50,10 @@ struct spool {
 
 /* Bytes free where `fd` is. */
 uint64_t spool_free_bytes(int fd);
-/* Append `n` bytes of plain dump to the copy (input_stream.c). */
+/* Append `n` bytes of plain dump to the copy, checked (input_stream.c). */
 int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
+/* The emit of a copy to the temporary file s->out, within its room. */
+int spool_emit_file(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
 /* Up to `len` bytes of the input at offset `at` (a file) or next (a pipe). */
 ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at);
 /* Inflate with zlib, member after member, from offset `at`

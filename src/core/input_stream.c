@@ -111,21 +111,8 @@ static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error
     return HPROF_OK;
 }
 
-/* Append `n` bytes of plain dump to the copy, checking the magic as soon as
- * its bytes are there, the framing, and the room before every write. */
-int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+int spool_emit_file(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
 {
-    if (!s->checked) {
-        size_t take = n < MAGIC_LEN - s->n_head ? n : MAGIC_LEN - s->n_head;
-        memcpy(s->head + s->n_head, p, take);
-        s->n_head += take;
-        if (memcmp(s->head, MAGIC, s->n_head) != 0)
-            return not_a_dump(err);
-        s->checked = s->n_head == MAGIC_LEN;
-    }
-    int rc = frame(s, p, n, err);
-    if (rc != HPROF_OK)
-        return rc;
     if (n > s->room - s->written) {
         uint64_t free_now = spool_free_bytes(s->out);
         s->room = free_now > UINT64_MAX - s->written ? UINT64_MAX : s->written + free_now;
@@ -138,6 +125,26 @@ int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *e
                                "offset 0x%" PRIx64 ": the decompressed copy of the input in %s "
                                "(TMPDIR chooses the temporary directory): %s", s->written,
                                s->dir, werr.message);
+    return HPROF_OK;
+}
+
+/* Append `n` bytes of plain dump to the copy, checking the magic as soon as
+ * its bytes are there and the framing; s->emit checks its room. */
+int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+{
+    if (!s->checked) {
+        size_t take = n < MAGIC_LEN - s->n_head ? n : MAGIC_LEN - s->n_head;
+        memcpy(s->head + s->n_head, p, take);
+        s->n_head += take;
+        if (memcmp(s->head, MAGIC, s->n_head) != 0)
+            return not_a_dump(err);
+        s->checked = s->n_head == MAGIC_LEN;
+    }
+    int rc = frame(s, p, n, err);
+    if (rc == HPROF_OK)
+        rc = s->emit(s, p, n, err);
+    if (rc != HPROF_OK)
+        return rc;
     s->written += n;
     return HPROF_OK;
 }

@@ -94,12 +94,65 @@ static int make_room(struct read_window *w, size_t n, size_t have, struct hprof_
     return HPROF_OK;
 }
 
+/* ---- A stream ---------------------------------------------------------------- */
+
+/* Read what the stream gives into the buffer after `lim`, once; at its
+ * end, its size becomes known. */
+static int stream_read(struct read_window *w, struct hprof_error *err)
+{
+    struct read_stream *s = w->stream;
+    size_t got = 0;
+    uint8_t *end = w->buf + w->cap;
+    int rc = s->read(s->ctx, (uint8_t *)w->lim, (size_t)(end - w->lim), &got, err);
+    if (rc != HPROF_OK)
+        return rc;
+    if (got == 0) {
+        s->ended = 1;
+        w->size = s->got;
+    }
+    s->got += got;
+    w->lim += got;
+    return HPROF_OK;
+}
+
+/* The window holds `n` bytes, or the stream has ended. */
+static int stream_fill(struct read_window *w, size_t n, struct hprof_error *err)
+{
+    size_t have = window_avail(w);
+    int rc = make_room(w, n, have, err);
+    w->cur = w->buf;
+    w->lim = w->buf + have;
+    while (rc == HPROF_OK && window_avail(w) < n && !w->stream->ended)
+        rc = stream_read(w, err);
+    return rc;
+}
+
+int window_stream_skip(struct read_window *w, uint64_t n, struct hprof_error *err)
+{
+    n -= window_avail(w);
+    w->pos += window_avail(w);
+    w->cur = w->lim = w->buf;
+    while (n > 0 && !w->stream->ended) {
+        int rc = stream_read(w, err);
+        if (rc != HPROF_OK)
+            return rc;
+        size_t used = window_avail(w) < n ? window_avail(w) : (size_t)n;
+        window_consume(w, used);
+        n -= used;
+        if (w->cur == w->lim)
+            w->cur = w->lim = w->buf;
+    }
+    return HPROF_OK;
+}
+
 /* n <= HPROF_MAX_RECORD, and the caller has checked that the input holds
- * them. */
+ * them (a stream's size being unknown, it may end first). */
 int window_fill(struct read_window *w, size_t n, struct hprof_error *err)
 {
     if (w->mem != NULL)
         return HPROF_OK; /* unreachable: memory windows span the whole input */
+    if (w->stream != NULL)
+        return stream_fill(w, n, err);
     size_t have = window_avail(w);
     int rc = make_room(w, n, have, err);
     if (rc != HPROF_OK)
@@ -131,6 +184,9 @@ int hprof_reader_map(struct hprof_reader *r)
     struct read_window *w = &r->in;
     if (w->map != NULL)
         return HPROF_OK;
+    if (w->stream != NULL)
+        return hprof_error_set(r->err, HPROF_ERR_USAGE,
+                               "map: the reader reads a stream, which has no file to map");
     if (w->fd < 0)
         return hprof_error_set(r->err, HPROF_ERR_USAGE, "map: the reader does not read a file");
     if (w->size > SIZE_MAX)
@@ -146,6 +202,9 @@ int hprof_reader_map(struct hprof_reader *r)
 
 void window_free(struct read_window *w)
 {
+    if (w->stream != NULL && w->stream->close != NULL)
+        w->stream->close(w->stream->ctx);
+    free(w->stream);
     if (w->map != NULL)
         munmap(w->map, (size_t)w->size);
     free(w->buf);
@@ -186,8 +245,16 @@ void window_reread_from(struct read_window *w, uint64_t offset)
 
 /* ---- Reading at an offset ----------------------------------------------------- */
 
+static int no_pread_of_stream(struct hprof_error *err)
+{
+    return hprof_error_set(err, HPROF_ERR_USAGE,
+                           "pread: the reader reads a stream, once, front to back");
+}
+
 int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_t len)
 {
+    if (r->in.stream != NULL)
+        return no_pread_of_stream(r->err);
     if (offset > r->in.size || len > r->in.size - offset)
         return hprof_error_set(r->err, HPROF_ERR_USAGE,
                                "pread of %zu bytes at 0x%" PRIx64 " is outside the input", len,
@@ -202,6 +269,8 @@ int hprof_reader_pread(struct hprof_reader *r, uint64_t offset, void *buf, size_
 int reader_pread_unmapped(const struct hprof_reader *r, uint64_t offset, void *buf, size_t len,
                           struct hprof_error *err)
 {
+    if (r->in.stream != NULL)
+        return no_pread_of_stream(err);
     if (offset > r->in.size || len > r->in.size - offset)
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "pread of %zu bytes at 0x%" PRIx64 " is outside the input", len,

@@ -16,16 +16,33 @@
 
 /* ---- Opening --------------------------------------------------------------- */
 
+/* The first bytes, up to MAX_HEADER: a stream's stay in the window, where
+ * its one run starts. */
+static int read_head(struct hprof_reader *r, uint8_t *head, size_t *len)
+{
+    if (r->in.stream != NULL) {
+        window_seek(&r->in, 0);
+        int rc = window_fill(&r->in, MAX_HEADER, r->err);
+        *len = window_avail(&r->in) < MAX_HEADER ? window_avail(&r->in) : MAX_HEADER;
+        memcpy(head, r->in.cur, *len);
+        return rc;
+    }
+    *len = r->in.size < MAX_HEADER ? (size_t)r->in.size : MAX_HEADER;
+    if (r->in.mem != NULL)
+        memcpy(head, r->in.mem, *len);
+    else if (*len > 0)
+        return window_pread(&r->in, 0, head, *len, r->err);
+    return HPROF_OK;
+}
+
 static int parse_header(struct hprof_reader *r)
 {
     uint8_t head[MAX_HEADER];
-    size_t len = r->in.size < MAX_HEADER ? (size_t)r->in.size : MAX_HEADER;
-    if (r->in.size == 0)
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT, "offset 0x0: header: empty file");
-    if (r->in.mem != NULL)
-        memcpy(head, r->in.mem, len);
-    else if (window_pread(&r->in, 0, head, len, r->err) != HPROF_OK)
+    size_t len;
+    if (read_head(r, head, &len) != HPROF_OK)
         return r->err->code;
+    if (len == 0)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT, "offset 0x0: header: empty file");
 
     const char magic[] = "JAVA PROFILE 1.0.";
     const uint8_t *nul = memchr(head, 0, len);
@@ -96,6 +113,39 @@ int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hprof_error *
     return open_common(out, r);
 }
 
+int reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
+                       void (*close)(void *ctx), struct hprof_error *err)
+{
+    *out = NULL;
+    struct hprof_reader *r = calloc(1, sizeof *r);
+    struct read_stream *s = calloc(1, sizeof *s);
+    uint8_t *buf = malloc(HPROF_READ_BUFFER);
+    if (r == NULL || s == NULL || buf == NULL) {
+        free(r);
+        free(s);
+        free(buf);
+        if (close != NULL)
+            close(ctx);
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    }
+    s->read = read;
+    s->ctx = ctx;
+    s->close = close;
+    r->in.fd = -1;
+    r->in.stream = s;
+    r->in.size = STREAM_SIZE_UNKNOWN;
+    r->in.buf = buf;
+    r->in.cap = HPROF_READ_BUFFER;
+    r->err = err;
+    return open_common(out, r);
+}
+
+int hprof_reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
+                             struct hprof_error *err)
+{
+    return reader_open_stream(out, read, ctx, NULL, err);
+}
+
 int hprof_reader_open_memory(struct hprof_reader **out, const void *data, size_t len,
                              struct hprof_error *err)
 {
@@ -117,6 +167,8 @@ const struct hprof_header *hprof_reader_header(const struct hprof_reader *r)
 
 uint64_t hprof_reader_size(const struct hprof_reader *r)
 {
+    if (r->in.stream != NULL)
+        return r->in.stream->got;
     return r->in.size;
 }
 
@@ -236,7 +288,10 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     int rc = salvage_begin(r);
     if (rc != HPROF_OK)
         return rc;
-    window_seek(&r->in, r->set.range_start != 0 ? r->set.range_start : r->header.length);
+    if (r->in.stream != NULL) /* its window is at the header still */
+        window_consume(&r->in, r->header.length);
+    else
+        window_seek(&r->in, r->set.range_start != 0 ? r->set.range_start : r->header.length);
     uint64_t end = r->set.range_end != 0 ? r->set.range_end : r->in.size;
     r->next_progress = r->next_check = 0;
     r->in_heap = 0;
@@ -304,8 +359,31 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     return HPROF_OK;
 }
 
+/* What a stream cannot do, being read once, front to back. */
+static int stream_refuses(struct hprof_error *err, const char *what)
+{
+    return hprof_error_set(err, HPROF_ERR_USAGE,
+                           "%s: the reader reads a stream, once, front to back", what);
+}
+
+/* The one run of a stream, from the header it holds in its window. */
+static int stream_begin_run(struct hprof_reader *r)
+{
+    if (r->in.stream->ran)
+        return stream_refuses(r->err, "a second run");
+    if (r->set.salvage)
+        return stream_refuses(r->err, "salvage (it reads the end of the input first)");
+    if (r->set.range_start != 0 || r->set.range_end != 0)
+        return stream_refuses(r->err, "a run over part of the input");
+    r->in.stream->ran = 1;
+    return HPROF_OK;
+}
+
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err)
 {
+    *out = NULL;
+    if (r->in.stream != NULL)
+        return stream_refuses(err, "a clone");
     /* A mapped file is mapped again: each mapping gives back the pages
      * behind its own reader, which one shared mapping could not. */
     int rc = r->in.mem != NULL && r->in.map == NULL
@@ -336,6 +414,8 @@ int reader_run_segments(struct hprof_reader *r, uint64_t start, uint64_t end,
                         struct hprof_visitor *v)
 {
     struct read_ahead ahead;
+    if (r->in.stream != NULL)
+        return stream_refuses(r->err, "a run over part of the input");
     int rc = salvage_begin(r);
     if (rc != HPROF_OK)
         return rc;
@@ -364,7 +444,9 @@ int reader_salvaging(const struct hprof_reader *r)
 int hprof_reader_run(struct hprof_reader *r, struct hprof_visitor *v)
 {
     struct read_ahead ahead;
-    int rc = salvage_begin(r); /* its census before the read-ahead starts */
+    int rc = r->in.stream != NULL ? stream_begin_run(r) : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = salvage_begin(r); /* its census before the read-ahead starts */
     if (rc != HPROF_OK)
         return rc;
     window_start_read_ahead(&r->in, &ahead, 0);

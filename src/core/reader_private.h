@@ -36,10 +36,24 @@ struct read_ahead {
     _Atomic int stop;
 };
 
-/* The bytes of the input, through a buffer refilled by pread() or through
- * memory (given, or a mapping of the file). */
+/* A stream read once, front to back (hprof_reader_open_stream()): its
+ * size is unknown (the window's `size` is STREAM_SIZE_UNKNOWN) until the
+ * read function says it ended, then it is the bytes it gave. */
+#define STREAM_SIZE_UNKNOWN UINT64_MAX
+struct read_stream {
+    hprof_read_fn read;
+    void *ctx;
+    void (*close)(void *ctx);   /* called by hprof_reader_free(), or NULL */
+    uint64_t got;               /* bytes the read function gave so far */
+    int ended;                  /* it said so: the window's size is known */
+    int ran;                    /* the one run has begun */
+};
+
+/* The bytes of the input, through a buffer refilled by pread() or from a
+ * stream, or through memory (given, or a mapping of the file). */
 struct read_window {
-    int fd;                     /* -1 when reading memory */
+    int fd;                     /* -1 when reading memory or a stream */
+    struct read_stream *stream; /* or NULL */
     const uint8_t *mem;         /* the whole input, when in memory or mapped */
     void *map;                  /* our mapping of the file, or NULL */
     uint64_t released;          /* mapped pages before this offset are released */
@@ -153,8 +167,17 @@ int window_pread(const struct read_window *w, uint64_t offset, void *dst, size_t
 /* `len` bytes at `offset`, through the mapping or memory if there is one. */
 int window_read_at(const struct read_window *w, uint64_t offset, void *dst, size_t len,
                    struct hprof_error *err);
-/* Make `n` bytes available at `cur`, which the input holds. */
+/* Make `n` bytes available at `cur`, which the input holds.  From a
+ * stream, fewer when it ends first (its size is then known). */
 int window_fill(struct read_window *w, size_t n, struct hprof_error *err);
+/* Stream: move forward `n` bytes, more than the window holds, reading and
+ * dropping them; short of that only where the stream ends. */
+int window_stream_skip(struct read_window *w, uint64_t n, struct hprof_error *err);
+/* The size, or 0 while a stream has not ended. */
+static inline uint64_t window_known_size(const struct read_window *w)
+{
+    return w->size == STREAM_SIZE_UNKNOWN ? 0 : w->size;
+}
 /* Mapped input: give back the pages behind the reading position. */
 void window_release_behind(struct read_window *w);
 /* Mapped input: give back every page (a run starts from the top again). */
@@ -179,7 +202,8 @@ static inline void window_consume(struct read_window *w, size_t n)
     w->pos += n;
 }
 
-/* Move forward `n` bytes (already checked to lie inside the input). */
+/* Move forward `n` bytes (already checked to lie inside the input; not a
+ * stream's: records.c's skip() reads those). */
 static inline void window_skip(struct read_window *w, uint64_t n)
 {
     if (n <= window_avail(w))
@@ -206,8 +230,8 @@ static inline void report_progress(struct hprof_reader *r)
         reader_checkpoint(r);
 }
 
-/* The input is cut and nothing after it can be read: a run ends as if
- * the file ended there. */
+/* The input is cut and nothing after it can be read, or a stream ended
+ * between records: a run ends as if the file ended there. */
 #define READER_CUT 2
 /* With salvage, reader_read_record() found the record header at the
  * cursor cut, or the record whose header it read (cut_time, cut_length):

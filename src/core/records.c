@@ -62,7 +62,7 @@ void reader_checkpoint(struct hprof_reader *r)
     window_release_behind(&r->in);
     window_publish_pos(&r->in);
     if (r->progress != NULL && r->in.pos >= r->next_progress) {
-        r->progress(r->progress_ctx, r->in.pos, r->in.size);
+        r->progress(r->progress_ctx, r->in.pos, window_known_size(&r->in));
         r->next_progress = r->in.pos + PROGRESS_STEP;
     }
     r->next_check = r->in.pos + CHECK_STEP;
@@ -75,15 +75,24 @@ static size_t avail(const struct hprof_reader *r)
     return window_avail(&r->in);
 }
 
+static int truncated(struct hprof_reader *r, uint64_t offset, uint64_t n)
+{
+    FAILF(r, HPROF_ERR_FORMAT, offset, "truncated: %" PRIu64 " bytes needed, %" PRIu64 " left",
+          n, r->in.size - offset);
+}
+
 /* Make `n` bytes available at `cur`; n <= HPROF_MAX_RECORD.  Callers have
  * already checked that the enclosing record holds them, so running out of
- * file here means the file ends mid-record. */
+ * file here means the file ends mid-record.  A stream, whose size is not
+ * known before it ends, can only tell once the bytes are not there. */
 static int refill(struct hprof_reader *r, size_t n)
 {
     if (n > r->in.size - r->in.pos)
-        FAILF(r, HPROF_ERR_FORMAT, r->in.pos, "truncated: %zu bytes needed, %" PRIu64 " left",
-              n, r->in.size - r->in.pos);
-    return window_fill(&r->in, n, r->err);
+        return truncated(r, r->in.pos, n);
+    int rc = window_fill(&r->in, n, r->err);
+    if (rc == HPROF_OK && avail(r) < n)
+        return truncated(r, r->in.pos, n);
+    return rc;
 }
 
 static inline int need(struct hprof_reader *r, size_t n)
@@ -96,9 +105,22 @@ static inline void consume(struct hprof_reader *r, size_t n)
     window_consume(&r->in, n);
 }
 
-static inline void skip(struct hprof_reader *r, uint64_t n)
+/* A stream's bytes skipped are read and dropped, and may not be there. */
+static int skip_stream(struct hprof_reader *r, uint64_t n)
 {
+    uint64_t from = r->in.pos;
+    int rc = window_stream_skip(&r->in, n, r->err);
+    if (rc == HPROF_OK && r->in.pos - from < n)
+        return truncated(r, from, n);
+    return rc;
+}
+
+static inline int skip(struct hprof_reader *r, uint64_t n)
+{
+    if (n > avail(r) && r->in.stream != NULL)
+        return skip_stream(r, n);
     window_skip(&r->in, n);
+    return HPROF_OK;
 }
 
 static int overrun(struct hprof_reader *r, size_t n, uint64_t limit)
@@ -313,10 +335,8 @@ static int read_object_array(struct hprof_reader *r, struct hprof_visitor *v, ui
         report_progress(r); /* pages given back, read-ahead moved on */
         left -= chunk;
         a.first += a.n;
-        if (rc == HPROF_SKIP) {
-            skip(r, left);
-            return HPROF_OK;
-        }
+        if (rc == HPROF_SKIP)
+            return skip(r, left);
     } while (left > 0);
     return rc;
 }
@@ -339,8 +359,7 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
     if (rc == HPROF_OK && left < avail(r)) /* the next header, while visitors see this one */
         __builtin_prefetch(r->in.cur + left);
     if (rc == HPROF_OK && r->deliver != NULL && (r->found.sv->drop_types >> a.type & 1)) {
-        skip(r, left); /* salvage: the class of its type never arrived */
-        return HPROF_OK;
+        return skip(r, left); /* salvage: the class of its type never arrived */
     }
     do {
         size_t chunk;
@@ -355,10 +374,8 @@ static int read_primitive_array(struct hprof_reader *r, struct hprof_visitor *v,
         report_progress(r); /* pages given back, read-ahead moved on */
         left -= chunk;
         a.first += chunk;
-        if (rc == HPROF_SKIP) {
-            skip(r, left);
-            return HPROF_OK;
-        }
+        if (rc == HPROF_SKIP)
+            return skip(r, left);
     } while (left > 0);
     return rc;
 }
@@ -445,11 +462,11 @@ int reader_read_heap(struct hprof_reader *r, struct hprof_visitor *v,
     r->skip_to = 0;
     r->heap_bytes += seg->length;
     if (rc == HPROF_SKIP) {
-        skip(r, seg->length);
-        if (skip_to > r->in.pos && skip_to <= r->in.size)
-            skip(r, skip_to - r->in.pos);
+        if ((rc = skip(r, seg->length)) == HPROF_OK && skip_to > r->in.pos &&
+            skip_to <= r->in.size)
+            rc = skip(r, skip_to - r->in.pos);
         r->in.skipped_segment = r->in.map != NULL;
-        return HPROF_OK;
+        return rc;
     }
     if (rc < 0)
         return reader_visitor_failed(r, rc);
@@ -627,6 +644,13 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
     r->rec_offset = r->in.pos;
     r->rec_tag = 0;
     r->in_heap = 0;
+    if (r->in.stream != NULL && avail(r) < 9) { /* the end of a stream shows here */
+        int rc = window_fill(&r->in, 9, r->err);
+        if (rc != HPROF_OK)
+            return rc;
+        if (r->in.pos == r->in.size)
+            return READER_CUT;
+    }
     if (r->in.size - r->in.pos < 9) {
         if (r->set.salvage)
             return READER_CUT_HEADER;
@@ -678,8 +702,7 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
               SALVAGE_HINT, length, r->in.size - r->in.pos);
     if (heap_record && r->selecting != 0) {
         if (r->dumps != r->selecting) { /* another dump's: not this run's */
-            skip(r, length);
-            return HPROF_OK;
+            return skip(r, length);
         }
         r->dump_end = r->in.pos + length;
     }

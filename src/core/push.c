@@ -1,0 +1,222 @@
+/*
+ * push.c - the ring between a writer and a stream reader, and the push
+ * interface on it (see push.h).  The ring is one buffer, `head` the next
+ * byte to read and `count` the bytes held; one lock and two conditions
+ * order the hand-overs.  The consumer of a push runs as an errand (a pool
+ * of one worker, so that threads start in pool.c alone).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errand.h"
+#include "push.h"
+#include "reader_internal.h"
+
+struct push_ring {
+    pthread_mutex_t lock;
+    pthread_cond_t readable;    /* bytes arrived, or the end */
+    pthread_cond_t writable;    /* room was made, or the reader closed */
+    uint8_t *buf;
+    size_t cap, head, count;
+    int ended;                  /* the writer's end */
+    struct hprof_error end_err; /* ... with this error, if its code is set */
+    int closed;                 /* the reader's close */
+    int close_code;
+};
+
+struct push_ring *ring_new(size_t cap, struct hprof_error *err)
+{
+    struct push_ring *g = calloc(1, sizeof *g);
+    uint8_t *buf = malloc(cap);
+    if (g == NULL || buf == NULL) {
+        free(g);
+        free(buf);
+        hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory (%zu bytes)", cap);
+        return NULL;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->readable, NULL);
+    pthread_cond_init(&g->writable, NULL);
+    g->buf = buf;
+    g->cap = cap;
+    return g;
+}
+
+void ring_free(struct push_ring *g)
+{
+    if (g == NULL)
+        return;
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->readable);
+    pthread_cond_destroy(&g->writable);
+    free(g->buf);
+    free(g);
+}
+
+int ring_write(struct push_ring *g, const void *buf, size_t len, struct hprof_error *err)
+{
+    const uint8_t *p = buf;
+    pthread_mutex_lock(&g->lock);
+    while (len > 0 && !g->closed) {
+        while (g->count == g->cap && !g->closed)
+            pthread_cond_wait(&g->writable, &g->lock);
+        if (g->closed)
+            break;
+        size_t tail = (g->head + g->count) % g->cap;
+        size_t n = g->cap - g->count; /* room, in at most two pieces */
+        if (n > g->cap - tail)
+            n = g->cap - tail;
+        if (n > len)
+            n = len;
+        memcpy(g->buf + tail, p, n);
+        g->count += n;
+        p += n;
+        len -= n;
+        pthread_cond_signal(&g->readable);
+    }
+    int code = len > 0 ? g->close_code : HPROF_OK;
+    pthread_mutex_unlock(&g->lock);
+    if (code != HPROF_OK)
+        return hprof_error_set(err, code, "the reader of the stream stopped reading");
+    return HPROF_OK;
+}
+
+void ring_end(struct push_ring *g, const struct hprof_error *why)
+{
+    pthread_mutex_lock(&g->lock);
+    g->ended = 1;
+    if (why != NULL)
+        g->end_err = *why;
+    pthread_cond_signal(&g->readable);
+    pthread_mutex_unlock(&g->lock);
+}
+
+int ring_read(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error *err)
+{
+    struct push_ring *g = ctx;
+    int rc = HPROF_OK;
+    pthread_mutex_lock(&g->lock);
+    while (g->count == 0 && !g->ended)
+        pthread_cond_wait(&g->readable, &g->lock);
+    size_t n = g->count < len ? g->count : len;
+    if (n > g->cap - g->head)
+        n = g->cap - g->head; /* the rest at the next call */
+    memcpy(buf, g->buf + g->head, n);
+    g->head = (g->head + n) % g->cap;
+    g->count -= n;
+    *got = n;
+    if (n > 0)
+        pthread_cond_signal(&g->writable);
+    else if (g->end_err.code != HPROF_OK)
+        rc = g->end_err.code;
+    if (rc != HPROF_OK)
+        *err = g->end_err;
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+void ring_close(struct push_ring *g, int code)
+{
+    pthread_mutex_lock(&g->lock);
+    g->closed = 1;
+    g->close_code = code != HPROF_OK ? code : HPROF_ERR_USAGE;
+    pthread_cond_signal(&g->writable);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* ---- The push ---------------------------------------------------------------- */
+
+struct push {
+    struct push_ring *ring;
+    struct errand *worker;
+    push_consume_fn consume;
+    void *ctx;
+    struct hprof_error *err;    /* the caller's */
+    struct hprof_error own;     /* the consumer's, until handed to `err` */
+    int rc;                     /* the consumer's result, once it returned */
+    int ended;                  /* the writing side has ended the ring */
+};
+
+/* On the worker: a stream reader over the ring, to the consumer.  Its
+ * result is set before the ring is closed, so that a writer who finds it
+ * closed finds the result too (the ring's lock orders them). */
+static void consume_ring(void *arg)
+{
+    struct push *p = arg;
+    struct hprof_reader *r;
+    int rc = reader_open_stream(&r, ring_read, p->ring, NULL, &p->own);
+    if (rc == HPROF_OK) {
+        rc = p->consume(p->ctx, r, &p->own);
+        hprof_reader_free(r);
+    }
+    p->rc = rc;
+    ring_close(p->ring, rc);
+}
+
+int push_new(struct push **out, push_consume_fn consume, void *ctx, struct hprof_error *err)
+{
+    *out = NULL;
+    struct push *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    p->consume = consume;
+    p->ctx = ctx;
+    p->err = err;
+    if ((p->ring = ring_new(PUSH_RING_BYTES, err)) == NULL) {
+        free(p);
+        return err->code;
+    }
+    if ((p->worker = errand_new(consume_ring, p)) == NULL) {
+        ring_free(p->ring);
+        free(p);
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory or threads");
+    }
+    errand_run(p->worker);
+    *out = p;
+    return HPROF_OK;
+}
+
+/* The consumer has returned: its result, and its message in the caller's. */
+static int consumer_result(struct push *p)
+{
+    if (p->rc != HPROF_OK)
+        *p->err = p->own;
+    return p->rc;
+}
+
+int push_write(struct push *p, const void *buf, size_t len)
+{
+    if (p->ended)
+        return hprof_error_set(p->err, HPROF_ERR_USAGE, "write after the end of the dump");
+    struct hprof_error ignored = { 0 };
+    if (ring_write(p->ring, buf, len, &ignored) == HPROF_OK)
+        return HPROF_OK;
+    errand_wait(p->worker); /* it closed the ring as it returned */
+    return consumer_result(p);
+}
+
+int push_finish(struct push *p)
+{
+    if (!p->ended) {
+        p->ended = 1;
+        ring_end(p->ring, NULL);
+    }
+    errand_wait(p->worker);
+    return consumer_result(p);
+}
+
+void push_free(struct push *p)
+{
+    if (p == NULL)
+        return;
+    if (!p->ended) {
+        struct hprof_error why = { 0 };
+        hprof_error_set(&why, HPROF_ERR_USAGE, "the push was freed before the end of the dump");
+        p->ended = 1;
+        ring_end(p->ring, &why);
+    }
+    errand_free(p->worker);
+    ring_free(p->ring);
+    free(p);
+}
