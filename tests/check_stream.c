@@ -628,6 +628,25 @@ static int push_dump(const uint8_t *data, size_t len, unsigned seed, unsigned th
     return frc;
 }
 
+/* hprof_shrink_one_pass() of a reader of the whole dump in memory. */
+static int one_pass_memory(const uint8_t *data, size_t len, unsigned threads, uint8_t **out,
+                           size_t *out_len, struct hprof_error *err)
+{
+    struct hprof_reader *r;
+    struct hprof_sink *sink = hprof_sink_new_memory(err);
+    struct hprof_shrink_options o = { .threads = threads };
+    ck_assert_int_eq(hprof_reader_open_memory(&r, data, len, err), HPROF_OK);
+    int rc = hprof_shrink_one_pass(r, sink, &o, NULL, err);
+    if (rc == HPROF_OK)
+        rc = hprof_sink_finish(sink);
+    const uint8_t *d = hprof_sink_memory_data(sink, out_len);
+    *out = malloc(*out_len + 1);
+    memcpy(*out, d, *out_len);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    return rc;
+}
+
 START_TEST(push_in_pieces_gives_the_bytes_of_a_whole_push_and_of_the_file)
 {
     if (!tl_fixture_available(_i))
@@ -635,7 +654,7 @@ START_TEST(push_in_pieces_gives_the_bytes_of_a_whole_push_and_of_the_file)
     size_t len, want_len, whole_len, got_len;
     uint8_t *data = tl_read_dump(tl_fixtures[_i], &len), *want, *whole, *got;
     struct hprof_error err = { 0 };
-    ck_assert_int_eq(tl_roundtrip_memory(data, len, 0, &want, &want_len, &err), HPROF_OK);
+    ck_assert_int_eq(one_pass_memory(data, len, 1, &want, &want_len, &err), HPROF_OK);
     for (unsigned threads = 1; threads <= 4; threads += 3) {
         ck_assert_int_eq(push_dump(data, len, 0, threads, &whole, &whole_len, &err), HPROF_OK);
         ck_assert_uint_eq(whole_len, want_len);
