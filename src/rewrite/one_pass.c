@@ -38,32 +38,6 @@
 #include "one_pass_private.h"
 #include "shrink_stats.h"
 
-/* ---- Sending records down the chain ---------------------------------------- */
-
-/* The writer's segment is in heap `heap` from here. */
-int one_pass_switch_heap(struct one_pass *op, uint32_t heap)
-{
-    if (op->out_heap == heap)
-        return HPROF_OK;
-    const struct heap_name *known = NULL;
-    for (unsigned i = 0; i < op->n_heap_names; i++)
-        if (op->heap_names[i].heap == heap)
-            known = &op->heap_names[i];
-    if (known == NULL || heap == HPROF_HEAP_DEFAULT) {
-        /* a new segment starts in the default heap, and no record names it */
-        struct hprof_segment seg = op->seg;
-        int rc = hprof_visit_heap_end(op->head, &seg);
-        if (rc == HPROF_OK)
-            rc = hprof_visit_heap_begin(op->head, &seg);
-        op->out_heap = HPROF_HEAP_DEFAULT;
-        if (rc != HPROF_OK || known == NULL)
-            return rc;
-    }
-    struct hprof_heap_info info = { .offset = 0, .heap_id = heap, .name_id = known->name };
-    op->out_heap = heap;
-    return hprof_visit_heap_info(op->head, &info);
-}
-
 /* Bring the writer back to the heap the input is in, before a record
  * read now goes out. */
 static inline int live_heap(struct one_pass *op)
@@ -74,31 +48,6 @@ static inline int live_heap(struct one_pass *op)
 static int quiet_skip(int rc)
 {
     return rc == HPROF_SKIP ? HPROF_OK : rc;
-}
-
-int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap)
-{
-    int rc = one_pass_switch_heap(op, heap);
-    return rc == HPROF_OK ? quiet_skip(hprof_visit_instance(op->head, o)) : rc;
-}
-
-/* The chain's verdict on array `a`, given before it goes in. */
-void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
-                         enum array_keep keep)
-{
-    if (keep != ARRAY_NOT_KEPT)
-        idfilter_add(&op->kept_out, a->id);
-    op->cursor->array_id = a->id;
-    op->cursor->array_offset = a->data_offset;
-    op->cursor->array_keep = keep;
-}
-
-int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
-                        uint32_t heap, enum array_keep keep)
-{
-    int rc = one_pass_switch_heap(op, heap);
-    one_pass_give_verdict(op, a, keep);
-    return rc == HPROF_OK ? quiet_skip(hprof_visit_primitive_array(op->head, a)) : rc;
 }
 
 /* A record out of the window, decided now. */
@@ -547,22 +496,6 @@ static int instance_ready(struct one_pass *op, const struct hprof_instance *o,
     return one_pass_send_instance(op, o, heap);
 }
 
-/* The layout of `ci` is complete: its kind and redaction are worked out
- * once.  @return 1 when ready. */
-int one_pass_class_ready(struct one_pass *op, struct class_info *ci, int *rc)
-{
-    *rc = HPROF_OK;
-    if (ci->resolved)
-        return 1;
-    struct hprof_error not_yet = { 0 };
-    if (classes_resolve(&op->model.classes, ci, &not_yet) != HPROF_OK)
-        return 0;
-    *rc = model_resolve_kind(&op->model, ci, op->ctx.err);
-    if (*rc == HPROF_OK)
-        *rc = one_pass_redact_class(op, ci);
-    return *rc == HPROF_OK;
-}
-
 static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
     struct one_pass *op = (struct one_pass *)v;
@@ -718,6 +651,57 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
         }
     }
     return rc == HPROF_OK ? hprof_visit_object_array(op->head, a) : rc;
+}
+
+/* ---- The end of a heap dump ----------------------------------------------------- */
+
+/* Object ids are unique within a heap dump only: what was learnt of the
+ * last one's objects and classes is forgotten. */
+int one_pass_reset_dump(struct one_pass *op)
+{
+    struct shrink_plan *p = &op->plan;
+    classes_free(&op->model.classes);
+    int rc = classes_init(&op->model.classes, op->ctx.ids);
+    if (rc == HPROF_OK)
+        rc = model_forget_kinds(&op->model, op->ctx.err);
+    if (rc == HPROF_OK && one_pass_redacting(op)) {
+        rc = redact_forget(&op->redact);
+        if (rc == HPROF_OK && idmap_reset(&op->redact.exempt_values) != HPROF_OK)
+            rc = HPROF_ERR_NOMEM;
+        one_pass_sync_redact_plan(op);
+    }
+    id_table_free(&op->claims);
+    op->n_blocked = 0;
+    op->n_merges = 0;
+    if (rc == HPROF_OK &&
+        (idmap_reset(&p->bitmaps.candidates) != HPROF_OK ||
+         idmap_reset(&p->bitmaps.remap) != HPROF_OK ||
+         idmap_reset(&p->bitmaps.dropped) != HPROF_OK ||
+         idmap_reset(&p->bitmaps.dump_buffers) != HPROF_OK ||
+         idmap_reset(&op->merge_index) != HPROF_OK))
+        rc = HPROF_ERR_NOMEM;
+    idfilter_free(&op->kept_out);
+    if (rc == HPROF_OK)
+        rc = idfilter_init(&op->kept_out, KEPT_OUT_BYTES);
+    if (rc == HPROF_OK && op->tracking_pins) {
+        idfilter_free(&op->pins);
+        rc = idfilter_init(&op->pins, PINS_BYTES);
+        op->tracking_pins = rc == HPROF_OK;
+    }
+    if (rc == HPROF_OK)
+        rc = one_pass_system_reset(op);
+    return rc == HPROF_ERR_NOMEM ? rewrite_nomem(&op->ctx) : rc;
+}
+
+/* Whether Bitmaps are looked at, decided at each heap record: every name
+ * comes before the heap in the dumps of every runtime. */
+void one_pass_start_heap(struct one_pass *op)
+{
+    if (!op->tracking_bitmaps && (op->model.names_seen & (1u << NAME_CLASS_BITMAP))) {
+        op->tracking_bitmaps = 1;
+        if (!op->opt.keep_duplicates && idfilter_init(&op->pins, PINS_BYTES) == HPROF_OK)
+            op->tracking_pins = 1;
+    }
 }
 
 /* ---- Names, heaps and the ends of dumps ------------------------------------------------------ */

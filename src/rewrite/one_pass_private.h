@@ -1,8 +1,10 @@
 /*
  * one_pass_private.h - the state of a one-pass shrink, shared by its
- * files: one_pass.c (the records as they come, the window's claims and
- * rule), one_pass_run.c (setting up, the plan's growing parts, the end of
- * each heap dump), one_pass_system.c (the zygote and image heaps).
+ * files, each calling only those after it: one_pass_run.c (setting up and
+ * tearing down), one_pass.c (the records as they come, the window's
+ * claims and rule, the end of each heap dump), one_pass_system.c (the
+ * zygote and image heaps), one_pass_out.c (what goes down the chain, and
+ * the plan's parts that grow as the input is read).
  */
 #ifndef HPROF_REWRITE_ONE_PASS_PRIVATE_H
 #define HPROF_REWRITE_ONE_PASS_PRIVATE_H
@@ -93,8 +95,8 @@ struct one_pass {
 
 extern const struct hprof_visitor_ops one_pass_ops;
 
-/* one_pass.c */
-/* The writer's segment is in heap `heap` from here. */
+/* one_pass_out.c: what goes down the chain, and the plan's growing parts.
+ * The writer's segment is in heap `heap` from here. */
 int one_pass_switch_heap(struct one_pass *op, uint32_t heap);
 /* The chain's verdict on array `a`, given before it goes in. */
 void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
@@ -102,21 +104,28 @@ void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_arr
 int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap);
 int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
                         uint32_t heap, enum array_keep keep);
-int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
-int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
-int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
-void one_pass_note_ref(struct one_pass *op, uint64_t ref);
 int one_pass_class_ready(struct one_pass *op, struct class_info *ci, int *rc);
-int one_pass_block_class(struct one_pass *op, uint64_t class_id);
-
-/* one_pass_run.c: redaction's part as the input is read, and the end of
- * a heap dump. */
+int one_pass_redacting(const struct one_pass *op);
+/* The plan reads redaction's maps where the module grows them. */
+void one_pass_sync_redact_plan(struct one_pass *op);
 int one_pass_redact_string(struct one_pass *op, const struct hprof_string *s);
 int one_pass_redact_class(struct one_pass *op, struct class_info *ci);
 int one_pass_redact_instance(struct one_pass *op, const struct hprof_instance *o);
 int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value);
+
+/* one_pass.c: the records as they come. */
+int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
+int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
+int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
+void one_pass_note_ref(struct one_pass *op, uint64_t ref);
+int one_pass_block_class(struct one_pass *op, uint64_t class_id);
+
 int one_pass_reset_dump(struct one_pass *op);
 void one_pass_start_heap(struct one_pass *op);
+
+/* The filters one_pass.c and one_pass_run.c make. */
+#define PINS_BYTES (8u << 20)      /* the pins' filter: as the multi-pass's largest */
+#define KEPT_OUT_BYTES (2u << 20)
 
 /* one_pass_system.c: zygote and image objects.  Each returns HPROF_OK
  * when there is nothing to do (the heaps are kept, or the object is not

@@ -1,7 +1,6 @@
 /*
  * one_pass_run.c - hprof_shrink_one_pass(): setting up the run (names in
- * use in front, the chain and writer behind), the parts of the plan that
- * grow as the input is read, and the end of each heap dump.
+ * use in front, the chain and writer behind) and tearing it down.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,122 +9,9 @@
 #include "digest.h"
 #include "one_pass_private.h"
 
-#define PINS_BYTES (8u << 20)      /* the pins' filter: as the multi-pass's largest */
 #define NAMES_LIMIT_MIN ((uint64_t)64 << 20)
-#define KEPT_OUT_BYTES (2u << 20)
-
-/* ---- Redaction as the input is read ------------------------------------------ */
-
-/* The plan reads redaction's tables where the module grows them: a copy
- * of each map's header, taken again whenever the module may have grown
- * one, so that the filters always see the storage in use.  The module
- * keeps owning them. */
-static void sync_redact_plan(struct one_pass *op)
-{
-    struct redact_plan *p = &op->plan.redact;
-    p->exempt_values = op->redact.exempt_values;
-    p->field_classes = op->redact.field_classes;
-    p->field_names = op->redact.table_fields;
-    p->clearing = op->redact.clearing;
-}
-
-static int redacting(const struct one_pass *op)
-{
-    return op->opt.redact != HPROF_REDACT_NONE || op->opt.redact_fields;
-}
-
-int one_pass_redact_string(struct one_pass *op, const struct hprof_string *s)
-{
-    if (!redact_notes_strings(&op->redact))
-        return HPROF_OK;
-    int rc = redact_note_string(&op->redact, s);
-    sync_redact_plan(op);
-    return rc < 0 ? rc : HPROF_OK;
-}
-
-int one_pass_redact_class(struct one_pass *op, struct class_info *ci)
-{
-    if (!redacting(op))
-        return HPROF_OK;
-    int rc = redact_resolve_class(&op->redact, ci);
-    sync_redact_plan(op);
-    return rc;
-}
-
-int one_pass_redact_instance(struct one_pass *op, const struct hprof_instance *o)
-{
-    return redacting(op) ? redact_resolve_instance(&op->redact, o) : HPROF_OK;
-}
-
-/* String `string_id` holds `value`: exempt from redaction if a keep rule
- * named the String (before now: a rule's holder that comes after the
- * String is too late for its text). */
-int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value)
-{
-    struct redaction *r = &op->redact;
-    uint64_t how, was;
-    if (value == 0 || r->exempt_strings.count == 0 ||
-        !idmap_get(&r->exempt_strings, string_id, &how))
-        return HPROF_OK;
-    if (idmap_get(&r->exempt_values, value, &was) && was <= how)
-        return HPROF_OK; /* a value shared with a String exempt always stays so */
-    int rc = idmap_put(&r->exempt_values, value, how);
-    sync_redact_plan(op);
-    return rc == HPROF_OK ? HPROF_OK : rewrite_nomem(&op->ctx);
-}
-
-/* ---- The end of a heap dump ----------------------------------------------------- */
-
-/* Object ids are unique within a heap dump only: what was learnt of the
- * last one's objects and classes is forgotten. */
-int one_pass_reset_dump(struct one_pass *op)
-{
-    struct shrink_plan *p = &op->plan;
-    classes_free(&op->model.classes);
-    int rc = classes_init(&op->model.classes, op->ctx.ids);
-    if (rc == HPROF_OK)
-        rc = model_forget_kinds(&op->model, op->ctx.err);
-    if (rc == HPROF_OK && redacting(op)) {
-        rc = redact_forget(&op->redact);
-        if (rc == HPROF_OK && idmap_reset(&op->redact.exempt_values) != HPROF_OK)
-            rc = HPROF_ERR_NOMEM;
-        sync_redact_plan(op);
-    }
-    id_table_free(&op->claims);
-    op->n_blocked = 0;
-    op->n_merges = 0;
-    if (rc == HPROF_OK &&
-        (idmap_reset(&p->bitmaps.candidates) != HPROF_OK ||
-         idmap_reset(&p->bitmaps.remap) != HPROF_OK ||
-         idmap_reset(&p->bitmaps.dropped) != HPROF_OK ||
-         idmap_reset(&p->bitmaps.dump_buffers) != HPROF_OK ||
-         idmap_reset(&op->merge_index) != HPROF_OK))
-        rc = HPROF_ERR_NOMEM;
-    idfilter_free(&op->kept_out);
-    if (rc == HPROF_OK)
-        rc = idfilter_init(&op->kept_out, KEPT_OUT_BYTES);
-    if (rc == HPROF_OK && op->tracking_pins) {
-        idfilter_free(&op->pins);
-        rc = idfilter_init(&op->pins, PINS_BYTES);
-        op->tracking_pins = rc == HPROF_OK;
-    }
-    if (rc == HPROF_OK)
-        rc = one_pass_system_reset(op);
-    return rc == HPROF_ERR_NOMEM ? rewrite_nomem(&op->ctx) : rc;
-}
 
 /* ---- Setting up ---------------------------------------------------------------------- */
-
-/* Whether Bitmaps are looked at, decided at each heap record: every name
- * comes before the heap in the dumps of every runtime. */
-void one_pass_start_heap(struct one_pass *op)
-{
-    if (!op->tracking_bitmaps && (op->model.names_seen & (1u << NAME_CLASS_BITMAP))) {
-        op->tracking_bitmaps = 1;
-        if (!op->opt.keep_duplicates && idfilter_init(&op->pins, PINS_BYTES) == HPROF_OK)
-            op->tracking_pins = 1;
-    }
-}
 
 static int init_plan(struct one_pass *op)
 {
@@ -165,7 +51,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
         (op->sha = sha256_new()) == NULL || idfilter_init(&op->kept_out, KEPT_OUT_BYTES) != HPROF_OK)
         return rewrite_nomem(&op->ctx);
     int rc = redact_init(&op->redact, &op->ctx, &op->model);
-    sync_redact_plan(op);
+    one_pass_sync_redact_plan(op);
     if (rc == HPROF_OK)
         rc = one_pass_system_init(op);
     if (rc != HPROF_OK)

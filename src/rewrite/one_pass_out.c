@@ -1,0 +1,142 @@
+/*
+ * one_pass_out.c - what goes down the chain in a one-pass shrink, and the
+ * parts of the plan the chain reads that grow as the input is read: the
+ * heap a record is written in, the verdict on each array, the classes
+ * ready and what redaction learns of them.
+ */
+#include <string.h>
+
+#include "one_pass_private.h"
+
+/* ---- Sending records down the chain ---------------------------------------- */
+
+/* The writer's segment is in heap `heap` from here. */
+int one_pass_switch_heap(struct one_pass *op, uint32_t heap)
+{
+    if (op->out_heap == heap)
+        return HPROF_OK;
+    const struct heap_name *known = NULL;
+    for (unsigned i = 0; i < op->n_heap_names; i++)
+        if (op->heap_names[i].heap == heap)
+            known = &op->heap_names[i];
+    if (known == NULL || heap == HPROF_HEAP_DEFAULT) {
+        /* a new segment starts in the default heap, and no record names it */
+        struct hprof_segment seg = op->seg;
+        int rc = hprof_visit_heap_end(op->head, &seg);
+        if (rc == HPROF_OK)
+            rc = hprof_visit_heap_begin(op->head, &seg);
+        op->out_heap = HPROF_HEAP_DEFAULT;
+        if (rc != HPROF_OK || known == NULL)
+            return rc;
+    }
+    struct hprof_heap_info info = { .offset = 0, .heap_id = heap, .name_id = known->name };
+    op->out_heap = heap;
+    return hprof_visit_heap_info(op->head, &info);
+}
+
+static int quiet_skip(int rc)
+{
+    return rc == HPROF_SKIP ? HPROF_OK : rc;
+}
+
+int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap)
+{
+    int rc = one_pass_switch_heap(op, heap);
+    return rc == HPROF_OK ? quiet_skip(hprof_visit_instance(op->head, o)) : rc;
+}
+
+/* The chain's verdict on array `a`, given before it goes in. */
+void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
+                         enum array_keep keep)
+{
+    if (keep != ARRAY_NOT_KEPT)
+        idfilter_add(&op->kept_out, a->id);
+    op->cursor->array_id = a->id;
+    op->cursor->array_offset = a->data_offset;
+    op->cursor->array_keep = keep;
+}
+
+int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
+                        uint32_t heap, enum array_keep keep)
+{
+    int rc = one_pass_switch_heap(op, heap);
+    one_pass_give_verdict(op, a, keep);
+    return rc == HPROF_OK ? quiet_skip(hprof_visit_primitive_array(op->head, a)) : rc;
+}
+
+/* ---- Redaction as the input is read ------------------------------------------ */
+
+/* The plan reads redaction's tables where the module grows them: a copy
+ * of each map's header, taken again whenever the module may have grown
+ * one, so that the filters always see the storage in use.  The module
+ * keeps owning them. */
+void one_pass_sync_redact_plan(struct one_pass *op)
+{
+    struct redact_plan *p = &op->plan.redact;
+    p->exempt_values = op->redact.exempt_values;
+    p->field_classes = op->redact.field_classes;
+    p->field_names = op->redact.table_fields;
+    p->clearing = op->redact.clearing;
+}
+
+int one_pass_redacting(const struct one_pass *op)
+{
+    return op->opt.redact != HPROF_REDACT_NONE || op->opt.redact_fields;
+}
+
+int one_pass_redact_string(struct one_pass *op, const struct hprof_string *s)
+{
+    if (!redact_notes_strings(&op->redact))
+        return HPROF_OK;
+    int rc = redact_note_string(&op->redact, s);
+    one_pass_sync_redact_plan(op);
+    return rc < 0 ? rc : HPROF_OK;
+}
+
+int one_pass_redact_class(struct one_pass *op, struct class_info *ci)
+{
+    if (!one_pass_redacting(op))
+        return HPROF_OK;
+    int rc = redact_resolve_class(&op->redact, ci);
+    one_pass_sync_redact_plan(op);
+    return rc;
+}
+
+int one_pass_redact_instance(struct one_pass *op, const struct hprof_instance *o)
+{
+    return one_pass_redacting(op) ? redact_resolve_instance(&op->redact, o) : HPROF_OK;
+}
+
+/* String `string_id` holds `value`: exempt from redaction if a keep rule
+ * named the String (before now: a rule's holder that comes after the
+ * String is too late for its text). */
+int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value)
+{
+    struct redaction *r = &op->redact;
+    uint64_t how, was;
+    if (value == 0 || r->exempt_strings.count == 0 ||
+        !idmap_get(&r->exempt_strings, string_id, &how))
+        return HPROF_OK;
+    if (idmap_get(&r->exempt_values, value, &was) && was <= how)
+        return HPROF_OK; /* a value shared with a String exempt always stays so */
+    int rc = idmap_put(&r->exempt_values, value, how);
+    one_pass_sync_redact_plan(op);
+    return rc == HPROF_OK ? HPROF_OK : rewrite_nomem(&op->ctx);
+}
+
+/* The layout of `ci` is complete: its kind and redaction are worked out
+ * once.  @return 1 when ready. */
+int one_pass_class_ready(struct one_pass *op, struct class_info *ci, int *rc)
+{
+    *rc = HPROF_OK;
+    if (ci->resolved)
+        return 1;
+    struct hprof_error not_yet = { 0 };
+    if (classes_resolve(&op->model.classes, ci, &not_yet) != HPROF_OK)
+        return 0;
+    *rc = model_resolve_kind(&op->model, ci, op->ctx.err);
+    if (*rc == HPROF_OK)
+        *rc = one_pass_redact_class(op, ci);
+    return *rc == HPROF_OK;
+}
+
