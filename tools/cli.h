@@ -199,9 +199,8 @@ void cli_install_signal_handlers(void);
  * @return HPROF_OK with *fd and *r set, or an error (nothing left open).
  * cli_close_reader() releases both. */
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err);
-/* Is `path` ("-": standard input) best read once, as a stream: not a
- * regular file (a pipe, FIFO, socket, device), or a gzip- or
- * zstd-compressed one? */
+/* Can `path` ("-": standard input) be read only once: not a regular file
+ * (a pipe, FIFO, socket, device)? */
 int cli_input_is_stream(const char *path);
 /* `path` opened as a stream reader (hprof_input_open_stream(): one run,
  * decompressed as it is read, nothing in $TMPDIR), with cli_open_reader()'s

@@ -48,9 +48,9 @@ static void usage(FILE *out)
             "                       ProGuard/R8 mapping.txt\n"
             "  --keep-duplicates    do not merge byte-identical bitmap buffers\n"
             "  --one-pass           read IN once and write as it goes, nothing in TMPDIR\n"
-            "                       [Default: for a pipe, FIFO, socket or .gz/.zst]\n"
+            "                       [Default: for a pipe, FIFO or socket]\n"
             "  --multi-pass         read IN in several passes (a stream or compressed\n"
-            "                       IN is first copied to TMPDIR) [Default: plain files]\n"
+            "                       IN is first copied to TMPDIR) [Default: files]\n"
             "  --window=SIZE        bytes the one-pass shrink may hold while records wait\n"
             "                       for what decides them [Default: 64M]\n"
             "  --dump=N             of a file of several heap dumps (the JDK's hprof\n"
@@ -606,9 +606,9 @@ struct run {
 };
 
 /* One pass for what cannot be read twice without a copy in $TMPDIR (a
- * pipe, FIFO or socket, or compressed input), unless a mapping or
- * salvage needs passes of their own; several for a plain file, where
- * they read a mapping of the page cache and cost no copy.  Or as asked. */
+ * pipe, FIFO or socket), unless a mapping or salvage needs passes of their
+ * own; several for a file (compressed, it is inflated to $TMPDIR first, as
+ * it always was: the one pass is --one-pass away).  Or as asked. */
 static int one_pass_for(const struct options *o)
 {
     if (o->passes != 0)
@@ -618,9 +618,11 @@ static int one_pass_for(const struct options *o)
     return cli_input_is_stream(o->in);
 }
 
+/* The one pass reads every input as a stream, so that a compressed file
+ * is inflated as it is read rather than copied first. */
 static int open_input(const struct options *o, struct run *run, int one_pass)
 {
-    if (one_pass && cli_input_is_stream(o->in))
+    if (one_pass)
         return cli_open_stream_reader(o->in, &run->r, &run->err);
     return cli_open_reader(o->in, &run->in_fd, &run->r, &run->err);
 }

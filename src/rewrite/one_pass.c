@@ -207,6 +207,31 @@ static int buffer_claimed(struct one_pass *op, struct held *h, unsigned claim)
 
 /* ---- Claims ------------------------------------------------------------------------ */
 
+/* A String's value, with --redact and keep rules: the rule's holder (a
+ * KeyedWeakReference for its key) often comes after the String, so the
+ * value waits for it. */
+static int waits_for_rules(const struct one_pass *op, unsigned claim)
+{
+    unsigned keep = claim & CLAIM_KEEP;
+    return op->hold_values && (keep == ARRAY_STRING_VALUE || keep == ARRAY_STRING_UTF16);
+}
+
+static int hold_value(struct one_pass *op, struct held *h, unsigned claim)
+{
+    h->keep = (uint8_t)(claim & CLAIM_KEEP);
+    return one_pass_hold(op, h, h->rec.array.id, WAIT_EXEMPT);
+}
+
+/* A String's value leaves the window: exempt if a rule named the String. */
+static int value_leaves(struct one_pass *op, struct held *h)
+{
+    uint64_t owner;
+    int rc = HPROF_OK;
+    if (id_table_take(&op->value_owner, h->rec.array.id, &owner))
+        rc = one_pass_exempt_value(op, owner, h->rec.array.id);
+    return rc == HPROF_OK ? send_held(op, h, (enum array_keep)h->keep) : rc;
+}
+
 /* Array `id` is a String's value, DumpData's natives or a Bitmap's buffer
  * (`claim`: an array_keep, with CLAIM_* flags for a buffer).  Waiting in
  * the window, it goes out now (a buffer: it waits on as a buffer); not
@@ -234,6 +259,8 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
     struct held *h = wait_window_take(&op->window, id);
     if ((claim & CLAIM_KEEP) == ARRAY_BITMAP)
         return buffer_claimed(op, h, claim);
+    if (waits_for_rules(op, claim))
+        return hold_value(op, h, claim);
     int rc = send_held(op, h, (enum array_keep)(claim & CLAIM_KEEP));
     free(h);
     return rc;
@@ -251,6 +278,11 @@ static int leave_window(struct one_pass *op, int evicted)
     uint64_t bytes = oldest->bytes;
     if (oldest->wait == WAIT_DECIDE || oldest->wait == WAIT_BUFFER) {
         rc = decide_group(op, oldest->key, &by_rule);
+    } else if (oldest->wait == WAIT_EXEMPT) {
+        struct held *h = wait_window_take_oldest(&op->window);
+        by_rule = 0;
+        rc = value_leaves(op, h);
+        free(h);
     } else {
         struct held *h = wait_window_take_oldest(&op->window);
         if (h->wait == WAIT_CLASS && !evicted) { /* its class never came */
@@ -320,6 +352,8 @@ static int finish_gather(struct one_pass *op)
     op->gather = NULL;
     if (op->gather_claim == CLAIM_NONE)
         return one_pass_hold(op, h, h->rec.array.id, WAIT_CLAIM);
+    if (waits_for_rules(op, op->gather_claim))
+        return hold_value(op, h, op->gather_claim);
     return buffer_claimed(op, h, op->gather_claim);
 }
 
@@ -351,7 +385,8 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
     enum array_keep keep = claimed ? (enum array_keep)(claim & CLAIM_KEEP) : ARRAY_NOT_KEPT;
     /* a buffer is read whole to be hashed; an array nobody claimed yet
      * waits for a claim; NODATA has no contents to keep either way */
-    int gather = (claimed ? keep == ARRAY_BITMAP : may_be_claimed(op, a->type)) &&
+    int gather = (claimed ? keep == ARRAY_BITMAP || waits_for_rules(op, (unsigned)claim)
+                          : may_be_claimed(op, a->type)) &&
                  a->tag != HPROF_PRIMITIVE_ARRAY_NODATA;
     if (gather && bytes > op->window.limit) { /* cannot wait: the rule decides now */
         count_add(&op->st->window_by_rule, bytes);
@@ -379,6 +414,9 @@ static int string_read(struct one_pass *op, const struct kind_layout *k,
     int utf16 = coder >= 0 && (uint64_t)coder < o->length && o->values[coder] == 1;
     uint64_t value = model_field_id(op->ctx.ids, o, k->field[0]);
     int rc = one_pass_exempt_value(op, o->id, value);
+    if (rc == HPROF_OK && op->hold_values && value != 0 &&
+        id_table_put(&op->value_owner, value, o->id) != HPROF_OK)
+        rc = nomem(op);
     if (rc != HPROF_OK)
         return rc;
     return one_pass_claim(op, value, utf16 ? ARRAY_STRING_UTF16 : ARRAY_STRING_VALUE);
@@ -671,6 +709,7 @@ int one_pass_reset_dump(struct one_pass *op)
         one_pass_sync_redact_plan(op);
     }
     id_table_free(&op->claims);
+    id_table_free(&op->value_owner);
     op->n_blocked = 0;
     op->n_merges = 0;
     if (rc == HPROF_OK &&

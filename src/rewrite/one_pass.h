@@ -19,7 +19,9 @@ enum held_wait {
     WAIT_CLAIM,             /* an array: for its String, Bitmap or DumpData */
     WAIT_CLASS,             /* an instance: for its class layout */
     WAIT_BUFFER,            /* a Bitmap: for its buffer's verdict */
-    WAIT_DECIDE             /* a buffer a Bitmap claims: merged or kept as it leaves */
+    WAIT_DECIDE,            /* a buffer a Bitmap claims: merged or kept as it leaves */
+    WAIT_EXEMPT             /* a String's value, redacted: unless a keep rule's field
+                               names its String before it leaves */
 };
 
 enum held_kind { HELD_INSTANCE, HELD_PRIMITIVE_ARRAY, HELD_OBJECT_ARRAY };
@@ -32,6 +34,7 @@ struct held {
     uint32_t heap;              /* the heap it was read in (HEAP_DUMP_INFO) */
     uint8_t kind, wait;
     uint8_t pinned;             /* a buffer that stays: something else names it */
+    uint8_t keep;               /* WAIT_EXEMPT: the verdict (enum array_keep) */
     union {
         struct hprof_instance instance;
         struct hprof_primitive_array array;

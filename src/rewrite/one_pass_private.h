@@ -66,6 +66,8 @@ struct one_pass {
     int hold_names;
     struct id_table claims;         /* array id -> CLAIM_* */
     struct idfilter kept_out;       /* arrays written with their contents */
+    int hold_values;                /* Strings' values wait for keep rules (redaction) */
+    struct id_table value_owner;    /* ... by value id: the String's id */
     struct held *gather;            /* the array read in chunks, or NULL */
     unsigned gather_claim;
     uint64_t gather_have;

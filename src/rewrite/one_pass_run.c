@@ -52,6 +52,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
         return rewrite_nomem(&op->ctx);
     int rc = redact_init(&op->redact, &op->ctx, &op->model);
     one_pass_sync_redact_plan(op);
+    op->hold_values = op->opt.redact != HPROF_REDACT_NONE && op->redact.n_rules > 0;
     if (rc == HPROF_OK)
         rc = one_pass_system_init(op);
     if (rc != HPROF_OK)
@@ -85,6 +86,7 @@ static void release(struct one_pass *op)
     wait_window_free(&op->window);
     held_names_clear(&op->names);
     id_table_free(&op->claims);
+    id_table_free(&op->value_owner);
     free(op->gather);
     free(op->gather_objects);
     free(op->blocked);
