@@ -710,9 +710,16 @@ command -v javac >/dev/null || { echo "FAIL: javac missing (apt-get install defa
 command -v strace >/dev/null || { echo "FAIL: strace missing (apt-get install strace)" >&2; exit 1; }
 
 mkdir -p "$T/java"
-javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java tests/java/RetainedSizes.java
+javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java tests/java/RetainedSizes.java \
+    tests/java/HeapView.java
 heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$@"; }
 retained() { java -cp "$VISUALVM_JAR:$T/java" RetainedSizes "$@"; }
+heapview() { java -cp "$VISUALVM_JAR:$T/java" HeapView "$@"; }
+# compare_views [--contents] A B: exit 0 when an analyst sees one heap in both
+compare_views() {
+    HPROF_BUILD=$B HEAPVIEW_CLASSES="$T/java" HPROF_CONV=$HPROF_CONV VISUALVM_JAR=$VISUALVM_JAR \
+        tests/compare-views.sh "$@"
+}
 
 
 banner "generator reproduces the committed fixtures"
@@ -1142,6 +1149,86 @@ done
 echo "    Build.MANUFACTURER: $(grep -c samsung "$T/rs-links.hprof.out") matching records kept"
 grep -q "samsung/o1sxeea" "$T/rs-links.hprof.out" || die "Build.FINGERPRINT's text lost"
 rm -rf "$T"/rs-* # VisualVM's caches (*.hwcache) are by file name
+
+# Two dumps of one heap may hold their records in another order, so their
+# bytes cannot be compared; what an analyst sees of them can.
+# tests/compare-views.sh compares VisualVM's view (tests/java/HeapView.java:
+# classes, roots, every object with its fields and references, String
+# texts, arrays' types and lengths) and hprof-info's classes.
+analyst_views() {
+    banner "analyst's views: a plain conversion shows the input's heap, and the views tell dumps apart"
+    "$B/hprof-synth" -f --hotspot "$T/av-hotspot.hprof"
+    "$B/hprof-synth" -f --hotspot --dumps 2 "$T/av-hotspot-dumps2.hprof"
+    "$B/hprof-synth" -f --dumps 2 "$T/av-dumps2.hprof"
+    "$B/hprof-synth" -f --system-links "$T/av-links.hprof"
+    "$B/hprof-synth" -f --secrets "$T/av-secrets.list" "$T/av-secrets.hprof"
+    files="fixtures/android-synth.hprof.gz fixtures/hotspot-fixture.hprof.gz fixtures/hotspot-synth.hprof.gz"
+    [ -d ../shared/fixtures ] && files="$files $(ls ../shared/fixtures/*.hprof | tr '\n' ' ')"
+    for f in $files "$T"/av-*.hprof; do
+        "$B/hprof-shrink" -q -f --arrays=zero --keep-system-heaps --keep-duplicates --jvm "$f" "$T/av-out" ||
+            { die "plain conversion of $f"; continue; }
+        compare_views "$f" "$T/av-out" > "$T/av.diff" 2>&1 ||
+            die "a plain conversion of $f shows another heap: $(cat "$T/av.diff")"
+    done
+    # The view is sorted: the same records in another order (segments
+    # reversed, the names after the heap) give the same view, other bytes.
+    gzip -dc fixtures/hotspot-fixture.hprof.gz > "$T/av-in.hprof"
+    "$B/tests/hprof-roundtrip" "$T/av-in.hprof" "$T/av-split.hprof" 4096 || die "round trip of the fixture"
+    tests/reorder-dump.py "$T/av-split.hprof" "$T/av-reordered.hprof" > /dev/null || die "reorder-dump.py"
+    cmp -s "$T/av-in.hprof" "$T/av-reordered.hprof" && die "reorder-dump.py changed no byte"
+    "$B/hprof-verify" "$T/av-reordered.hprof" > /dev/null || die "the reordered dump does not verify"
+    compare_views "$T/av-in.hprof" "$T/av-reordered.hprof" > "$T/av.diff" 2>&1 ||
+        die "the order of the records changes the view: $(cat "$T/av.diff")"
+    # It sees what a shrink takes away: the primitive arrays of --arrays=remove.
+    "$B/hprof-shrink" -q -f --arrays=remove "$T/av-in.hprof" "$T/av-out" || die "--arrays=remove"
+    expect 1 compare_views "$T/av-in.hprof" "$T/av-out"
+    grep -q '^- obj @[0-9a-f]* [a-z]*\[\] ' "$T/out" || die "--arrays=remove: no array named: $(cat "$T/out")"
+    [ "$(grep -c '^[-+] ' "$T/out")" -le 20 ] || die "more than 20 differing lines printed"
+    # ... and one reference changed, the counts all the same: element K+1
+    # of an object array made to point where element K does
+    heapview "$T/av-in.hprof" > "$T/av-in.view" || die "HeapView on the fixture"
+    python3 - "$T/av-in.view" "$T/av-in.hprof" "$T/av-patched.hprof" > "$T/av-patched" <<'PY' ||
+import re, sys
+view, src, dst = sys.argv[1:]
+refs = {}
+for line in open(view):
+    m = re.match(r"\.  @(\w+) \[(\d+)\] -> @(\w+)$", line)
+    if m:
+        refs[(m[1], int(m[2]))] = int(m[3], 16)
+data = open(src, "rb").read()
+for (array, k), x in sorted(refs.items()):
+    y = refs.get((array, k + 1))
+    pair = x.to_bytes(8, "big") + (y or 0).to_bytes(8, "big")
+    if y and y != x and data.count(pair) == 1:
+        open(dst, "wb").write(data.replace(pair, x.to_bytes(8, "big") * 2))
+        print("@%s [%d] -> @%x" % (array, k + 1, y))
+        sys.exit(0)
+sys.exit("no object array with two distinct neighbours found once in the file")
+PY
+        die "could not patch a reference: $(cat "$T/av-patched")"
+    "$B/hprof-verify" "$T/av-patched.hprof" > /dev/null || die "the patched dump does not verify"
+    expect 1 compare_views "$T/av-in.hprof" "$T/av-patched.hprof"
+    grep -qFx -- "- .  $(cat "$T/av-patched")" "$T/out" || die "the changed reference is not named: $(cat "$T/out")"
+    [ "$(grep -c '^[-+] ' "$T/out")" = 2 ] || die "one changed reference, other lines: $(cat "$T/out")"
+    # ... and one String's text, its length the same (the byte[] of 18
+    # Latin-1 bytes, not the STRING record of the same literal)
+    python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); t = b'\x12\x08plain latin-1 '
+assert d.count(t + b'text') == 1
+open(sys.argv[2], 'wb').write(d.replace(t + b'text', t + b'TEXT'))" \
+        "$T/av-in.hprof" "$T/av-patched.hprof" || die "could not patch a String"
+    expect 1 compare_views "$T/av-in.hprof" "$T/av-patched.hprof"
+    grep -q '^+ .* text "plain latin-1 TEXT"$' "$T/out" || die "the changed text is not named: $(cat "$T/out")"
+    # The shrink on one and two threads: the same view, array bytes included
+    for f in fixtures/android-synth.hprof.gz "$T/av-in.hprof" "$T/av-links.hprof"; do
+        for j in 1 2; do
+            "$B/hprof-shrink" -q -f -j$j "$f" "$T/av-j$j" || die "shrink -j$j of $f"
+        done
+        compare_views --contents "$T/av-j1" "$T/av-j2" > "$T/av.diff" 2>&1 ||
+            die "-j1 and -j2 show other heaps for $f: $(cat "$T/av.diff")"
+    done
+    rm -f "$T"/av-*
+}
+analyst_views
 
 banner "files over 4 GiB with a 3 GiB segment (sparse, so it costs no disk)"
 python3 - "$T/huge.hprof" <<'PY'
