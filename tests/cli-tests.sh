@@ -50,6 +50,37 @@ dump_app() {
     kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
 }
 
+# jvm_dump_into_fifo OUT JCMD_OPTION JAVA_ARGS...: as dump_app, but jcmd
+# writes the heap into a named pipe, read by `cat > OUT` (a one-pass
+# shrink can take cat's place). HotSpot creates its dump file exclusively
+# ("Unable to create ...: File exists" for the FIFO, and jcmd still exits
+# 0) unless given -overwrite, which JDK 17.0.15 has; it never seeks, with
+# -gz=1 too. Its open waits for a reader, and while the reader is slow the
+# whole JVM waits at the dump's safepoint.
+jvm_dump_into_fifo() {
+    fifo_out=$1 fifo_opt=$2; shift 2
+    java "$@" > "$fifo_out.log" 2>&1 &
+    app=$!
+    i=0
+    until grep -qs ready "$fifo_out.log"; do
+        i=$((i + 1)); [ $i -lt 300 ] || break
+        sleep 0.1
+    done
+    rm -f "$fifo_out.fifo"
+    mkfifo "$fifo_out.fifo"
+    cat "$fifo_out.fifo" > "$fifo_out" &
+    reader=$!
+    # shellcheck disable=SC2086 # no option is no word
+    timeout 300 jcmd $app GC.heap_dump -overwrite $fifo_opt "$fifo_out.fifo" > "$fifo_out.jcmd" 2>&1 || true
+    if ! grep -q 'Heap dump file created' "$fifo_out.jcmd"; then
+        die "jcmd could not dump $* into a FIFO: $(cat "$fifo_out.jcmd")"
+        timeout 5 sh -c ': > "$1"' sh "$fifo_out.fifo" || true # the reader still waits for a writer
+    fi
+    wait $reader || die "reading the FIFO jcmd wrote"
+    kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
+    rm -f "$fifo_out.fifo"
+}
+
 # mode FILE: its permission bits in octal
 mode() { stat -c %a "$1"; }
 
@@ -1229,6 +1260,53 @@ open(sys.argv[2], 'wb').write(d.replace(t + b'text', t + b'TEXT'))" \
     rm -f "$T"/av-*
 }
 analyst_views
+
+# The one-pass shrink (hprof-shrink --one-pass: the input read once, from a
+# pipe, nothing written to TMPDIR) promises that wherever its report says
+# nothing waited past the window, every analyzer sees in its output what it
+# sees in the multi-pass one. Record order may differ, so the views are
+# compared (array bytes included), not the bytes. The integrator enables
+# this when --one-pass lands: call one_pass_views after analyst_views, and
+# where the report can say that something waited past the window, compare
+# only when it says nothing did.
+one_pass_views() {
+    banner "one pass: from a pipe, nothing in TMPDIR, the multi-pass output's view in every mode"
+    "$B/hprof-synth" -f "$T/op-android.hprof"
+    "$B/hprof-synth" -f --hotspot "$T/op-hotspot.hprof"
+    "$B/hprof-synth" -f --dumps 2 "$T/op-dumps2.hprof"
+    "$B/hprof-synth" -f --system-links "$T/op-links.hprof"
+    "$B/hprof-synth" -f --secrets "$T/op-secrets.list" "$T/op-secrets.hprof"
+    # every String value array and Bitmap buffer before the app heap's other
+    # records, the last over 100,000 records (56,000 instances, 61,000
+    # arrays) before its referrer
+    "$B/hprof-synth" -f --scale 700 --big-bitmap 4096 "$T/op-far.in"
+    tests/reorder-dump.py --arrays-first "$T/op-far.in" "$T/op-far.hprof" || die "reorder-dump.py --arrays-first"
+    rm -f "$T/op-far.in"
+    files="fixtures/*.hprof.gz"
+    [ -d ../shared/fixtures ] && files="$files ../shared/fixtures/*.hprof"
+    mkdir -p "$T/op-out"
+    for f in $files "$T"/op-*.hprof; do
+        n=$(basename "$f")
+        for mode in "" --arrays=zero --redact --keep-system-heaps --jvm; do
+            # the only file created is the output's temporary, made in its
+            # directory (by name, or relative to the directory's descriptor)
+            # shellcheck disable=SC2086 # no mode is no word
+            cat "$f" | TMPDIR=/nonexistent ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=open,openat,creat,mkdir \
+                -o "$T/op.strace" "$B/hprof-shrink" -q -f --one-pass $mode - "$T/op-out/one.hprof" 2> "$T/op.err" ||
+                { die "--one-pass $mode of $n: $(cat "$T/op.err")"; continue; }
+            grep -E 'O_CREAT|creat\(|mkdir\(' "$T/op.strace" | grep -v "\"$T/op-out/" |
+                grep -v 'openat([0-9]*, "hprof-shrink\.[^"/]*\.tmp"' > "$T/op.created" &&
+                die "--one-pass $mode of $n created files elsewhere: $(head -3 "$T/op.created")"
+            [ ! -e /nonexistent ] || die "--one-pass $mode of $n made /nonexistent"
+            # shellcheck disable=SC2086
+            "$B/hprof-shrink" -q -f --multi-pass $mode "$f" "$T/op-out/multi.hprof" ||
+                { die "--multi-pass $mode of $n"; continue; }
+            compare_views --contents "$T/op-out/one.hprof" "$T/op-out/multi.hprof" > "$T/op.diff" 2>&1 ||
+                die "--one-pass $mode of $n shows another heap than --multi-pass: $(cat "$T/op.diff")"
+        done
+    done
+    rm -rf "$T"/op-* "$T/op.strace" "$T/op.err" "$T/op.created" "$T/op.diff"
+}
 
 banner "files over 4 GiB with a 3 GiB segment (sparse, so it costs no disk)"
 python3 - "$T/huge.hprof" <<'PY'
