@@ -14,11 +14,11 @@
  *   .  @ID array TYPE[] length=N [md5=HEX]            (primitive arrays)
  *   .  @ID text "TEXT" | text length=N md5=HEX        (java.lang.String)
  *
- * Ids are hex; sizes are VisualVM's ("?" where it cannot tell them). A reference names its target's id even when the dump lacks
- * the target (a dangling reference is a difference too). A String's text
- * is its value array's (char[], or byte[] Latin-1 unless coder is 1,
- * UTF-16 little-endian as HotSpot writes it), escaped; over 120 characters
- * it is hashed. With --contents, every primitive array's bytes are hashed
+ * Ids are hex; a root or reference to an object the dump lacks names its
+ * id all the same. Sizes are VisualVM's ("?" where it cannot tell them).
+ * A String's text is its value array's (char[], or byte[] Latin-1 unless
+ * coder is 1, UTF-16 little-endian as HotSpot writes it), escaped; over
+ * 120 characters it is hashed. With --contents, every primitive array's bytes are hashed
  * too (for two outputs of one shrink mode; a plain conversion zeroes them).
  *
  * Memory: the objects' ids are sorted in one long[] (8 bytes per object)
@@ -131,12 +131,22 @@ public class HeapView {
 
     List<String> rootLines() {
         List<String> lines = new ArrayList<>();
-        for (GCRoot r : heap.getGCRoots()) {
-            Instance i = r.getInstance();
-            lines.add("root " + r.getKind() + " " + (i == null ? "@?" : hex(i.getInstanceId())) + "\n");
-        }
+        for (GCRoot r : heap.getGCRoots())
+            lines.add("root " + r.getKind() + " " + rootId(r) + "\n");
         lines.sort(null);
         return lines;
+    }
+
+    /* The id a root names, also when the dump lacks that object. */
+    String rootId(GCRoot r) {
+        try {
+            if (arrays.rootId != null && arrays.rootId.getDeclaringClass().isInstance(r))
+                return hex((Long) arrays.rootId.invoke(r));
+        } catch (ReflectiveOperationException e) {
+            // the public interface below
+        }
+        Instance i = r.getInstance();
+        return i == null ? "@?" : hex(i.getInstanceId());
     }
 
     void printClasses(List<JavaClass> classes) throws IOException {
@@ -254,15 +264,16 @@ public class HeapView {
     }
 
     /*
-     * What the public interface hides: an object array's element ids (the
-     * interface gives null for a target missing from the dump) and a
-     * primitive array's bytes (it gives one String per element). Read
+     * What the public interface hides: an object array's element ids and
+     * the id a root names (the interface gives null for an object missing
+     * from the dump) and a primitive array's bytes (it gives one String
+     * per element). Read
      * through the library's package-private methods; where they are not
      * there, the public interface is used instead.
      */
     static final class ArrayReader {
         Field listBuffer, listOffset, listIdSize, arrayClass;
-        Method bufferGetId, bufferGetBytes, classBuffer, arrayStart;
+        Method bufferGetId, bufferGetBytes, classBuffer, arrayStart, rootId;
 
         ArrayReader() {
             try {
@@ -285,6 +296,12 @@ public class HeapView {
                                             .getDeclaredMethod("get", long.class, byte[].class));
             } catch (ReflectiveOperationException | RuntimeException e) {
                 arrayStart = null;
+            }
+            try {
+                rootId = accessible(Class.forName("org.graalvm.visualvm.lib.jfluid.heap.HprofGCRoot")
+                                    .getDeclaredMethod("getInstanceId"));
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                rootId = null;
             }
         }
 
