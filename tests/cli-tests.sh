@@ -50,6 +50,37 @@ dump_app() {
     kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
 }
 
+# jvm_dump_into_fifo OUT JCMD_OPTION JAVA_ARGS...: as dump_app, but jcmd
+# writes the heap into a named pipe, read by `cat > OUT` (a one-pass
+# shrink can take cat's place). HotSpot creates its dump file exclusively
+# ("Unable to create ...: File exists" for the FIFO, and jcmd still exits
+# 0) unless given -overwrite, which JDK 17.0.15 has; it never seeks, with
+# -gz=1 too. Its open waits for a reader, and while the reader is slow the
+# whole JVM waits at the dump's safepoint.
+jvm_dump_into_fifo() {
+    fifo_out=$1 fifo_opt=$2; shift 2
+    java "$@" > "$fifo_out.log" 2>&1 &
+    app=$!
+    i=0
+    until grep -qs ready "$fifo_out.log"; do
+        i=$((i + 1)); [ $i -lt 300 ] || break
+        sleep 0.1
+    done
+    rm -f "$fifo_out.fifo"
+    mkfifo "$fifo_out.fifo"
+    cat "$fifo_out.fifo" > "$fifo_out" &
+    reader=$!
+    # shellcheck disable=SC2086 # no option is no word
+    timeout 300 jcmd $app GC.heap_dump -overwrite $fifo_opt "$fifo_out.fifo" > "$fifo_out.jcmd" 2>&1 || true
+    if ! grep -q 'Heap dump file created' "$fifo_out.jcmd"; then
+        die "jcmd could not dump $* into a FIFO: $(cat "$fifo_out.jcmd")"
+        timeout 5 sh -c ': > "$1"' sh "$fifo_out.fifo" || true # the reader still waits for a writer
+    fi
+    wait $reader || die "reading the FIFO jcmd wrote"
+    kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
+    rm -f "$fifo_out.fifo"
+}
+
 # mode FILE: its permission bits in octal
 mode() { stat -c %a "$1"; }
 
@@ -710,9 +741,16 @@ command -v javac >/dev/null || { echo "FAIL: javac missing (apt-get install defa
 command -v strace >/dev/null || { echo "FAIL: strace missing (apt-get install strace)" >&2; exit 1; }
 
 mkdir -p "$T/java"
-javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java tests/java/RetainedSizes.java
+javac -d "$T/java" -cp "$VISUALVM_JAR" tests/java/HeapCount.java tests/java/RetainedSizes.java \
+    tests/java/HeapView.java
 heapcount() { java -cp "$VISUALVM_JAR:$T/java" HeapCount "$@"; }
 retained() { java -cp "$VISUALVM_JAR:$T/java" RetainedSizes "$@"; }
+heapview() { java -cp "$VISUALVM_JAR:$T/java" HeapView "$@"; }
+# compare_views [--contents] A B: exit 0 when an analyst sees one heap in both
+compare_views() {
+    HPROF_BUILD=$B HEAPVIEW_CLASSES="$T/java" HPROF_CONV=$HPROF_CONV VISUALVM_JAR=$VISUALVM_JAR \
+        tests/compare-views.sh "$@"
+}
 
 
 banner "generator reproduces the committed fixtures"
@@ -1142,6 +1180,133 @@ done
 echo "    Build.MANUFACTURER: $(grep -c samsung "$T/rs-links.hprof.out") matching records kept"
 grep -q "samsung/o1sxeea" "$T/rs-links.hprof.out" || die "Build.FINGERPRINT's text lost"
 rm -rf "$T"/rs-* # VisualVM's caches (*.hwcache) are by file name
+
+# Two dumps of one heap may hold their records in another order, so their
+# bytes cannot be compared; what an analyst sees of them can.
+# tests/compare-views.sh compares VisualVM's view (tests/java/HeapView.java:
+# classes, roots, every object with its fields and references, String
+# texts, arrays' types and lengths) and hprof-info's classes.
+analyst_views() {
+    banner "analyst's views: a plain conversion shows the input's heap, and the views tell dumps apart"
+    "$B/hprof-synth" -f --hotspot "$T/av-hotspot.hprof"
+    "$B/hprof-synth" -f --hotspot --dumps 2 "$T/av-hotspot-dumps2.hprof"
+    "$B/hprof-synth" -f --dumps 2 "$T/av-dumps2.hprof"
+    "$B/hprof-synth" -f --system-links "$T/av-links.hprof"
+    "$B/hprof-synth" -f --secrets "$T/av-secrets.list" "$T/av-secrets.hprof"
+    files="fixtures/android-synth.hprof.gz fixtures/hotspot-fixture.hprof.gz fixtures/hotspot-synth.hprof.gz"
+    [ -d ../shared/fixtures ] && files="$files $(ls ../shared/fixtures/*.hprof | tr '\n' ' ')"
+    for f in $files "$T"/av-*.hprof; do
+        "$B/hprof-shrink" -q -f --arrays=zero --keep-system-heaps --keep-duplicates --jvm "$f" "$T/av-out" ||
+            { die "plain conversion of $f"; continue; }
+        compare_views "$f" "$T/av-out" > "$T/av.diff" 2>&1 ||
+            die "a plain conversion of $f shows another heap: $(cat "$T/av.diff")"
+    done
+    # The view is sorted: the same records in another order (segments
+    # reversed, the names after the heap) give the same view, other bytes.
+    gzip -dc fixtures/hotspot-fixture.hprof.gz > "$T/av-in.hprof"
+    "$B/tests/hprof-roundtrip" "$T/av-in.hprof" "$T/av-split.hprof" 4096 || die "round trip of the fixture"
+    tests/reorder-dump.py "$T/av-split.hprof" "$T/av-reordered.hprof" > /dev/null || die "reorder-dump.py"
+    cmp -s "$T/av-in.hprof" "$T/av-reordered.hprof" && die "reorder-dump.py changed no byte"
+    "$B/hprof-verify" "$T/av-reordered.hprof" > /dev/null || die "the reordered dump does not verify"
+    compare_views "$T/av-in.hprof" "$T/av-reordered.hprof" > "$T/av.diff" 2>&1 ||
+        die "the order of the records changes the view: $(cat "$T/av.diff")"
+    # It sees what a shrink takes away: the primitive arrays of --arrays=remove.
+    "$B/hprof-shrink" -q -f --arrays=remove "$T/av-in.hprof" "$T/av-out" || die "--arrays=remove"
+    expect 1 compare_views "$T/av-in.hprof" "$T/av-out"
+    grep -q '^- obj @[0-9a-f]* [a-z]*\[\] ' "$T/out" || die "--arrays=remove: no array named: $(cat "$T/out")"
+    [ "$(grep -c '^[-+] ' "$T/out")" -le 20 ] || die "more than 20 differing lines printed"
+    # ... and one reference changed, the counts all the same: element K+1
+    # of an object array made to point where element K does
+    heapview "$T/av-in.hprof" > "$T/av-in.view" || die "HeapView on the fixture"
+    python3 - "$T/av-in.view" "$T/av-in.hprof" "$T/av-patched.hprof" > "$T/av-patched" <<'PY' ||
+import re, sys
+view, src, dst = sys.argv[1:]
+refs = {}
+for line in open(view):
+    m = re.match(r"\.  @(\w+) \[(\d+)\] -> @(\w+)$", line)
+    if m:
+        refs[(m[1], int(m[2]))] = int(m[3], 16)
+data = open(src, "rb").read()
+for (array, k), x in sorted(refs.items()):
+    y = refs.get((array, k + 1))
+    pair = x.to_bytes(8, "big") + (y or 0).to_bytes(8, "big")
+    if y and y != x and data.count(pair) == 1:
+        open(dst, "wb").write(data.replace(pair, x.to_bytes(8, "big") * 2))
+        print("@%s [%d] -> @%x" % (array, k + 1, y))
+        sys.exit(0)
+sys.exit("no object array with two distinct neighbours found once in the file")
+PY
+        die "could not patch a reference: $(cat "$T/av-patched")"
+    "$B/hprof-verify" "$T/av-patched.hprof" > /dev/null || die "the patched dump does not verify"
+    expect 1 compare_views "$T/av-in.hprof" "$T/av-patched.hprof"
+    grep -qFx -- "- .  $(cat "$T/av-patched")" "$T/out" || die "the changed reference is not named: $(cat "$T/out")"
+    [ "$(grep -c '^[-+] ' "$T/out")" = 2 ] || die "one changed reference, other lines: $(cat "$T/out")"
+    # ... and one String's text, its length the same (the byte[] of 18
+    # Latin-1 bytes, not the STRING record of the same literal)
+    python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); t = b'\x12\x08plain latin-1 '
+assert d.count(t + b'text') == 1
+open(sys.argv[2], 'wb').write(d.replace(t + b'text', t + b'TEXT'))" \
+        "$T/av-in.hprof" "$T/av-patched.hprof" || die "could not patch a String"
+    expect 1 compare_views "$T/av-in.hprof" "$T/av-patched.hprof"
+    grep -q '^+ .* text "plain latin-1 TEXT"$' "$T/out" || die "the changed text is not named: $(cat "$T/out")"
+    # The shrink on one and two threads: the same view, array bytes included
+    for f in fixtures/android-synth.hprof.gz "$T/av-in.hprof" "$T/av-links.hprof"; do
+        for j in 1 2; do
+            "$B/hprof-shrink" -q -f -j$j "$f" "$T/av-j$j" || die "shrink -j$j of $f"
+        done
+        compare_views --contents "$T/av-j1" "$T/av-j2" > "$T/av.diff" 2>&1 ||
+            die "-j1 and -j2 show other heaps for $f: $(cat "$T/av.diff")"
+    done
+    rm -f "$T"/av-*
+}
+analyst_views
+
+# The one-pass shrink (hprof-shrink --one-pass: the input read once, from a
+# pipe, nothing written to TMPDIR) promises that wherever its report says
+# nothing waited past the window, every analyzer sees in its output what it
+# sees in the multi-pass one. Record order may differ, so the views are
+# compared (array bytes included), not the bytes. The integrator enables
+# this when --one-pass lands: call one_pass_views after analyst_views, and
+# where the report can say that something waited past the window, compare
+# only when it says nothing did.
+one_pass_views() {
+    banner "one pass: from a pipe, nothing in TMPDIR, the multi-pass output's view in every mode"
+    "$B/hprof-synth" -f "$T/op-android.hprof"
+    "$B/hprof-synth" -f --hotspot "$T/op-hotspot.hprof"
+    "$B/hprof-synth" -f --dumps 2 "$T/op-dumps2.hprof"
+    "$B/hprof-synth" -f --system-links "$T/op-links.hprof"
+    "$B/hprof-synth" -f --secrets "$T/op-secrets.list" "$T/op-secrets.hprof"
+    # every String value array and Bitmap buffer before the app heap's other
+    # records, the last over 100,000 records (56,000 instances, 61,000
+    # arrays) before its referrer
+    "$B/hprof-synth" -f --scale 700 --big-bitmap 4096 "$T/op-far.in"
+    tests/reorder-dump.py --arrays-first "$T/op-far.in" "$T/op-far.hprof" || die "reorder-dump.py --arrays-first"
+    rm -f "$T/op-far.in"
+    files="fixtures/*.hprof.gz"
+    [ -d ../shared/fixtures ] && files="$files ../shared/fixtures/*.hprof"
+    mkdir -p "$T/op-out"
+    for f in $files "$T"/op-*.hprof; do
+        n=$(basename "$f")
+        for mode in "" --arrays=zero --redact --keep-system-heaps --jvm; do
+            # the only file created is the output's temporary, made in its
+            # directory (by name, or relative to the directory's descriptor)
+            # shellcheck disable=SC2086 # no mode is no word
+            cat "$f" | TMPDIR=/nonexistent ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=open,openat,creat,mkdir \
+                -o "$T/op.strace" "$B/hprof-shrink" -q -f --one-pass $mode - "$T/op-out/one.hprof" 2> "$T/op.err" ||
+                { die "--one-pass $mode of $n: $(cat "$T/op.err")"; continue; }
+            grep -E 'O_CREAT|creat\(|mkdir\(' "$T/op.strace" | grep -v "\"$T/op-out/" |
+                grep -v 'openat([0-9]*, "hprof-shrink\.[^"/]*\.tmp"' > "$T/op.created" &&
+                die "--one-pass $mode of $n created files elsewhere: $(head -3 "$T/op.created")"
+            [ ! -e /nonexistent ] || die "--one-pass $mode of $n made /nonexistent"
+            # shellcheck disable=SC2086
+            "$B/hprof-shrink" -q -f --multi-pass $mode "$f" "$T/op-out/multi.hprof" ||
+                { die "--multi-pass $mode of $n"; continue; }
+            compare_views --contents "$T/op-out/one.hprof" "$T/op-out/multi.hprof" > "$T/op.diff" 2>&1 ||
+                die "--one-pass $mode of $n shows another heap than --multi-pass: $(cat "$T/op.diff")"
+        done
+    done
+    rm -rf "$T"/op-* "$T/op.strace" "$T/op.err" "$T/op.created" "$T/op.diff"
+}
 
 banner "files over 4 GiB with a 3 GiB segment (sparse, so it costs no disk)"
 python3 - "$T/huge.hprof" <<'PY'
