@@ -49,13 +49,6 @@ static int add_filter(struct shrink_chain *c, struct rewrite_filter *f)
     return add_link(c, f ? &f->base : NULL, free_rewrite_filter);
 }
 
-/* The names filter's own free, so that shrink_chain_after_names() can
- * find it. */
-static void free_plain_names(struct hprof_visitor *v)
-{
-    free(v);
-}
-
 static int add_names_filter(struct shrink_chain *c, const struct shrink_plan *p,
                             struct hprof_shrink_stats *stats)
 {
@@ -65,7 +58,7 @@ static int add_names_filter(struct shrink_chain *c, const struct shrink_plan *p,
         f->id_size = p->ids;
         f->report = stats;
     }
-    return add_link(c, f ? &f->base : NULL, free_plain_names);
+    return add_link(c, f ? &f->base : NULL, free_plain);
 }
 
 static int add_jvm_filter(struct shrink_chain *c, struct hprof_shrink_stats *stats)
@@ -134,16 +127,6 @@ struct shrink_chain *shrink_chain_new(const struct shrink_plan *plan,
 struct hprof_visitor *shrink_chain_head(struct shrink_chain *c)
 {
     return c->links[0].v;
-}
-
-struct hprof_visitor *shrink_chain_after_names(struct shrink_chain *c)
-{
-    unsigned i = 0;
-    while (i < c->n && c->links[i].free != free_plain_names)
-        i++;
-    if (i == c->n)
-        return c->links[0].v;
-    return i + 1 < c->n ? c->links[i + 1].v : c->links[i].v->next;
 }
 
 struct plan_cursor *shrink_chain_cursor(struct shrink_chain *c)

@@ -27,9 +27,6 @@ struct shrink_chain;
 struct shrink_chain *shrink_chain_new(const struct shrink_plan *plan,
                                       struct hprof_shrink_stats *stats, struct hprof_error *err);
 struct hprof_visitor *shrink_chain_head(struct shrink_chain *c);
-/* The link after the names filter (or the head without one): the names
- * the one-pass shrink keeps without asking. */
-struct hprof_visitor *shrink_chain_after_names(struct shrink_chain *c);
 /* The chain's place in the plan: the one-pass shrink gives it the verdict
  * on each array before the array goes in. */
 struct plan_cursor *shrink_chain_cursor(struct shrink_chain *c);

@@ -222,13 +222,17 @@ static int hold_value(struct one_pass *op, struct held *h, unsigned claim)
     return one_pass_hold(op, h, h->rec.array.id, WAIT_EXEMPT);
 }
 
-/* A String's value leaves the window: exempt if a rule named the String. */
+/* A String's value leaves the window: exempt if a rule named the String,
+ * or a static of android.os.Build (the device's text). */
 static int value_leaves(struct one_pass *op, struct held *h)
 {
     uint64_t owner;
     int rc = HPROF_OK;
-    if (id_table_take(&op->value_owner, h->rec.array.id, &owner))
+    if (id_table_take(&op->value_owner, h->rec.array.id, &owner)) {
         rc = one_pass_exempt_value(op, owner, h->rec.array.id);
+        if (rc == HPROF_OK && idmap_has(&op->device, owner))
+            rc = one_pass_keep_device_text(op, h->rec.array.id);
+    }
     return rc == HPROF_OK ? send_held(op, h, (enum array_keep)h->keep) : rc;
 }
 
@@ -414,6 +418,8 @@ static int string_read(struct one_pass *op, const struct kind_layout *k,
     int utf16 = coder >= 0 && (uint64_t)coder < o->length && o->values[coder] == 1;
     uint64_t value = model_field_id(op->ctx.ids, o, k->field[0]);
     int rc = one_pass_exempt_value(op, o->id, value);
+    if (rc == HPROF_OK && op->device.count > 0 && idmap_has(&op->device, o->id))
+        rc = one_pass_keep_device_text(op, value);
     if (rc == HPROF_OK && op->hold_values && value != 0 &&
         id_table_put(&op->value_owner, value, o->id) != HPROF_OK)
         rc = nomem(op);
@@ -597,15 +603,37 @@ static int retry_blocked(struct one_pass *op)
     return rc;
 }
 
+/* android.os.Build's statics that describe the device name Strings whose
+ * text --redact keeps (names.c's NAME_FIELD_DEVICE_TEXT). */
+static int note_device_strings(struct one_pass *op, const struct hprof_class_dump *cd)
+{
+    uint64_t name, code;
+    if (!idmap_get(&op->model.class_names, cd->id, &name) ||
+        !idmap_get(&op->model.names, name, &code) || code != NAME_CLASS_DEVICE)
+        return HPROF_OK;
+    for (unsigned i = 0; i < cd->n_statics; i++) {
+        const struct hprof_static_field *f = &cd->statics[i];
+        if (f->type == HPROF_TYPE_OBJECT && f->value != 0 &&
+            idmap_get(&op->model.names, f->name_id, &code) && code == NAME_FIELD_DEVICE_TEXT &&
+            idmap_put(&op->device, f->value, 0) != HPROF_OK)
+            return nomem(op);
+    }
+    return HPROF_OK;
+}
+
 static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *cd)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = classes_add(&op->model.classes, cd, op->ctx.err);
+    int rc = op->hold_values ? note_device_strings(op, cd) : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = classes_add(&op->model.classes, cd, op->ctx.err);
     struct class_info *ci = rc == HPROF_OK ? classes_find(&op->model.classes, cd->id) : NULL;
     if (ci != NULL)
         one_pass_class_ready(op, ci, &rc);
     if (rc == HPROF_OK)
         rc = one_pass_system_class_dump(op, cd);
+    if (rc == HPROF_OK)
+        rc = one_pass_names_class_dump(op, cd);
     if (rc == HPROF_OK)
         rc = live_heap(op);
     if (rc == HPROF_OK)
@@ -710,6 +738,8 @@ int one_pass_reset_dump(struct one_pass *op)
     }
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
+    if (idmap_reset(&op->device) != HPROF_OK)
+        rc = HPROF_ERR_NOMEM;
     op->n_blocked = 0;
     op->n_merges = 0;
     if (rc == HPROF_OK &&
@@ -745,10 +775,6 @@ void one_pass_start_heap(struct one_pass *op)
 
 /* ---- Names, heaps and the ends of dumps ------------------------------------------------------ */
 
-static int send_name(void *to, const struct hprof_string *s)
-{
-    return hprof_visit_string(to, s);
-}
 
 static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
 {
@@ -756,21 +782,7 @@ static int on_string(struct hprof_visitor *v, const struct hprof_string *s)
     int rc = model_note_string(&op->model, s) < 0 ? nomem(op) : HPROF_OK;
     if (rc == HPROF_OK)
         rc = one_pass_redact_string(op, s);
-    if (rc != HPROF_OK)
-        return rc;
-    if (!op->hold_names)
-        return hprof_visit_string(op->names_kept, s);
-    count_add(&op->st->window_names, s->length);
-    if (held_names_add(&op->names, s) != HPROF_OK)
-        return nomem(op);
-    if (op->names.n_bytes <= op->names.limit)
-        return HPROF_OK;
-    /* the rule for names: past the limit every one is kept */
-    count_add(&op->st->window_by_rule, op->names.text_bytes);
-    op->hold_names = 0;
-    rc = held_names_each(&op->names, send_name, op->names_kept);
-    held_names_clear(&op->names);
-    return rc;
+    return rc == HPROF_OK ? one_pass_names_string(op, s) : rc;
 }
 
 static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *lc)
@@ -778,7 +790,8 @@ static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class 
     struct one_pass *op = (struct one_pass *)v;
     if (model_note_load_class(&op->model, lc) != HPROF_OK)
         return nomem(op);
-    return hprof_visit_load_class(op->head, lc);
+    int rc = one_pass_names_use(op, lc->name_id);
+    return rc == HPROF_OK ? hprof_visit_load_class(op->head, lc) : rc;
 }
 
 static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
@@ -802,7 +815,8 @@ static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i
     if (at < ONE_PASS_HEAPS)
         op->heap_names[at] = (struct heap_name){ i->heap_id, i->name_id };
     op->in_heap = op->out_heap = i->heap_id;
-    return hprof_visit_heap_info(op->head, i);
+    int rc = one_pass_names_use(op, i->name_id);
+    return rc == HPROF_OK ? hprof_visit_heap_info(op->head, i) : rc;
 }
 
 static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
@@ -866,13 +880,15 @@ static int on_heap_end(struct hprof_visitor *v, const struct hprof_segment *s)
     struct one_pass *op = (struct one_pass *)v;
     int rc = s->tag == HPROF_TAG_HEAP_DUMP ? end_dump(op) : HPROF_OK;
     op->in_segment = 0;
-    return rc == HPROF_OK ? hprof_visit_heap_end(op->head, s) : rc;
+    if (rc == HPROF_OK)
+        rc = hprof_visit_heap_end(op->head, s);
+    return rc == HPROF_OK ? one_pass_names_after_record(op) : rc;
 }
 
 static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = r->tag == HPROF_TAG_HEAP_DUMP_END ? end_dump(op) : HPROF_OK;
+    int rc = r->tag == HPROF_TAG_HEAP_DUMP_END ? end_dump(op) : one_pass_names_record(op, r);
     return rc == HPROF_OK ? hprof_visit_record(op->head, r) : rc;
 }
 
@@ -880,10 +896,8 @@ static int on_end(struct hprof_visitor *v)
 {
     struct one_pass *op = (struct one_pass *)v;
     int rc = op->window.oldest != NULL || op->claims.count > 0 ? end_dump(op) : HPROF_OK;
-    /* names nothing refers to are kept when nothing refers to any */
-    struct hprof_visitor *to = names_plan_count(&op->plan.names) > 0 ? op->head : op->names_kept;
     if (rc == HPROF_OK)
-        rc = held_names_each(&op->names, send_name, to);
+        rc = one_pass_names_end(op);
     return rc == HPROF_OK ? hprof_visit_end(op->head) : rc;
 }
 

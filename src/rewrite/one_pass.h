@@ -88,19 +88,4 @@ static inline int wait_window_over(const struct wait_window *w)
     return w->bytes > w->limit;
 }
 
-/* STRING records held until the end of the input: only then is it known
- * which a record of the dump refers to. */
-struct held_names {
-    uint8_t *bytes;             /* each: time u4, id u8, length u4, text */
-    size_t n_bytes, cap_bytes;
-    uint64_t count, text_bytes;
-    uint64_t limit;
-};
-
-int held_names_add(struct held_names *n, const struct hprof_string *s);
-/* Calls fn(ctx, s) for each, in the order they came; stops at an error. */
-int held_names_each(const struct held_names *n, int (*fn)(void *, const struct hprof_string *),
-                    void *ctx);
-void held_names_clear(struct held_names *n);
-
 #endif

@@ -107,6 +107,13 @@ int one_pass_redact_instance(struct one_pass *op, const struct hprof_instance *o
     return one_pass_redacting(op) ? redact_resolve_instance(&op->redact, o) : HPROF_OK;
 }
 
+int one_pass_keep_device_text(struct one_pass *op, uint64_t value)
+{
+    int rc = redact_keep_device_text(&op->redact, value);
+    one_pass_sync_redact_plan(op);
+    return rc;
+}
+
 /* String `string_id` holds `value`: exempt from redaction if a keep rule
  * named the String (before now: a rule's holder that comes after the
  * String is too late for its text). */

@@ -47,6 +47,17 @@ struct merge_entry {
 
 struct one_pass_system;
 
+/* STRING records held until something refers to them (one_pass_names.c). */
+struct held_names {
+    uint8_t *bytes;             /* each: time u4, id u8, length u4, text */
+    size_t n_bytes, cap_bytes;
+    struct id_table index;      /* id -> 1 + its place in `bytes`, while held */
+    struct idmap used;          /* ids something referred to */
+    uint64_t *after;            /* places of the names to write after the HEAP_DUMP */
+    size_t n_after, cap_after;
+    uint64_t limit;
+};
+
 struct one_pass {
     struct hprof_visitor base;  /* first: what the names collector calls */
     struct rewrite_ctx ctx;
@@ -55,10 +66,8 @@ struct one_pass {
     struct dump_model model;
     struct redaction redact;
     struct shrink_plan plan;
-    struct names_collect names_in_use; /* in front of `base` */
     struct shrink_chain *chain;
     struct hprof_visitor *head;     /* the chain's first filter */
-    struct hprof_visitor *names_kept; /* past the chain's names filter */
     struct plan_cursor *cursor;     /* the chain's */
 
     struct wait_window window;
@@ -68,6 +77,7 @@ struct one_pass {
     struct idfilter kept_out;       /* arrays written with their contents */
     int hold_values;                /* Strings' values wait for keep rules (redaction) */
     struct id_table value_owner;    /* ... by value id: the String's id */
+    struct idmap device;            /* Strings android.os.Build's statics name */
     struct held *gather;            /* the array read in chunks, or NULL */
     unsigned gather_claim;
     uint64_t gather_have;
@@ -114,6 +124,8 @@ int one_pass_redact_string(struct one_pass *op, const struct hprof_string *s);
 int one_pass_redact_class(struct one_pass *op, struct class_info *ci);
 int one_pass_redact_instance(struct one_pass *op, const struct hprof_instance *o);
 int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value);
+/* `value` is the text of one of the device's Strings: not redacted. */
+int one_pass_keep_device_text(struct one_pass *op, uint64_t value);
 
 /* one_pass.c: the records as they come. */
 int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
@@ -128,6 +140,19 @@ void one_pass_start_heap(struct one_pass *op);
 /* The filters one_pass.c and one_pass_run.c make. */
 #define PINS_BYTES (8u << 20)      /* the pins' filter: as the multi-pass's largest */
 #define KEPT_OUT_BYTES (2u << 20)
+
+/* one_pass_names.c: a STRING read; a record about to go out refers to
+ * name `id` (a LOAD_CLASS, STACK_FRAME, START_THREAD, CLASS_DUMP or
+ * HEAP_DUMP_INFO: the _record and _class_dump calls read their ids); the
+ * end of the input. */
+int one_pass_names_string(struct one_pass *op, const struct hprof_string *s);
+int one_pass_names_use(struct one_pass *op, uint64_t id);
+int one_pass_names_record(struct one_pass *op, const struct hprof_record *r);
+int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd);
+int one_pass_names_end(struct one_pass *op);
+/* A HEAP_DUMP record ended: the names its records referred to. */
+int one_pass_names_after_record(struct one_pass *op);
+void one_pass_names_free(struct one_pass *op);
 
 /* one_pass_system.c: zygote and image objects.  Each returns HPROF_OK
  * when there is nothing to do (the heaps are kept, or the object is not

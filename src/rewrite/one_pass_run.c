@@ -20,13 +20,14 @@ static int init_plan(struct one_pass *op)
         idmap_init(&p->bitmaps.remap, 1) != HPROF_OK ||
         idmap_init(&p->bitmaps.dropped, 0) != HPROF_OK ||
         idmap_init(&p->bitmaps.dump_buffers, 0) != HPROF_OK ||
-        idmap_init(&op->merge_index, 1) != HPROF_OK)
+        idmap_init(&op->merge_index, 1) != HPROF_OK || idmap_init(&op->device, 0) != HPROF_OK ||
+        idmap_init(&op->names.used, 0) != HPROF_OK)
         return HPROF_ERR_NOMEM;
     p->ids = op->ctx.ids;
     p->arrays = op->opt.arrays;
     p->jvm = op->opt.jvm;
     p->model = &op->model;
-    p->drop_names = !op->opt.keep_names;
+    p->drop_names = 0; /* one_pass_names.c writes only the names in use */
     p->one_pass_merges = !op->opt.keep_duplicates;
     p->one_pass_system = !op->opt.keep_system_heaps;
     p->redact.mode = op->opt.redact;
@@ -61,11 +62,8 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
         return err->code;
     shrink_chain_set_next(op->chain, hprof_writer_visitor(w));
     op->head = shrink_chain_head(op->chain);
-    op->names_kept = shrink_chain_after_names(op->chain);
     op->cursor = shrink_chain_cursor(op->chain);
     op->base.ops = &one_pass_ops;
-    names_collect_init(&op->names_in_use, &op->plan.names, err);
-    op->names_in_use.base.next = &op->base;
     hprof_reader_set_strict(r, 1);
     if (op->opt.progress)
         hprof_reader_set_progress(r, progress, op);
@@ -84,7 +82,8 @@ static void release(struct one_pass *op)
     redact_free(&op->redact);
     model_free(&op->model);
     wait_window_free(&op->window);
-    held_names_clear(&op->names);
+    one_pass_names_free(op);
+    idmap_free(&op->names.used);
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
     free(op->gather);
@@ -97,6 +96,7 @@ static void release(struct one_pass *op)
     sha256_free(op->sha);
     free(op->merges);
     idmap_free(&op->merge_index);
+    idmap_free(&op->device);
 }
 
 static void fill_stats(struct one_pass *op, struct hprof_reader *r, struct hprof_sink *sink,
@@ -143,10 +143,8 @@ int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
                                     : HPROF_OK;
     if (rc == HPROF_OK)
         rc = setup(op, r, w);
-    /* the names collector in front learns the names in use and hands every
-     * record on */
     if (rc == HPROF_OK)
-        rc = hprof_reader_run(r, op->plan.drop_names ? &op->names_in_use.base : &op->base);
+        rc = hprof_reader_run(r, &op->base);
     fill_stats(op, r, sink, start);
     release(op);
     free(op);

@@ -1,6 +1,6 @@
 /*
  * one_pass_window.c - the records the one-pass shrink holds (see
- * one_pass.h): the window, oldest first, indexed by key; and the names.
+ * one_pass.h): the window, oldest first, indexed by key.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -220,55 +220,4 @@ struct held *wait_window_take_oldest(struct wait_window *w)
     h->next_same = NULL;
     unlink_order(w, h);
     return h;
-}
-
-/* ---- Names ------------------------------------------------------------------- */
-
-#define NAME_HEAD 16u
-
-int held_names_add(struct held_names *n, const struct hprof_string *s)
-{
-    size_t need = n->n_bytes + NAME_HEAD + s->length;
-    if (need > n->cap_bytes) {
-        size_t cap = n->cap_bytes ? n->cap_bytes : 64u << 10;
-        while (cap < need)
-            cap *= 2;
-        uint8_t *grown = realloc(n->bytes, cap);
-        if (grown == NULL)
-            return HPROF_ERR_NOMEM;
-        n->bytes = grown;
-        n->cap_bytes = cap;
-    }
-    uint8_t *p = n->bytes + n->n_bytes;
-    p = put_u4(p, s->time);
-    p = put_u8(p, s->id);
-    p = put_u4(p, s->length);
-    memcpy(p, s->utf8, s->length);
-    n->n_bytes = need;
-    n->count++;
-    n->text_bytes += s->length;
-    return HPROF_OK;
-}
-
-int held_names_each(const struct held_names *n, int (*fn)(void *, const struct hprof_string *),
-                    void *ctx)
-{
-    for (size_t at = 0; at < n->n_bytes;) {
-        const uint8_t *p = n->bytes + at;
-        struct hprof_string s = { .offset = 0, .time = get_u4(p), .id = get_u8(p + 4),
-                                  .length = get_u4(p + 12), .utf8 = p + NAME_HEAD };
-        int rc = fn(ctx, &s);
-        if (rc != HPROF_OK)
-            return rc;
-        at += NAME_HEAD + s.length;
-    }
-    return HPROF_OK;
-}
-
-void held_names_clear(struct held_names *n)
-{
-    free(n->bytes);
-    uint64_t limit = n->limit;
-    memset(n, 0, sizeof *n);
-    n->limit = limit;
 }

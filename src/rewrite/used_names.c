@@ -56,38 +56,41 @@ static int collect_load_class(struct hprof_visitor *v, const struct hprof_load_c
     return rc == HPROF_OK ? hprof_visit_load_class(v->next, lc) : rc;
 }
 
-/* The ids at `offsets` (in ids) of a record of `ids_n` ids and `u4_n` u4s. */
-static int use_record_ids(struct names_collect *c, const struct hprof_record *r, unsigned ids_n,
-                          unsigned u4_n, const unsigned *at, unsigned n_at)
+int names_of_record(const struct hprof_record *r, unsigned ids, uint64_t out[3], unsigned *n,
+                    struct hprof_error *err)
 {
-    unsigned ids = c->id_size;
-    uint32_t want = ids_n * ids + 4 * u4_n;
+    unsigned at[3];
+    *n = 0;
+    if (r->tag == HPROF_TAG_STACK_FRAME) {
+        /* ID frame, ID method name, ID signature, ID source file, u4 class
+         * serial, u4 line */
+        at[0] = ids, at[1] = 2 * ids, at[2] = 3 * ids;
+    } else if (r->tag == HPROF_TAG_START_THREAD) {
+        /* u4 serial, ID thread, u4 stack serial, ID name, ID group name,
+         * ID parent group name */
+        at[0] = 8 + ids, at[1] = 8 + 2 * ids, at[2] = 8 + 3 * ids;
+    } else {
+        return HPROF_OK;
+    }
+    uint32_t want = 4 * ids + 4 * 2;
     if (r->length != want)
-        return hprof_error_set(c->err, HPROF_ERR_FORMAT,
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": %s: length %" PRIu32 ", expected %" PRIu32,
                                r->offset, hprof_tag_name(r->tag), r->length, want);
-    int rc = HPROF_OK;
-    for (unsigned i = 0; rc == HPROF_OK && i < n_at; i++)
-        rc = use(c, get_id(r->body + at[i], ids));
-    return rc;
+    for (unsigned i = 0; i < 3; i++)
+        out[i] = get_id(r->body + at[i], ids);
+    *n = 3;
+    return HPROF_OK;
 }
 
 static int collect_record(struct hprof_visitor *v, const struct hprof_record *r)
 {
     struct names_collect *c = collector(v);
-    unsigned ids = c->id_size;
-    int rc = HPROF_OK;
-    if (r->tag == HPROF_TAG_STACK_FRAME) {
-        /* ID frame, ID method name, ID signature, ID source file, u4 class
-         * serial, u4 line */
-        const unsigned at[] = { ids, 2 * ids, 3 * ids };
-        rc = use_record_ids(c, r, 4, 2, at, 3);
-    } else if (r->tag == HPROF_TAG_START_THREAD) {
-        /* u4 serial, ID thread, u4 stack serial, ID name, ID group name,
-         * ID parent group name */
-        const unsigned at[] = { 8 + ids, 8 + 2 * ids, 8 + 3 * ids };
-        rc = use_record_ids(c, r, 4, 2, at, 3);
-    }
+    uint64_t names[3];
+    unsigned n;
+    int rc = names_of_record(r, c->id_size, names, &n, c->err);
+    for (unsigned i = 0; rc == HPROF_OK && i < n; i++)
+        rc = use(c, names[i]);
     return rc == HPROF_OK ? hprof_visit_record(v->next, r) : rc;
 }
 

@@ -84,6 +84,11 @@ void names_plan_free(struct names_plan *p);
  * A collect visitor adding to `plan` (which it does not own).  Errors
  * (out of memory, a STACK_FRAME or START_THREAD of the wrong length) go to
  * `err` with the record's offset.  Nothing to free. */
+/* The STRING ids a STACK_FRAME or START_THREAD record names (*n: 3), or
+ * none for other records (*n: 0).  @return HPROF_OK, or a format error for
+ * a record of the wrong length. */
+int names_of_record(const struct hprof_record *r, unsigned ids, uint64_t out[3], unsigned *n,
+                    struct hprof_error *err);
 void names_collect_init(struct names_collect *c, struct names_plan *plan, struct hprof_error *err);
 
 /* names_filter_init() :
