@@ -935,9 +935,16 @@ if [ -w /dev/full ]; then
 fi
 
 banner "hprof-shrink: pipes, gzip in and out, determinism"
-gzip -dc fixtures/android-synth.hprof.gz | "$B/hprof-shrink" - - > "$T/pipe.hprof" || die "stdin to stdout"
+gzip -dc fixtures/android-synth.hprof.gz | "$B/hprof-shrink" --multi-pass - - > "$T/pipe.hprof" ||
+    die "stdin to stdout"
 "$B/hprof-shrink" fixtures/android-synth.hprof.gz "$T/file.hprof" || die "gzip input"
 cmp -s "$T/pipe.hprof" "$T/file.hprof" || die "pipe and file outputs differ"
+# a pipe takes the one pass by default, which gives the same bytes from a
+# file, plain or compressed
+gzip -dc fixtures/android-synth.hprof.gz | "$B/hprof-shrink" - - > "$T/pipe1.hprof" ||
+    die "stdin to stdout, one pass"
+"$B/hprof-shrink" --one-pass fixtures/android-synth.hprof.gz "$T/file1.hprof" || die "--one-pass of gzip"
+cmp -s "$T/pipe1.hprof" "$T/file1.hprof" || die "one pass: pipe and file outputs differ"
 "$B/hprof-shrink" -f fixtures/android-synth.hprof.gz "$T/file2.hprof"
 cmp -s "$T/file.hprof" "$T/file2.hprof" || die "output is not deterministic"
 "$B/hprof-shrink" -z fixtures/android-synth.hprof.gz "$T/file.hprof.gz" || die "--gzip"
@@ -1037,10 +1044,16 @@ javac -d "$T/java" tools/java/FixtureApp.java
 dump_app "$T/gzm-jcmd.hprof.gz" -gz=1 -Xmx24m -XX:+UseSerialGC -Xshare:off -cp "$T/java" FixtureApp
 head -c 64 "$T/gzm-jcmd.hprof.gz" | grep -aq 'HPROF BLOCKSIZE=1048576' || die "jcmd -gz=1: no BLOCKSIZE comment"
 for gz in gzm-z gzm-cat gzm-one gzm-jcmd; do
-    gzip -dc "$T/$gz.hprof.gz" | "$B/hprof-shrink" -q - - > "$T/$gz.pipe" || die "$gz through a pipe"
+    gzip -dc "$T/$gz.hprof.gz" | "$B/hprof-shrink" -q --multi-pass - - > "$T/$gz.pipe" ||
+        die "$gz through a pipe"
+    gzip -dc "$T/$gz.hprof.gz" | "$B/hprof-shrink" -q - - > "$T/$gz.pipe1" ||
+        die "$gz through a pipe, one pass"
     for j in 1 2 3 0; do
         "$B/hprof-shrink" -q -f -j$j "$T/$gz.hprof.gz" "$T/$gz.out" || die "$gz -j$j"
         cmp -s "$T/$gz.pipe" "$T/$gz.out" || die "$gz -j$j: not what the pipe gives"
+        # inflated as it is read, a member per thread
+        "$B/hprof-shrink" -q -f --one-pass -j$j "$T/$gz.hprof.gz" "$T/$gz.out" || die "$gz -j$j"
+        cmp -s "$T/$gz.pipe1" "$T/$gz.out" || die "$gz --one-pass -j$j: not what the pipe gives"
     done
     expect 0 "$B/hprof-verify" "$T/$gz.hprof.gz"
 done
@@ -1383,7 +1396,8 @@ for fault in short eintr; do
         die "shrink with $fault writes failed"
     cmp -s "$T/ref.hprof" "$T/f-$fault.hprof" || die "$fault writes changed the output"
     gzip -dc fixtures/android-synth.hprof.gz | HPROF_FAULT=$fault LD_PRELOAD="$SHIM" \
-        "$B/hprof-shrink" -q -z - "$T/f-$fault.hprof.gz" || die "spool + gzip with $fault writes failed"
+        "$B/hprof-shrink" -q -z --multi-pass - "$T/f-$fault.hprof.gz" ||
+        die "spool + gzip with $fault writes failed"
     cmp -s "$T/ref.hprof.gz" "$T/f-$fault.hprof.gz" || die "$fault writes changed the gzip output"
 done
 for fault in enospc:100000 eio:5000 enospc:0; do

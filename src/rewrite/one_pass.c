@@ -603,6 +603,45 @@ static int retry_blocked(struct one_pass *op)
     return rc;
 }
 
+/* A class dump that waits for its names: copied, to start the next
+ * segment (analyzers meet its instances before it, as ART's dumps have
+ * them often). */
+static int hold_class(struct one_pass *op, const struct hprof_class_dump *cd)
+{
+    size_t tables = cd->n_constants * sizeof *cd->constants +
+                    cd->n_statics * sizeof *cd->statics + cd->n_fields * sizeof *cd->fields;
+    struct held_class *h = malloc(sizeof *h + tables);
+    if (h == NULL)
+        return nomem(op);
+    h->next = NULL;
+    h->heap = op->in_heap;
+    h->cd = *cd;
+    uint8_t *p = (uint8_t *)(h + 1);
+    h->cd.constants = memcpy(p, cd->constants, cd->n_constants * sizeof *cd->constants);
+    p += cd->n_constants * sizeof *cd->constants;
+    h->cd.statics = memcpy(p, cd->statics, cd->n_statics * sizeof *cd->statics);
+    p += cd->n_statics * sizeof *cd->statics;
+    h->cd.fields = memcpy(p, cd->fields, cd->n_fields * sizeof *cd->fields);
+    *op->classes_tail = h;
+    op->classes_tail = &h->next;
+    return HPROF_OK;
+}
+
+/* In a segment: the class dumps that waited for their names. */
+static int send_classes(struct one_pass *op)
+{
+    int rc = HPROF_OK;
+    for (struct held_class *h = op->classes_waiting, *next; h != NULL; h = next) {
+        next = h->next;
+        if (rc == HPROF_OK && (rc = one_pass_switch_heap(op, h->heap)) == HPROF_OK)
+            rc = quiet_skip(hprof_visit_class_dump(op->head, &h->cd));
+        free(h);
+    }
+    op->classes_waiting = NULL;
+    op->classes_tail = &op->classes_waiting;
+    return rc;
+}
+
 /* android.os.Build's statics that describe the device name Strings whose
  * text --redact keeps (names.c's NAME_FIELD_DEVICE_TEXT). */
 static int note_device_strings(struct one_pass *op, const struct hprof_class_dump *cd)
@@ -632,11 +671,12 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
         one_pass_class_ready(op, ci, &rc);
     if (rc == HPROF_OK)
         rc = one_pass_system_class_dump(op, cd);
+    int wait = 0;
     if (rc == HPROF_OK)
-        rc = one_pass_names_class_dump(op, cd);
-    if (rc == HPROF_OK)
-        rc = live_heap(op);
-    if (rc == HPROF_OK)
+        rc = one_pass_names_class_dump(op, cd, &wait);
+    if (rc == HPROF_OK && wait)
+        rc = hold_class(op, cd);
+    else if (rc == HPROF_OK && (rc = live_heap(op)) == HPROF_OK)
         rc = quiet_skip(hprof_visit_class_dump(op->head, cd));
     return rc == HPROF_OK && op->n_blocked > 0 ? retry_blocked(op) : rc;
 }
@@ -801,7 +841,8 @@ static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
     op->in_segment = 1;
     op->in_heap = op->out_heap = HPROF_HEAP_DEFAULT; /* each segment starts there */
     one_pass_start_heap(op);
-    return hprof_visit_heap_begin(op->head, s);
+    int rc = hprof_visit_heap_begin(op->head, s);
+    return rc == HPROF_OK && op->classes_waiting != NULL ? send_classes(op) : rc;
 }
 
 static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
@@ -829,7 +870,8 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
  * open; what waited for a class that never came is an error. */
 static int flush_window(struct one_pass *op)
 {
-    if (op->window.oldest == NULL && !one_pass_system_pending(op))
+    if (op->window.oldest == NULL && !one_pass_system_pending(op) &&
+        op->classes_waiting == NULL)
         return HPROF_OK;
     int opened = !op->in_segment;
     int rc = HPROF_OK;
@@ -838,6 +880,8 @@ static int flush_window(struct one_pass *op)
         op->in_heap = op->out_heap = HPROF_HEAP_DEFAULT;
         rc = hprof_visit_heap_begin(op->head, &op->seg);
     }
+    if (rc == HPROF_OK && op->classes_waiting != NULL)
+        rc = send_classes(op);
     while (rc == HPROF_OK && op->window.oldest != NULL)
         rc = leave_window(op, 0);
     if (rc == HPROF_OK)
@@ -882,6 +926,8 @@ static int on_heap_end(struct hprof_visitor *v, const struct hprof_segment *s)
     op->in_segment = 0;
     if (rc == HPROF_OK)
         rc = hprof_visit_heap_end(op->head, s);
+    if (rc == HPROF_OK)
+        rc = one_pass_names_between_segments(op);
     return rc == HPROF_OK ? one_pass_names_after_record(op) : rc;
 }
 

@@ -152,13 +152,59 @@ int one_pass_names_record(struct one_pass *op, const struct hprof_record *r)
     return rc;
 }
 
-int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd)
+/* Name `id`, which a class dump inside a segment refers to: written at
+ * the segment's end, with the class dump after it (*wait), unless it is
+ * written already.  A name between the records of one segment would cost
+ * a segment header, and a HEAP_DUMP_INFO repeated, each time. */
+static int use_at_segment_end(struct one_pass *op, uint64_t id, int *wait)
+{
+    struct held_names *n = &op->names;
+    uint64_t at;
+    if (id == 0 || !op->hold_names)
+        return HPROF_OK;
+    if (idmap_has(&n->waiting, id)) {
+        *wait = 1;
+        return HPROF_OK;
+    }
+    if (idmap_has(&n->used, id))
+        return HPROF_OK;
+    if (idmap_put(&n->used, id, 0) != HPROF_OK)
+        return nomem(op);
+    if (!id_table_take(&n->index, id, &at))
+        return HPROF_OK; /* not read yet: written as it comes */
+    uint64_t *next = grow_array(n->next, &n->cap_next, n->n_next + 1, sizeof *next);
+    if (next == NULL || idmap_put(&n->waiting, id, 0) != HPROF_OK)
+        return nomem(op);
+    n->next = next;
+    n->next[n->n_next++] = at - 1;
+    *wait = 1;
+    return HPROF_OK;
+}
+
+int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd, int *wait)
 {
     int rc = HPROF_OK;
-    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_statics; i++)
-        rc = one_pass_names_use(op, cd->statics[i].name_id);
-    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_fields; i++)
-        rc = one_pass_names_use(op, cd->fields[i].name_id);
+    int in_segment = op->in_segment && op->seg.tag == HPROF_TAG_HEAP_DUMP_SEGMENT;
+    *wait = 0;
+    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_statics + cd->n_fields; i++) {
+        uint64_t id = i < cd->n_statics ? cd->statics[i].name_id
+                                         : cd->fields[i - cd->n_statics].name_id;
+        rc = in_segment ? use_at_segment_end(op, id, wait) : one_pass_names_use(op, id);
+    }
+    return rc;
+}
+
+int one_pass_names_between_segments(struct one_pass *op)
+{
+    struct held_names *n = &op->names;
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < n->n_next; i++) {
+        struct hprof_string s = name_at(n, n->next[i]);
+        rc = hprof_visit_string(op->head, &s);
+    }
+    n->n_next = 0;
+    if (n->waiting.count > 0 && idmap_reset(&n->waiting) != HPROF_OK)
+        rc = nomem(op);
     return rc;
 }
 
@@ -183,6 +229,9 @@ void one_pass_names_free(struct one_pass *op)
     struct held_names *n = &op->names;
     free(n->bytes);
     free(n->after);
+    free(n->next);
+    n->next = NULL;
+    n->n_next = n->cap_next = 0;
     id_table_free(&n->index);
     n->bytes = NULL;
     n->after = NULL;

@@ -47,6 +47,13 @@ struct merge_entry {
 
 struct one_pass_system;
 
+/* A class dump copied whole, with the heap it was read in. */
+struct held_class {
+    struct held_class *next;
+    uint32_t heap;
+    struct hprof_class_dump cd;     /* its tables follow */
+};
+
 /* STRING records held until something refers to them (one_pass_names.c). */
 struct held_names {
     uint8_t *bytes;             /* each: time u4, id u8, length u4, text */
@@ -55,6 +62,9 @@ struct held_names {
     struct idmap used;          /* ids something referred to */
     uint64_t *after;            /* places of the names to write after the HEAP_DUMP */
     size_t n_after, cap_after;
+    uint64_t *next;             /* ... and before the next segment */
+    size_t n_next, cap_next;
+    struct idmap waiting;       /* the ids of those */
     uint64_t limit;
 };
 
@@ -103,6 +113,8 @@ struct one_pass {
     unsigned n_heap_names;
 
     struct one_pass_system *system; /* NULL unless zygote and image objects go */
+    struct held_class *classes_waiting; /* for their names, to start the next segment */
+    struct held_class **classes_tail;
 };
 
 extern const struct hprof_visitor_ops one_pass_ops;
@@ -148,7 +160,11 @@ void one_pass_start_heap(struct one_pass *op);
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s);
 int one_pass_names_use(struct one_pass *op, uint64_t id);
 int one_pass_names_record(struct one_pass *op, const struct hprof_record *r);
-int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd);
+/* *wait: the class dump's names go out at the end of the segment, and it
+ * must wait for them. */
+int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd, int *wait);
+/* Between segments: the names class dumps wait for. */
+int one_pass_names_between_segments(struct one_pass *op);
 int one_pass_names_end(struct one_pass *op);
 /* A HEAP_DUMP record ended: the names its records referred to. */
 int one_pass_names_after_record(struct one_pass *op);

@@ -21,7 +21,7 @@ static int init_plan(struct one_pass *op)
         idmap_init(&p->bitmaps.dropped, 0) != HPROF_OK ||
         idmap_init(&p->bitmaps.dump_buffers, 0) != HPROF_OK ||
         idmap_init(&op->merge_index, 1) != HPROF_OK || idmap_init(&op->device, 0) != HPROF_OK ||
-        idmap_init(&op->names.used, 0) != HPROF_OK)
+        idmap_init(&op->names.used, 0) != HPROF_OK || idmap_init(&op->names.waiting, 0) != HPROF_OK)
         return HPROF_ERR_NOMEM;
     p->ids = op->ctx.ids;
     p->arrays = op->opt.arrays;
@@ -64,6 +64,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     op->head = shrink_chain_head(op->chain);
     op->cursor = shrink_chain_cursor(op->chain);
     op->base.ops = &one_pass_ops;
+    op->classes_tail = &op->classes_waiting;
     hprof_reader_set_strict(r, 1);
     if (op->opt.progress)
         hprof_reader_set_progress(r, progress, op);
@@ -84,6 +85,11 @@ static void release(struct one_pass *op)
     wait_window_free(&op->window);
     one_pass_names_free(op);
     idmap_free(&op->names.used);
+    idmap_free(&op->names.waiting);
+    for (struct held_class *h = op->classes_waiting, *next; h != NULL; h = next) {
+        next = h->next;
+        free(h);
+    }
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
     free(op->gather);
