@@ -1276,12 +1276,9 @@ analyst_views
 
 # The one-pass shrink (hprof-shrink --one-pass: the input read once, from a
 # pipe, nothing written to TMPDIR) promises that wherever its report says
-# nothing waited past the window, every analyzer sees in its output what it
-# sees in the multi-pass one. Record order may differ, so the views are
-# compared (array bytes included), not the bytes. The integrator enables
-# this when --one-pass lands: call one_pass_views after analyst_views, and
-# where the report can say that something waited past the window, compare
-# only when it says nothing did.
+# nothing waited past the window (window_late 0), every analyzer sees in its
+# output what it sees in the multi-pass one. Record order may differ, so the
+# views are compared, not the bytes.
 one_pass_views() {
     banner "one pass: from a pipe, nothing in TMPDIR, the multi-pass output's view in every mode"
     "$B/hprof-synth" -f "$T/op-android.hprof"
@@ -1295,6 +1292,8 @@ one_pass_views() {
     "$B/hprof-synth" -f --scale 700 --big-bitmap 4096 "$T/op-far.in"
     tests/reorder-dump.py --arrays-first "$T/op-far.in" "$T/op-far.hprof" || die "reorder-dump.py --arrays-first"
     rm -f "$T/op-far.in"
+    # Strings and Bitmaps 3000 records after their arrays: within the window
+    "$B/hprof-synth" -f --scale 200 --late-referrers 3000 --pixels 3000000 "$T/op-late.hprof"
     files="fixtures/*.hprof.gz"
     [ -d ../shared/fixtures ] && files="$files ../shared/fixtures/*.hprof"
     mkdir -p "$T/op-out"
@@ -1304,9 +1303,11 @@ one_pass_views() {
             # the only file created is the output's temporary, made in its
             # directory (by name, or relative to the directory's descriptor)
             # shellcheck disable=SC2086 # no mode is no word
-            cat "$f" | TMPDIR=/nonexistent ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=open,openat,creat,mkdir \
-                -o "$T/op.strace" "$B/hprof-shrink" -q -f --one-pass $mode - "$T/op-out/one.hprof" 2> "$T/op.err" ||
-                { die "--one-pass $mode of $n: $(cat "$T/op.err")"; continue; }
+            gzip -dcf "$f" | TMPDIR=/nonexistent ASAN_OPTIONS=$traced_asan strace -f -qq -e trace=open,openat,creat,mkdir \
+                -o "$T/op.strace" "$B/hprof-shrink" -q -f --json $mode - "$T/op-out/one.hprof" \
+                > "$T/op.json" 2> "$T/op.err" || { die "--one-pass $mode of $n: $(cat "$T/op.err")"; continue; }
+            grep -q '"window_late":0,' "$T/op.json" ||
+                die "--one-pass $mode of $n: something came too late: $(cat "$T/op.json")"
             grep -E 'O_CREAT|creat\(|mkdir\(' "$T/op.strace" | grep -v "\"$T/op-out/" |
                 grep -v 'openat([0-9]*, "hprof-shrink\.[^"/]*\.tmp"' > "$T/op.created" &&
                 die "--one-pass $mode of $n created files elsewhere: $(head -3 "$T/op.created")"
@@ -1318,8 +1319,45 @@ one_pass_views() {
                 die "--one-pass $mode of $n shows another heap than --multi-pass: $(cat "$T/op.diff")"
         done
     done
-    rm -rf "$T"/op-* "$T/op.strace" "$T/op.err" "$T/op.created" "$T/op.diff"
+    rm -rf "$T"/op-* "$T/op.strace" "$T/op.err" "$T/op.created" "$T/op.diff" "$T/op.json"
 }
+one_pass_views
+
+banner "one pass: the window's rule, counted, where referrers come after the window"
+"$B/hprof-synth" -f --scale 200 --late-referrers 3000 --pixels 3000000 "$T/late.hprof"
+"$B/hprof-shrink" -q -f --multi-pass "$T/late.hprof" "$T/late-multi.hprof" || die "multi-pass of late"
+cat "$T/late.hprof" | "$B/hprof-shrink" -q -f --json --window=1M - "$T/late-1m.hprof" > "$T/late.json" ||
+    die "--window=1M"
+"$B/hprof-verify" "$T/late-1m.hprof" > /dev/null || die "--window=1M output does not verify"
+python3 - "$T/late.json" <<'PY' || die "--window=1M report: $(cat "$T/late.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+# 2,000 Strings and Bitmaps came 3000 records after arrays the 1 MiB window
+# could not keep: each is counted, and what left the window undecided too
+assert j["window_late"] > 1000, j["window_late"]
+assert j["window_by_rule"]["count"] > 1000, j["window_by_rule"]
+assert j["window_peak_bytes"] <= 2 * 1048576 + 65536, j["window_peak_bytes"]
+PY
+# what the report says is true: those Strings lost their texts
+compare_views "$T/late-1m.hprof" "$T/late-multi.hprof" > "$T/late.diff" 2>&1 &&
+    die "--window=1M: the report counts late referrers, but the views are the same"
+grep -q '^[-+] .*text "' "$T/late.diff" || die "--window=1M differs elsewhere: $(head -5 "$T/late.diff")"
+rm -f "$T"/late*
+
+banner "one pass: usage"
+expect 2 "$B/hprof-shrink" --one-pass --salvage fixtures/hotspot-synth.hprof.gz "$T/u.hprof"
+grep -q -- '--one-pass and --salvage' "$T/err" || die "--one-pass --salvage: $(cat "$T/err")"
+expect 2 "$B/hprof-shrink" --multi-pass --window=8M fixtures/hotspot-synth.hprof.gz "$T/u.hprof"
+expect 2 "$B/hprof-shrink" --window=1000 fixtures/hotspot-synth.hprof.gz "$T/u.hprof"
+expect 2 "$B/hprof-shrink" --window=2X fixtures/hotspot-synth.hprof.gz "$T/u.hprof"
+expect 0 "$B/hprof-shrink" -f --one-pass --window=2M fixtures/hotspot-synth.hprof.gz "$T/u.hprof"
+# a pipe cut short: the offset and record, exit 1, no output left
+gzip -dc fixtures/android-synth.hprof.gz | head -c 100000 > "$T/cut.hprof"
+set +e; cat "$T/cut.hprof" | "$B/hprof-shrink" -q - "$T/u-cut.hprof" 2> "$T/err"; got=$?; set -e
+[ "$got" = 1 ] || die "a cut pipe exited $got: $(cat "$T/err")"
+grep -q 'offset 0x[0-9a-f]*: HEAP_DUMP_SEGMENT' "$T/err" || die "a cut pipe: $(cat "$T/err")"
+[ ! -e "$T/u-cut.hprof" ] || die "a cut pipe left an output"
+rm -f "$T"/u*.hprof "$T/cut.hprof"
 
 banner "files over 4 GiB with a 3 GiB segment (sparse, so it costs no disk)"
 python3 - "$T/huge.hprof" <<'PY'

@@ -380,7 +380,9 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
         return gather_chunk(op, a);
     if (a->first != 0) /* a chunk of an array going out as it is read */
         return hprof_visit_primitive_array(op->head, a);
-    int rc = one_pass_system_object(op, a->id);
+    int rc = op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = one_pass_system_object(op, a->id);
     if (rc != HPROF_OK)
         return rc == ONE_PASS_DROPPED ? one_pass_system_array(op, a) : rc;
     uint64_t bytes = (uint64_t)a->count * type_size(a->type, op->ctx.ids);
@@ -543,7 +545,9 @@ static int instance_ready(struct one_pass *op, const struct hprof_instance *o,
 static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = one_pass_system_object(op, o->id);
+    int rc = op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
+    if (rc == HPROF_OK)
+        rc = one_pass_system_object(op, o->id);
     if (rc != HPROF_OK)
         return rc == ONE_PASS_DROPPED ? one_pass_system_instance(op, o) : rc;
     struct class_info *ci = classes_find(&op->model.classes, o->class_id);
@@ -603,45 +607,6 @@ static int retry_blocked(struct one_pass *op)
     return rc;
 }
 
-/* A class dump that waits for its names: copied, to start the next
- * segment (analyzers meet its instances before it, as ART's dumps have
- * them often). */
-static int hold_class(struct one_pass *op, const struct hprof_class_dump *cd)
-{
-    size_t tables = cd->n_constants * sizeof *cd->constants +
-                    cd->n_statics * sizeof *cd->statics + cd->n_fields * sizeof *cd->fields;
-    struct held_class *h = malloc(sizeof *h + tables);
-    if (h == NULL)
-        return nomem(op);
-    h->next = NULL;
-    h->heap = op->in_heap;
-    h->cd = *cd;
-    uint8_t *p = (uint8_t *)(h + 1);
-    h->cd.constants = memcpy(p, cd->constants, cd->n_constants * sizeof *cd->constants);
-    p += cd->n_constants * sizeof *cd->constants;
-    h->cd.statics = memcpy(p, cd->statics, cd->n_statics * sizeof *cd->statics);
-    p += cd->n_statics * sizeof *cd->statics;
-    h->cd.fields = memcpy(p, cd->fields, cd->n_fields * sizeof *cd->fields);
-    *op->classes_tail = h;
-    op->classes_tail = &h->next;
-    return HPROF_OK;
-}
-
-/* In a segment: the class dumps that waited for their names. */
-static int send_classes(struct one_pass *op)
-{
-    int rc = HPROF_OK;
-    for (struct held_class *h = op->classes_waiting, *next; h != NULL; h = next) {
-        next = h->next;
-        if (rc == HPROF_OK && (rc = one_pass_switch_heap(op, h->heap)) == HPROF_OK)
-            rc = quiet_skip(hprof_visit_class_dump(op->head, &h->cd));
-        free(h);
-    }
-    op->classes_waiting = NULL;
-    op->classes_tail = &op->classes_waiting;
-    return rc;
-}
-
 /* android.os.Build's statics that describe the device name Strings whose
  * text --redact keeps (names.c's NAME_FIELD_DEVICE_TEXT). */
 static int note_device_strings(struct one_pass *op, const struct hprof_class_dump *cd)
@@ -671,11 +636,10 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
         one_pass_class_ready(op, ci, &rc);
     if (rc == HPROF_OK)
         rc = one_pass_system_class_dump(op, cd);
-    int wait = 0;
     if (rc == HPROF_OK)
-        rc = one_pass_names_class_dump(op, cd, &wait);
-    if (rc == HPROF_OK && wait)
-        rc = hold_class(op, cd);
+        rc = one_pass_names_class_dump(op, cd);
+    if (rc == HPROF_OK && op->prelude)
+        rc = one_pass_prelude_class_dump(op, cd);
     else if (rc == HPROF_OK && (rc = live_heap(op)) == HPROF_OK)
         rc = quiet_skip(hprof_visit_class_dump(op->head, cd));
     return rc == HPROF_OK && op->n_blocked > 0 ? retry_blocked(op) : rc;
@@ -742,7 +706,9 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
     if (op->gather_objects != NULL)
         return gather_objects(op, a);
     int taken = 0;
-    int rc = a->first == 0 ? start_object_array(op, a, &taken) : HPROF_OK;
+    int rc = a->first == 0 && op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
+    if (rc == HPROF_OK && a->first == 0)
+        rc = start_object_array(op, a, &taken);
     if (rc != HPROF_OK || taken)
         return rc;
     if (op->dropping_array)
@@ -837,12 +803,14 @@ static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class 
 static int on_heap_begin(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     struct one_pass *op = (struct one_pass *)v;
+    op->in_heap = HPROF_HEAP_DEFAULT; /* each segment starts there */
+    one_pass_start_heap(op);
+    if (op->prelude)
+        return one_pass_prelude_segment(op, s);
     op->seg = *s;
     op->in_segment = 1;
-    op->in_heap = op->out_heap = HPROF_HEAP_DEFAULT; /* each segment starts there */
-    one_pass_start_heap(op);
-    int rc = hprof_visit_heap_begin(op->head, s);
-    return rc == HPROF_OK && op->classes_waiting != NULL ? send_classes(op) : rc;
+    op->out_heap = HPROF_HEAP_DEFAULT;
+    return hprof_visit_heap_begin(op->head, s);
 }
 
 static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
@@ -855,14 +823,19 @@ static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i
         op->n_heap_names++;
     if (at < ONE_PASS_HEAPS)
         op->heap_names[at] = (struct heap_name){ i->heap_id, i->name_id };
-    op->in_heap = op->out_heap = i->heap_id;
+    op->in_heap = i->heap_id;
     int rc = one_pass_names_use(op, i->name_id);
-    return rc == HPROF_OK ? hprof_visit_heap_info(op->head, i) : rc;
+    if (rc != HPROF_OK || op->prelude) /* a held class dump says its heap */
+        return rc;
+    op->out_heap = i->heap_id;
+    return hprof_visit_heap_info(op->head, i);
 }
 
 static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
 {
     struct one_pass *op = (struct one_pass *)v;
+    if (op->prelude && op->system == NULL)
+        return one_pass_prelude_root(op, r);
     return one_pass_system_root(op, r);
 }
 
@@ -870,8 +843,7 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
  * open; what waited for a class that never came is an error. */
 static int flush_window(struct one_pass *op)
 {
-    if (op->window.oldest == NULL && !one_pass_system_pending(op) &&
-        op->classes_waiting == NULL)
+    if (op->window.oldest == NULL && !one_pass_system_pending(op))
         return HPROF_OK;
     int opened = !op->in_segment;
     int rc = HPROF_OK;
@@ -880,8 +852,6 @@ static int flush_window(struct one_pass *op)
         op->in_heap = op->out_heap = HPROF_HEAP_DEFAULT;
         rc = hprof_visit_heap_begin(op->head, &op->seg);
     }
-    if (rc == HPROF_OK && op->classes_waiting != NULL)
-        rc = send_classes(op);
     while (rc == HPROF_OK && op->window.oldest != NULL)
         rc = leave_window(op, 0);
     if (rc == HPROF_OK)
@@ -911,37 +881,63 @@ static uint64_t late_claims(struct one_pass *op)
  * ids of its own. */
 static int end_dump(struct one_pass *op)
 {
-    int rc = flush_window(op);
+    int rc = one_pass_prelude_end(op);
+    if (rc == HPROF_OK)
+        rc = flush_window(op);
     op->st->window_late += late_claims(op);
     op->st->dumps++;
     if (rc == HPROF_OK)
         rc = one_pass_reset_dump(op);
+    op->prelude = 1; /* the next heap dump's */
+    op->heap_open = 0;
+    return rc;
+}
+
+/* The output segment the end of a dump left open, closed. */
+static int close_segment(struct one_pass *op)
+{
+    int rc = op->in_segment ? hprof_visit_heap_end(op->head, &op->seg) : HPROF_OK;
+    op->in_segment = 0;
     return rc;
 }
 
 static int on_heap_end(struct hprof_visitor *v, const struct hprof_segment *s)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = s->tag == HPROF_TAG_HEAP_DUMP ? end_dump(op) : HPROF_OK;
-    op->in_segment = 0;
+    if (s->tag != HPROF_TAG_HEAP_DUMP) /* a segment ends: its dump goes on */
+        return op->prelude ? HPROF_OK : close_segment(op);
+    int rc = end_dump(op);
     if (rc == HPROF_OK)
-        rc = hprof_visit_heap_end(op->head, s);
-    if (rc == HPROF_OK)
-        rc = one_pass_names_between_segments(op);
-    return rc == HPROF_OK ? one_pass_names_after_record(op) : rc;
+        rc = close_segment(op);
+    return rc == HPROF_OK ? one_pass_names_after_dump(op) : rc;
 }
 
 static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = r->tag == HPROF_TAG_HEAP_DUMP_END ? end_dump(op) : one_pass_names_record(op, r);
-    return rc == HPROF_OK ? hprof_visit_record(op->head, r) : rc;
+    if (r->tag != HPROF_TAG_HEAP_DUMP_END) {
+        int rc = one_pass_names_record(op, r);
+        return rc == HPROF_OK ? hprof_visit_record(op->head, r) : rc;
+    }
+    int rc = end_dump(op);
+    if (rc == HPROF_OK)
+        rc = close_segment(op);
+    if (rc == HPROF_OK)
+        rc = hprof_visit_record(op->head, r);
+    return rc == HPROF_OK ? one_pass_names_after_dump(op) : rc;
 }
 
 static int on_end(struct hprof_visitor *v)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = op->window.oldest != NULL || op->claims.count > 0 ? end_dump(op) : HPROF_OK;
+    int rc = HPROF_OK;
+    if (op->prelude_seg || op->window.oldest != NULL || op->claims.count > 0) {
+        rc = end_dump(op);
+        if (rc == HPROF_OK)
+            rc = close_segment(op);
+        if (rc == HPROF_OK)
+            rc = one_pass_names_after_dump(op);
+    }
     if (rc == HPROF_OK)
         rc = one_pass_names_end(op);
     return rc == HPROF_OK ? hprof_visit_end(op->head) : rc;
@@ -949,7 +945,9 @@ static int on_end(struct hprof_visitor *v)
 
 static int on_header(struct hprof_visitor *v, const struct hprof_header *h)
 {
-    return hprof_visit_header(((struct one_pass *)v)->head, h);
+    struct one_pass *op = (struct one_pass *)v;
+    op->names.keep_unused = strcmp(h->version, "JAVA PROFILE 1.0.3") == 0;
+    return hprof_visit_header(op->head, h);
 }
 
 const struct hprof_visitor_ops one_pass_ops = {

@@ -1,16 +1,21 @@
 /*
  * one_pass_names.c - the names (STRING records) in a one-pass shrink.
  *
- * Only the names something refers to are written, as the multi-pass
- * shrink writes them; but analyzers that read a dump once (perflib,
- * ahat) look a name up when they meet the record that uses it, so each
- * name is written just before its first user.  A STRING is held from
- * when it is read until a record refers to it (then written, before that
- * record) or the input ends (then dropped).  A name referred to before it
- * is read is written as it comes.  A user inside a heap dump (a class
- * dump's field names, a HEAP_DUMP_INFO's) puts its names between
- * segments, as the JDK's hprof agent writes them; inside a HEAP_DUMP
- * record (JAVA PROFILE 1.0.1), which must stay one, right after it.
+ * Analyzers that read a dump once look a name up when they meet the record
+ * that uses it (ahat refuses a name "referenced before definition"), and
+ * read a heap dump's segments as one run of sub-records (ahat, VisualVM):
+ * every name a heap dump uses must come before it, none between its
+ * segments.  So a STRING is held from when it is read until a record
+ * refers to it, or until its heap dump's first object, the decision
+ * point: every class dump and HEAP_DUMP_INFO before it (one_pass_prelude.c)
+ * has said which names it uses, and those are written before the heap
+ * dump.  The names still held then are kept in a dump of JAVA PROFILE
+ * 1.0.3 (ART writes class dumps among its objects, and only the names it
+ * uses), and dropped at the end of the input in a 1.0.1 or 1.0.2 one
+ * (HotSpot writes every class dump before the first object, and its whole
+ * symbol table, literals included).  A name a heap dump's record uses
+ * after its decision point is written after that heap dump, and counted
+ * (window_late): analyzers that read once miss it.
  *
  * The rule for names: past `limit` bytes held, every name is kept.
  */
@@ -60,7 +65,8 @@ static int hold(struct one_pass *op, const struct hprof_string *s)
     return HPROF_OK;
 }
 
-/* Calls fn(op, name) for each name still held, in the order read. */
+/* Calls fn(op, name) for each name still held, in the order read, and
+ * forgets them. */
 static int each_held(struct one_pass *op, int (*fn)(struct one_pass *, const struct hprof_string *))
 {
     struct held_names *n = &op->names;
@@ -72,6 +78,10 @@ static int each_held(struct one_pass *op, int (*fn)(struct one_pass *, const str
             rc = fn(op, &s);
         at += NAME_HEAD + s.length;
     }
+    free(n->bytes);
+    id_table_free(&n->index);
+    n->bytes = NULL;
+    n->n_bytes = n->cap_bytes = 0;
     return rc;
 }
 
@@ -80,29 +90,31 @@ static int write_name(struct one_pass *op, const struct hprof_string *s)
     return hprof_visit_string(op->head, s);
 }
 
+/* At a decision point: written, so in use from now on. */
+static int write_kept(struct one_pass *op, const struct hprof_string *s)
+{
+    if (idmap_put(&op->names.used, s->id, 0) != HPROF_OK)
+        return nomem(op);
+    return write_name(op, s);
+}
+
 static int count_dropped(struct one_pass *op, const struct hprof_string *s)
 {
     count_add(&op->st->names_dropped, s->length);
     return HPROF_OK;
 }
 
-/* Every name held goes out, and those read from now on as they come. */
-static int keep_all(struct one_pass *op)
-{
-    count_add(&op->st->window_by_rule, op->names.n_bytes);
-    op->hold_names = 0;
-    int rc = each_held(op, write_name);
-    one_pass_names_free(op);
-    return rc;
-}
-
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
 {
-    if (!op->hold_names || idmap_has(&op->names.used, s->id))
+    struct held_names *n = &op->names;
+    if (!op->hold_names || idmap_has(&n->used, s->id))
         return hprof_visit_string(op->head, s);
     int rc = hold(op, s);
-    if (rc == HPROF_OK && op->names.n_bytes > op->names.limit)
-        rc = keep_all(op);
+    if (rc == HPROF_OK && n->n_bytes > n->limit) { /* the rule: all kept from here */
+        count_add(&op->st->window_by_rule, n->n_bytes);
+        op->hold_names = 0;
+        rc = each_held(op, write_name);
+    }
     return rc;
 }
 
@@ -114,32 +126,22 @@ int one_pass_names_use(struct one_pass *op, uint64_t id)
         return HPROF_OK;
     if (idmap_put(&n->used, id, 0) != HPROF_OK)
         return nomem(op);
-    if (!id_table_take(&n->index, id, &at))
-        return HPROF_OK; /* not read yet: written as it comes */
-    if (op->in_segment && op->seg.tag == HPROF_TAG_HEAP_DUMP) {
-        /* a name between two parts of a HEAP_DUMP would make it two heap
-         * dumps: it follows the record */
-        uint64_t *after = grow_array(n->after, &n->cap_after, n->n_after + 1, sizeof *after);
-        if (after == NULL)
-            return nomem(op);
-        n->after = after;
-        n->after[n->n_after++] = at - 1;
+    if (!id_table_take(&n->index, id, &at)) { /* not read yet: written as it comes */
+        op->st->window_late += op->heap_open;
         return HPROF_OK;
     }
-    struct hprof_string s = name_at(n, at - 1);
-    return hprof_visit_string(op->head, &s);
-}
-
-int one_pass_names_after_record(struct one_pass *op)
-{
-    struct held_names *n = &op->names;
-    int rc = HPROF_OK;
-    for (size_t i = 0; rc == HPROF_OK && i < n->n_after; i++) {
-        struct hprof_string s = name_at(n, n->after[i]);
-        rc = hprof_visit_string(op->head, &s);
+    if (!op->heap_open) {
+        struct hprof_string s = name_at(n, at - 1);
+        return write_name(op, &s);
     }
-    n->n_after = 0;
-    return rc;
+    /* inside a heap dump past its decision point: after it */
+    uint64_t *after = grow_array(n->after, &n->cap_after, n->n_after + 1, sizeof *after);
+    if (after == NULL)
+        return nomem(op);
+    n->after = after;
+    n->after[n->n_after++] = at - 1;
+    op->st->window_late++;
+    return HPROF_OK;
 }
 
 int one_pass_names_record(struct one_pass *op, const struct hprof_record *r)
@@ -152,59 +154,30 @@ int one_pass_names_record(struct one_pass *op, const struct hprof_record *r)
     return rc;
 }
 
-/* Name `id`, which a class dump inside a segment refers to: written at
- * the segment's end, with the class dump after it (*wait), unless it is
- * written already.  A name between the records of one segment would cost
- * a segment header, and a HEAP_DUMP_INFO repeated, each time. */
-static int use_at_segment_end(struct one_pass *op, uint64_t id, int *wait)
-{
-    struct held_names *n = &op->names;
-    uint64_t at;
-    if (id == 0 || !op->hold_names)
-        return HPROF_OK;
-    if (idmap_has(&n->waiting, id)) {
-        *wait = 1;
-        return HPROF_OK;
-    }
-    if (idmap_has(&n->used, id))
-        return HPROF_OK;
-    if (idmap_put(&n->used, id, 0) != HPROF_OK)
-        return nomem(op);
-    if (!id_table_take(&n->index, id, &at))
-        return HPROF_OK; /* not read yet: written as it comes */
-    uint64_t *next = grow_array(n->next, &n->cap_next, n->n_next + 1, sizeof *next);
-    if (next == NULL || idmap_put(&n->waiting, id, 0) != HPROF_OK)
-        return nomem(op);
-    n->next = next;
-    n->next[n->n_next++] = at - 1;
-    *wait = 1;
-    return HPROF_OK;
-}
-
-int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd, int *wait)
+int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd)
 {
     int rc = HPROF_OK;
-    int in_segment = op->in_segment && op->seg.tag == HPROF_TAG_HEAP_DUMP_SEGMENT;
-    *wait = 0;
-    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_statics + cd->n_fields; i++) {
-        uint64_t id = i < cd->n_statics ? cd->statics[i].name_id
-                                         : cd->fields[i - cd->n_statics].name_id;
-        rc = in_segment ? use_at_segment_end(op, id, wait) : one_pass_names_use(op, id);
-    }
+    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_statics; i++)
+        rc = one_pass_names_use(op, cd->statics[i].name_id);
+    for (unsigned i = 0; rc == HPROF_OK && i < cd->n_fields; i++)
+        rc = one_pass_names_use(op, cd->fields[i].name_id);
     return rc;
 }
 
-int one_pass_names_between_segments(struct one_pass *op)
+int one_pass_names_decide(struct one_pass *op)
+{
+    return op->hold_names && op->names.keep_unused ? each_held(op, write_kept) : HPROF_OK;
+}
+
+int one_pass_names_after_dump(struct one_pass *op)
 {
     struct held_names *n = &op->names;
     int rc = HPROF_OK;
-    for (size_t i = 0; rc == HPROF_OK && i < n->n_next; i++) {
-        struct hprof_string s = name_at(n, n->next[i]);
-        rc = hprof_visit_string(op->head, &s);
+    for (size_t i = 0; rc == HPROF_OK && i < n->n_after; i++) {
+        struct hprof_string s = name_at(n, n->after[i]);
+        rc = write_name(op, &s);
     }
-    n->n_next = 0;
-    if (n->waiting.count > 0 && idmap_reset(&n->waiting) != HPROF_OK)
-        rc = nomem(op);
+    n->n_after = 0;
     return rc;
 }
 
@@ -213,15 +186,9 @@ int one_pass_names_between_segments(struct one_pass *op)
  * one could leave no record, which is not a valid dump. */
 int one_pass_names_end(struct one_pass *op)
 {
-    struct held_names *n = &op->names;
-    if (op->hold_names && n->used.count == 0 && n->index.count > 0) {
-        int rc = keep_all(op);
-        op->st->window_by_rule = (struct hprof_count){ 0, 0 }; /* not the rule: the dump's shape */
-        return rc;
-    }
-    each_held(op, count_dropped);
-    one_pass_names_free(op);
-    return HPROF_OK;
+    if (op->hold_names && op->names.used.count == 0)
+        return each_held(op, write_name);
+    return each_held(op, count_dropped);
 }
 
 void one_pass_names_free(struct one_pass *op)
@@ -229,11 +196,7 @@ void one_pass_names_free(struct one_pass *op)
     struct held_names *n = &op->names;
     free(n->bytes);
     free(n->after);
-    free(n->next);
-    n->next = NULL;
-    n->n_next = n->cap_next = 0;
     id_table_free(&n->index);
-    n->bytes = NULL;
-    n->after = NULL;
-    n->n_bytes = n->cap_bytes = n->n_after = n->cap_after = 0;
+    idmap_free(&n->used);
+    memset(n, 0, sizeof *n);
 }

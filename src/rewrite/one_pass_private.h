@@ -47,11 +47,14 @@ struct merge_entry {
 
 struct one_pass_system;
 
-/* A class dump copied whole, with the heap it was read in. */
-struct held_class {
-    struct held_class *next;
+/* A root or class dump held before a heap dump's first object (its
+ * tables follow), with the heap it was read in. */
+struct held_sub {
+    struct held_sub *next;
     uint32_t heap;
-    struct hprof_class_dump cd;     /* its tables follow */
+    int is_root;
+    struct hprof_root root;
+    struct hprof_class_dump cd;
 };
 
 /* STRING records held until something refers to them (one_pass_names.c). */
@@ -60,11 +63,9 @@ struct held_names {
     size_t n_bytes, cap_bytes;
     struct id_table index;      /* id -> 1 + its place in `bytes`, while held */
     struct idmap used;          /* ids something referred to */
-    uint64_t *after;            /* places of the names to write after the HEAP_DUMP */
+    uint64_t *after;            /* places of the names to write after the heap dump */
     size_t n_after, cap_after;
-    uint64_t *next;             /* ... and before the next segment */
-    size_t n_next, cap_next;
-    struct idmap waiting;       /* the ids of those */
+    int keep_unused;            /* at a decision point: JAVA PROFILE 1.0.3 */
     uint64_t limit;
 };
 
@@ -113,8 +114,12 @@ struct one_pass {
     unsigned n_heap_names;
 
     struct one_pass_system *system; /* NULL unless zygote and image objects go */
-    struct held_class *classes_waiting; /* for their names, to start the next segment */
-    struct held_class **classes_tail;
+    /* one_pass_prelude.c: a heap dump before its first object */
+    int prelude;                    /* its records are held */
+    int heap_open;                  /* past it: names used now come too late */
+    int prelude_seg;                /* `seg` is a segment begun but not yet written */
+    struct held_sub *prelude_first, **prelude_tail;
+    uint64_t prelude_bytes;
 };
 
 extern const struct hprof_visitor_ops one_pass_ops;
@@ -155,20 +160,25 @@ void one_pass_start_heap(struct one_pass *op);
 
 /* one_pass_names.c: a STRING read; a record about to go out refers to
  * name `id` (a LOAD_CLASS, STACK_FRAME, START_THREAD, CLASS_DUMP or
- * HEAP_DUMP_INFO: the _record and _class_dump calls read their ids); the
- * end of the input. */
+ * HEAP_DUMP_INFO: the _record and _class_dump calls read their ids); a
+ * heap dump's decision point (its first object); its end; the input's. */
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s);
 int one_pass_names_use(struct one_pass *op, uint64_t id);
 int one_pass_names_record(struct one_pass *op, const struct hprof_record *r);
-/* *wait: the class dump's names go out at the end of the segment, and it
- * must wait for them. */
-int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd, int *wait);
-/* Between segments: the names class dumps wait for. */
-int one_pass_names_between_segments(struct one_pass *op);
+int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd);
+int one_pass_names_decide(struct one_pass *op);
+int one_pass_names_after_dump(struct one_pass *op);
 int one_pass_names_end(struct one_pass *op);
-/* A HEAP_DUMP record ended: the names its records referred to. */
-int one_pass_names_after_record(struct one_pass *op);
 void one_pass_names_free(struct one_pass *op);
+
+/* one_pass_prelude.c: a heap dump's records before its first object are
+ * held (roots, class dumps; segments merged) until that object comes or
+ * the dump ends: then its names are written, and they follow. */
+int one_pass_prelude_segment(struct one_pass *op, const struct hprof_segment *s);
+int one_pass_prelude_root(struct one_pass *op, const struct hprof_root *r);
+int one_pass_prelude_class_dump(struct one_pass *op, const struct hprof_class_dump *cd);
+int one_pass_prelude_end(struct one_pass *op);
+void one_pass_prelude_free(struct one_pass *op);
 
 /* one_pass_system.c: zygote and image objects.  Each returns HPROF_OK
  * when there is nothing to do (the heaps are kept, or the object is not

@@ -21,7 +21,7 @@ static int init_plan(struct one_pass *op)
         idmap_init(&p->bitmaps.dropped, 0) != HPROF_OK ||
         idmap_init(&p->bitmaps.dump_buffers, 0) != HPROF_OK ||
         idmap_init(&op->merge_index, 1) != HPROF_OK || idmap_init(&op->device, 0) != HPROF_OK ||
-        idmap_init(&op->names.used, 0) != HPROF_OK || idmap_init(&op->names.waiting, 0) != HPROF_OK)
+        idmap_init(&op->names.used, 0) != HPROF_OK)
         return HPROF_ERR_NOMEM;
     p->ids = op->ctx.ids;
     p->arrays = op->opt.arrays;
@@ -64,7 +64,8 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     op->head = shrink_chain_head(op->chain);
     op->cursor = shrink_chain_cursor(op->chain);
     op->base.ops = &one_pass_ops;
-    op->classes_tail = &op->classes_waiting;
+    op->prelude = 1;
+    op->prelude_tail = &op->prelude_first;
     hprof_reader_set_strict(r, 1);
     if (op->opt.progress)
         hprof_reader_set_progress(r, progress, op);
@@ -84,12 +85,7 @@ static void release(struct one_pass *op)
     model_free(&op->model);
     wait_window_free(&op->window);
     one_pass_names_free(op);
-    idmap_free(&op->names.used);
-    idmap_free(&op->names.waiting);
-    for (struct held_class *h = op->classes_waiting, *next; h != NULL; h = next) {
-        next = h->next;
-        free(h);
-    }
+    one_pass_prelude_free(op);
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
     free(op->gather);
