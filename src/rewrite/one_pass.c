@@ -32,382 +32,12 @@
  */
 #include <string.h>
 
-#include "chain.h"
 #include "filter.h"
-#include "digest.h"
 #include "one_pass_private.h"
-#include "shrink_stats.h"
-
-/* Bring the writer back to the heap the input is in, before a record
- * read now goes out. */
-static inline int live_heap(struct one_pass *op)
-{
-    return op->out_heap == op->in_heap ? HPROF_OK : one_pass_switch_heap(op, op->in_heap);
-}
-
-static int quiet_skip(int rc)
-{
-    return rc == HPROF_SKIP ? HPROF_OK : rc;
-}
-
-/* A record out of the window, decided now. */
-static int send_held(struct one_pass *op, struct held *h, enum array_keep keep)
-{
-    if (h->kind == HELD_INSTANCE)
-        return one_pass_send_instance(op, &h->rec.instance, h->heap);
-    if (h->kind == HELD_PRIMITIVE_ARRAY)
-        return one_pass_send_array(op, &h->rec.array, h->heap, keep);
-    int rc = one_pass_switch_heap(op, h->heap);
-    return rc == HPROF_OK ? quiet_skip(hprof_visit_object_array(op->head, &h->rec.objects)) : rc;
-}
-
-/* ---- Copies of records that wait ----------------------------------------------- */
-
-static struct held *hold_instance_copy(struct one_pass *op, const struct hprof_instance *o)
-{
-    struct held *h = held_new(HELD_INSTANCE, o->length);
-    if (h == NULL)
-        return NULL;
-    memcpy(h->data, o->values, o->length);
-    h->rec.instance = *o;
-    h->rec.instance.values = h->data;
-    h->heap = op->in_heap;
-    return h;
-}
 
 static int nomem(struct one_pass *op)
 {
     return rewrite_nomem(&op->ctx);
-}
-
-/* ---- Bitmap buffers -------------------------------------------------------------- */
-
-static uint64_t merge_key(const uint8_t sha[32], uint8_t type, uint32_t count)
-{
-    uint64_t key = get_u8(sha) ^ ((uint64_t)type << 56) ^ count;
-    return key != 0 ? key : 1;
-}
-
-/* The buffer kept with this type, length and SHA-256, or NULL. */
-static struct merge_entry *merge_find(struct one_pass *op, const uint8_t sha[32], uint8_t type,
-                                      uint32_t count)
-{
-    uint64_t at;
-    if (!idmap_get(&op->merge_index, merge_key(sha, type, count), &at))
-        return NULL;
-    struct merge_entry *e = &op->merges[at];
-    /* another buffer under the same 64 bits is no twin */
-    return e->type == type && e->count == count && memcmp(e->sha, sha, 32) == 0 ? e : NULL;
-}
-
-/* Buffer `id` is kept: later copies merge into it (the first of the key
- * stays the one). */
-static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t type,
-                          uint32_t count, uint64_t id)
-{
-    uint64_t key = merge_key(sha, type, count);
-    if (idmap_has(&op->merge_index, key))
-        return HPROF_OK;
-    struct merge_entry *grown =
-        grow_array(op->merges, &op->cap_merges, op->n_merges + 1, sizeof *grown);
-    if (grown == NULL)
-        return HPROF_ERR_NOMEM;
-    op->merges = grown;
-    op->merges[op->n_merges] = (struct merge_entry){ .id = id, .type = type, .count = count };
-    memcpy(op->merges[op->n_merges].sha, sha, 32);
-    return idmap_put(&op->merge_index, key, op->n_merges++);
-}
-
-/* Buffer `a` (all of it) that a Bitmap claims: merged into the first of
- * its type, length and SHA-256, or kept.  `pinned`: something else has
- * named it (a Bitmap written already, or any other object), so it stays. */
-static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array *a, int pinned,
-                         enum array_keep *keep)
-{
-    struct shrink_plan *p = &op->plan;
-    uint8_t sha[32];
-    uint64_t bytes = a->length;
-    op->st->bitmap_candidates++;
-    *keep = ARRAY_BITMAP;
-    if (idmap_put(&p->bitmaps.candidates, a->id, 0) != HPROF_OK)
-        return nomem(op);
-    if (op->opt.keep_duplicates || a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
-        return HPROF_OK;
-    if (sha256_of(op->sha, a->data, a->length, sha) != HPROF_OK)
-        return nomem(op);
-    op->st->bitmap_digested++;
-    op->st->bitmap_bytes_hashed += bytes;
-    struct merge_entry *e = merge_find(op, sha, a->type, a->count);
-    if (e == NULL || pinned) /* pinned: a Bitmap written already names it as it is */
-        return e == NULL && merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK
-                   ? nomem(op) : HPROF_OK;
-    if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
-        return nomem(op);
-    op->st->bitmap_groups += !e->merged;
-    e->merged = 1;
-    count_add(&op->st->bitmap_duplicates, bytes);
-    /* named by another object too: its Bitmaps take the twin, and it stays
-     * as an array of nobody's */
-    if (op->tracking_pins && idfilter_maybe(&op->pins, a->id)) {
-        *keep = ARRAY_NOT_KEPT;
-        return HPROF_OK;
-    }
-    if (idmap_put(&p->bitmaps.dropped, a->id, 0) != HPROF_OK)
-        return nomem(op);
-    *keep = ARRAY_DUPLICATE;
-    return HPROF_OK;
-}
-
-/* The group under buffer `key` leaves the window: the buffer (if read)
- * decided and written, then the Bitmaps that waited for it.  Without the
- * buffer, the Bitmaps go as they are, and the buffer stays when it comes
- * (the rule).  `*by_rule` tells which. */
-static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
-{
-    struct held *list = wait_window_take(&op->window, key);
-    struct held *buffer = NULL;
-    int rc = HPROF_OK;
-    for (struct held *h = list; h != NULL; h = h->next_same)
-        if (h->wait == WAIT_DECIDE)
-            buffer = h;
-    *by_rule = buffer == NULL;
-    if (buffer != NULL) {
-        enum array_keep keep;
-        rc = decide_buffer(op, &buffer->rec.array, buffer->pinned, &keep);
-        if (rc == HPROF_OK)
-            rc = send_held(op, buffer, keep);
-    } else {
-        rc = one_pass_pin_buffer(op, key);
-    }
-    for (struct held *h = list, *next; h != NULL; h = next) {
-        next = h->next_same;
-        if (rc == HPROF_OK && h != buffer)
-            rc = send_held(op, h, ARRAY_NOT_KEPT);
-        free(h);
-    }
-    return rc;
-}
-
-/* A buffer a Bitmap claims, read whole: it waits (decided when it leaves
- * the window, so that what names it meanwhile pins it), unless it is
- * pinned already or must be decided now (DumpData's, whose array of
- * buffers is written next). */
-static int buffer_claimed(struct one_pass *op, struct held *h, unsigned claim)
-{
-    h->pinned = (claim & CLAIM_PINNED) != 0;
-    if (!h->pinned && !(claim & CLAIM_DECIDE_NOW) && !op->opt.keep_duplicates)
-        return one_pass_hold(op, h, h->rec.array.id, WAIT_DECIDE);
-    enum array_keep keep;
-    int rc = decide_buffer(op, &h->rec.array, h->pinned, &keep);
-    if (rc == HPROF_OK)
-        rc = send_held(op, h, keep);
-    free(h);
-    return rc;
-}
-
-/* ---- Claims ------------------------------------------------------------------------ */
-
-/* A String's value, with --redact and keep rules: the rule's holder (a
- * KeyedWeakReference for its key) often comes after the String, so the
- * value waits for it. */
-static int waits_for_rules(const struct one_pass *op, unsigned claim)
-{
-    unsigned keep = claim & CLAIM_KEEP;
-    return op->hold_values && (keep == ARRAY_STRING_VALUE || keep == ARRAY_STRING_UTF16);
-}
-
-static int hold_value(struct one_pass *op, struct held *h, unsigned claim)
-{
-    h->keep = (uint8_t)(claim & CLAIM_KEEP);
-    return one_pass_hold(op, h, h->rec.array.id, WAIT_EXEMPT);
-}
-
-/* A String's value leaves the window: exempt if a rule named the String,
- * or a static of android.os.Build (the device's text). */
-static int value_leaves(struct one_pass *op, struct held *h)
-{
-    uint64_t owner;
-    int rc = HPROF_OK;
-    if (id_table_take(&op->value_owner, h->rec.array.id, &owner)) {
-        rc = one_pass_exempt_value(op, owner, h->rec.array.id);
-        if (rc == HPROF_OK && idmap_has(&op->device, owner))
-            rc = one_pass_keep_device_text(op, h->rec.array.id);
-    }
-    return rc == HPROF_OK ? send_held(op, h, (enum array_keep)h->keep) : rc;
-}
-
-/* Array `id` is a String's value, DumpData's natives or a Bitmap's buffer
- * (`claim`: an array_keep, with CLAIM_* flags for a buffer).  Waiting in
- * the window, it goes out now (a buffer: it waits on as a buffer); not
- * read yet, it will be decided when it is. */
-int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
-{
-    if (id == 0)
-        return HPROF_OK;
-    struct held *first = wait_window_first(&op->window, id);
-    if (first != NULL && first->wait != WAIT_CLAIM) { /* a buffer claimed before */
-        for (struct held *h = first; h != NULL; h = h->next_same)
-            h->pinned |= (claim & CLAIM_PINNED) != 0;
-        first = NULL;
-    }
-    if (first == NULL || first->kind != HELD_PRIMITIVE_ARRAY) {
-        uint64_t *was = id_table_find(&op->claims, id);
-        if (was != NULL) { /* claimed twice: a buffer stays pinned */
-            *was |= claim & CLAIM_PINNED;
-            return HPROF_OK;
-        }
-        if (wait_window_has(&op->window, id))
-            return HPROF_OK; /* its group decides it */
-        return id_table_put(&op->claims, id, claim) == HPROF_OK ? HPROF_OK : nomem(op);
-    }
-    struct held *h = wait_window_take(&op->window, id);
-    if ((claim & CLAIM_KEEP) == ARRAY_BITMAP)
-        return buffer_claimed(op, h, claim);
-    if (waits_for_rules(op, claim))
-        return hold_value(op, h, claim);
-    int rc = send_held(op, h, (enum array_keep)(claim & CLAIM_KEEP));
-    free(h);
-    return rc;
-}
-
-/* ---- The window's rule ----------------------------------------------------------- */
-
-/* The oldest record leaves the window: a buffer's group is decided as
- * at the end of the dump; anything else undecided, by the rule (counted
- * when the window was full: at the end, nothing can claim it any more). */
-static int leave_window(struct one_pass *op, int evicted)
-{
-    struct held *oldest = op->window.oldest;
-    int by_rule = 1, rc;
-    uint64_t bytes = oldest->bytes;
-    if (oldest->wait == WAIT_DECIDE || oldest->wait == WAIT_BUFFER) {
-        rc = decide_group(op, oldest->key, &by_rule);
-    } else if (oldest->wait == WAIT_EXEMPT) {
-        struct held *h = wait_window_take_oldest(&op->window);
-        by_rule = 0;
-        rc = value_leaves(op, h);
-        free(h);
-    } else {
-        struct held *h = wait_window_take_oldest(&op->window);
-        if (h->wait == WAIT_CLASS && !evicted) { /* its class never came */
-            struct class_info *unused;
-            rc = classes_check_instance(&op->model.classes, &h->rec.instance, &unused,
-                                        op->ctx.err);
-        } else {
-            rc = HPROF_OK;
-        }
-        if (rc == HPROF_OK)
-            rc = send_held(op, h, ARRAY_NOT_KEPT);
-        free(h);
-    }
-    if (evicted && by_rule)
-        count_add(&op->st->window_by_rule, bytes);
-    return rc;
-}
-
-int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait)
-{
-    if (h == NULL || wait_window_hold(&op->window, h, key, wait) != HPROF_OK)
-        return nomem(op);
-    int rc = HPROF_OK;
-    while (rc == HPROF_OK && wait_window_over(&op->window) && op->window.oldest != h)
-        rc = leave_window(op, 1);
-    return rc;
-}
-
-int one_pass_pin_buffer(struct one_pass *op, uint64_t id)
-{
-    uint64_t *claim = id_table_find(&op->claims, id);
-    if (claim != NULL)
-        *claim |= CLAIM_PINNED;
-    return HPROF_OK;
-}
-
-/* ---- Primitive arrays ------------------------------------------------------------------ */
-
-/* Could a String, Bitmap or DumpData still claim an array of this type? */
-static int may_be_claimed(const struct one_pass *op, uint8_t type)
-{
-    return type == HPROF_TYPE_BYTE || type == HPROF_TYPE_CHAR ||
-           (type == HPROF_TYPE_LONG && (op->model.names_seen & (1u << NAME_CLASS_DUMP_DATA)));
-}
-
-/* The first chunk of an array that must be read whole before it goes
- * out (`claim`: what claimed it, or CLAIM_NONE to wait for a claim). */
-static int start_gather(struct one_pass *op, const struct hprof_primitive_array *a, uint64_t bytes,
-                        unsigned claim)
-{
-    struct held *h = held_new(HELD_PRIMITIVE_ARRAY, (size_t)bytes);
-    if (h == NULL)
-        return nomem(op);
-    h->rec.array = *a;
-    h->rec.array.data = h->data;
-    h->rec.array.length = (size_t)bytes;
-    h->heap = op->in_heap;
-    op->gather = h;
-    op->gather_claim = claim;
-    op->gather_have = 0;
-    return HPROF_OK;
-}
-
-static int finish_gather(struct one_pass *op)
-{
-    struct held *h = op->gather;
-    op->gather = NULL;
-    if (op->gather_claim == CLAIM_NONE)
-        return one_pass_hold(op, h, h->rec.array.id, WAIT_CLAIM);
-    if (waits_for_rules(op, op->gather_claim))
-        return hold_value(op, h, op->gather_claim);
-    return buffer_claimed(op, h, op->gather_claim);
-}
-
-static int gather_chunk(struct one_pass *op, const struct hprof_primitive_array *a)
-{
-    struct held *h = op->gather;
-    if (a->first != op->gather_have || a->length > h->rec.array.length - op->gather_have)
-        return hprof_error_set(op->ctx.err, HPROF_ERR_FORMAT, "offset 0x%llx: "
-                               "PRIMITIVE_ARRAY_DUMP: chunks out of order",
-                               (unsigned long long)a->offset);
-    memcpy(h->data + op->gather_have, a->data, a->length);
-    op->gather_have += a->length;
-    return op->gather_have == h->rec.array.length ? finish_gather(op) : HPROF_OK;
-}
-
-static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a)
-{
-    struct one_pass *op = (struct one_pass *)v;
-    if (op->gather != NULL)
-        return gather_chunk(op, a);
-    if (a->first != 0) /* a chunk of an array going out as it is read */
-        return hprof_visit_primitive_array(op->head, a);
-    int rc = op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
-    if (rc == HPROF_OK)
-        rc = one_pass_system_object(op, a->id);
-    if (rc != HPROF_OK)
-        return rc == ONE_PASS_DROPPED ? one_pass_system_array(op, a) : rc;
-    uint64_t bytes = (uint64_t)a->count * type_size(a->type, op->ctx.ids);
-    uint64_t claim = CLAIM_NONE;
-    int claimed = id_table_take(&op->claims, a->id, &claim);
-    enum array_keep keep = claimed ? (enum array_keep)(claim & CLAIM_KEEP) : ARRAY_NOT_KEPT;
-    /* a buffer is read whole to be hashed; an array nobody claimed yet
-     * waits for a claim; NODATA has no contents to keep either way */
-    int gather = (claimed ? keep == ARRAY_BITMAP || waits_for_rules(op, (unsigned)claim)
-                          : may_be_claimed(op, a->type)) &&
-                 a->tag != HPROF_PRIMITIVE_ARRAY_NODATA;
-    if (gather && bytes > op->window.limit) { /* cannot wait: the rule decides now */
-        count_add(&op->st->window_by_rule, bytes);
-        gather = 0;
-    }
-    if (!gather) {
-        if (a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
-            keep = ARRAY_NOT_KEPT;
-        if ((rc = live_heap(op)) != HPROF_OK)
-            return rc;
-        one_pass_give_verdict(op, a, keep);
-        return hprof_visit_primitive_array(op->head, a);
-    }
-    rc = start_gather(op, a, bytes, claimed ? (unsigned)claim : CLAIM_NONE);
-    return rc == HPROF_OK ? gather_chunk(op, a) : rc;
 }
 
 /* ---- Instances ------------------------------------------------------------------------- */
@@ -444,7 +74,7 @@ static int bitmap_read(struct one_pass *op, const struct kind_layout *k,
     if (rc != HPROF_OK || idmap_has(&op->plan.bitmaps.candidates, buffer))
         return rc;
     *waits = 1;
-    return one_pass_hold(op, hold_instance_copy(op, o), buffer, WAIT_BUFFER);
+    return one_pass_hold(op, one_pass_instance_copy(op, o), buffer, WAIT_BUFFER);
 }
 
 /* An element of DumpData.buffers: a buffer read already is decided now,
@@ -483,7 +113,7 @@ static int dump_data_read(struct one_pass *op, const struct kind_layout *k,
     struct held *h = wait_window_take(&op->window, buffers);
     rc = claim_elements(op, &h->rec.objects);
     if (rc == HPROF_OK)
-        rc = send_held(op, h, ARRAY_NOT_KEPT);
+        rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
     free(h);
     return rc;
 }
@@ -555,11 +185,11 @@ static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
         if (rc != HPROF_OK)
             return rc;
         rc = one_pass_block_class(op, o->class_id);
-        return rc == HPROF_OK ? one_pass_hold(op, hold_instance_copy(op, o), o->class_id,
+        return rc == HPROF_OK ? one_pass_hold(op, one_pass_instance_copy(op, o), o->class_id,
                                               WAIT_CLASS)
                               : rc;
     }
-    if ((rc = live_heap(op)) != HPROF_OK)
+    if ((rc = one_pass_live_heap(op)) != HPROF_OK)
         return rc;
     return instance_ready(op, o, ci, op->in_heap);
 }
@@ -640,8 +270,8 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
         rc = one_pass_names_class_dump(op, cd);
     if (rc == HPROF_OK && op->prelude)
         rc = one_pass_prelude_class_dump(op, cd);
-    else if (rc == HPROF_OK && (rc = live_heap(op)) == HPROF_OK)
-        rc = quiet_skip(hprof_visit_class_dump(op->head, cd));
+    else if (rc == HPROF_OK && (rc = one_pass_live_heap(op)) == HPROF_OK)
+        rc = one_pass_quiet_skip(hprof_visit_class_dump(op->head, cd));
     return rc == HPROF_OK && op->n_blocked > 0 ? retry_blocked(op) : rc;
 }
 
@@ -696,7 +326,7 @@ static int start_object_array(struct one_pass *op, const struct hprof_object_arr
         *taken = 1;
         return gather_objects(op, a);
     }
-    return live_heap(op);
+    return one_pass_live_heap(op);
 }
 
 static int on_object_array(struct hprof_visitor *v, const struct hprof_object_array *a)
@@ -853,7 +483,7 @@ static int flush_window(struct one_pass *op)
         rc = hprof_visit_heap_begin(op->head, &op->seg);
     }
     while (rc == HPROF_OK && op->window.oldest != NULL)
-        rc = leave_window(op, 0);
+        rc = one_pass_leave_window(op, 0);
     if (rc == HPROF_OK)
         rc = one_pass_system_flush(op);
     if (rc == HPROF_OK && opened)
@@ -961,7 +591,7 @@ const struct hprof_visitor_ops one_pass_ops = {
     .class_dump = on_class_dump,
     .instance = on_instance,
     .object_array = on_object_array,
-    .primitive_array = on_primitive_array,
+    .primitive_array = one_pass_primitive_array,
     .heap_end = on_heap_end,
     .end = on_end,
 };

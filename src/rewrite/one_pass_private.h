@@ -1,10 +1,13 @@
 /*
  * one_pass_private.h - the state of a one-pass shrink, shared by its
  * files, each calling only those after it: one_pass_run.c (setting up and
- * tearing down), one_pass.c (the records as they come, the window's
- * claims and rule, the end of each heap dump), one_pass_system.c (the
+ * tearing down), one_pass.c (the records as they come, the end of each
+ * heap dump), one_pass_claims.c (the window at work: claims, merges, the
+ * rule, primitive arrays), one_pass_prelude.c (a heap dump before its
+ * first object), one_pass_names.c (STRING records), one_pass_system.c (the
  * zygote and image heaps), one_pass_out.c (what goes down the chain, and
- * the plan's parts that grow as the input is read).
+ * the plan's parts that grow as the input is read), one_pass_window.c (the
+ * window's storage).
  */
 #ifndef HPROF_REWRITE_ONE_PASS_PRIVATE_H
 #define HPROF_REWRITE_ONE_PASS_PRIVATE_H
@@ -144,7 +147,24 @@ int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t valu
 /* `value` is the text of one of the device's Strings: not redacted. */
 int one_pass_keep_device_text(struct one_pass *op, uint64_t value);
 
-/* one_pass.c: the records as they come. */
+static inline int one_pass_quiet_skip(int rc)
+{
+    return rc == HPROF_SKIP ? HPROF_OK : rc;
+}
+
+/* Bring the writer back to the heap the input is in, before a record read
+ * now goes out. */
+static inline int one_pass_live_heap(struct one_pass *op)
+{
+    return op->out_heap == op->in_heap ? HPROF_OK : one_pass_switch_heap(op, op->in_heap);
+}
+
+/* one_pass_claims.c: the window at work. */
+int one_pass_send_held(struct one_pass *op, struct held *h, enum array_keep keep);
+struct held *one_pass_instance_copy(struct one_pass *op, const struct hprof_instance *o);
+/* The oldest record leaves the window (`evicted`: because it is full). */
+int one_pass_leave_window(struct one_pass *op, int evicted);
+int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
 int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
 int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
 int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
