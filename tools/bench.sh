@@ -368,10 +368,12 @@ object_rich_rows() { # IN
 
 # The shrink of a file on each path forced, when the tool has both.
 forced_path_rows() { # IN
-    f_in=$1
-    [ -z "$multi_pass" ] ||
+    f_in=$1 f_multi=0
+    if [ -n "$multi_pass" ]; then
         run "shrink --multi-pass" "$f_in" "$o" -- "$B/hprof-shrink" -q -f --multi-pass "$f_in" "$o"
-    one_pass_row "$f_in" "shrink --one-pass" 0 "$f_in"
+        f_multi=$(median < "$D/times")
+    fi
+    one_pass_row "$f_in" "shrink --one-pass" "$f_multi" "$f_in"
 }
 
 # Compressed output of an already shrunk dump (SHRUNK, about 230 MB at the
