@@ -45,7 +45,7 @@
 # zstd: -z, -z1, --zstd and --zstd=19 on a shrunk output (of the largest
 # plain HotSpot dump: about 230 MB at 2 GB) against gzip -1, gzip -6 and
 # zstd -3, and --zstd=19 on the plain dumps under 1 GiB.  The level-19 rows
-# run SLOW_RUNS times (default 1; 0 skips them): they take about 0.6 s per
+# run SLOW_RUNS times (default 1; 0 skips them): they take 0.4-0.6 s per
 # MB of output on two cores.
 #
 # Environment: BENCH_DIR (default build/bench), RUNS, SIZES (default
@@ -223,7 +223,7 @@ fi
 
 inputs="" bitmap_sizes="" rich_inputs=""
 for size in $SIZES; do
-    need=$(( size * 5 ))
+    need=$(( size * 6 )) # three dumps of the size, outputs, and room to spare
     if [ "$(free_mb)" -lt "$need" ]; then
         echo "bench: $size MB inputs skipped: $(free_mb) MB free, $need MB needed" >&2
         continue

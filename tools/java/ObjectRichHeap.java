@@ -1,6 +1,6 @@
 /*
  * ObjectRichHeap - an object-rich heap for tools/bench.sh: about TARGET_MB
- * live, about four heap records per KB of its dump (BenchHeap's has fewer,
+ * live, four to five heap records per KB of its dump (BenchHeap's has fewer,
  * larger records), prints "ready" and waits to be dumped.
  *
  * The mix: customers in a HashMap and an ArrayList, each with Strings
