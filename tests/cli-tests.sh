@@ -2171,6 +2171,19 @@ expect 3 "$B/bench-time" -- sh -c 'exit 3'
 expect 127 "$B/bench-time" -- /nonexistent/command
 expect 2 "$B/bench-time"
 
+banner "bench-time -p: the command reads the file through a pipe and must read all of it"
+"$B/bench-time" -p "$T/bt.in" -o "$T/bt.out" -- sh -c '[ -p /dev/stdin ] && tr a-c x-z' > "$T/bt.time" ||
+    die "bench-time -p: the command's standard input is not a pipe, or tr failed"
+[ "$(cat "$T/bt.out")" = xyz ] || die "bench-time -p: stdin not piped: $(cat "$T/bt.out")"
+grep -Eqx '[0-9]+\.[0-9]{6} [1-9][0-9]*' "$T/bt.time" || die "bench-time -p printed: $(cat "$T/bt.time")"
+# more than a pipe holds, so that cat is still writing when `true` ends
+head -c 4194304 /dev/zero > "$T/bt.big"
+expect 127 "$B/bench-time" -p "$T/bt.big" -- true
+grep -q 'did not read all' "$T/err" || die "bench-time -p: no message for a command that stopped reading: $(cat "$T/err")"
+expect 127 "$B/bench-time" -p "$T/no-such-file" -- cat
+expect 5 "$B/bench-time" -p "$T/bt.big" -- sh -c 'cat > /dev/null; exit 5'
+rm -f "$T/bt.big"
+
 # never_grows: on every fixture and every mode, the output is never larger
 # than the (uncompressed) input.  Stand-ins for dropped system-heap objects
 # are those objects' own records emptied, so they add nothing either; a
