@@ -415,14 +415,36 @@ void idfilter_flush(struct idfilter *f)
     f->n_queued = 0;
 }
 
-int idfilter_maybe(struct idfilter *f, uint64_t id)
+/* Every add so far applied, the thread (if any) going on. */
+static void sync_adds(struct idfilter *f)
 {
-    idfilter_settle(f);
+    struct idfilter_thread *t = f->thread;
     idfilter_flush(f);
+    if (t == NULL)
+        return;
+    uint64_t want = atomic_load_explicit(&t->produced, memory_order_relaxed);
+    while (atomic_load_explicit(&t->consumed, memory_order_acquire) < want)
+        sched_yield();
+}
+
+static int test_bits(const struct idfilter *f, uint64_t id)
+{
     uint64_t h = filter_hash(id);
     const uint64_t *block = filter_block(f, h);
     for (int k = 0; k < 3; k++, h >>= 9)
         if (!(block[(h >> 6) & 7] & 1ull << (h & 63)))
             return 0;
     return 1;
+}
+
+int idfilter_maybe(struct idfilter *f, uint64_t id)
+{
+    idfilter_settle(f);
+    return test_bits(f, id);
+}
+
+int idfilter_maybe_now(struct idfilter *f, uint64_t id)
+{
+    sync_adds(f);
+    return test_bits(f, id);
 }

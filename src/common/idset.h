@@ -86,6 +86,9 @@ void idfilter_free(struct idfilter *f);
 void idfilter_flush(struct idfilter *f);
 /* Settles first. */
 int idfilter_maybe(struct idfilter *f, uint64_t id);
+/* The same while adds go on: waits for the thread to apply those before,
+ * and leaves it running. */
+int idfilter_maybe_now(struct idfilter *f, uint64_t id);
 /* From now on, batches of adds are applied by a pool worker of their own:
  * their cache misses (an add touches a random line of the filter) then
  * cost the caller nothing.  The bits set are the same.  Fails only for want

@@ -383,8 +383,16 @@ int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_rea
     if (in->seekable) {
         in->kind = file_kind(fd);
         in->file_size = (uint64_t)st.st_size;
-    } else if ((rc = peek_magic(fd, in->head, &in->n_head, err)) == HPROF_OK) {
-        in->kind = kind_of(in->head, in->n_head);
+    } else {
+#ifdef F_SETPIPE_SZ
+        /* a pipe of 1 MiB rather than 64 KiB: the writer fills it while we
+         * parse, and we read it in a sixteenth of the calls and wake-ups
+         * (whoever may not grow it, keeps what it has) */
+        if (S_ISFIFO(st.st_mode))
+            (void)fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+#endif
+        if ((rc = peek_magic(fd, in->head, &in->n_head, err)) == HPROF_OK)
+            in->kind = kind_of(in->head, in->n_head);
     }
     if (rc == HPROF_OK && in->kind != INPUT_PLAIN)
         rc = start_decompressor(in, err);

@@ -392,6 +392,8 @@ int one_pass_reset_dump(struct one_pass *op)
         idfilter_free(&op->pins);
         rc = idfilter_init(&op->pins, PINS_BYTES);
         op->tracking_pins = rc == HPROF_OK;
+        if (rc == HPROF_OK && op->ctx.helper_threads)
+            idfilter_use_thread(&op->pins);
     }
     if (rc == HPROF_OK)
         rc = one_pass_system_reset(op);
@@ -404,8 +406,13 @@ void one_pass_start_heap(struct one_pass *op)
 {
     if (!op->tracking_bitmaps && (op->model.names_seen & (1u << NAME_CLASS_BITMAP))) {
         op->tracking_bitmaps = 1;
-        if (!op->opt.keep_duplicates && idfilter_init(&op->pins, PINS_BYTES) == HPROF_OK)
+        if (!op->opt.keep_duplicates && idfilter_init(&op->pins, PINS_BYTES) == HPROF_OK) {
             op->tracking_pins = 1;
+            /* every reference of every object goes in, a cache miss each:
+             * taken on another core when there is one */
+            if (op->ctx.helper_threads)
+                idfilter_use_thread(&op->pins);
+        }
     }
 }
 
@@ -499,11 +506,13 @@ static int flush_window(struct one_pass *op)
 static uint64_t late_claims(struct one_pass *op)
 {
     uint64_t late = 0;
-    for (size_t i = 0; op->claims.count > 0 && i <= op->claims.mask; i++)
-        if (op->claims.keys[i] != 0 && !(op->claims.values[i] & CLAIM_BUFFERS_ARRAY))
-            late += !idfilter_maybe(&op->kept_out, op->claims.keys[i]);
-        else if (op->claims.keys[i] != 0)
+    for (size_t i = 0; op->claims.count > 0 && i <= op->claims.mask; i++) {
+        const struct id_slot *c = &op->claims.slots[i];
+        if (c->key != 0 && !(c->value & CLAIM_BUFFERS_ARRAY))
+            late += !idfilter_maybe(&op->kept_out, c->key);
+        else if (c->key != 0)
             late++;
+    }
     return late;
 }
 

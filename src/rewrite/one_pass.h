@@ -46,9 +46,12 @@ struct held {
 /* Ids to values, open addressing with deletion (backward shift): the
  * ids waited for come and go by the million in a dump, and idmap keeps
  * every key it was given. */
+struct id_slot {
+    uint64_t key, value;        /* key 0: free */
+};
+
 struct id_table {
-    uint64_t *keys;
-    uint64_t *values;
+    struct id_slot *slots;      /* key and value side by side: one cache line a probe */
     size_t mask, count;
 };
 

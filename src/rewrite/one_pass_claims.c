@@ -107,7 +107,7 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     count_add(&op->st->bitmap_duplicates, bytes);
     /* named by another object too: its Bitmaps take the twin, and it stays
      * as an array of nobody's */
-    if (op->tracking_pins && idfilter_maybe(&op->pins, a->id)) {
+    if (op->tracking_pins && idfilter_maybe_now(&op->pins, a->id)) {
         *keep = ARRAY_NOT_KEPT;
         return HPROF_OK;
     }

@@ -7,6 +7,7 @@
 
 #include "chain.h"
 #include "digest.h"
+#include "pool.h"
 #include "one_pass_private.h"
 
 #define NAMES_LIMIT_MIN ((uint64_t)64 << 20)
@@ -139,7 +140,12 @@ int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
     op->opt = *options;
     op->st = stats;
     op->ctx = (struct rewrite_ctx){ .reader = r, .err = err, .stats = stats, .opt = &op->opt,
-                                    .ids = hprof_reader_header(r)->id_size, .threads = 1 };
+                                    .ids = hprof_reader_header(r)->id_size };
+    /* a stream's size is unknown: as large as the helpers' threshold */
+    op->ctx.threads = pool_threads(POOL_SHRINK, options->threads, UINT64_MAX);
+    op->ctx.helper_threads = op->ctx.threads > 1 && pool_online_cores() > 1;
+    if (!op->ctx.helper_threads)
+        op->ctx.threads = 1;
     double start = hprof_now();
     int rc = options->segment_limit ? hprof_writer_set_segment_limit(w, options->segment_limit)
                                     : HPROF_OK;

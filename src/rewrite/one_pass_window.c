@@ -18,37 +18,28 @@ static size_t home(uint64_t key, size_t mask)
 static size_t slot_of(const struct id_table *t, uint64_t key)
 {
     size_t s = home(key, t->mask);
-    while (t->keys[s] != 0 && t->keys[s] != key)
+    while (t->slots[s].key != 0 && t->slots[s].key != key)
         s = (s + 1) & t->mask;
     return s;
 }
 
 static int table_grow(struct id_table *t)
 {
-    size_t slots = t->keys ? 2 * (t->mask + 1) : 1024;
-    struct id_table grown = { calloc(slots, sizeof *grown.keys),
-                              calloc(slots, sizeof *grown.values), slots - 1, t->count };
-    if (grown.keys == NULL || grown.values == NULL) {
-        free(grown.keys);
-        free(grown.values);
+    size_t n = t->slots ? 2 * (t->mask + 1) : 1024;
+    struct id_table grown = { calloc(n, sizeof *grown.slots), n - 1, t->count };
+    if (grown.slots == NULL)
         return HPROF_ERR_NOMEM;
-    }
-    for (size_t i = 0; t->keys && i <= t->mask; i++)
-        if (t->keys[i] != 0) {
-            size_t s = slot_of(&grown, t->keys[i]);
-            grown.keys[s] = t->keys[i];
-            grown.values[s] = t->values[i];
-        }
-    free(t->keys);
-    free(t->values);
+    for (size_t i = 0; t->slots && i <= t->mask; i++)
+        if (t->slots[i].key != 0)
+            grown.slots[slot_of(&grown, t->slots[i].key)] = t->slots[i];
+    free(t->slots);
     *t = grown;
     return HPROF_OK;
 }
 
 void id_table_free(struct id_table *t)
 {
-    free(t->keys);
-    free(t->values);
+    free(t->slots);
     memset(t, 0, sizeof *t);
 }
 
@@ -57,46 +48,47 @@ uint64_t *id_table_find(const struct id_table *t, uint64_t key)
     if (t->count == 0 || key == 0)
         return NULL;
     size_t s = slot_of(t, key);
-    return t->keys[s] == key ? &t->values[s] : NULL;
+    return t->slots[s].key == key ? &t->slots[s].value : NULL;
 }
 
 int id_table_put(struct id_table *t, uint64_t key, uint64_t value)
 {
-    if ((t->count + 1) * 2 > (t->keys ? t->mask + 1 : 0) && table_grow(t) != HPROF_OK)
+    if ((t->count + 1) * 2 > (t->slots ? t->mask + 1 : 0) && table_grow(t) != HPROF_OK)
         return HPROF_ERR_NOMEM;
     size_t s = slot_of(t, key);
-    if (t->keys[s] == 0) {
-        t->keys[s] = key;
+    if (t->slots[s].key == 0) {
+        t->slots[s].key = key;
         t->count++;
     }
-    t->values[s] = value;
+    t->slots[s].value = value;
     return HPROF_OK;
 }
 
 /* Empties slot `s` and shifts back the probes that passed over it. */
 static void delete_slot(struct id_table *t, size_t s)
 {
-    t->keys[s] = 0;
+    t->slots[s].key = 0;
     t->count--;
-    for (size_t i = (s + 1) & t->mask; t->keys[i] != 0; i = (i + 1) & t->mask) {
-        size_t h = home(t->keys[i], t->mask);
+    for (size_t i = (s + 1) & t->mask; t->slots[i].key != 0; i = (i + 1) & t->mask) {
+        size_t h = home(t->slots[i].key, t->mask);
         /* the entry at i stays when its home lies in (s, i], going round */
         if (s <= i ? (h > s && h <= i) : (h > s || h <= i))
             continue;
-        t->keys[s] = t->keys[i];
-        t->values[s] = t->values[i];
-        t->keys[i] = 0;
+        t->slots[s] = t->slots[i];
+        t->slots[i].key = 0;
         s = i;
     }
 }
 
 int id_table_take(struct id_table *t, uint64_t key, uint64_t *value)
 {
-    uint64_t *v = id_table_find(t, key);
-    if (v == NULL)
+    if (t->count == 0 || key == 0)
         return 0;
-    *value = *v;
-    delete_slot(t, (size_t)(v - t->values));
+    size_t s = slot_of(t, key);
+    if (t->slots[s].key != key)
+        return 0;
+    *value = t->slots[s].value;
+    delete_slot(t, s);
     return 1;
 }
 
@@ -166,6 +158,10 @@ int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_
 
 struct held *wait_window_first(const struct wait_window *w, uint64_t key)
 {
+    /* most often the record just read (a String's value before it), and an
+     * array waiting for its claim is alone under its key */
+    if (w->newest != NULL && w->newest->key == key && w->newest->wait == WAIT_CLAIM)
+        return w->newest;
     uint64_t *head = id_table_find(&w->index, key);
     return head != NULL ? as_held(*head) : NULL;
 }
