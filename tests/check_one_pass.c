@@ -30,7 +30,8 @@ static int shrink_memory(const uint8_t *in, size_t len, const struct hprof_shrin
         rc = hprof_sink_finish(sink);
     const uint8_t *d = hprof_sink_memory_data(sink, &out->len);
     out->data = malloc(out->len + 1);
-    memcpy(out->data, d, out->len);
+    if (out->len > 0)
+        memcpy(out->data, d, out->len);
     hprof_reader_free(r);
     hprof_sink_free(sink);
     return rc;

@@ -622,7 +622,8 @@ static int push_dump(const uint8_t *data, size_t len, unsigned seed, unsigned th
     }
     const uint8_t *d = hprof_sink_memory_data(sink, out_len);
     *out = malloc(*out_len + 1);
-    memcpy(*out, d, *out_len);
+    if (*out_len > 0)
+        memcpy(*out, d, *out_len);
     hprof_shrink_push_free(p);
     hprof_sink_free(sink);
     return frc;
@@ -641,7 +642,8 @@ static int one_pass_memory(const uint8_t *data, size_t len, unsigned threads, ui
         rc = hprof_sink_finish(sink);
     const uint8_t *d = hprof_sink_memory_data(sink, out_len);
     *out = malloc(*out_len + 1);
-    memcpy(*out, d, *out_len);
+    if (*out_len > 0)
+        memcpy(*out, d, *out_len);
     hprof_reader_free(r);
     hprof_sink_free(sink);
     return rc;

@@ -49,6 +49,17 @@ int one_pass_prelude_root(struct one_pass *op, const struct hprof_root *r)
     return HPROF_OK;
 }
 
+/* `bytes` of a class dump's table at *p, which moves past them (an empty
+ * table may be NULL). */
+static void *copy_table(uint8_t **p, const void *table, size_t bytes)
+{
+    void *at = *p;
+    if (bytes > 0)
+        memcpy(at, table, bytes);
+    *p += bytes;
+    return at;
+}
+
 int one_pass_prelude_class_dump(struct one_pass *op, const struct hprof_class_dump *cd)
 {
     size_t tables = cd->n_constants * sizeof *cd->constants +
@@ -59,11 +70,9 @@ int one_pass_prelude_class_dump(struct one_pass *op, const struct hprof_class_du
     h->is_root = 0;
     h->cd = *cd;
     uint8_t *p = (uint8_t *)(h + 1);
-    h->cd.constants = memcpy(p, cd->constants, cd->n_constants * sizeof *cd->constants);
-    p += cd->n_constants * sizeof *cd->constants;
-    h->cd.statics = memcpy(p, cd->statics, cd->n_statics * sizeof *cd->statics);
-    p += cd->n_statics * sizeof *cd->statics;
-    h->cd.fields = memcpy(p, cd->fields, cd->n_fields * sizeof *cd->fields);
+    h->cd.constants = copy_table(&p, cd->constants, cd->n_constants * sizeof *cd->constants);
+    h->cd.statics = copy_table(&p, cd->statics, cd->n_statics * sizeof *cd->statics);
+    h->cd.fields = copy_table(&p, cd->fields, cd->n_fields * sizeof *cd->fields);
     append(op, h, sizeof *h + tables);
     return HPROF_OK;
 }
