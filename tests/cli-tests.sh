@@ -57,6 +57,14 @@ dump_app() {
 # 0) unless given -overwrite, which JDK 17.0.15 has; it never seeks, with
 # -gz=1 too. Its open waits for a reader, and while the reader is slow the
 # whole JVM waits at the dump's safepoint.
+# FIFO_READERs of jvm_dump_into_fifo: FIFO OUT
+fifo_cat() { cat "$1" > "$2"; }
+# hprof-shrink reads the FIFO itself, as it comes, nothing in TMPDIR; what
+# it read is kept (tee) for the multi-pass shrink to compare with
+fifo_shrink() {
+    tee "$2.raw" < "$1" | TMPDIR=/nonexistent "$B/hprof-shrink" -q -f --json - "$2" > "$2.json"
+}
+
 jvm_dump_into_fifo() {
     fifo_out=$1 fifo_opt=$2; shift 2
     java "$@" > "$fifo_out.log" 2>&1 &
@@ -68,7 +76,7 @@ jvm_dump_into_fifo() {
     done
     rm -f "$fifo_out.fifo"
     mkfifo "$fifo_out.fifo"
-    cat "$fifo_out.fifo" > "$fifo_out" &
+    ${FIFO_READER:-fifo_cat} "$fifo_out.fifo" "$fifo_out" &
     reader=$!
     # shellcheck disable=SC2086 # no option is no word
     timeout 300 jcmd $app GC.heap_dump -overwrite $fifo_opt "$fifo_out.fifo" > "$fifo_out.jcmd" 2>&1 || true
@@ -1343,6 +1351,20 @@ compare_views "$T/late-1m.hprof" "$T/late-multi.hprof" > "$T/late.diff" 2>&1 &&
     die "--window=1M: the report counts late referrers, but the views are the same"
 grep -q '^[-+] .*text "' "$T/late.diff" || die "--window=1M differs elsewhere: $(head -5 "$T/late.diff")"
 rm -f "$T"/late*
+
+banner "one pass: a JVM writes its heap dump into a FIFO that hprof-shrink reads"
+# JDK 17 writes into a FIFO with jcmd's -overwrite only (without it: "File
+# exists", and jcmd exits 0); the JVM waits for the reader, so it must keep up
+for opt in "" -gz=1; do
+    FIFO_READER=fifo_shrink jvm_dump_into_fifo "$T/jf.hprof" "$opt" \
+        -Xmx24m -XX:+UseSerialGC -Xshare:off -cp "$T/java" FixtureApp
+    "$B/hprof-verify" "$T/jf.hprof" > /dev/null || die "jcmd $opt into a FIFO: the output does not verify"
+    grep -q '"window_late":0,' "$T/jf.hprof.json" || die "jcmd $opt into a FIFO: $(cat "$T/jf.hprof.json")"
+    "$B/hprof-shrink" -q -f --multi-pass "$T/jf.hprof.raw" "$T/jf-multi.hprof" || die "multi-pass of the FIFO's dump"
+    compare_views --contents "$T/jf.hprof" "$T/jf-multi.hprof" > "$T/jf.diff" 2>&1 ||
+        die "jcmd $opt into a FIFO: another heap than --multi-pass: $(cat "$T/jf.diff")"
+    rm -f "$T"/jf*
+done
 
 banner "one pass: usage"
 expect 2 "$B/hprof-shrink" --one-pass --salvage fixtures/hotspot-synth.hprof.gz "$T/u.hprof"
