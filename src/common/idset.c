@@ -440,6 +440,7 @@ static int test_bits(const struct idfilter *f, uint64_t id)
 int idfilter_maybe(struct idfilter *f, uint64_t id)
 {
     idfilter_settle(f);
+    idfilter_flush(f);
     return test_bits(f, id);
 }
 
