@@ -128,6 +128,7 @@ int one_pass_system_object(struct one_pass *op, uint64_t id)
         return nomem(op);
     if (s->kept_written) { /* the rule: it may be named already */
         op->st->window_by_rule.count++;
+        op->st->window_late++; /* the multi-pass shrink may drop it */
         if (system_heaps_refer(&s->sh, id) != HPROF_OK)
             return nomem(op);
     }
