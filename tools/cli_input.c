@@ -92,11 +92,9 @@ static int is_standard_output(const char *path)
     return in.st_dev == out.st_dev && in.st_ino == out.st_ino;
 }
 
-int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
+/* Inputs refused before a byte is read. */
+static int refuse_input(const char *path, struct hprof_error *err)
 {
-    *fd = -1;
-    *r = NULL;
-    int rc;
     /* as gzip -d does: a person typing a heap dump is a mistake */
     if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
         return hprof_error_set(err, HPROF_ERR_USAGE,
@@ -105,6 +103,16 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "input file is output file (standard output): refusing "
                                "to write into the file being read");
+    return HPROF_OK;
+}
+
+int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
+{
+    *fd = -1;
+    *r = NULL;
+    int rc = refuse_input(path, err);
+    if (rc != HPROF_OK)
+        return rc;
     rc = hprof_input_open_threads(path, input_flags, input_threads, fd, &last_input, err);
     const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
     if (other != NULL)
@@ -150,14 +158,8 @@ int cli_input_is_stream(const char *path)
 int cli_open_stream_reader(const char *path, struct hprof_reader **r, struct hprof_error *err)
 {
     *r = NULL;
-    if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
-        return hprof_error_set(err, HPROF_ERR_USAGE,
-                               "is a terminal; refusing to read a heap dump from it");
-    if (is_standard_output(path))
-        return hprof_error_set(err, HPROF_ERR_USAGE,
-                               "input file is output file (standard output): refusing "
-                               "to write into the file being read");
-    return hprof_input_open_stream(path, input_threads, r, &last_input, err);
+    int rc = refuse_input(path, err);
+    return rc == HPROF_OK ? hprof_input_open_stream(path, input_threads, r, &last_input, err) : rc;
 }
 
 void cli_close_reader(int fd, struct hprof_reader *r)

@@ -186,15 +186,6 @@ static int collect_heap_info(struct hprof_visitor *v, const struct hprof_heap_in
     return HPROF_OK;
 }
 
-/* The code of the name of class `class_id` (NAME_NONE for most). */
-static int class_name_code(const struct dump_model *m, uint64_t class_id)
-{
-    uint64_t name, code;
-    if (!idmap_get(&m->class_names, class_id, &name) || !idmap_get(&m->names, name, &code))
-        return NAME_NONE;
-    return (int)code;
-}
-
 /* Eager resolution looks into an instance only once its class's layout is
  * complete (the whole superclass chain dumped); the first time it is, the
  * class's kind and redaction fields are worked out.  While eager, a class
@@ -227,7 +218,7 @@ static int collect_class_dump(struct hprof_visitor *v, const struct hprof_class_
     rc = classes_add(&rw->model.classes, cd, c->ctx->err);
     bitmaps_note_class_dump(&rw->bitmaps, cd);
     if (rc == HPROF_OK &&
-        system_heaps_note_class_dump(&rw->system, cd, class_name_code(&rw->model, cd->id),
+        system_heaps_note_class_dump(&rw->system, cd, model_class_name_code(&rw->model, cd->id),
                                      &rw->model.names))
         return nomem(c);
     if (rc != HPROF_OK || c->eager == EAGER_ABANDONED)

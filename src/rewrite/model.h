@@ -47,6 +47,14 @@ static inline int model_note_string(struct dump_model *m, const struct hprof_str
     return code;
 }
 int model_note_load_class(struct dump_model *m, const struct hprof_load_class *c);
+/* The code (NAME_*) of the name of class `class_id`: NAME_NONE for most. */
+static inline int model_class_name_code(const struct dump_model *m, uint64_t class_id)
+{
+    uint64_t name, code;
+    if (!idmap_get(&m->class_names, class_id, &name) || !idmap_get(&m->names, name, &code))
+        return NAME_NONE;
+    return (int)code;
+}
 
 /* The kind of class `ci`, whose layout is resolved, and its field offsets. */
 int model_resolve_kind(struct dump_model *m, const struct class_info *ci, struct hprof_error *err);

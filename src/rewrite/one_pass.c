@@ -241,9 +241,8 @@ static int retry_blocked(struct one_pass *op)
  * text --redact keeps (names.c's NAME_FIELD_DEVICE_TEXT). */
 static int note_device_strings(struct one_pass *op, const struct hprof_class_dump *cd)
 {
-    uint64_t name, code;
-    if (!idmap_get(&op->model.class_names, cd->id, &name) ||
-        !idmap_get(&op->model.names, name, &code) || code != NAME_CLASS_DEVICE)
+    uint64_t code;
+    if (model_class_name_code(&op->model, cd->id) != NAME_CLASS_DEVICE)
         return HPROF_OK;
     for (unsigned i = 0; i < cd->n_statics; i++) {
         const struct hprof_static_field *f = &cd->statics[i];

@@ -232,15 +232,6 @@ static int add_seed(struct one_pass *op, uint64_t id)
     return HPROF_OK;
 }
 
-/* The class name's code (NAME_NONE for most). */
-static int class_name_code(const struct dump_model *m, uint64_t class_id)
-{
-    uint64_t name, code;
-    if (!idmap_get(&m->class_names, class_id, &name) || !idmap_get(&m->names, name, &code))
-        return NAME_NONE;
-    return (int)code;
-}
-
 /* What a class dump names is a seed of the graph and makes stand-ins:
  * every class dump is kept. */
 int one_pass_system_class_dump(struct one_pass *op, const struct hprof_class_dump *cd)
@@ -248,7 +239,7 @@ int one_pass_system_class_dump(struct one_pass *op, const struct hprof_class_dum
     struct one_pass_system *s = op->system;
     if (s == NULL)
         return HPROF_OK;
-    if (system_heaps_note_class_dump(&s->sh, cd, class_name_code(&op->model, cd->id),
+    if (system_heaps_note_class_dump(&s->sh, cd, model_class_name_code(&op->model, cd->id),
                                      &op->model.names) != HPROF_OK ||
         system_heaps_defer_class_dump(&s->sh, cd) != HPROF_OK)
         return nomem(op);
