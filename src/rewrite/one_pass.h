@@ -28,6 +28,7 @@ enum held_kind { HELD_INSTANCE, HELD_PRIMITIVE_ARRAY, HELD_OBJECT_ARRAY };
 
 struct held {
     struct held *older, *newer; /* the window's order */
+    struct held *older_buffer, *newer_buffer; /* ... of the WAIT_DECIDE ones */
     struct held *next_same;     /* the others waiting under `key` */
     uint64_t key;
     uint64_t bytes;             /* what it counts in the window */
@@ -65,6 +66,7 @@ int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);
 
 struct wait_window {
     struct held *oldest, *newest;
+    struct held *oldest_buffer, *newest_buffer; /* WAIT_DECIDE, decided first for room */
     struct id_table index;      /* key -> the first held under it */
     uint64_t bytes, limit, peak;
     uint64_t waited, waited_bytes;
@@ -86,9 +88,10 @@ int wait_window_has(const struct wait_window *w, uint64_t key);
 struct held *wait_window_take(struct wait_window *w, uint64_t key);
 /* Take out the oldest record (and only it), or NULL. */
 struct held *wait_window_take_oldest(struct wait_window *w);
-static inline int wait_window_over(const struct wait_window *w)
+/* Would `bytes` more pass the limit (with something to make room)? */
+static inline int wait_window_full(const struct wait_window *w, uint64_t bytes)
 {
-    return w->bytes > w->limit;
+    return w->oldest != NULL && w->bytes + bytes > w->limit;
 }
 
 #endif

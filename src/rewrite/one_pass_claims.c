@@ -264,13 +264,31 @@ int one_pass_leave_window(struct one_pass *op, int evicted)
     return rc;
 }
 
+/* Room for `bytes` more in the window: the buffers Bitmaps claimed are
+ * decided first (what they wait for is only a pin, and they are the
+ * largest), then the oldest records leave by the rule. */
+static int make_room(struct one_pass *op, uint64_t bytes)
+{
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && wait_window_full(&op->window, bytes)) {
+        int by_rule;
+        if (op->window.oldest_buffer != NULL)
+            rc = decide_group(op, op->window.oldest_buffer->key, &by_rule);
+        else
+            rc = one_pass_leave_window(op, 1);
+    }
+    return rc;
+}
+
 int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait)
 {
-    if (h == NULL || wait_window_hold(&op->window, h, key, wait) != HPROF_OK)
+    if (h == NULL)
         return nomem(op);
-    int rc = HPROF_OK;
-    while (rc == HPROF_OK && wait_window_over(&op->window) && op->window.oldest != h)
-        rc = one_pass_leave_window(op, 1);
+    int rc = make_room(op, h->bytes);
+    if (rc == HPROF_OK && wait_window_hold(&op->window, h, key, wait) != HPROF_OK)
+        return nomem(op);
+    if (rc != HPROF_OK)
+        free(h);
     return rc;
 }
 
@@ -296,6 +314,9 @@ static int may_be_claimed(const struct one_pass *op, uint8_t type)
 static int start_gather(struct one_pass *op, const struct hprof_primitive_array *a, uint64_t bytes,
                         unsigned claim)
 {
+    int rc = make_room(op, bytes); /* before the copy is made, so that it counts */
+    if (rc != HPROF_OK)
+        return rc;
     struct held *h = held_new(HELD_PRIMITIVE_ARRAY, (size_t)bytes);
     if (h == NULL)
         return nomem(op);

@@ -141,6 +141,15 @@ int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_
         free(h);
         return HPROF_ERR_NOMEM;
     }
+    if (wait == WAIT_DECIDE) {
+        h->older_buffer = w->newest_buffer;
+        h->newer_buffer = NULL;
+        if (w->newest_buffer != NULL)
+            w->newest_buffer->newer_buffer = h;
+        else
+            w->oldest_buffer = h;
+        w->newest_buffer = h;
+    }
     h->older = w->newest;
     h->newer = NULL;
     if (w->newest != NULL)
@@ -183,6 +192,17 @@ static void unlink_order(struct wait_window *w, struct held *h)
         w->newest = h->older;
     h->older = h->newer = NULL;
     w->bytes -= h->bytes;
+    if (h->wait != WAIT_DECIDE)
+        return;
+    if (h->older_buffer != NULL)
+        h->older_buffer->newer_buffer = h->newer_buffer;
+    else
+        w->oldest_buffer = h->newer_buffer;
+    if (h->newer_buffer != NULL)
+        h->newer_buffer->older_buffer = h->older_buffer;
+    else
+        w->newest_buffer = h->older_buffer;
+    h->older_buffer = h->newer_buffer = NULL;
 }
 
 struct held *wait_window_take(struct wait_window *w, uint64_t key)
