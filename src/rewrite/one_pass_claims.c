@@ -284,6 +284,14 @@ int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wai
 {
     if (h == NULL)
         return nomem(op);
+    if (key == 0) { /* id 0 is null, no object: nothing will come for it */
+        struct class_info *unused;
+        int rc = wait == WAIT_CLASS ? classes_check_instance(&op->model.classes, &h->rec.instance,
+                                                             &unused, op->ctx.err)
+                                    : one_pass_send_held(op, h, ARRAY_NOT_KEPT);
+        free(h);
+        return rc;
+    }
     int rc = make_room(op, h->bytes);
     if (rc == HPROF_OK && wait_window_hold(&op->window, h, key, wait) != HPROF_OK)
         return nomem(op);
