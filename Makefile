@@ -212,7 +212,8 @@ check: all $(B)/.check-deps $(TEST_BIN) $(B)/tests/hprof-roundtrip $(B)/tests/hp
 # The suites that run threads (the worker pool, the write pass, gzip members
 # deflated and inflated, the reference filter's thread) under
 # ThreadSanitizer, which cannot share a build with AddressSanitizer.
-TSAN_TESTS := check_pool check_writer check_shrink check_verify check_salvage check_input check_md5
+TSAN_TESTS := check_pool check_writer check_shrink check_verify check_salvage check_input check_md5 \
+	check_stream check_one_pass
 
 build-tsan/tests/%: tests/%.c tests/testlib.c tests/testlib.h tests/facts.c tests/facts.h $(LIB_SRC) $(SRC_HDR) include/*.h | $(B)/.check-deps
 	@mkdir -p $(dir $@)

@@ -286,6 +286,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);
     suite_add_tcase(s, same);
     TCase *table = tcase_create("id table");
+    tcase_set_timeout(table, 120); /* a million operations, under ThreadSanitizer too */
     tcase_add_test(table, id_table_matches_a_plain_array_through_a_million_puts_and_takes);
     suite_add_tcase(s, table);
     return s;
