@@ -27,24 +27,6 @@
 #include "input_private.h"
 #include "testlib.h"
 
-/* `len` bytes gzipped (level 0 for speed when `stored`) into a new buffer. */
-static uint8_t *gzip_bytes(const void *data, size_t len, int stored, size_t *out_len)
-{
-    z_stream z = { 0 };
-    ck_assert_int_eq(deflateInit2(&z, stored ? 0 : 6, Z_DEFLATED, 15 + 16, 8,
-                                  Z_DEFAULT_STRATEGY), Z_OK);
-    size_t cap = deflateBound(&z, len) + 64;
-    uint8_t *out = malloc(cap);
-    z.next_in = (Bytef *)data;
-    z.avail_in = (uInt)len;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
-    *out_len = cap - z.avail_out;
-    deflateEnd(&z);
-    return out;
-}
-
 static int open_file(const void *data, size_t len, struct hprof_error *err, char **path)
 {
     *path = tl_temp_file(data, len, ".hprof.gz");
@@ -123,7 +105,7 @@ START_TEST(gzip_input_that_is_not_a_dump_fails_at_its_first_bytes)
         raw[i] = (uint8_t)(i * 2654435761u >> 13);
     memcpy(raw, "NOT A HEAP DUMP", 15);
     size_t gz_len, written;
-    uint8_t *gz = gzip_bytes(raw, BIG, 1, &gz_len);
+    uint8_t *gz = tl_gzip_bytes(raw, BIG, 1, &gz_len);
     free(raw);
     struct hprof_error err = { 0 };
     ck_assert_int_eq(open_piped(gz, gz_len, &err, &written), HPROF_ERR_FORMAT);
@@ -143,7 +125,7 @@ START_TEST(gzip_zeros_behind_a_header_stop_at_the_first_record)
     static const uint8_t header[31] = "JAVA PROFILE 1.0.3\0\0\0\0\4";
     memcpy(raw, header, sizeof header);
     size_t gz_len, written;
-    uint8_t *gz = gzip_bytes(raw, BIG, 1, &gz_len);
+    uint8_t *gz = tl_gzip_bytes(raw, BIG, 1, &gz_len);
     free(raw);
     struct hprof_error err = { 0 };
     ck_assert_int_eq(open_piped(gz, gz_len, &err, &written), HPROF_ERR_FORMAT);
@@ -157,7 +139,7 @@ START_TEST(gzip_trailing_garbage_is_an_error)
 {
     struct tbuf b = small_dump();
     size_t gz_len;
-    uint8_t *gz = gzip_bytes(b.data, b.len, 0, &gz_len);
+    uint8_t *gz = tl_gzip_bytes(b.data, b.len, 0, &gz_len);
     gz = realloc(gz, gz_len + 8);
     memcpy(gz + gz_len, "garbage\n", 8);
     struct hprof_error err = { 0 };
@@ -179,8 +161,8 @@ START_TEST(gzip_members_one_after_another_are_one_dump)
 {
     struct tbuf b = small_dump();
     size_t half = b.len / 2, len1, len2;
-    uint8_t *m1 = gzip_bytes(b.data, half, 0, &len1);
-    uint8_t *m2 = gzip_bytes(b.data + half, b.len - half, 0, &len2);
+    uint8_t *m1 = tl_gzip_bytes(b.data, half, 0, &len1);
+    uint8_t *m2 = tl_gzip_bytes(b.data + half, b.len - half, 0, &len2);
     uint8_t *both = malloc(len1 + len2);
     memcpy(both, m1, len1);
     memcpy(both + len1, m2, len2);
@@ -206,7 +188,7 @@ START_TEST(gzip_truncated_says_so_once_without_the_name)
 {
     struct tbuf b = small_dump();
     size_t gz_len;
-    uint8_t *gz = gzip_bytes(b.data, b.len, 0, &gz_len);
+    uint8_t *gz = tl_gzip_bytes(b.data, b.len, 0, &gz_len);
     struct hprof_error err = { 0 };
     char *path;
     ck_assert_int_eq(open_file(gz, gz_len - 10, &err, &path), HPROF_ERR_FORMAT);
@@ -391,7 +373,7 @@ START_TEST(gzip_copy_larger_than_the_temporary_directory_names_it)
     raw[36] = (uint8_t)(body >> 24), raw[37] = (uint8_t)(body >> 16);
     raw[38] = (uint8_t)(body >> 8), raw[39] = (uint8_t)body;
     size_t gz_len;
-    uint8_t *gz = gzip_bytes(raw, BIG, 0, &gz_len);
+    uint8_t *gz = tl_gzip_bytes(raw, BIG, 0, &gz_len);
     char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
     const char *old = getenv("TMPDIR");
     char *saved = old ? strdup(old) : NULL;
@@ -679,7 +661,7 @@ START_TEST(gzip_member_inside_a_stored_member_is_not_taken_for_one)
     enum { LEN = 2 << 20, AT = 300000 };
     uint8_t *data = framed_dump(LEN);
     size_t fake_len;
-    uint8_t *fake = gzip_bytes("inside", 6, 0, &fake_len);
+    uint8_t *fake = tl_gzip_bytes("inside", 6, 0, &fake_len);
     memcpy(data + AT, fake, fake_len); /* inside a STRING's body */
     static const size_t cuts[] = { AT - 1000, AT + 50000, 0 };
     uint8_t *gz = NULL;

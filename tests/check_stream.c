@@ -346,22 +346,6 @@ END_TEST
 
 /* ---- Inputs as streams ---------------------------------------------------------- */
 
-static uint8_t *gzip_bytes(const void *data, size_t len, size_t *out_len)
-{
-    z_stream z = { 0 };
-    ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    size_t cap = deflateBound(&z, len) + 64;
-    uint8_t *out = malloc(cap);
-    z.next_in = (Bytef *)data;
-    z.avail_in = (uInt)len;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
-    *out_len = cap - z.avail_out;
-    deflateEnd(&z);
-    return out;
-}
-
 /* The gzip sink's members, one per MiB. */
 static char *gzip_members_file(const void *data, size_t len)
 {
@@ -444,7 +428,7 @@ START_TEST(input_stream_reads_plain_gzip_and_zstd_files_as_the_spool_without_tmp
     size_t len, n;
     uint8_t *data = tl_read_dump(tl_fixtures[_i % 2], &len);
     char *plain = tl_temp_file(data, len, ".hprof");
-    uint8_t *gz = gzip_bytes(data, len, &n);
+    uint8_t *gz = tl_gzip_bytes(data, len, 0, &n);
     char *single = tl_temp_file(gz, n, ".hprof.gz");
     free(gz);
     char *members = gzip_members_file(data, len);
@@ -513,7 +497,7 @@ START_TEST(input_stream_reports_bad_gzip_and_zstd_as_the_spool_does)
 {
     size_t len, n;
     uint8_t *data = tl_read_dump(tl_fixtures[1], &len);
-    uint8_t *gz = gzip_bytes(data, len, &n);
+    uint8_t *gz = tl_gzip_bytes(data, len, 0, &n);
     size_t cap = ZSTD_compressBound(len);
     uint8_t *zst = malloc(cap);
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
@@ -577,7 +561,7 @@ START_TEST(input_stream_stops_a_gzip_bomb_at_its_first_record)
     uint8_t *zeros = calloc(1, len);
     memcpy(zeros, "JAVA PROFILE 1.0.2", 19);
     zeros[22] = 4;
-    uint8_t *gz = gzip_bytes(zeros, len, &n);
+    uint8_t *gz = tl_gzip_bytes(zeros, len, 0, &n);
     char *path = tl_temp_file(gz, n, ".hprof.gz");
     struct hprof_error err = { 0 };
     uint8_t *out;

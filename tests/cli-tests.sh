@@ -33,18 +33,25 @@ expect() {
 # without Java or the analyzers, to iterate quickly.
 TESTS=""
 
+# start_app LOG JAVA_ARGS...: a Java program in the background ($app),
+# waited for (30 s at most) until it prints "ready" into LOG.
+start_app() {
+    app_log=$1; shift
+    java "$@" > "$app_log" 2>&1 &
+    app=$!
+    i=0
+    until grep -qs ready "$app_log"; do
+        i=$((i + 1)); [ $i -lt 300 ] || break
+        sleep 0.1
+    done
+}
+
 # dump_app OUT JCMD_OPTION JAVA_ARGS...: start a Java program that prints
 # "ready" once its heap is built, dump that heap to OUT with jcmd (with
 # JCMD_OPTION, say -gz=1, if not empty), and stop the program.
 dump_app() {
     app_out=$1 app_opt=$2; shift 2
-    java "$@" > "$app_out.log" 2>&1 &
-    app=$!
-    i=0
-    until grep -q ready "$app_out.log"; do
-        i=$((i + 1)); [ $i -lt 300 ] || break
-        sleep 0.1
-    done
+    start_app "$app_out.log" "$@"
     # shellcheck disable=SC2086 # no option is no word
     jcmd $app GC.heap_dump $app_opt "$app_out" > /dev/null || die "jcmd could not dump $*"
     kill $app 2>/dev/null || true; wait $app 2>/dev/null || true
@@ -67,13 +74,7 @@ fifo_shrink() {
 
 jvm_dump_into_fifo() {
     fifo_out=$1 fifo_opt=$2; shift 2
-    java "$@" > "$fifo_out.log" 2>&1 &
-    app=$!
-    i=0
-    until grep -qs ready "$fifo_out.log"; do
-        i=$((i + 1)); [ $i -lt 300 ] || break
-        sleep 0.1
-    done
+    start_app "$fifo_out.log" "$@"
     rm -f "$fifo_out.fifo"
     mkfifo "$fifo_out.fifo"
     ${FIFO_READER:-fifo_cat} "$fifo_out.fifo" "$fifo_out" &

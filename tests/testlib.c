@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#include <zlib.h>
 
 #include "testlib.h"
 
@@ -733,4 +734,21 @@ long tl_rss_file_kib(void)
     if (f != NULL)
         fclose(f);
     return kib;
+}
+
+uint8_t *tl_gzip_bytes(const void *data, size_t len, int stored, size_t *out_len)
+{
+    z_stream z = { 0 };
+    ck_assert_int_eq(deflateInit2(&z, stored ? 0 : 6, Z_DEFLATED, 15 + 16, 8,
+                                  Z_DEFAULT_STRATEGY), Z_OK);
+    size_t cap = deflateBound(&z, len) + 64;
+    uint8_t *out = malloc(cap);
+    z.next_in = (Bytef *)data;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+    *out_len = cap - z.avail_out;
+    deflateEnd(&z);
+    return out;
 }

@@ -104,6 +104,9 @@ uint8_t *tl_read_file(const char *path, size_t *len);
 /* Read a dump, gzip'd or not, whole; fails the test if it cannot.
  * @return malloc'd data. */
 uint8_t *tl_read_dump(const char *path, size_t *len);
+/* `len` bytes gzipped as one member (level 0 for speed when `stored`) into
+ * a new buffer; fails the test if zlib does. */
+uint8_t *tl_gzip_bytes(const void *data, size_t len, int stored, size_t *out_len);
 
 /* Canonical digest of a dump: every top-level record other than heap
  * segments and HEAP_DUMP_END, and every heap sub-record other than
