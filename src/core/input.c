@@ -110,6 +110,7 @@ static void spool_free(struct spool *s)
 {
     if (s == NULL)
         return;
+    spool_tape_free(s);
     free(s->in_buf);
     free(s->out_buf);
     free(s);
@@ -150,8 +151,13 @@ static int decompress(struct spool *s, enum input_kind kind, size_t prefix, uint
     case INPUT_ZSTD:
         return spool_unzstd(s, prefix, err);
     case INPUT_GZIP:
-        if (s->seekable && how == INPUT_INFLATE_PARALLEL)
+        if (how != INPUT_INFLATE_PARALLEL)
+            return spool_inflate_stream(s, 0, prefix, 0, &end, &done, err);
+        if (s->seekable)
             return spool_inflate_members(s, file_size, threads, err);
+        if (spool_tape_start(s, prefix, err) != HPROF_OK)
+            return err->code;
+        return spool_inflate_members(s, UINT64_MAX, threads, err); /* a pipe's size: unknown */
         return spool_inflate_stream(s, 0, prefix, 0, &end, &done, err);
     default:
         return copy_all(s, s->in_buf, prefix, err);

@@ -1,9 +1,11 @@
 /*
- * input_members.c - inflating a gzip file of many members on every core.
+ * input_members.c - inflating a gzip input of many members on every core.
  *
- * A gzip file (not a pipe) of many members, as jcmd -gz and our -z write
- * them (one per MiB), is inflated on every core into the same copy, with
- * the same errors at the same offsets, as when it comes through a pipe.
+ * A gzip input of many members, as jcmd -gz and our -z write them (one per
+ * MiB), is inflated on every core into the same copy, with the same errors
+ * at the same offsets, as zlib streaming it would give.  A pipe is read
+ * through a tape (input_stream.c) that keeps its bytes from the last true
+ * member boundary on, so that it is read by offset as a file is.
  * Where a member ends is known only once it is inflated, so the calling
  * thread scans the compressed bytes for what looks like a member header and
  * makes each stretch from one such candidate to the next a job: a worker
@@ -346,6 +348,7 @@ static int take_one(struct par *p, struct hprof_error *err)
         p->fill_more = 0;
         return rc;
     }
+    spool_tape_release(s, p->pos);
     if (p->pos > p->next_fill) { /* past every job: scan again from here */
         p->next_fill = p->pos;
         p->fill_more = 1;
@@ -358,7 +361,9 @@ static int take_one(struct par *p, struct hprof_error *err)
 int spool_inflate_members(struct spool *s, uint64_t size, unsigned threads,
                           struct hprof_error *err)
 {
-    struct par p = { .s = s, .fill_more = 1, .guess = FIRST_GUESS };
+    /* A pipe's first member is streamed: a scan for the next header would
+     * read up to EXTENT_CAP of it before the magic is checked. */
+    struct par p = { .s = s, .fill_more = s->tape == NULL, .guess = FIRST_GUESS };
     threads = pool_threads(POOL_INFLATE, threads, size);
     unsigned workers = threads > 1 ? threads : 0;
     p.n_jobs = workers ? JOBS_PER_WORKER * workers : 1;

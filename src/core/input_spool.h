@@ -17,6 +17,17 @@
 #define MAGIC "JAVA PROFILE 1.0."
 #define MAGIC_LEN (sizeof MAGIC - 1)
 
+/* A pipe's compressed bytes from the oldest offset that may still be read
+ * again: input_members.c reads a pipe by offset as it reads a file, the
+ * calling thread scanning ahead for members while zlib may have to stream
+ * one from its start. */
+struct in_tape {
+    uint8_t *buf;
+    size_t cap;
+    size_t start, len;          /* the bytes held: buf[start, start + len) */
+    uint64_t base;              /* their offset in the input */
+};
+
 struct spool;
 /* Where the checked bytes of plain dump go.  @return HPROF_OK or an error. */
 typedef int (*spool_emit_fn)(struct spool *s, const uint8_t *p, size_t n,
@@ -43,6 +54,7 @@ struct spool {
     size_t n_rec;
     uint8_t *in_buf, *out_buf;
     uint64_t in_offset;         /* of in_buf[0] in the (compressed) input */
+    struct in_tape *tape;       /* a pipe read by offset (spool_tape_start()), or NULL */
     int salvage;                /* HPROF_INPUT_SALVAGE */
     struct hprof_input_info *info;
     struct input_stats *stats;
@@ -54,8 +66,15 @@ uint64_t spool_free_bytes(int fd);
 int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
 /* The emit of a copy to the temporary file s->out, within its room. */
 int spool_emit_file(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
-/* Up to `len` bytes of the input at offset `at` (a file) or next (a pipe). */
+/* Up to `len` bytes of the input at offset `at` (a file, or a pipe read
+ * through its tape), or next (a pipe). */
 ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at);
+/* Read the pipe s->in by offset from now on, through a tape that starts
+ * with the `prefix` bytes in in_buf.  @return HPROF_OK or HPROF_ERR_NOMEM. */
+int spool_tape_start(struct spool *s, size_t prefix, struct hprof_error *err);
+/* Nothing before offset `upto` will be read again. */
+void spool_tape_release(const struct spool *s, uint64_t upto);
+void spool_tape_free(struct spool *s);
 /* Inflate with zlib, member after member, from offset `at`
  * (input_stream.c). */
 int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, uint64_t *end,

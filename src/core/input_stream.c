@@ -149,13 +149,106 @@ int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *e
     return HPROF_OK;
 }
 
-/* Read up to `len` bytes of the input at offset `at` (a file) or next (a
- * pipe), retrying on EINTR.  @return bytes read (0 at the end), or -1. */
-ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at)
+static ssize_t read_retried(int fd, uint8_t *buf, size_t len)
 {
     ssize_t n;
     do
-        n = s->seekable ? pread(s->in, buf, len, (off_t)at) : read(s->in, buf, len);
+        n = read(fd, buf, len);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/* ---- A pipe read by offset ------------------------------------------------------ */
+
+int spool_tape_start(struct spool *s, size_t prefix, struct hprof_error *err)
+{
+    struct in_tape *t = calloc(1, sizeof *t);
+    if (t == NULL || (t->buf = malloc(SPOOL_BUFFER)) == NULL) {
+        free(t);
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    }
+    t->cap = SPOOL_BUFFER;
+    memcpy(t->buf, s->in_buf, prefix);
+    t->len = prefix;
+    s->tape = t;
+    return HPROF_OK;
+}
+
+void spool_tape_release(const struct spool *s, uint64_t upto)
+{
+    struct in_tape *t = s->tape;
+    if (t == NULL || upto <= t->base)
+        return;
+    size_t drop = upto - t->base < t->len ? (size_t)(upto - t->base) : t->len;
+    t->start += drop;
+    t->len -= drop;
+    t->base += drop;
+}
+
+void spool_tape_free(struct spool *s)
+{
+    if (s->tape != NULL)
+        free(s->tape->buf);
+    free(s->tape);
+    s->tape = NULL;
+}
+
+/* Room for `want` more bytes after those held: moved to the front first
+ * (they are few: the members in flight), grown if that is not enough. */
+static int tape_room(struct in_tape *t, size_t want)
+{
+    if (t->start + t->len + want <= t->cap)
+        return 1;
+    memmove(t->buf, t->buf + t->start, t->len);
+    t->start = 0;
+    if (t->len + want <= t->cap)
+        return 1;
+    size_t cap = 2 * t->cap > t->len + want ? 2 * t->cap : t->len + want;
+    uint8_t *grown = realloc(t->buf, cap);
+    if (grown == NULL)
+        return 0;
+    t->buf = grown;
+    t->cap = cap;
+    return 1;
+}
+
+/* The bytes at `at` from the tape, read from the pipe onto it if `at` is
+ * where it ends.  Offsets released, or past what was read, are not there:
+ * ESPIPE (a caller's error: its offsets only move on). */
+static ssize_t tape_read(struct in_tape *t, int fd, uint8_t *buf, size_t len, uint64_t at)
+{
+    if (at < t->base || at > t->base + t->len) {
+        errno = ESPIPE;
+        return -1;
+    }
+    if (at == t->base + t->len) {
+        if (!tape_room(t, len)) {
+            errno = ENOMEM;
+            return -1;
+        }
+        ssize_t n = read_retried(fd, t->buf + t->start + t->len, len);
+        if (n <= 0)
+            return n;
+        t->len += (size_t)n;
+    }
+    size_t held = (size_t)(t->base + t->len - at);
+    size_t n = len < held ? len : held;
+    memcpy(buf, t->buf + t->start + (size_t)(at - t->base), n);
+    return (ssize_t)n;
+}
+
+/* Read up to `len` bytes of the input at offset `at` (a file, or a pipe
+ * through its tape) or next (a pipe), retrying on EINTR.  @return bytes
+ * read (0 at the end), or -1. */
+ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at)
+{
+    if (s->tape != NULL)
+        return tape_read(s->tape, s->in, buf, len, at);
+    if (!s->seekable)
+        return read_retried(s->in, buf, len);
+    ssize_t n;
+    do
+        n = pread(s->in, buf, len, (off_t)at);
     while (n < 0 && errno == EINTR);
     return n;
 }
@@ -171,6 +264,7 @@ static int refill(struct spool *s, z_stream *z, struct hprof_error *err)
     if (keep > 0)
         memmove(s->in_buf, z->next_in, keep);
     z->next_in = s->in_buf;
+    spool_tape_release(s, s->in_offset); /* zlib has what it needs from before */
     ssize_t n = spool_read_in(s, s->in_buf + keep, SPOOL_BUFFER - keep, s->in_offset + keep);
     if (n < 0)
         return hprof_error_set(err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": read: %s",

@@ -114,7 +114,7 @@ static int dump_data_read(struct one_pass *op, const struct kind_layout *k,
     rc = claim_elements(op, &h->rec.objects);
     if (rc == HPROF_OK)
         rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
-    free(h);
+    held_free(&op->window, h);
     return rc;
 }
 
@@ -202,7 +202,7 @@ static int release_class(struct one_pass *op, uint64_t class_id, struct class_in
         next = h->next_same;
         if (rc == HPROF_OK)
             rc = instance_ready(op, &h->rec.instance, ci, h->heap);
-        free(h);
+        held_free(&op->window, h);
     }
     return rc;
 }
@@ -291,7 +291,7 @@ static int gather_objects(struct one_pass *op, const struct hprof_object_array *
     const unsigned ids = op->ctx.ids;
     struct held *h = op->gather_objects;
     if (a->first == 0) {
-        h = held_new(HELD_OBJECT_ARRAY, (size_t)a->count * ids);
+        h = held_new(&op->window, HELD_OBJECT_ARRAY, (size_t)a->count * ids);
         if (h == NULL)
             return nomem(op);
         h->rec.objects = *a;

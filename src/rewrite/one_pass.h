@@ -32,6 +32,7 @@ struct held {
     struct held *next_same;     /* the others waiting under `key` */
     uint64_t key;
     uint64_t bytes;             /* what it counts in the window */
+    size_t capacity;            /* bytes `data` has room for */
     uint32_t heap;              /* the heap it was read in (HEAP_DUMP_INFO) */
     uint8_t kind, wait;
     uint8_t pinned;             /* a buffer that stays: something else names it */
@@ -70,13 +71,17 @@ struct wait_window {
     struct id_table index;      /* key -> the first held under it */
     uint64_t bytes, limit, peak;
     uint64_t waited, waited_bytes;
+    struct held *spare;         /* large blocks given back, newest first (held_free()) */
+    uint64_t spare_bytes;
 };
 
 void wait_window_init(struct wait_window *w, uint64_t limit);
 /* Frees every record still held. */
 void wait_window_free(struct wait_window *w);
 /* A record of `data_bytes` bytes of data to fill, or NULL. */
-struct held *held_new(uint8_t kind, size_t data_bytes);
+struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes);
+/* Give `h` back: a large block is kept for the next record of its size. */
+void held_free(struct wait_window *w, struct held *h);
 /* Hold `h` under `key`.  @return HPROF_OK or HPROF_ERR_NOMEM (h freed). */
 int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_t wait);
 /* The first held under `key` (others by next_same), left in; or NULL. */

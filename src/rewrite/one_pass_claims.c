@@ -24,7 +24,7 @@ int one_pass_send_held(struct one_pass *op, struct held *h, enum array_keep keep
 
 struct held *one_pass_instance_copy(struct one_pass *op, const struct hprof_instance *o)
 {
-    struct held *h = held_new(HELD_INSTANCE, o->length);
+    struct held *h = held_new(&op->window, HELD_INSTANCE, o->length);
     if (h == NULL)
         return NULL;
     memcpy(h->data, o->values, o->length);
@@ -142,7 +142,7 @@ static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
         next = h->next_same;
         if (rc == HPROF_OK && h != buffer)
             rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
-        free(h);
+        held_free(&op->window, h);
     }
     return rc;
 }
@@ -160,7 +160,7 @@ static int buffer_claimed(struct one_pass *op, struct held *h, unsigned claim)
     int rc = decide_buffer(op, &h->rec.array, h->pinned, &keep);
     if (rc == HPROF_OK)
         rc = one_pass_send_held(op, h, keep);
-    free(h);
+    held_free(&op->window, h);
     return rc;
 }
 
@@ -225,7 +225,7 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
     if (waits_for_rules(op, claim))
         return hold_value(op, h, claim);
     int rc = one_pass_send_held(op, h, (enum array_keep)(claim & CLAIM_KEEP));
-    free(h);
+    held_free(&op->window, h);
     return rc;
 }
 
@@ -245,7 +245,7 @@ int one_pass_leave_window(struct one_pass *op, int evicted)
         struct held *h = wait_window_take_oldest(&op->window);
         by_rule = 0;
         rc = value_leaves(op, h);
-        free(h);
+        held_free(&op->window, h);
     } else {
         struct held *h = wait_window_take_oldest(&op->window);
         if (h->wait == WAIT_CLASS && !evicted) { /* its class never came */
@@ -257,7 +257,7 @@ int one_pass_leave_window(struct one_pass *op, int evicted)
         }
         if (rc == HPROF_OK)
             rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
-        free(h);
+        held_free(&op->window, h);
     }
     if (evicted && by_rule)
         count_add(&op->st->window_by_rule, bytes);
@@ -289,14 +289,14 @@ int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wai
         int rc = wait == WAIT_CLASS ? classes_check_instance(&op->model.classes, &h->rec.instance,
                                                              &unused, op->ctx.err)
                                     : one_pass_send_held(op, h, ARRAY_NOT_KEPT);
-        free(h);
+        held_free(&op->window, h);
         return rc;
     }
     int rc = make_room(op, h->bytes);
     if (rc == HPROF_OK && wait_window_hold(&op->window, h, key, wait) != HPROF_OK)
         return nomem(op);
     if (rc != HPROF_OK)
-        free(h);
+        held_free(&op->window, h);
     return rc;
 }
 
@@ -325,7 +325,7 @@ static int start_gather(struct one_pass *op, const struct hprof_primitive_array 
     int rc = make_room(op, bytes); /* before the copy is made, so that it counts */
     if (rc != HPROF_OK)
         return rc;
-    struct held *h = held_new(HELD_PRIMITIVE_ARRAY, (size_t)bytes);
+    struct held *h = held_new(&op->window, HELD_PRIMITIVE_ARRAY, (size_t)bytes);
     if (h == NULL)
         return nomem(op);
     h->rec.array = *a;

@@ -100,25 +100,91 @@ void wait_window_init(struct wait_window *w, uint64_t limit)
     w->limit = limit;
 }
 
-void wait_window_free(struct wait_window *w)
+static void free_list(struct held *h)
 {
-    for (struct held *h = w->oldest, *next; h != NULL; h = next) {
+    for (struct held *next; h != NULL; h = next) {
         next = h->newer;
         free(h);
     }
+}
+
+void wait_window_free(struct wait_window *w)
+{
+    free_list(w->oldest);
+    free_list(w->spare);
     id_table_free(&w->index);
     memset(w, 0, sizeof *w);
 }
 
-struct held *held_new(uint8_t kind, size_t data_bytes)
+/* Blocks from this size are recycled.  malloc() maps each such block on
+ * its own and unmaps it when freed: the kernel then zeroes fresh pages
+ * for the next one, and a bitmap-heavy dump, whose pixel buffers wait one
+ * after another, spent more time in page faults than in everything else. */
+#define HELD_RECYCLE_MIN ((size_t)64 << 10)
+
+/* `n` rounded up to a size class: a quarter of a power of two, so that a
+ * block fits every size of its class and wastes at most a fifth. */
+static size_t held_class(size_t n)
 {
-    struct held *h = malloc(sizeof *h + data_bytes);
-    if (h != NULL) {
-        memset(h, 0, sizeof *h);
-        h->kind = kind;
-        h->bytes = sizeof *h + data_bytes;
-    }
+    if (n < HELD_RECYCLE_MIN)
+        return n;
+    unsigned top = 63 - (unsigned)__builtin_clzll((unsigned long long)n);
+    size_t step = (size_t)1 << (top - 2);
+    return (n + step - 1) & ~(step - 1);
+}
+
+/* The spare block of exactly `capacity`, taken off the list, or NULL. */
+static struct held *take_spare(struct wait_window *w, size_t capacity)
+{
+    for (struct held **at = &w->spare; *at != NULL; at = &(*at)->newer)
+        if ((*at)->capacity == capacity) {
+            struct held *h = *at;
+            *at = h->newer;
+            w->spare_bytes -= capacity;
+            return h;
+        }
+    return NULL;
+}
+
+struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes)
+{
+    size_t capacity = held_class(data_bytes);
+    struct held *h = capacity >= HELD_RECYCLE_MIN ? take_spare(w, capacity) : NULL;
+    if (h == NULL && (h = malloc(sizeof *h + capacity)) == NULL)
+        return NULL;
+    memset(h, 0, sizeof *h);
+    h->kind = kind;
+    h->bytes = sizeof *h + data_bytes;
+    h->capacity = capacity;
     return h;
+}
+
+/* Spare blocks are kept up to half the window: the memory of records
+ * that left, bounded as the window is, and room for the largest pixel
+ * buffers (a 1440x2560 one is 14 MiB). */
+static uint64_t spare_limit(const struct wait_window *w)
+{
+    return w->limit / 2;
+}
+
+void held_free(struct wait_window *w, struct held *h)
+{
+    if (h == NULL || h->capacity < HELD_RECYCLE_MIN || h->capacity > spare_limit(w)) {
+        free(h);
+        return;
+    }
+    h->newer = w->spare;
+    w->spare = h;
+    w->spare_bytes += h->capacity;
+    struct held **at = &w->spare; /* over the limit: the least recently given back go */
+    uint64_t kept = 0;
+    while (*at != NULL && kept + (*at)->capacity <= spare_limit(w)) {
+        kept += (*at)->capacity;
+        at = &(*at)->newer;
+    }
+    free_list(*at);
+    *at = NULL;
+    w->spare_bytes = kept;
 }
 
 static struct held *as_held(uint64_t value)
@@ -138,7 +204,7 @@ int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_
             last = last->next_same;
         last->next_same = h;
     } else if (id_table_put(&w->index, key, (uint64_t)(uintptr_t)h) != HPROF_OK) {
-        free(h);
+        held_free(w, h);
         return HPROF_ERR_NOMEM;
     }
     if (wait == WAIT_DECIDE) {
