@@ -674,8 +674,10 @@ HPROF_API const char *hprof_shrink_pass_name(enum hprof_shrink_pass p);
     X(U64, roots_dropped, "roots_dropped", ROWS, "roots dropped", "") \
     X(U64, bitmap_candidates, "bitmap_candidates", BITMAPS, "bitmap buffers", " found") \
         /* buffers Bitmaps refer to */ \
-    X(U64, bitmap_digested, "bitmap_digested", BITMAPS, NULL, " with an MD5") \
-        /* of which with an MD5 (their own, or a byte-identical earlier one's) */ \
+    X(U64, bitmap_digested, "bitmap_digested", BITMAPS, NULL, " digested") \
+        /* of which with a digest (their own, or a byte-identical earlier \
+         * one's): MD5 in the multi-pass shrink; in the one pass SHA-256, \
+         * or a 64-bit fingerprint where the output can be read back */ \
     X(U64, bitmap_groups, "bitmap_groups", BITMAPS, NULL, " groups of identical buffers") \
         /* contents held by >1 buffer */ \
     X(U64, bitmap_fingerprinted, "bitmap_fingerprinted", BITMAPS, "bitmap buffers", \
@@ -687,7 +689,7 @@ HPROF_API const char *hprof_shrink_pass_name(enum hprof_shrink_pass p);
     X(U64, bitmap_bytes_fingerprinted, "bitmap_bytes_fingerprinted", BITMAPS, NULL, \
       " bytes read for them") \
     X(U64, bitmap_bytes_hashed, "bitmap_bytes_hashed", BITMAPS, NULL, " bytes hashed") \
-        /* bytes run through MD5 */ \
+        /* bytes run through that digest */ \
     X(U64, bitmap_bytes_compared, "bitmap_bytes_compared", BITMAPS, NULL, " bytes compared") \
         /* A buffer that may be a twin is compared byte for byte with the \
          * first of its type, length and fingerprint as that one is hashed, \
@@ -743,8 +745,10 @@ HPROF_API int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
  * Where nothing was (window_by_rule and window_late 0), every analyzer
  * sees what it sees in hprof_shrink()'s output, though the records may
  * come in another order (names after the heap dumps, records written
- * later than read).  Duplicate bitmap buffers merge when their SHA-256
- * digests agree (the multi-pass shrink compares bytes).  Memory: the
+ * later than read).  Duplicate bitmap buffers merge when their bytes are
+ * equal, compared with the copy kept read back from the output where the
+ * sink can (a file sink on a descriptor open for reading and writing),
+ * else when their SHA-256 digests agree.  Memory: the
  * window, the names (STRING records are held until the end, to keep those
  * in use), and tables per object tracked.  Not with a mapping
  * (HPROF_ERR_USAGE): restoring names takes a pass of its own.

@@ -4,8 +4,10 @@
  * the window's report, and the id table the window is indexed by.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "one_pass.h"
 #include "testlib.h"
@@ -196,6 +198,55 @@ START_TEST(one_pass_counts_what_the_multi_pass_shrink_counts)
 }
 END_TEST
 
+/* The one pass into a file opened for reading too: the same bytes as into
+ * memory (where a merge rests on SHA-256), each merge confirmed by reading
+ * the kept copy back. */
+static void shrink_to_readable_file(const uint8_t *in, size_t len, struct shrunk *out)
+{
+    char path[] = "/tmp/check_one_pass.XXXXXX";
+    int fd = mkstemp(path); /* O_RDWR */
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
+    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY };
+    ck_assert_int_eq(hprof_reader_open_memory(&r, in, len, &err), HPROF_OK);
+    ck_assert_msg(hprof_shrink_one_pass(r, sink, &o, &out->stats, &err) == HPROF_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
+    out->len = (size_t)lseek(fd, 0, SEEK_END);
+    out->data = malloc(out->len + 1);
+    ck_assert_int_eq(pread(fd, out->data, out->len, 0), (ssize_t)out->len);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    close(fd);
+}
+
+START_TEST(a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back)
+{
+    if (!tl_fixture_available(_i))
+        return;
+    size_t len;
+    uint8_t *in = tl_read_dump(tl_fixtures[_i], &len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY };
+    struct shrunk file, memory;
+    shrink_to_readable_file(in, len, &file);
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &memory, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(file.len, memory.len);
+    ck_assert(memcmp(file.data, memory.data, file.len) == 0);
+    ck_assert_uint_eq(file.stats.bitmap_duplicates.count, memory.stats.bitmap_duplicates.count);
+    ck_assert_uint_eq(file.stats.bitmap_bytes_compared, file.stats.bitmap_duplicates.bytes);
+    ck_assert_uint_eq(memory.stats.bitmap_bytes_compared, 0);
+    if (_i == 0) /* android-synth has twins */
+        ck_assert_uint_gt(file.stats.bitmap_bytes_compared, 0);
+    free(file.data);
+    free(memory.data);
+    free(in);
+}
+END_TEST
+
 START_TEST(a_window_too_small_says_what_came_too_late)
 {
     /* android-synth: a 2.6 MB Bitmap buffer comes before its Bitmap, and
@@ -283,6 +334,8 @@ static Suite *one_pass_suite(void)
     tcase_add_loop_test(same, one_pass_counts_what_the_multi_pass_shrink_counts, 0,
                         TL_N_FIXTURES);
     tcase_add_test(same, a_window_too_small_says_what_came_too_late);
+    tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
+                        0, TL_N_FIXTURES);
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);
     suite_add_tcase(s, same);
     TCase *table = tcase_create("id table");

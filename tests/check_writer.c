@@ -584,6 +584,53 @@ START_TEST(fd_sink_writes_every_byte_in_order_across_its_buffer)
 }
 END_TEST
 
+/* Read back, a file opened for reading and writing gives every byte
+ * written, whether it has reached the file or still waits in the sink's
+ * buffer; a file opened write-only and a pipe cannot. */
+START_TEST(fd_sink_reads_back_what_it_wrote_from_the_file_and_its_buffer)
+{
+    size_t len = 3u << 20;
+    uint8_t *data = malloc(len), *back = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i * 131 + (i >> 9));
+    char *path = tl_temp_path(".bin");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *s = hprof_sink_new_fd(fd, &err);
+    ck_assert(sink_can_read_back(s));
+    for (size_t at = 0; at < len; at += 1000) /* ends in the buffer, not yet in the file */
+        ck_assert_int_eq(hprof_sink_write(s, data + at, len - at < 1000 ? len - at : 1000),
+                         HPROF_OK);
+    static const size_t spans[][2] = { { 0, 1 }, { 12345, 70000 }, { 0, 3u << 20 },
+                                       { (3u << 20) - 5000, 5000 }, { 1u << 20, 1u << 20 } };
+    for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++) {
+        memset(back, 0, spans[i][1]);
+        ck_assert_int_eq(sink_read_back(s, spans[i][0], back, spans[i][1]), HPROF_OK);
+        ck_assert_mem_eq(back, data + spans[i][0], spans[i][1]);
+    }
+    ck_assert_int_eq(sink_read_back(s, len - 10, back, 11), HPROF_ERR_USAGE);
+    hprof_sink_free(s);
+    close(fd);
+
+    fd = open(path, O_WRONLY);
+    s = hprof_sink_new_fd(fd, &err);
+    ck_assert(!sink_can_read_back(s));
+    hprof_sink_free(s);
+    close(fd);
+    int ends[2];
+    ck_assert_int_eq(pipe(ends), 0);
+    s = hprof_sink_new_fd(ends[1], &err);
+    ck_assert(!sink_can_read_back(s));
+    hprof_sink_free(s);
+    close(ends[0]);
+    close(ends[1]);
+    unlink(path);
+    free(path);
+    free(data);
+    free(back);
+}
+END_TEST
+
 START_TEST(fd_sink_refuses_even_small_writes_once_failed_or_finished)
 {
     struct hprof_error err = { 0 };
@@ -1352,6 +1399,7 @@ static Suite *writer_suite(void)
     tcase_add_loop_test(t, zstd_output_is_the_same_for_every_thread_count, 0, 2);
     tcase_add_test(t, zstd_sink_refuses_levels_out_of_range);
     tcase_add_test(t, fd_sink_writes_every_byte_in_order_across_its_buffer);
+    tcase_add_test(t, fd_sink_reads_back_what_it_wrote_from_the_file_and_its_buffer);
     tcase_add_loop_test(t, streaming_writer_writes_the_bytes_of_a_buffering_one, 0, 12);
     tcase_add_test(t, writer_buffers_segments_for_a_file_opened_to_append);
     tcase_add_loop_test(t, writer_keeps_a_1_0_1_heap_as_one_heap_dump_record, 0, 6);

@@ -14,6 +14,7 @@
  * copy: a reader of the stream itself, or of the ring (push.h) a
  * decompressor on a thread of its own fills through the same checks.
  */
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -390,7 +391,7 @@ int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_rea
         in->kind = file_kind(fd);
         in->file_size = (uint64_t)st.st_size;
     } else {
-#ifdef F_SETPIPE_SZ
+#ifdef F_SETPIPE_SZ /* Linux */
         /* a pipe of 1 MiB rather than 64 KiB: the writer fills it while we
          * parse, and we read it in a sixteenth of the calls and wake-ups
          * (whoever may not grow it, keeps what it has) */

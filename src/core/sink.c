@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE /* sync_file_range(), fallocate() */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,20 @@ int sink_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
     if (at > s->bytes || len > s->bytes - at)
         return hprof_error_set(s->err, HPROF_ERR_USAGE, "patch past the bytes written");
     int rc = s->ops->patch(s, at, buf, len);
+    if (rc != HPROF_OK) {
+        s->failed = 1;
+        close_room(s);
+    }
+    return rc;
+}
+
+int sink_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
+{
+    if (s->failed || !sink_can_read_back(s))
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "read back from a failed sink");
+    if (at > s->bytes || len > s->bytes - at)
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "read back past the bytes written");
+    int rc = s->ops->read_back(s, at, buf, len);
     if (rc != HPROF_OK) {
         s->failed = 1;
         close_room(s);
@@ -422,9 +437,37 @@ static int fd_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t l
     return HPROF_OK;
 }
 
+/* Bytes still in the room are read there, the others from the file (an
+ * output opened write-only cannot be read: EBADF says so). */
+static int fd_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
+{
+    struct fd_sink *f = (struct fd_sink *)s;
+    uint64_t room_at = s->bytes - s->room_len;
+    uint8_t *p = buf;
+    while (at < room_at && len > 0) {
+        size_t want = at + len <= room_at ? len : (size_t)(room_at - at);
+        ssize_t n = pread_retrying(f->fd, p, want, f->start + at);
+        if (n <= 0)
+            return hprof_error_set(s->err, HPROF_ERR_IO, "output offset 0x%" PRIx64
+                                   ": read back: %s", at, n < 0 ? strerror(errno)
+                                                                : "the file is shorter");
+        p += n;
+        at += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    if (len > 0)
+        memcpy(p, s->room + (at - room_at), len);
+    return HPROF_OK;
+}
+
 static const struct sink_ops fd_ops = { .write = fd_write, .finish = fd_finish, .free = fd_free };
 static const struct sink_ops fd_seekable_ops = {
     .write = fd_write, .finish = fd_finish, .free = fd_free, .patch = fd_patch, .copy = fd_copy,
+};
+/* A file open for reading too: what was written can be read back. */
+static const struct sink_ops fd_readable_ops = {
+    .write = fd_write, .finish = fd_finish, .free = fd_free, .patch = fd_patch, .copy = fd_copy,
+    .read_back = fd_read_back,
 };
 
 struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
@@ -442,7 +485,8 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
     off_t start = lseek(fd, 0, SEEK_CUR);
     int flags = fcntl(fd, F_GETFL);
     int seekable = start >= 0 && flags >= 0 && !(flags & O_APPEND);
-    f->base.ops = seekable ? &fd_seekable_ops : &fd_ops;
+    int readable = seekable && (flags & O_ACCMODE) == O_RDWR;
+    f->base.ops = readable ? &fd_readable_ops : seekable ? &fd_seekable_ops : &fd_ops;
     f->base.err = err;
     f->base.room = buf;
     f->base.room_cap = FD_BUFFER;

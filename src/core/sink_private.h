@@ -21,6 +21,9 @@ struct sink_ops {
      * NULL where the sink wants the bytes themselves. */
     int (*copy)(struct hprof_sink *s, int from, uint64_t offset, const void *buf, size_t len,
                 uint64_t next);
+    /* Read bytes already written back (sink_read_back()); NULL where they
+     * are gone. */
+    int (*read_back)(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
 };
 
 struct hprof_sink {
@@ -88,6 +91,17 @@ static inline int sink_can_copy(const struct hprof_sink *s)
 {
     return s->ops->copy != NULL;
 }
+
+/* Whether sink_read_back() works on `s`. */
+static inline int sink_can_read_back(const struct hprof_sink *s)
+{
+    return s->ops->read_back != NULL;
+}
+
+/* The `len` bytes written at output offset `at`, read again: from the
+ * file, or from the sink's buffer for those not written to it yet.
+ * @return HPROF_OK, or an error (the sink is then failed). */
+int sink_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
 
 /* Whether sink_patch() works on `s`. */
 static inline int sink_can_patch(const struct hprof_sink *s)

@@ -63,6 +63,7 @@ struct writer_state {
     uint64_t array_left;        /* data bytes still expected */
     uint64_t array_next;        /* chunk offset (bytes or elements) expected */
     int array_direct;           /* data goes straight to the sink */
+    uint64_t array_data_at;     /* ... from this output offset (else UINT64_MAX) */
 };
 
 struct hprof_writer {
@@ -544,6 +545,8 @@ static int on_primitive_array(struct hprof_visitor *v, const struct hprof_primit
         if (rc != HPROF_OK)
             return rc;
         w->st.array_id = a->id;
+        w->st.array_data_at = w->st.array_direct || w->streaming ? hprof_sink_bytes(w->sink)
+                                                                  : UINT64_MAX;
     }
     w->st.array_next = a->first + a->length;
     return array_data(w, a->data, a->length);
@@ -573,6 +576,11 @@ static const struct hprof_visitor_ops writer_ops = {
 };
 
 /* ---- Segments written elsewhere (the parallel write pass) ----------------- */
+
+uint64_t writer_array_data_at(const struct hprof_writer *w, uint64_t id)
+{
+    return w->st.array_id == id ? w->st.array_data_at : UINT64_MAX;
+}
 
 int writer_copy_input(struct hprof_writer *w, const uint8_t *map, uint64_t size, int fd)
 {

@@ -48,6 +48,12 @@ void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_
  * its bytes then depend on its records alone, not on which worker ran it. */
 void writer_begin_job(struct hprof_writer *w);
 
+/* writer_array_data_at() :
+ * Where in the output the data of primitive array `id` begins, if it is
+ * the last array written and its data went to the sink as it came (a sink
+ * that can patch, or an array over the segment limit); else UINT64_MAX. */
+uint64_t writer_array_data_at(const struct hprof_writer *w, uint64_t id);
+
 /* writer_run_state() :
  * Where the job `w` wrote left its run of segments. */
 struct writer_run writer_run_state(const struct hprof_writer *w);

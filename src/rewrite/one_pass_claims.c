@@ -8,6 +8,8 @@
 #include "digest.h"
 #include "filter.h"
 #include "one_pass_private.h"
+#include "sink_private.h"
+#include "writer_private.h"
 
 /* A record out of the window, decided now. */
 int one_pass_send_held(struct one_pass *op, struct held *h, enum array_keep keep)
@@ -72,14 +74,64 @@ static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t ty
     if (grown == NULL)
         return HPROF_ERR_NOMEM;
     op->merges = grown;
-    op->merges[op->n_merges] = (struct merge_entry){ .id = id, .type = type, .count = count };
+    op->merges[op->n_merges] =
+        (struct merge_entry){ .id = id, .out_at = UINT64_MAX, .type = type, .count = count };
     memcpy(op->merges[op->n_merges].sha, sha, 32);
     return idmap_put(&op->merge_index, key, op->n_merges++);
 }
 
+/* What buffer `a` is told apart by: a fingerprint, when a twin's bytes
+ * can be read back to be compared, else SHA-256. */
+static int digest_of(struct one_pass *op, const struct hprof_primitive_array *a, uint8_t out[32])
+{
+    op->st->bitmap_digested++;
+    op->st->bitmap_bytes_hashed += a->length;
+    if (!op->confirm_by_reading)
+        return sha256_of(op->sha, a->data, a->length, out) == HPROF_OK ? HPROF_OK : nomem(op);
+    uint64_t fp = fingerprint64(a->data, a->length);
+    memset(out, 0, 32);
+    memcpy(out, &fp, sizeof fp);
+    return HPROF_OK;
+}
+
+#define COMPARE_CHUNK ((size_t)1 << 20)
+
+/* Whether buffer `a` holds the bytes the kept buffer of `e` was written
+ * with, read back from the output (unknown where: not the same). */
+static int same_as_kept(struct one_pass *op, const struct merge_entry *e,
+                        const struct hprof_primitive_array *a, int *same)
+{
+    *same = 0;
+    if (e->out_at == UINT64_MAX)
+        return HPROF_OK;
+    if (op->compare_buf == NULL && (op->compare_buf = malloc(COMPARE_CHUNK)) == NULL)
+        return nomem(op);
+    for (size_t done = 0, n; done < a->length; done += n) {
+        n = a->length - done < COMPARE_CHUNK ? a->length - done : COMPARE_CHUNK;
+        int rc = sink_read_back(op->sink, e->out_at + done, op->compare_buf, n);
+        if (rc != HPROF_OK)
+            return rc;
+        op->st->bitmap_bytes_compared += n;
+        if (memcmp(op->compare_buf, a->data + done, n) != 0)
+            return HPROF_OK;
+    }
+    *same = 1;
+    return HPROF_OK;
+}
+
+/* Buffer `id`, just written, is the last one registered: where its data
+ * went, to be read back for its twins. */
+static void note_kept_at(struct one_pass *op, uint64_t id)
+{
+    struct merge_entry *e = op->n_merges > 0 ? &op->merges[op->n_merges - 1] : NULL;
+    if (op->confirm_by_reading && e != NULL && e->id == id && e->out_at == UINT64_MAX)
+        e->out_at = writer_array_data_at(op->writer, id);
+}
+
 /* Buffer `a` (all of it) that a Bitmap claims: merged into the first of
- * its type, length and SHA-256, or kept.  `pinned`: something else has
- * named it (a Bitmap written already, or any other object), so it stays. */
+ * its type, length and digest (its bytes compared, where they can be read
+ * back), or kept.  `pinned`: something else has named it (a Bitmap
+ * written already, or any other object), so it stays. */
 static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array *a, int pinned,
                          enum array_keep *keep)
 {
@@ -92,14 +144,18 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
         return nomem(op);
     if (op->opt.keep_duplicates || a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
         return HPROF_OK;
-    if (sha256_of(op->sha, a->data, a->length, sha) != HPROF_OK)
-        return nomem(op);
-    op->st->bitmap_digested++;
-    op->st->bitmap_bytes_hashed += bytes;
+    int rc = digest_of(op, a, sha);
+    if (rc != HPROF_OK)
+        return rc;
     struct merge_entry *e = merge_find(op, sha, a->type, a->count);
     if (e == NULL || pinned) /* pinned: a Bitmap written already names it as it is */
         return e == NULL && merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK
                    ? nomem(op) : HPROF_OK;
+    int same = 1;
+    if (op->confirm_by_reading && (rc = same_as_kept(op, e, a, &same)) != HPROF_OK)
+        return rc;
+    if (!same) /* other bytes under the fingerprint: kept, the first stays the one */
+        return HPROF_OK;
     if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
         return nomem(op);
     op->st->bitmap_groups += !e->merged;
@@ -135,6 +191,8 @@ static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
         rc = decide_buffer(op, &buffer->rec.array, buffer->pinned, &keep);
         if (rc == HPROF_OK)
             rc = one_pass_send_held(op, buffer, keep);
+        if (rc == HPROF_OK)
+            note_kept_at(op, key);
     } else {
         rc = one_pass_pin_buffer(op, key);
     }
@@ -160,6 +218,8 @@ static int buffer_claimed(struct one_pass *op, struct held *h, unsigned claim)
     int rc = decide_buffer(op, &h->rec.array, h->pinned, &keep);
     if (rc == HPROF_OK)
         rc = one_pass_send_held(op, h, keep);
+    if (rc == HPROF_OK)
+        note_kept_at(op, h->rec.array.id);
     held_free(&op->window, h);
     return rc;
 }

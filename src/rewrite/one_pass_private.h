@@ -42,7 +42,8 @@ struct heap_name {
 
 struct merge_entry {
     uint64_t id;                /* the buffer kept */
-    uint8_t sha[32];
+    uint64_t out_at;            /* where its data went in the output (UINT64_MAX: unknown) */
+    uint8_t sha[32];            /* SHA-256, or a fingerprint (confirm_by_reading) */
     uint32_t count;
     uint8_t type;
     uint8_t merged;             /* a copy has merged into it */
@@ -102,6 +103,13 @@ struct one_pass {
     int tracking_pins;              /* ... and buffers may merge */
     struct idfilter pins;           /* what objects other than Bitmaps name */
     struct sha256 *sha;
+    /* The output can be read again (a file open for reading, pixels written
+     * as read): a buffer is told apart by a fingerprint and merged only
+     * once the bytes of its twin, read back, are found the same. */
+    int confirm_by_reading;
+    struct hprof_writer *writer;
+    struct hprof_sink *sink;
+    uint8_t *compare_buf;
     struct merge_entry *merges;
     size_t n_merges, cap_merges;
     struct idmap merge_index;       /* 64 bits of type, length, digest -> merges[] */

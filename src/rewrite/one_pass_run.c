@@ -9,6 +9,7 @@
 #include "digest.h"
 #include "pool.h"
 #include "one_pass_private.h"
+#include "sink_private.h"
 
 #define NAMES_LIMIT_MIN ((uint64_t)64 << 20)
 
@@ -97,6 +98,7 @@ static void release(struct one_pass *op)
     if (op->kept_out.words != NULL)
         idfilter_free(&op->kept_out);
     sha256_free(op->sha);
+    free(op->compare_buf);
     free(op->merges);
     idmap_free(&op->merge_index);
     idmap_free(&op->device);
@@ -139,6 +141,10 @@ int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
     }
     op->opt = *options;
     op->st = stats;
+    op->writer = w;
+    op->sink = sink;
+    /* redacted pixels are not the bytes a twin would be compared with */
+    op->confirm_by_reading = sink_can_read_back(sink) && options->redact != HPROF_REDACT_ALL;
     op->ctx = (struct rewrite_ctx){ .reader = r, .err = err, .stats = stats, .opt = &op->opt,
                                     .ids = hprof_reader_header(r)->id_size };
     /* a stream's size is unknown: as large as the helpers' threshold */
