@@ -7,8 +7,8 @@
  * The copy checks what it is given as it goes (input_stream.c).
  * Messages do not repeat the input's name: the tools print it before them.
  *
- * A gzip file (not a pipe) of many members is inflated on every core
- * (input_members.c).
+ * A gzip input of many members is inflated on every core (input_members.c),
+ * a pipe through a tape that keeps what may be read again.
  *
  * hprof_input_open_stream() opens the same inputs for one pass without the
  * copy: a reader of the stream itself, or of the ring (push.h) a
@@ -159,7 +159,6 @@ static int decompress(struct spool *s, enum input_kind kind, size_t prefix, uint
         if (spool_tape_start(s, prefix, err) != HPROF_OK)
             return err->code;
         return spool_inflate_members(s, UINT64_MAX, threads, err); /* a pipe's size: unknown */
-        return spool_inflate_stream(s, 0, prefix, 0, &end, &done, err);
     default:
         return copy_all(s, s->in_buf, prefix, err);
     }

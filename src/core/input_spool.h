@@ -68,12 +68,12 @@ int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *e
 int spool_emit_file(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
 /* Up to `len` bytes of the input at offset `at` (a file, or a pipe read
  * through its tape), or next (a pipe). */
-ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at);
+ssize_t spool_read_in(struct spool *s, uint8_t *buf, size_t len, uint64_t at);
 /* Read the pipe s->in by offset from now on, through a tape that starts
  * with the `prefix` bytes in in_buf.  @return HPROF_OK or HPROF_ERR_NOMEM. */
 int spool_tape_start(struct spool *s, size_t prefix, struct hprof_error *err);
 /* Nothing before offset `upto` will be read again. */
-void spool_tape_release(const struct spool *s, uint64_t upto);
+void spool_tape_release(struct spool *s, uint64_t upto);
 void spool_tape_free(struct spool *s);
 /* Inflate with zlib, member after member, from offset `at`
  * (input_stream.c). */

@@ -174,7 +174,7 @@ int spool_tape_start(struct spool *s, size_t prefix, struct hprof_error *err)
     return HPROF_OK;
 }
 
-void spool_tape_release(const struct spool *s, uint64_t upto)
+void spool_tape_release(struct spool *s, uint64_t upto)
 {
     struct in_tape *t = s->tape;
     if (t == NULL || upto <= t->base)
@@ -240,7 +240,7 @@ static ssize_t tape_read(struct in_tape *t, int fd, uint8_t *buf, size_t len, ui
 /* Read up to `len` bytes of the input at offset `at` (a file, or a pipe
  * through its tape) or next (a pipe), retrying on EINTR.  @return bytes
  * read (0 at the end), or -1. */
-ssize_t spool_read_in(const struct spool *s, uint8_t *buf, size_t len, uint64_t at)
+ssize_t spool_read_in(struct spool *s, uint8_t *buf, size_t len, uint64_t at)
 {
     if (s->tape != NULL)
         return tape_read(s->tape, s->in, buf, len, at);

@@ -485,7 +485,9 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
     off_t start = lseek(fd, 0, SEEK_CUR);
     int flags = fcntl(fd, F_GETFL);
     int seekable = start >= 0 && flags >= 0 && !(flags & O_APPEND);
-    int readable = seekable && (flags & O_ACCMODE) == O_RDWR;
+    struct stat st; /* a device that seeks (/dev/null) reads back nothing */
+    int readable = seekable && (flags & O_ACCMODE) == O_RDWR && fstat(fd, &st) == 0 &&
+                   S_ISREG(st.st_mode);
     f->base.ops = readable ? &fd_readable_ops : seekable ? &fd_seekable_ops : &fd_ops;
     f->base.err = err;
     f->base.room = buf;
@@ -498,7 +500,7 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
 uint64_t sink_copied_ahead(struct hprof_sink *s)
 {
     const struct fd_sink *f = (const struct fd_sink *)s;
-    if (s->ops != &fd_seekable_ops || f->ahead == NULL)
+    if (s->ops->copy != fd_copy || f->ahead == NULL)
         return 0;
     if (f->ahead->asked) /* done before it is looked at */
         errand_wait(f->ahead->errand);
@@ -507,7 +509,7 @@ uint64_t sink_copied_ahead(struct hprof_sink *s)
 
 int sink_copy_ahead(struct hprof_sink *s, int on)
 {
-    if (s->ops != &fd_seekable_ops)
+    if (s->ops->copy != fd_copy)
         return 0;
     struct fd_sink *f = (struct fd_sink *)s;
     if (!on) {

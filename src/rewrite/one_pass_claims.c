@@ -49,26 +49,31 @@ static uint64_t merge_key(const uint8_t sha[32], uint8_t type, uint32_t count)
     return key != 0 ? key : 1;
 }
 
-/* The buffer kept with this type, length and SHA-256, or NULL. */
-static struct merge_entry *merge_find(struct one_pass *op, const uint8_t sha[32], uint8_t type,
-                                      uint32_t count)
+/* Kept buffers under one key that a buffer is compared with, at most:
+ * more are only made on purpose (the fingerprint is no secret), and each
+ * costs a read back of the whole buffer. */
+#define TWINS_MAX 8
+
+/* The entry of the first kept buffer under `key`, or NULL. */
+static struct merge_entry *merge_first(struct one_pass *op, uint64_t key)
 {
     uint64_t at;
-    if (!idmap_get(&op->merge_index, merge_key(sha, type, count), &at))
-        return NULL;
-    struct merge_entry *e = &op->merges[at];
-    /* another buffer under the same 64 bits is no twin */
-    return e->type == type && e->count == count && memcmp(e->sha, sha, 32) == 0 ? e : NULL;
+    return idmap_get(&op->merge_index, key, &at) ? &op->merges[at] : NULL;
 }
 
-/* Buffer `id` is kept: later copies merge into it (the first of the key
- * stays the one). */
+/* Buffer `id` is kept: later copies merge into it, unless an earlier kept
+ * buffer holds the same bytes (then it is the one). */
 static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t type,
                           uint32_t count, uint64_t id)
 {
     uint64_t key = merge_key(sha, type, count);
-    if (idmap_has(&op->merge_index, key))
-        return HPROF_OK;
+    struct merge_entry *last = merge_first(op, key);
+    for (int n = 1; last != NULL; n++, last = &op->merges[last->next - 1])
+        if (n == TWINS_MAX)
+            return HPROF_OK; /* it stays unmerged for good */
+        else if (last->next == 0)
+            break;
+    size_t at = last != NULL ? (size_t)(last - op->merges) : 0;
     struct merge_entry *grown =
         grow_array(op->merges, &op->cap_merges, op->n_merges + 1, sizeof *grown);
     if (grown == NULL)
@@ -77,6 +82,10 @@ static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t ty
     op->merges[op->n_merges] =
         (struct merge_entry){ .id = id, .out_at = UINT64_MAX, .type = type, .count = count };
     memcpy(op->merges[op->n_merges].sha, sha, 32);
+    if (last != NULL) {
+        op->merges[at].next = ++op->n_merges;
+        return HPROF_OK;
+    }
     return idmap_put(&op->merge_index, key, op->n_merges++);
 }
 
@@ -119,6 +128,25 @@ static int same_as_kept(struct one_pass *op, const struct merge_entry *e,
     return HPROF_OK;
 }
 
+/* The first kept buffer with the bytes of `a`: of its type, length and
+ * SHA-256, or fingerprint and bytes read back.  NULL: none. */
+static int find_twin(struct one_pass *op, const struct hprof_primitive_array *a,
+                     const uint8_t sha[32], struct merge_entry **twin)
+{
+    *twin = NULL;
+    struct merge_entry *e = merge_first(op, merge_key(sha, a->type, a->count));
+    for (int n = 0; e != NULL && n < TWINS_MAX; n++) {
+        int same = e->type == a->type && e->count == a->count && memcmp(e->sha, sha, 32) == 0;
+        int rc = same && op->confirm_by_reading ? same_as_kept(op, e, a, &same) : HPROF_OK;
+        if (rc != HPROF_OK || same) {
+            *twin = same ? e : NULL;
+            return rc;
+        }
+        e = e->next != 0 ? &op->merges[e->next - 1] : NULL;
+    }
+    return HPROF_OK;
+}
+
 /* Buffer `id`, just written, is the last one registered: where its data
  * went, to be read back for its twins. */
 static void note_kept_at(struct one_pass *op, uint64_t id)
@@ -147,15 +175,12 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     int rc = digest_of(op, a, sha);
     if (rc != HPROF_OK)
         return rc;
-    struct merge_entry *e = merge_find(op, sha, a->type, a->count);
+    struct merge_entry *e;
+    if ((rc = find_twin(op, a, sha, &e)) != HPROF_OK)
+        return rc;
     if (e == NULL || pinned) /* pinned: a Bitmap written already names it as it is */
         return e == NULL && merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK
                    ? nomem(op) : HPROF_OK;
-    int same = 1;
-    if (op->confirm_by_reading && (rc = same_as_kept(op, e, a, &same)) != HPROF_OK)
-        return rc;
-    if (!same) /* other bytes under the fingerprint: kept, the first stays the one */
-        return HPROF_OK;
     if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
         return nomem(op);
     op->st->bitmap_groups += !e->merged;

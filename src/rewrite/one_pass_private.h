@@ -47,6 +47,7 @@ struct merge_entry {
     uint32_t count;
     uint8_t type;
     uint8_t merged;             /* a copy has merged into it */
+    size_t next;                /* 1 + the next entry under the same key, or 0 */
 };
 
 struct one_pass_system;

@@ -154,7 +154,7 @@ struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes)
         return NULL;
     memset(h, 0, sizeof *h);
     h->kind = kind;
-    h->bytes = sizeof *h + data_bytes;
+    h->bytes = sizeof *h + capacity; /* what it takes, rounded up */
     h->capacity = capacity;
     return h;
 }
