@@ -113,13 +113,17 @@ int hprof_reader_open_fd(struct hprof_reader **out, int fd, struct hprof_error *
     return open_common(out, r);
 }
 
+/* A stream's buffer: what a pipe grown to 1 MiB holds, taken in one read
+ * (128 KiB reads made eight times the wake-ups, and the writer waited). */
+#define STREAM_BUFFER ((size_t)1 << 20)
+
 int reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
                        void (*close)(void *ctx), struct hprof_error *err)
 {
     *out = NULL;
     struct hprof_reader *r = calloc(1, sizeof *r);
     struct read_stream *s = calloc(1, sizeof *s);
-    uint8_t *buf = malloc(HPROF_READ_BUFFER);
+    uint8_t *buf = malloc(STREAM_BUFFER);
     if (r == NULL || s == NULL || buf == NULL) {
         free(r);
         free(s);
@@ -135,7 +139,7 @@ int reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
     r->in.stream = s;
     r->in.size = STREAM_SIZE_UNKNOWN;
     r->in.buf = buf;
-    r->in.cap = HPROF_READ_BUFFER;
+    r->in.cap = STREAM_BUFFER;
     r->err = err;
     return open_common(out, r);
 }

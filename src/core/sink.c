@@ -16,13 +16,19 @@
 
 #define FD_BUFFER (1u << 20)
 
+/* The most one write(2) is given.  A larger one (a pixel buffer of 14 MiB
+ * written whole) ran at a third of the speed into preallocated blocks of
+ * ext4 and at a tenth without, against writes of 0.5-4 MiB. */
+#define WRITE_MAX ((size_t)1 << 20)
+
 /* write(2) all of `buf` to `fd`, or pwrite(2) it at `offset` unless that is
- * -1, retrying on EINTR and short writes. */
+ * -1, WRITE_MAX at a time, retrying on EINTR and short writes. */
 static int put_all(int fd, const void *buf, size_t len, int64_t offset, struct hprof_error *err)
 {
     const uint8_t *p = buf;
     while (len > 0) {
-        ssize_t n = offset < 0 ? write(fd, p, len) : pwrite(fd, p, len, (off_t)offset);
+        size_t want = len < WRITE_MAX ? len : WRITE_MAX;
+        ssize_t n = offset < 0 ? write(fd, p, want) : pwrite(fd, p, want, (off_t)offset);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
