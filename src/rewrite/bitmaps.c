@@ -23,12 +23,14 @@
 #define LARGE_ARRAY (4u << 10)
 #define MAX_LARGE (1u << 18)
 
-/* The filter of references: a byte per 16 bytes of input (a dump holds at
- * most one reference per 4 bytes, typically one per 20-400), between
- * 256 KiB and 32 MiB.  A maybe for any copy of a buffer costs the digest
- * pass, a whole read of the input: at 8 MiB, an object-rich 2 GB dump
- * (12M objects) said maybe for 7 of its 98 copies, and that pass was a
- * third of the shrink; at 32 MiB about 1 in 400 ids is a false maybe. */
+/* The filter of references: a byte per 64 bytes of input, between 256 KiB
+ * and 32 MiB: 32 bits per object of an object-rich dump (four records per
+ * KB), of which some are referenced.  A maybe for any copy of a buffer
+ * costs the digest pass, a whole read of the input: at 8 MiB, a 2 GB
+ * object-rich dump (12M objects) said maybe for 7 of its 98 copies, and
+ * that pass was a third of the shrink; at 32 MiB, about 1 id in 400 is a
+ * false maybe.  Larger costs more than it saves: the kernel zeroes every
+ * page of it. */
 #define REFS_SEEN_MIN (256u << 10)
 #define REFS_SEEN_MAX (32u << 20)
 
@@ -41,7 +43,7 @@
 
 static size_t refs_seen_bytes(uint64_t input_bytes)
 {
-    uint64_t want = input_bytes / 16;
+    uint64_t want = input_bytes / 64;
     return want < REFS_SEEN_MIN ? REFS_SEEN_MIN : want > REFS_SEEN_MAX ? REFS_SEEN_MAX : (size_t)want;
 }
 
