@@ -464,6 +464,50 @@ static void same_both_ways(const char *path, unsigned flags, unsigned threads, s
     }
 }
 
+/* input_open("-") with `gz` written into standard input by a child, on
+ * `threads`: a pipe's members are inflated in parallel through the tape
+ * that keeps them, to the streaming copy, its code, message and salvage
+ * offset (*ref); with several members, jobs took all but the first. */
+static void same_through_a_pipe(const uint8_t *gz, size_t gz_len, unsigned flags,
+                                unsigned threads, const struct opened *ref)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        close(p[0]);
+        for (size_t done = 0; done < gz_len;) {
+            ssize_t n = write(p[1], gz + done, gz_len - done);
+            if (n <= 0)
+                break;
+            done += (size_t)n;
+        }
+        _exit(0);
+    }
+    close(p[1]);
+    int saved = dup(STDIN_FILENO);
+    dup2(p[0], STDIN_FILENO);
+    close(p[0]);
+    struct opened o;
+    open_as("-", flags, threads, INPUT_INFLATE_PARALLEL, &o);
+    dup2(saved, STDIN_FILENO); /* closes the pipe: the writer stops */
+    close(saved);
+    waitpid(child, NULL, 0);
+    ck_assert_msg(o.rc == ref->rc && strcmp(o.message, ref->message) == 0,
+                  "pipe, %u threads: %d \"%s\"; streaming: %d \"%s\"", threads, o.rc,
+                  o.message, ref->rc, ref->message);
+    ck_assert_int_eq(o.info.gzip_cut, ref->info.gzip_cut);
+    ck_assert_uint_eq(o.info.gzip_cut_offset, ref->info.gzip_cut_offset);
+    ck_assert_uint_eq(o.len, ref->len);
+    ck_assert_msg(o.len == 0 || memcmp(o.data, ref->data, o.len) == 0,
+                  "pipe, %u threads: the copy differs", threads);
+    if (o.rc == HPROF_OK && ref->stats.members_streamed > 1 && o.stats.jobs_failed == 0)
+        ck_assert_uint_gt(o.stats.members_parallel, 0);
+    opened_free(&o);
+}
+
 /* same_both_ways() on the gzip bytes `gz`, from a temporary file that
  * goes at once. */
 static void same_both_ways_on(const uint8_t *gz, size_t gz_len, unsigned flags, unsigned threads,
@@ -473,6 +517,8 @@ static void same_both_ways_on(const uint8_t *gz, size_t gz_len, unsigned flags, 
     same_both_ways(path, flags, threads, ref, par);
     unlink(path);
     free(path);
+    for (unsigned t = 1; t <= 3; t++)
+        same_through_a_pipe(gz, gz_len, flags, t, ref);
 }
 
 static void opened_free_both(struct opened *ref, struct opened *par)

@@ -8,6 +8,7 @@
  * (hprof_shrink_push_*()) gives the same output however the dump is cut
  * into writes, surfaces its consumer's error and leaves no thread behind.
  */
+#define _GNU_SOURCE /* F_GETPIPE_SZ */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -452,6 +453,32 @@ START_TEST(input_stream_reads_plain_gzip_and_zstd_files_as_the_spool_without_tmp
 }
 END_TEST
 
+/* A pipe read as a stream is grown to 1 MiB, so that its writer is not
+ * woken for every 64 KiB (seen from the writer's end of a FIFO). */
+START_TEST(input_stream_grows_the_pipe_it_reads_to_1_mib)
+{
+    char *fifo = tl_temp_path(".fifo");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    int w = open(fifo, O_RDWR); /* a FIFO's writer that does not wait for a reader */
+    ck_assert_int_ge(w, 0);
+    struct tbuf b;
+    tb_small_dump(&b, 8);
+    ck_assert_int_eq(write(w, b.data, b.len), (ssize_t)b.len);
+    ck_assert_int_lt(fcntl(w, F_GETPIPE_SZ), 1 << 20);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct hprof_input_info info;
+    ck_assert_msg(hprof_input_open_stream(fifo, 1, &r, &info, &err) == HPROF_OK, "%s",
+                  err.message);
+    ck_assert_int_ge(fcntl(w, F_GETPIPE_SZ), 1 << 20);
+    hprof_reader_free(r);
+    close(w);
+    unlink(fifo);
+    free(fifo);
+    tb_free(&b);
+}
+END_TEST
+
 /* A FIFO, fed by a shell in the background: read as it comes. */
 START_TEST(input_stream_reads_a_pipe_as_the_spool_of_the_same_bytes)
 {
@@ -737,6 +764,7 @@ int main(void)
     tcase_add_loop_test(i, input_stream_reads_plain_gzip_and_zstd_files_as_the_spool_without_tmpdir,
                         0, 2);
     tcase_add_loop_test(i, input_stream_reads_a_pipe_as_the_spool_of_the_same_bytes, 0, 3);
+    tcase_add_test(i, input_stream_grows_the_pipe_it_reads_to_1_mib);
     tcase_add_test(i, input_stream_reports_bad_gzip_and_zstd_as_the_spool_does);
     tcase_add_test(i, input_stream_stops_a_gzip_bomb_at_its_first_record);
     suite_add_tcase(s, i);
