@@ -347,7 +347,8 @@ one_pass_size() { # IN
         printf "%-26s %-34s %.1f / %.1f MB = %.4f (target <= 1.01)\n", n,
             "size one-pass / multi-pass", a / 1048576, b / 1048576, r
     }' | tee -a "$results"
-    window=$(grep -o '"window_[A-Za-z0-9_]*": *[^,}]*' "$D/one.json" | tr -d '"' | tr '\n' ' ')
+    window=$(grep -oE '"window_[a-z_]*": *(\{[^}]*\}|[0-9]+)' "$D/one.json" | tr -d '"' |
+        tr '\n' ' ')
     printf "%-26s %-34s %s\n" "" "window report" "${window:-no window_ keys in --json}" |
         tee -a "$results"
     rm -f "$D/one.hprof" "$D/multi.hprof" "$D/one.json" "$D/one.err"
