@@ -1335,8 +1335,14 @@ one_pass_views
 banner "one pass: the window's rule, counted, where referrers come after the window"
 "$B/hprof-synth" -f --scale 200 --late-referrers 3000 --pixels 3000000 "$T/late.hprof"
 "$B/hprof-shrink" -q -f --multi-pass "$T/late.hprof" "$T/late-multi.hprof" || die "multi-pass of late"
-cat "$T/late.hprof" | "$B/hprof-shrink" -q -f --json --window=1M - "$T/late-1m.hprof" > "$T/late.json" ||
-    die "--window=1M"
+cat "$T/late.hprof" | "$B/hprof-shrink" -q -f --json --window=1M - "$T/late-1m.hprof" \
+    > "$T/late.json" 2> "$T/late.qerr" || die "--window=1M"
+[ ! -s "$T/late.qerr" ] || die "--window=1M -q wrote to stderr: $(cat "$T/late.qerr")"
+# without -q, a warning says that the output is not the multi-pass one
+cat "$T/late.hprof" | "$B/hprof-shrink" -f --window=1M - "$T/late-w.hprof" > /dev/null \
+    2> "$T/late.err" || die "--window=1M without -q"
+grep -q "^hprof-shrink: warning: standard input: [0-9]* records came after the window had let go of what they needed (window_late)" \
+    "$T/late.err" || die "--window=1M: no warning of what came late: $(cat "$T/late.err")"
 "$B/hprof-verify" "$T/late-1m.hprof" > /dev/null || die "--window=1M output does not verify"
 python3 - "$T/late.json" <<'PY' || die "--window=1M report: $(cat "$T/late.json")"
 import json, sys
