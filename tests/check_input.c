@@ -51,11 +51,15 @@ static struct tbuf small_dump(void)
     return b;
 }
 
-/* hprof_input_open("-") with `gz` fed through a pipe by a child process;
- * @return its code, and in *written how much the child could write before
- * the pipe was closed. */
-static int open_piped(const uint8_t *gz, size_t gz_len, struct hprof_error *err,
-                      size_t *written)
+/* Standard input as a pipe that a child fills with `len` bytes of `data`,
+ * 64 KiB a write, until the pipe is closed. */
+struct piped_stdin {
+    pid_t child;
+    int saved;                  /* standard input before */
+    int counted;                /* where the child says how much it wrote */
+};
+
+static struct piped_stdin stdin_from_child(const uint8_t *data, size_t len)
 {
     int p[2], counted[2];
     ck_assert_int_eq(pipe(p), 0);
@@ -67,8 +71,8 @@ static int open_piped(const uint8_t *gz, size_t gz_len, struct hprof_error *err,
         close(p[0]);
         close(counted[0]);
         size_t done = 0;
-        while (done < gz_len) {
-            ssize_t n = write(p[1], gz + done, gz_len - done > 65536 ? 65536 : gz_len - done);
+        while (done < len) {
+            ssize_t n = write(p[1], data + done, len - done > 65536 ? 65536 : len - done);
             if (n <= 0)
                 break;
             done += (size_t)n;
@@ -79,18 +83,37 @@ static int open_piped(const uint8_t *gz, size_t gz_len, struct hprof_error *err,
     }
     close(p[1]);
     close(counted[1]);
-    int saved = dup(STDIN_FILENO);
+    struct piped_stdin ps = { child, dup(STDIN_FILENO), counted[0] };
     dup2(p[0], STDIN_FILENO);
     close(p[0]);
+    return ps;
+}
+
+/* Standard input back as it was, which closes the pipe (the writer stops).
+ * @return how much the child could write. */
+static size_t stdin_restore(struct piped_stdin ps)
+{
+    size_t written;
+    dup2(ps.saved, STDIN_FILENO);
+    close(ps.saved);
+    ck_assert_int_eq(read(ps.counted, &written, sizeof written), (ssize_t)sizeof written);
+    close(ps.counted);
+    waitpid(ps.child, NULL, 0);
+    return written;
+}
+
+/* hprof_input_open("-") with `gz` fed through a pipe by a child process;
+ * @return its code, and in *written how much the child could write before
+ * the pipe was closed. */
+static int open_piped(const uint8_t *gz, size_t gz_len, struct hprof_error *err,
+                      size_t *written)
+{
+    struct piped_stdin ps = stdin_from_child(gz, gz_len);
     int fd = -1;
     int rc = hprof_input_open("-", &fd, NULL, err);
     if (fd >= 0)
         close(fd);
-    dup2(saved, STDIN_FILENO); /* closes the pipe: the writer stops */
-    close(saved);
-    ck_assert_int_eq(read(counted[0], written, sizeof *written), (ssize_t)sizeof *written);
-    close(counted[0]);
-    waitpid(child, NULL, 0);
+    *written = stdin_restore(ps);
     return rc;
 }
 
@@ -471,30 +494,10 @@ static void same_both_ways(const char *path, unsigned flags, unsigned threads, s
 static void same_through_a_pipe(const uint8_t *gz, size_t gz_len, unsigned flags,
                                 unsigned threads, const struct opened *ref)
 {
-    int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t child = fork();
-    ck_assert_int_ge(child, 0);
-    if (child == 0) {
-        signal(SIGPIPE, SIG_IGN);
-        close(p[0]);
-        for (size_t done = 0; done < gz_len;) {
-            ssize_t n = write(p[1], gz + done, gz_len - done);
-            if (n <= 0)
-                break;
-            done += (size_t)n;
-        }
-        _exit(0);
-    }
-    close(p[1]);
-    int saved = dup(STDIN_FILENO);
-    dup2(p[0], STDIN_FILENO);
-    close(p[0]);
+    struct piped_stdin ps = stdin_from_child(gz, gz_len);
     struct opened o;
     open_as("-", flags, threads, INPUT_INFLATE_PARALLEL, &o);
-    dup2(saved, STDIN_FILENO); /* closes the pipe: the writer stops */
-    close(saved);
-    waitpid(child, NULL, 0);
+    (void)stdin_restore(ps);
     ck_assert_msg(o.rc == ref->rc && strcmp(o.message, ref->message) == 0,
                   "pipe, %u threads: %d \"%s\"; streaming: %d \"%s\"", threads, o.rc,
                   o.message, ref->rc, ref->message);

@@ -20,21 +20,30 @@ struct shrunk {
     struct hprof_shrink_stats stats;
 };
 
+/* The dump `in` shrunk into `sink`, finished. */
+static int shrink_into(struct hprof_sink *sink, const uint8_t *in, size_t len,
+                       const struct hprof_shrink_options *o, int one_pass,
+                       struct hprof_shrink_stats *stats, struct hprof_error *err)
+{
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, in, len, err), HPROF_OK);
+    int rc = one_pass ? hprof_shrink_one_pass(r, sink, o, stats, err)
+                      : hprof_shrink(r, sink, o, stats, err);
+    if (rc == HPROF_OK)
+        rc = hprof_sink_finish(sink);
+    hprof_reader_free(r);
+    return rc;
+}
+
 static int shrink_memory(const uint8_t *in, size_t len, const struct hprof_shrink_options *o,
                          int one_pass, struct shrunk *out, struct hprof_error *err)
 {
-    struct hprof_reader *r;
     struct hprof_sink *sink = hprof_sink_new_memory(err);
-    ck_assert_int_eq(hprof_reader_open_memory(&r, in, len, err), HPROF_OK);
-    int rc = one_pass ? hprof_shrink_one_pass(r, sink, o, &out->stats, err)
-                      : hprof_shrink(r, sink, o, &out->stats, err);
-    if (rc == HPROF_OK)
-        rc = hprof_sink_finish(sink);
+    int rc = shrink_into(sink, in, len, o, one_pass, &out->stats, err);
     const uint8_t *d = hprof_sink_memory_data(sink, &out->len);
     out->data = malloc(out->len + 1);
     if (out->len > 0)
         memcpy(out->data, d, out->len);
-    hprof_reader_free(r);
     hprof_sink_free(sink);
     return rc;
 }
@@ -208,17 +217,13 @@ static void shrink_to_readable_file(const uint8_t *in, size_t len, struct shrunk
     ck_assert_int_ge(fd, 0);
     unlink(path);
     struct hprof_error err = { 0 };
-    struct hprof_reader *r;
     struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
     struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY };
-    ck_assert_int_eq(hprof_reader_open_memory(&r, in, len, &err), HPROF_OK);
-    ck_assert_msg(hprof_shrink_one_pass(r, sink, &o, &out->stats, &err) == HPROF_OK, "%s",
+    ck_assert_msg(shrink_into(sink, in, len, &o, 1, &out->stats, &err) == HPROF_OK, "%s",
                   err.message);
-    ck_assert_int_eq(hprof_sink_finish(sink), HPROF_OK);
     out->len = (size_t)lseek(fd, 0, SEEK_END);
     out->data = malloc(out->len + 1);
     ck_assert_int_eq(pread(fd, out->data, out->len, 0), (ssize_t)out->len);
-    hprof_reader_free(r);
     hprof_sink_free(sink);
     close(fd);
 }

@@ -117,32 +117,28 @@ int hprof_sink_finish(struct hprof_sink *s)
     return rc;
 }
 
+/* Whether the `len` bytes at output offset `at` are written already. */
+static int written_already(const struct hprof_sink *s, uint64_t at, size_t len)
+{
+    return at <= s->bytes && len <= s->bytes - at;
+}
+
 int sink_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
 {
     if (s->failed || s->finished || !sink_can_patch(s))
         return hprof_error_set(s->err, HPROF_ERR_USAGE, "patch of a failed or finished sink");
-    if (at > s->bytes || len > s->bytes - at)
+    if (!written_already(s, at, len))
         return hprof_error_set(s->err, HPROF_ERR_USAGE, "patch past the bytes written");
-    int rc = s->ops->patch(s, at, buf, len);
-    if (rc != HPROF_OK) {
-        s->failed = 1;
-        close_room(s);
-    }
-    return rc;
+    return took(s, s->ops->patch(s, at, buf, len), 0);
 }
 
 int sink_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
 {
     if (s->failed || !sink_can_read_back(s))
         return hprof_error_set(s->err, HPROF_ERR_USAGE, "read back from a failed sink");
-    if (at > s->bytes || len > s->bytes - at)
+    if (!written_already(s, at, len))
         return hprof_error_set(s->err, HPROF_ERR_USAGE, "read back past the bytes written");
-    int rc = s->ops->read_back(s, at, buf, len);
-    if (rc != HPROF_OK) {
-        s->failed = 1;
-        close_room(s);
-    }
-    return rc;
+    return took(s, s->ops->read_back(s, at, buf, len), 0);
 }
 
 uint64_t hprof_sink_bytes(const struct hprof_sink *s)

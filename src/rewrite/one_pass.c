@@ -479,7 +479,7 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
  * open; what waited for a class that never came is an error. */
 static int flush_window(struct one_pass *op)
 {
-    if (op->window.oldest == NULL && !one_pass_system_pending(op))
+    if (wait_window_oldest(&op->window) == NULL && !one_pass_system_pending(op))
         return HPROF_OK;
     int opened = !op->in_segment;
     int rc = HPROF_OK;
@@ -488,7 +488,7 @@ static int flush_window(struct one_pass *op)
         op->in_heap = op->out_heap = HPROF_HEAP_DEFAULT;
         rc = hprof_visit_heap_begin(op->head, &op->seg);
     }
-    while (rc == HPROF_OK && op->window.oldest != NULL)
+    while (rc == HPROF_OK && wait_window_oldest(&op->window) != NULL)
         rc = one_pass_leave_window(op, 0);
     if (rc == HPROF_OK)
         rc = one_pass_system_flush(op);
@@ -569,7 +569,7 @@ static int on_end(struct hprof_visitor *v)
 {
     struct one_pass *op = (struct one_pass *)v;
     int rc = HPROF_OK;
-    if (op->prelude_seg || op->window.oldest != NULL || op->claims.count > 0) {
+    if (op->prelude_seg || wait_window_oldest(&op->window) != NULL || op->claims.count > 0) {
         rc = end_dump(op);
         if (rc == HPROF_OK)
             rc = close_segment(op);

@@ -26,9 +26,20 @@ enum held_wait {
 
 enum held_kind { HELD_INSTANCE, HELD_PRIMITIVE_ARRAY, HELD_OBJECT_ARRAY };
 
+/* The window's lists, oldest first: every record held, and the WAIT_DECIDE
+ * ones among them, decided first when room is needed. */
+enum held_list_id { HELD_ALL, HELD_BUFFERS, HELD_LISTS };
+
+struct held_links {
+    struct held *older, *newer;
+};
+
+struct held_list {
+    struct held *oldest, *newest;
+};
+
 struct held {
-    struct held *older, *newer; /* the window's order */
-    struct held *older_buffer, *newer_buffer; /* ... of the WAIT_DECIDE ones */
+    struct held_links link[HELD_LISTS]; /* a spare block: newer in link[HELD_ALL] */
     struct held *next_same;     /* the others waiting under `key` */
     uint64_t key;
     uint64_t bytes;             /* what it counts in the window */
@@ -66,8 +77,7 @@ int id_table_put(struct id_table *t, uint64_t key, uint64_t value);
 int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);
 
 struct wait_window {
-    struct held *oldest, *newest;
-    struct held *oldest_buffer, *newest_buffer; /* WAIT_DECIDE, decided first for room */
+    struct held_list list[HELD_LISTS];
     struct id_table index;      /* key -> the first held under it */
     uint64_t bytes, limit, peak;
     uint64_t waited, waited_bytes;
@@ -93,10 +103,22 @@ int wait_window_has(const struct wait_window *w, uint64_t key);
 struct held *wait_window_take(struct wait_window *w, uint64_t key);
 /* Take out the oldest record (and only it), or NULL. */
 struct held *wait_window_take_oldest(struct wait_window *w);
+/* The oldest record held, or NULL. */
+static inline struct held *wait_window_oldest(const struct wait_window *w)
+{
+    return w->list[HELD_ALL].oldest;
+}
+
+/* The oldest WAIT_DECIDE record held, or NULL. */
+static inline struct held *wait_window_oldest_buffer(const struct wait_window *w)
+{
+    return w->list[HELD_BUFFERS].oldest;
+}
+
 /* Would `bytes` more pass the limit (with something to make room)? */
 static inline int wait_window_full(const struct wait_window *w, uint64_t bytes)
 {
-    return w->oldest != NULL && w->bytes + bytes > w->limit;
+    return wait_window_oldest(w) != NULL && w->bytes + bytes > w->limit;
 }
 
 #endif

@@ -68,11 +68,11 @@ static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t ty
 {
     uint64_t key = merge_key(sha, type, count);
     struct merge_entry *last = merge_first(op, key);
-    for (int n = 1; last != NULL; n++, last = &op->merges[last->next - 1])
-        if (n == TWINS_MAX)
-            return HPROF_OK; /* it stays unmerged for good */
-        else if (last->next == 0)
-            break;
+    int n = last != NULL;
+    for (; last != NULL && last->next != 0 && n < TWINS_MAX; n++)
+        last = &op->merges[last->next - 1];
+    if (n == TWINS_MAX)
+        return HPROF_OK; /* it stays unmerged for good */
     size_t at = last != NULL ? (size_t)(last - op->merges) : 0;
     struct merge_entry *grown =
         grow_array(op->merges, &op->cap_merges, op->n_merges + 1, sizeof *grown);
@@ -321,7 +321,7 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
  * when the window was full: at the end, nothing can claim it any more). */
 int one_pass_leave_window(struct one_pass *op, int evicted)
 {
-    struct held *oldest = op->window.oldest;
+    struct held *oldest = wait_window_oldest(&op->window);
     int by_rule = 1, rc;
     uint64_t bytes = oldest->bytes;
     if (oldest->wait == WAIT_DECIDE || oldest->wait == WAIT_BUFFER) {
@@ -357,8 +357,9 @@ static int make_room(struct one_pass *op, uint64_t bytes)
     int rc = HPROF_OK;
     while (rc == HPROF_OK && wait_window_full(&op->window, bytes)) {
         int by_rule;
-        if (op->window.oldest_buffer != NULL)
-            rc = decide_group(op, op->window.oldest_buffer->key, &by_rule);
+        const struct held *buffer = wait_window_oldest_buffer(&op->window);
+        if (buffer != NULL)
+            rc = decide_group(op, buffer->key, &by_rule);
         else
             rc = one_pass_leave_window(op, 1);
     }

@@ -103,14 +103,14 @@ void wait_window_init(struct wait_window *w, uint64_t limit)
 static void free_list(struct held *h)
 {
     for (struct held *next; h != NULL; h = next) {
-        next = h->newer;
+        next = h->link[HELD_ALL].newer;
         free(h);
     }
 }
 
 void wait_window_free(struct wait_window *w)
 {
-    free_list(w->oldest);
+    free_list(wait_window_oldest(w));
     free_list(w->spare);
     id_table_free(&w->index);
     memset(w, 0, sizeof *w);
@@ -136,10 +136,10 @@ static size_t held_class(size_t n)
 /* The spare block of exactly `capacity`, taken off the list, or NULL. */
 static struct held *take_spare(struct wait_window *w, size_t capacity)
 {
-    for (struct held **at = &w->spare; *at != NULL; at = &(*at)->newer)
+    for (struct held **at = &w->spare; *at != NULL; at = &(*at)->link[HELD_ALL].newer)
         if ((*at)->capacity == capacity) {
             struct held *h = *at;
-            *at = h->newer;
+            *at = h->link[HELD_ALL].newer;
             w->spare_bytes -= capacity;
             return h;
         }
@@ -173,14 +173,14 @@ void held_free(struct wait_window *w, struct held *h)
         free(h);
         return;
     }
-    h->newer = w->spare;
+    h->link[HELD_ALL].newer = w->spare;
     w->spare = h;
     w->spare_bytes += h->capacity;
     struct held **at = &w->spare; /* over the limit: the least recently given back go */
     uint64_t kept = 0;
     while (*at != NULL && kept + (*at)->capacity <= spare_limit(w)) {
         kept += (*at)->capacity;
-        at = &(*at)->newer;
+        at = &(*at)->link[HELD_ALL].newer;
     }
     free_list(*at);
     *at = NULL;
@@ -190,6 +190,33 @@ void held_free(struct wait_window *w, struct held *h)
 static struct held *as_held(uint64_t value)
 {
     return (struct held *)(uintptr_t)value;
+}
+
+/* `h` becomes the newest of list `id`. */
+static void list_append(struct wait_window *w, struct held *h, enum held_list_id id)
+{
+    struct held_list *l = &w->list[id];
+    h->link[id] = (struct held_links){ l->newest, NULL };
+    if (l->newest != NULL)
+        l->newest->link[id].newer = h;
+    else
+        l->oldest = h;
+    l->newest = h;
+}
+
+static void list_unlink(struct wait_window *w, struct held *h, enum held_list_id id)
+{
+    struct held_list *l = &w->list[id];
+    struct held_links *k = &h->link[id];
+    if (k->older != NULL)
+        k->older->link[id].newer = k->newer;
+    else
+        l->oldest = k->newer;
+    if (k->newer != NULL)
+        k->newer->link[id].older = k->older;
+    else
+        l->newest = k->older;
+    k->older = k->newer = NULL;
 }
 
 int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_t wait)
@@ -207,22 +234,9 @@ int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_
         held_free(w, h);
         return HPROF_ERR_NOMEM;
     }
-    if (wait == WAIT_DECIDE) {
-        h->older_buffer = w->newest_buffer;
-        h->newer_buffer = NULL;
-        if (w->newest_buffer != NULL)
-            w->newest_buffer->newer_buffer = h;
-        else
-            w->oldest_buffer = h;
-        w->newest_buffer = h;
-    }
-    h->older = w->newest;
-    h->newer = NULL;
-    if (w->newest != NULL)
-        w->newest->newer = h;
-    else
-        w->oldest = h;
-    w->newest = h;
+    if (wait == WAIT_DECIDE)
+        list_append(w, h, HELD_BUFFERS);
+    list_append(w, h, HELD_ALL);
     w->bytes += h->bytes;
     if (w->bytes > w->peak)
         w->peak = w->bytes;
@@ -235,8 +249,9 @@ struct held *wait_window_first(const struct wait_window *w, uint64_t key)
 {
     /* most often the record just read (a String's value before it), and an
      * array waiting for its claim is alone under its key */
-    if (w->newest != NULL && w->newest->key == key && w->newest->wait == WAIT_CLAIM)
-        return w->newest;
+    struct held *newest = w->list[HELD_ALL].newest;
+    if (newest != NULL && newest->key == key && newest->wait == WAIT_CLAIM)
+        return newest;
     uint64_t *head = id_table_find(&w->index, key);
     return head != NULL ? as_held(*head) : NULL;
 }
@@ -248,27 +263,10 @@ int wait_window_has(const struct wait_window *w, uint64_t key)
 
 static void unlink_order(struct wait_window *w, struct held *h)
 {
-    if (h->older != NULL)
-        h->older->newer = h->newer;
-    else
-        w->oldest = h->newer;
-    if (h->newer != NULL)
-        h->newer->older = h->older;
-    else
-        w->newest = h->older;
-    h->older = h->newer = NULL;
+    list_unlink(w, h, HELD_ALL);
+    if (h->wait == WAIT_DECIDE)
+        list_unlink(w, h, HELD_BUFFERS);
     w->bytes -= h->bytes;
-    if (h->wait != WAIT_DECIDE)
-        return;
-    if (h->older_buffer != NULL)
-        h->older_buffer->newer_buffer = h->newer_buffer;
-    else
-        w->oldest_buffer = h->newer_buffer;
-    if (h->newer_buffer != NULL)
-        h->newer_buffer->older_buffer = h->older_buffer;
-    else
-        w->newest_buffer = h->older_buffer;
-    h->older_buffer = h->newer_buffer = NULL;
 }
 
 struct held *wait_window_take(struct wait_window *w, uint64_t key)
@@ -284,7 +282,7 @@ struct held *wait_window_take(struct wait_window *w, uint64_t key)
 
 struct held *wait_window_take_oldest(struct wait_window *w)
 {
-    struct held *h = w->oldest;
+    struct held *h = wait_window_oldest(w);
     if (h == NULL)
         return NULL;
     uint64_t *head = id_table_find(&w->index, h->key);
