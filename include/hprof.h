@@ -570,10 +570,17 @@ struct hprof_shrink_options {
      * What passes it is decided by the window's rule (hprof-shrink(1),
      * ONE PASS) and counted in the stats. */
     uint64_t window;
+    /* hprof_shrink_one_pass() into a file sink open for reading too: the
+     * most bytes of large arrays (64 KiB and up) that wait for a claim
+     * past the window, set aside far past the output in the same file
+     * (a sparse area, cut off when the sink is finished or freed) instead
+     * of decided by the rule.  0: 8 windows; HPROF_SPILL_OFF: none. */
+    uint64_t spill;
 };
 
 #define HPROF_WINDOW_DEFAULT ((uint64_t)64 << 20)
 #define HPROF_WINDOW_MIN ((uint64_t)1 << 20)
+#define HPROF_SPILL_OFF UINT64_MAX
 
 struct hprof_count {
     uint64_t count;
@@ -697,6 +704,8 @@ HPROF_API const char *hprof_shrink_pass_name(enum hprof_shrink_pass p);
     X(COUNT, window_waited, "window_waited", WINDOW, "window: records that waited", "") \
         /* one pass: records held until what decides them came */ \
     X(U64, window_peak_bytes, "window_peak_bytes", WINDOW, NULL, " bytes at most") \
+    X(COUNT, window_spilled, "window_spilled", WINDOW, "window: set aside in the file", "") \
+        /* large arrays that waited for a claim in the output file (spill) */ \
     X(COUNT, window_by_rule, "window_by_rule", WINDOW, "window: decided by the rule", "") \
         /* records that left the window undecided: an array as no String's \
          * or Bitmap's, a Bitmap with its buffer unmerged, an instance \

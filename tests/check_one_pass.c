@@ -4,11 +4,14 @@
  * the window's report, and the id table the window is indexed by.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include "facts.h"
 #include "one_pass.h"
 #include "testlib.h"
 
@@ -210,7 +213,8 @@ END_TEST
 /* The one pass into a file opened for reading too: the same bytes as into
  * memory (where a merge rests on SHA-256), each merge confirmed by reading
  * the kept copy back. */
-static void shrink_to_readable_file(const uint8_t *in, size_t len, struct shrunk *out)
+static void shrink_to_readable_file_with(const uint8_t *in, size_t len,
+                                         const struct hprof_shrink_options *o, struct shrunk *out)
 {
     char path[] = "/tmp/check_one_pass.XXXXXX";
     int fd = mkstemp(path); /* O_RDWR */
@@ -218,14 +222,21 @@ static void shrink_to_readable_file(const uint8_t *in, size_t len, struct shrunk
     unlink(path);
     struct hprof_error err = { 0 };
     struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
-    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY };
-    ck_assert_msg(shrink_into(sink, in, len, &o, 1, &out->stats, &err) == HPROF_OK, "%s",
+    ck_assert_msg(shrink_into(sink, in, len, o, 1, &out->stats, &err) == HPROF_OK, "%s",
                   err.message);
+    /* the file is the output and no more: any scratch area is cut off */
+    ck_assert_uint_eq((uint64_t)lseek(fd, 0, SEEK_END), hprof_sink_bytes(sink));
     out->len = (size_t)lseek(fd, 0, SEEK_END);
     out->data = malloc(out->len + 1);
     ck_assert_int_eq(pread(fd, out->data, out->len, 0), (ssize_t)out->len);
     hprof_sink_free(sink);
     close(fd);
+}
+
+static void shrink_to_readable_file(const uint8_t *in, size_t len, struct shrunk *out)
+{
+    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY };
+    shrink_to_readable_file_with(in, len, &o, out);
 }
 
 START_TEST(a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back)
@@ -272,6 +283,156 @@ START_TEST(a_window_too_small_says_what_came_too_late)
                       multi.stats.bitmap_buffers_kept.bytes);
     free(one.data);
     free(multi.data);
+    free(in);
+}
+END_TEST
+
+/* ---- Large arrays set aside in the output file ------------------------------------- */
+
+/* An Android dump: buffers A and A2 (equal) and N (nobody's), 128 KiB
+ * each, then 1.25 MiB of small arrays, then the Bitmaps of A and A2: past
+ * a window of 1 MiB. */
+#define FAR_BUFFER (128u << 10)
+
+static uint8_t *far_buffers_dump(size_t *len)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    uint8_t *a = malloc(FAR_BUFFER), *n = malloc(FAR_BUFFER), small[32 << 10];
+    for (uint32_t i = 0; i < FAR_BUFFER; i++) {
+        a[i] = (uint8_t)(i * 7 + (i >> 9));
+        n[i] = (uint8_t)(i * 13 + 1);
+    }
+    memset(small, 'x', sizeof small);
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "android.graphics.Bitmap");
+    tb_string(&d, 0x900, "mBuffer"); /* tb_class names field i 0x900 + i */
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, FAR_BUFFER, a);
+    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, FAR_BUFFER, a);
+    tb_prim_array(&d, 0x1020, HPROF_TYPE_BYTE, FAR_BUFFER, n);
+    for (uint32_t i = 0; i < 40; i++)
+        tb_prim_array(&d, 0x100000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, sizeof small, small);
+    const uint8_t ref_a[4] = { 0, 0, 0x10, 0x00 }, ref_a2[4] = { 0, 0, 0x10, 0x10 };
+    tb_instance(&d, 0x2000, 0x100, ref_a, 4);
+    tb_instance(&d, 0x2010, 0x100, ref_a2, 4);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    free(a);
+    free(n);
+    *len = d.len;
+    return d.data;
+}
+
+/* Every Bitmap of `in` shows the same pixels in `out`. */
+static void assert_same_pixels(const uint8_t *in, size_t in_len, const struct shrunk *out)
+{
+    struct facts before, after;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(facts_load_memory(in, in_len, &before, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(out->data, out->len, &after, &err), HPROF_OK);
+    ck_assert_uint_eq(before.bitmaps.count, after.bitmaps.count);
+    for (size_t i = 0; i <= before.bitmaps.mask; i++) {
+        uint64_t pixels;
+        if (before.bitmaps.keys[i] == 0)
+            continue;
+        ck_assert(idmap_get(&after.bitmaps, before.bitmaps.keys[i], &pixels));
+        ck_assert_uint_eq(pixels, before.bitmaps.values[i]);
+    }
+    facts_free(&before);
+    facts_free(&after);
+}
+
+START_TEST(buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels)
+{
+    size_t len;
+    uint8_t *in = far_buffers_dump(&len);
+    static const enum hprof_arrays_mode modes[] = { HPROF_ARRAYS_EMPTY, HPROF_ARRAYS_ZERO,
+                                               HPROF_ARRAYS_REMOVE };
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        struct hprof_shrink_options o = { .arrays = modes[m], .window = HPROF_WINDOW_MIN };
+        struct hprof_error err = { 0 };
+        struct shrunk one, multi;
+        shrink_to_readable_file_with(in, len, &o, &one);
+        ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s",
+                      err.message);
+        ck_assert_uint_eq(one.stats.window_spilled.count, 3);
+        ck_assert_uint_eq(one.stats.window_late, 0);
+        ck_assert_uint_le(one.stats.window_peak_bytes, HPROF_WINDOW_MIN);
+        assert_same_pixels(in, len, &one);
+        /* A2 merged into A, its twin read back from the output; N as
+         * --arrays says, as in the multi-pass output */
+        ck_assert_uint_eq(one.stats.bitmap_duplicates.count, 1);
+        ck_assert_uint_eq(one.stats.bitmap_bytes_compared, FAR_BUFFER);
+        ck_assert_uint_eq(one.stats.bitmap_buffers_kept.count, 1);
+        ck_assert_uint_eq(one.stats.arrays_emptied.count, multi.stats.arrays_emptied.count);
+        ck_assert_uint_eq(one.stats.arrays_zeroed.count, multi.stats.arrays_zeroed.count);
+        ck_assert_uint_eq(one.stats.arrays_removed.count, multi.stats.arrays_removed.count);
+        ck_assert_msg(one.len <= multi.len + multi.len / 100, "%zu against %zu", one.len,
+                      multi.len);
+        free(one.data);
+        free(multi.data);
+    }
+    free(in);
+}
+END_TEST
+
+START_TEST(without_a_spill_buffers_past_the_window_are_decided_by_the_rule)
+{
+    size_t len;
+    uint8_t *in = far_buffers_dump(&len);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN, .spill = HPROF_SPILL_OFF };
+    struct shrunk one;
+    shrink_to_readable_file_with(in, len, &o, &one);
+    ck_assert_uint_eq(one.stats.window_spilled.count, 0);
+    ck_assert_uint_eq(one.stats.window_late, 2); /* A's Bitmap and A2's */
+    ck_assert_uint_eq(one.stats.bitmap_buffers_kept.count, 0);
+    free(one.data);
+    free(in);
+}
+END_TEST
+
+/* Room for two: when N comes, A, the oldest waiting, leaves by the rule. */
+START_TEST(past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule)
+{
+    size_t len;
+    uint8_t *in = far_buffers_dump(&len);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN, .spill = 2 * FAR_BUFFER };
+    struct shrunk one;
+    shrink_to_readable_file_with(in, len, &o, &one);
+    ck_assert_uint_eq(one.stats.window_spilled.count, 3);
+    ck_assert_uint_eq(one.stats.window_late, 1);
+    ck_assert_uint_eq(one.stats.bitmap_buffers_kept.count, 1); /* A2, for its Bitmap */
+    ck_assert_uint_eq(one.stats.bitmap_duplicates.count, 0);
+    free(one.data);
+    free(in);
+}
+END_TEST
+
+/* A file system that refuses a file reaching the scratch area (here a
+ * limit on file size, EFBIG): the rule decides, the output is whole. */
+START_TEST(a_file_that_refuses_the_scratch_area_leaves_the_rule_to_decide)
+{
+    size_t len;
+    uint8_t *in = far_buffers_dump(&len);
+    struct rlimit was, small = { 64u << 20, 64u << 20 };
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
+    struct shrunk one;
+    shrink_to_readable_file_with(in, len, &o, &one);
+    setrlimit(RLIMIT_FSIZE, &was);
+    signal(SIGXFSZ, old);
+    ck_assert_uint_eq(one.stats.window_spilled.count, 0);
+    ck_assert_uint_eq(one.stats.window_late, 2);
+    struct hprof_verify_report rep;
+    struct hprof_error err = { 0 };
+    ck_assert_msg(tl_verify_memory(one.data, one.len, &rep, &err) == HPROF_OK, "%s", err.message);
+    free(one.data);
     free(in);
 }
 END_TEST
@@ -342,6 +503,10 @@ static Suite *one_pass_suite(void)
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);
+    tcase_add_test(same, buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels);
+    tcase_add_test(same, without_a_spill_buffers_past_the_window_are_decided_by_the_rule);
+    tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
+    tcase_add_test(same, a_file_that_refuses_the_scratch_area_leaves_the_rule_to_decide);
     suite_add_tcase(s, same);
     TCase *table = tcase_create("id table");
     tcase_set_timeout(table, 120); /* a million operations, under ThreadSanitizer too */

@@ -1359,6 +1359,51 @@ compare_views "$T/late-1m.hprof" "$T/late-multi.hprof" > "$T/late.diff" 2>&1 &&
 grep -q '^[-+] .*text "' "$T/late.diff" || die "--window=1M differs elsewhere: $(head -5 "$T/late.diff")"
 rm -f "$T"/late*
 
+banner "one pass: pixel buffers past the window wait in the output file"
+# a 4 MiB buffer (and the app's others) 3000 records before its Bitmap: past
+# a window of 1 MiB, set aside in OUT's file (none elsewhere) and sent once
+# claimed, so that nothing comes late; into standard output, or with
+# --spill=0, the rule decides and the report says so
+"$B/hprof-synth" -f --scale 200 --late-bitmaps 3000 --big-bitmap 4194304 "$T/far.hprof"
+"$B/hprof-shrink" -q -f --multi-pass "$T/far.hprof" "$T/far-multi.hprof" || die "multi-pass of far"
+cat "$T/far.hprof" | TMPDIR=/nonexistent ASAN_OPTIONS=$traced_asan strace -f -qq \
+    -e trace=open,openat,creat,mkdir -o "$T/far.strace" \
+    "$B/hprof-shrink" -q -f --json --window=1M - "$T/far-1m.hprof" > "$T/far.json" ||
+    die "--window=1M of far"
+grep -E 'O_CREAT|creat\(|mkdir\(' "$T/far.strace" | grep -v "\"$T/" |
+    grep -v 'openat([0-9]*, "hprof-shrink\.[^"/]*\.tmp"' > "$T/far.created" &&
+    die "--window=1M of far created files elsewhere: $(head -3 "$T/far.created")"
+python3 - "$T/far.json" "$T/far-1m.hprof" <<'PY' || die "far: $(cat "$T/far.json")"
+import json, os, sys
+j = json.load(open(sys.argv[1]))
+assert j["window_late"] == 0, j["window_late"]
+assert j["window_spilled"]["count"] >= 1 and j["window_spilled"]["bytes"] >= 4194304, j["window_spilled"]
+assert j["window_peak_bytes"] <= 1048576, j["window_peak_bytes"]
+assert os.path.getsize(sys.argv[2]) == j["bytes_out"], (os.path.getsize(sys.argv[2]), j["bytes_out"])
+PY
+compare_views --contents "$T/far-1m.hprof" "$T/far-multi.hprof" > "$T/far.diff" 2>&1 ||
+    die "--window=1M of far shows another heap than --multi-pass: $(cat "$T/far.diff")"
+for how in stdout spill0; do
+    if [ $how = stdout ]; then
+        cat "$T/far.hprof" | "$B/hprof-shrink" -q -f --json --window=1M - - > "$T/far-$how.hprof" \
+            2> "$T/far.err" || die "--window=1M of far to standard output: $(cat "$T/far.err")"
+        cat "$T/far.hprof" | "$B/hprof-shrink" -f --stats --window=1M - - 2> "$T/far.json" > /dev/null ||
+            die "--stats of far to standard output"
+        grep -q "referrers too late *[1-9]" "$T/far.json" || die "to standard output, far: $(cat "$T/far.json")"
+    else
+        cat "$T/far.hprof" | "$B/hprof-shrink" -q -f --json --window=1M --spill=0 - "$T/far-$how.hprof" \
+            > "$T/far.json" || die "--spill=0 of far"
+        grep -q '"window_late":[1-9]' "$T/far.json" || die "--spill=0 of far: $(cat "$T/far.json")"
+        grep -q '"window_spilled":{"count":0,' "$T/far.json" || die "--spill=0 of far: $(cat "$T/far.json")"
+    fi
+    compare_views --contents "$T/far-$how.hprof" "$T/far-multi.hprof" > /dev/null 2>&1 &&
+        die "far ($how): the report counts late referrers, but the views are the same"
+done
+"$B/hprof-shrink" -q -f --spill=1M --multi-pass "$T/far.hprof" "$T/far-x.hprof" 2> "$T/far.err" &&
+    die "--spill with --multi-pass was accepted"
+grep -q "^hprof-shrink: --spill is the one-pass shrink's" "$T/far.err" || die "--spill --multi-pass: $(cat "$T/far.err")"
+rm -f "$T"/far*
+
 banner "one pass: a JVM writes its heap dump into a FIFO that hprof-shrink reads"
 # JDK 17 writes into a FIFO with jcmd's -overwrite only (without it: "File
 # exists", and jcmd exits 0); the JVM waits for the reader, so it must keep up

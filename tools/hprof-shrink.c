@@ -53,6 +53,9 @@ static void usage(FILE *out)
             "                       IN is first copied to TMPDIR) [Default: files]\n"
             "  --window=SIZE        bytes the one-pass shrink may hold while records wait\n"
             "                       for what decides them [Default: 64M]\n"
+            "  --spill=SIZE         bytes of large arrays the one-pass shrink may set\n"
+            "                       aside in OUT's file while they wait, 0 for none\n"
+            "                       [Default: 8 windows]\n"
             "  --dump=N             of a file of several heap dumps (the JDK's hprof\n"
             "                       agent's), keep the N-th alone (1-based); by\n"
             "                       default each is shrunk on its own\n"
@@ -119,7 +122,7 @@ static int parse_shard(const char *arg, struct options *o)
 enum { OPT_ARRAYS = 256, OPT_KEEP_SYSTEM, OPT_STATS, OPT_JSON, OPT_SEGMENT, OPT_REDACT,
        OPT_REDACT_KEEP, OPT_REDACT_FIELDS, OPT_KEEP_NAMES, OPT_JVM, OPT_MAPPING,
        OPT_KEEP_DUPLICATES, OPT_SYNC, OPT_NO_SYNC, OPT_DUMP, OPT_SHARD, OPT_SALVAGE, OPT_ZSTD,
-       OPT_ONE_PASS, OPT_MULTI_PASS, OPT_WINDOW };
+       OPT_ONE_PASS, OPT_MULTI_PASS, OPT_WINDOW, OPT_SPILL };
 
 static const struct option long_options[] = {
     { "arrays", required_argument, NULL, OPT_ARRAYS },
@@ -134,6 +137,7 @@ static const struct option long_options[] = {
     { "one-pass", no_argument, NULL, OPT_ONE_PASS },
     { "multi-pass", no_argument, NULL, OPT_MULTI_PASS },
     { "window", required_argument, NULL, OPT_WINDOW },
+    { "spill", required_argument, NULL, OPT_SPILL },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "gzip", optional_argument, NULL, 'z' },
     { "zstd", optional_argument, NULL, OPT_ZSTD },
@@ -154,8 +158,9 @@ static const struct option long_options[] = {
     { NULL, 0, NULL, 0 },
 };
 
-/* --window=SIZE: bytes, or with a K, M or G suffix (powers of 1024). */
-static int parse_window(const char *arg, struct options *o)
+/* SIZE of --window or --spill: bytes, or with a K, M or G suffix (powers
+ * of 1024), from `min` to 1024G. */
+static int parse_size(const char *option, const char *arg, uint64_t min, uint64_t *out)
 {
     char digits[32];
     size_t n = strlen(arg);
@@ -173,11 +178,19 @@ static int parse_window(const char *arg, struct options *o)
     unsigned long long v;
     const unsigned long long max = 1ull << 40;
     if (n == 0 || n >= sizeof digits || cli_parse_uint(digits, max >> shift, &v) != 0 ||
-        (v << shift) < HPROF_WINDOW_MIN)
-        return cli_usage_error("--window: expected 1M to 1024G (bytes, or K, M, G), got '%s'",
-                               arg);
-    o->shrink.window = (uint64_t)v << shift;
+        (v << shift) < min)
+        return cli_usage_error("%s: expected %s to 1024G (bytes, or K, M, G), got '%s'", option,
+                               min == 0 ? "0" : "1M", arg);
+    *out = (uint64_t)v << shift;
     return 0;
+}
+
+static int parse_spill(const char *arg, struct options *o)
+{
+    int rc = parse_size("--spill", arg, 0, &o->shrink.spill);
+    if (rc == 0 && o->shrink.spill == 0)
+        o->shrink.spill = HPROF_SPILL_OFF;
+    return rc;
 }
 
 static int parse_redact_keep(const char *arg, struct options *o)
@@ -225,7 +238,8 @@ static int parse_content_option(int c, const char *arg, struct options *o)
     case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; return 0;
     case OPT_ONE_PASS: o->passes = 1; return 0;
     case OPT_MULTI_PASS: o->passes = 2; return 0;
-    case OPT_WINDOW: return parse_window(arg, o);
+    case OPT_WINDOW: return parse_size("--window", arg, HPROF_WINDOW_MIN, &o->shrink.window);
+    case OPT_SPILL: return parse_spill(arg, o);
     case OPT_DUMP:
         if (cli_parse_uint(arg, UINT_MAX, &v) != 0 || v < 1)
             return cli_usage_error("--dump: expected a heap dump's number from 1, got '%s'", arg);
@@ -316,8 +330,9 @@ static int parse_operands(int left, char **operands, struct options *o, int z_ba
     if (o->passes == 1 && (o->mapping_path != NULL || o->salvage))
         return cli_usage_error("--one-pass and %s: it needs the multi-pass shrink",
                                o->salvage ? "--salvage" : "--mapping");
-    if (o->passes == 2 && o->shrink.window != 0)
-        return cli_usage_error("--window is the one-pass shrink's: not with --multi-pass");
+    if (o->passes == 2 && (o->shrink.window != 0 || o->shrink.spill != 0))
+        return cli_usage_error("%s is the one-pass shrink's: not with --multi-pass",
+                               o->shrink.window != 0 ? "--window" : "--spill");
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0)
             return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");

@@ -44,6 +44,7 @@ struct options {
     unsigned dumps;         /* --dumps N: heap dumps in the file, as the hprof agent appends them */
     int whole_dumps;        /* --whole-dumps: each a HEAP_DUMP record, not segments and an END */
     unsigned late_referrers;/* --late-referrers N: Strings and Bitmaps N records after their arrays */
+    int late_bitmaps_only;  /* --late-bitmaps N: Bitmaps alone */
     int force;              /* -f: overwrite OUT and the manifest */
     const char *out;
 };
@@ -225,7 +226,7 @@ static void generate(struct synth *s, const struct options *o, unsigned dump)
     d.zygote_array = new_object_id(s);
     generate_system_objects(s, &d);
     s->late_after = o->late_referrers;
-    s->late_classes[0] = d.m.string;
+    s->late_classes[0] = o->late_bitmaps_only ? d.m.bitmap : d.m.string;
     s->late_classes[1] = d.m.bitmap;
     generate_app_objects(s, o, dump, &d);
     release_late(s, 1);
@@ -376,6 +377,7 @@ static void usage(FILE *out)
             "  --late-referrers N write each app String and Bitmap N records after the\n"
             "                     array it refers to (as far as its heap dump allows),\n"
             "                     to exercise a one-pass shrink's window\n"
+            "  --late-bitmaps N   the same for the Bitmaps alone\n"
             "  --manifest FILE    write what was generated, \"key value\" per line\n"
             "  -f, --force        overwrite OUT\n"
             "  -h, --help         show this help and exit\n"
@@ -396,6 +398,7 @@ static const struct option long_options[] = {
     { "system-links", no_argument, NULL, 'L' },
     { "secrets", required_argument, NULL, 'S' },
     { "late-referrers", required_argument, NULL, 'R' },
+    { "late-bitmaps", required_argument, NULL, 'B' },
     { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
 };
 
@@ -442,8 +445,11 @@ static int parse_option(int c, const char *arg, struct options *o)
         break;
     case 'W': o->whole_dumps = 1; break;
     case 'R':
-        if ((rc = number("late-referrers", arg, 1, 100000000, "1-100000000", &v)) == 0)
+    case 'B':
+        if ((rc = number(c == 'B' ? "late-bitmaps" : "late-referrers", arg, 1, 100000000,
+                         "1-100000000", &v)) == 0)
             o->late_referrers = (unsigned)v;
+        o->late_bitmaps_only = c == 'B';
         break;
     case 'L': o->system_links = 1; break;
     case 'm': o->manifest = arg; break;

@@ -141,6 +141,27 @@ int sink_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
     return took(s, s->ops->read_back(s, at, buf, len), 0);
 }
 
+int sink_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
+{
+    if (s->failed || s->finished || !sink_has_scratch(s) || s->bytes >= SINK_SCRATCH_AT ||
+        at > SINK_SCRATCH_AT)
+        return HPROF_ERR_USAGE;
+    return s->ops->scratch_write(s, at, buf, len);
+}
+
+int sink_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
+{
+    if (s->failed || !sink_has_scratch(s))
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "scratch read from a failed sink");
+    return took(s, s->ops->scratch_read(s, at, buf, len), 0);
+}
+
+void sink_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len)
+{
+    if (!s->failed && sink_has_scratch(s) && len > 0)
+        s->ops->scratch_release(s, at, len);
+}
+
 uint64_t hprof_sink_bytes(const struct hprof_sink *s)
 {
     return s->bytes;
@@ -258,6 +279,7 @@ struct fd_sink {
     struct hprof_sink base;
     int fd;
     uint64_t start;         /* the file offset of the first byte (seekable files) */
+    int scratch_used;       /* the file reaches into the scratch area */
     struct copy_ahead *ahead; /* NULL: copies read on the caller's thread */
 };
 
@@ -407,13 +429,27 @@ static int fd_copy(struct hprof_sink *s, int from, uint64_t offset, const void *
     return rc;
 }
 
+/* The file cut back to the output, once its scratch area was used. */
+static int drop_scratch(struct fd_sink *f)
+{
+    if (!f->scratch_used)
+        return HPROF_OK;
+    f->scratch_used = 0;
+    if (ftruncate(f->fd, (off_t)(f->start + f->base.bytes)) == 0)
+        return HPROF_OK;
+    return hprof_error_set(f->base.err, HPROF_ERR_IO, "truncate: %s", strerror(errno));
+}
+
 static int fd_finish(struct hprof_sink *s)
 {
-    return fd_flush((struct fd_sink *)s);
+    struct fd_sink *f = (struct fd_sink *)s;
+    int rc = fd_flush(f);
+    return rc == HPROF_OK ? drop_scratch(f) : rc;
 }
 
 static void fd_free(struct hprof_sink *s)
 {
+    (void)drop_scratch((struct fd_sink *)s);
     copy_ahead_free(((struct fd_sink *)s)->ahead);
     free(s->room);
     free(s);
@@ -462,6 +498,45 @@ static int fd_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len
     return HPROF_OK;
 }
 
+/* Scratch writes fail without failing the sink: the caller keeps its
+ * bytes another way (the one-pass shrink decides them by its rule). */
+static int fd_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
+{
+    struct fd_sink *f = (struct fd_sink *)s;
+    struct hprof_error quiet = { 0 };
+    f->scratch_used = 1;
+    return put_all(f->fd, buf, len, (int64_t)(f->start + SINK_SCRATCH_AT + at), &quiet);
+}
+
+static int fd_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
+{
+    struct fd_sink *f = (struct fd_sink *)s;
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = pread_retrying(f->fd, p, len, f->start + SINK_SCRATCH_AT + at);
+        if (n <= 0)
+            return hprof_error_set(s->err, HPROF_ERR_IO, "scratch offset 0x%" PRIx64
+                                   ": read: %s", at, n < 0 ? strerror(errno)
+                                                          : "the file is shorter");
+        p += n;
+        at += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return HPROF_OK;
+}
+
+static void fd_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len)
+{
+#ifdef FALLOC_FL_PUNCH_HOLE
+    struct fd_sink *f = (struct fd_sink *)s;
+    /* a file system that cannot punch keeps the blocks until the cut */
+    (void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    (off_t)(f->start + SINK_SCRATCH_AT + at), (off_t)len);
+#else
+    (void)s, (void)at, (void)len;
+#endif
+}
+
 static const struct sink_ops fd_ops = { .write = fd_write, .finish = fd_finish, .free = fd_free };
 static const struct sink_ops fd_seekable_ops = {
     .write = fd_write, .finish = fd_finish, .free = fd_free, .patch = fd_patch, .copy = fd_copy,
@@ -469,7 +544,8 @@ static const struct sink_ops fd_seekable_ops = {
 /* A file open for reading too: what was written can be read back. */
 static const struct sink_ops fd_readable_ops = {
     .write = fd_write, .finish = fd_finish, .free = fd_free, .patch = fd_patch, .copy = fd_copy,
-    .read_back = fd_read_back,
+    .read_back = fd_read_back, .scratch_write = fd_scratch_write, .scratch_read = fd_scratch_read,
+    .scratch_release = fd_scratch_release,
 };
 
 struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)

@@ -24,6 +24,11 @@ struct sink_ops {
     /* Read bytes already written back (sink_read_back()); NULL where they
      * are gone. */
     int (*read_back)(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
+    /* Write and read a scratch area of the same file, far past the output
+     * (sink_scratch_write()); NULL where there is none. */
+    int (*scratch_write)(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
+    int (*scratch_read)(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
+    void (*scratch_release)(struct hprof_sink *s, uint64_t at, uint64_t len);
 };
 
 struct hprof_sink {
@@ -102,6 +107,29 @@ static inline int sink_can_read_back(const struct hprof_sink *s)
  * file, or from the sink's buffer for those not written to it yet.
  * @return HPROF_OK, or an error (the sink is then failed). */
 int sink_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
+
+/* Whether `s` has a scratch area (sink_scratch_write()). */
+static inline int sink_has_scratch(const struct hprof_sink *s)
+{
+    return s->ops->scratch_write != NULL;
+}
+
+/* A file sink opened for reading too keeps bytes its user will want later
+ * (the one-pass shrink's large arrays waiting for a claim) in a scratch
+ * area of the file, SINK_SCRATCH_AT bytes past the output's start: the
+ * blocks between are never written (a sparse file), and the file is cut
+ * back to the output when the sink is finished or freed.  Nothing about
+ * the output changes; `at` counts from the area's start.
+ * sink_scratch_write() @return HPROF_OK, or an error code with no message
+ * set that leaves the sink usable (a file system may refuse a file that
+ * large: EFBIG); the caller then does without.  sink_scratch_read() @return
+ * HPROF_OK, or an error (the sink is then failed). */
+#define SINK_SCRATCH_AT ((uint64_t)1 << 42)
+int sink_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
+int sink_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
+/* The `len` scratch bytes at `at` will not be read again: their blocks go
+ * back to the file system (where it can punch holes). */
+void sink_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len);
 
 /* Whether sink_patch() works on `s`. */
 static inline int sink_can_patch(const struct hprof_sink *s)

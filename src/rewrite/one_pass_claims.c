@@ -3,6 +3,7 @@
  * and claimed, buffers merged or kept as they leave it, the rule when it is
  * full, and the primitive arrays that decide which (see one_pass.c).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "digest.h"
@@ -268,16 +269,69 @@ static int hold_value(struct one_pass *op, struct held *h, unsigned claim)
 
 /* A String's value leaves the window: exempt if a rule named the String,
  * or a static of android.os.Build (the device's text). */
-static int value_leaves(struct one_pass *op, struct held *h)
+static int exempt_if_named(struct one_pass *op, uint64_t value)
 {
     uint64_t owner;
     int rc = HPROF_OK;
-    if (id_table_take(&op->value_owner, h->rec.array.id, &owner)) {
-        rc = one_pass_exempt_value(op, owner, h->rec.array.id);
+    if (id_table_take(&op->value_owner, value, &owner)) {
+        rc = one_pass_exempt_value(op, owner, value);
         if (rc == HPROF_OK && idmap_has(&op->device, owner))
-            rc = one_pass_keep_device_text(op, h->rec.array.id);
+            rc = one_pass_keep_device_text(op, value);
     }
+    return rc;
+}
+
+static int value_leaves(struct one_pass *op, struct held *h)
+{
+    int rc = exempt_if_named(op, h->rec.array.id);
     return rc == HPROF_OK ? one_pass_send_held(op, h, (enum array_keep)h->keep) : rc;
+}
+
+int one_pass_claims_end(struct one_pass *op)
+{
+    struct one_pass_spill *s = &op->spill;
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < s->n; i++)
+        if (!s->list[i].sent && s->list[i].keep != ARRAY_NOT_KEPT)
+            rc = exempt_if_named(op, s->list[i].array.id);
+    return rc == HPROF_OK ? one_pass_spill_flush(op) : rc;
+}
+
+/* Array `e`, set aside, is claimed: it goes out now with the verdict of
+ * `claim`.  A buffer is decided as one read now, from its bytes read back
+ * (one larger than the window stays unmerged, as when it is read). */
+static int claim_set_aside(struct one_pass *op, struct spilled *e, unsigned claim)
+{
+    enum array_keep keep = (enum array_keep)(claim & CLAIM_KEEP);
+    size_t bytes = e->array.length;
+    if (e->keep != ARRAY_NOT_KEPT) /* claimed before: waits for the rules */
+        return HPROF_OK;
+    if (waits_for_rules(op, claim)) {
+        e->keep = (uint8_t)keep;
+        return HPROF_OK;
+    }
+    if (keep != ARRAY_BITMAP)
+        return one_pass_spill_send(op, e, keep, NULL);
+    if (bytes > op->window.limit || op->opt.keep_duplicates) {
+        op->st->bitmap_candidates++;
+        if (idmap_put(&op->plan.bitmaps.candidates, e->array.id, 0) != HPROF_OK)
+            return nomem(op);
+        return one_pass_spill_send(op, e, ARRAY_BITMAP, NULL);
+    }
+    uint8_t *data = malloc(bytes);
+    if (data == NULL)
+        return nomem(op);
+    int rc = one_pass_spill_read(op, e, data);
+    struct hprof_primitive_array a = e->array;
+    a.data = data;
+    if (rc == HPROF_OK)
+        rc = decide_buffer(op, &a, (claim & CLAIM_PINNED) != 0, &keep);
+    if (rc == HPROF_OK)
+        rc = one_pass_spill_send(op, e, keep, data);
+    if (rc == HPROF_OK)
+        note_kept_at(op, a.id);
+    free(data);
+    return rc;
 }
 
 /* Array `id` is a String's value, DumpData's natives or a Bitmap's buffer
@@ -295,6 +349,9 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
         first = NULL;
     }
     if (first == NULL || first->kind != HELD_PRIMITIVE_ARRAY) {
+        struct spilled *e = one_pass_spill_find(op, id);
+        if (e != NULL)
+            return claim_set_aside(op, e, claim);
         uint64_t *was = id_table_find(&op->claims, id);
         if (was != NULL) { /* claimed twice: a buffer stays pinned */
             *was |= claim & CLAIM_PINNED;
@@ -333,14 +390,18 @@ int one_pass_leave_window(struct one_pass *op, int evicted)
         held_free(&op->window, h);
     } else {
         struct held *h = wait_window_take_oldest(&op->window);
+        int set_aside = 0;
         if (h->wait == WAIT_CLASS && !evicted) { /* its class never came */
             struct class_info *unused;
             rc = classes_check_instance(&op->model.classes, &h->rec.instance, &unused,
                                         op->ctx.err);
+        } else if (evicted && h->kind == HELD_PRIMITIVE_ARRAY) { /* no claim yet */
+            rc = one_pass_spill_held(op, h, &set_aside);
+            by_rule = !set_aside;
         } else {
             rc = HPROF_OK;
         }
-        if (rc == HPROF_OK)
+        if (rc == HPROF_OK && !set_aside)
             rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
         held_free(&op->window, h);
     }
@@ -452,6 +513,8 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
     struct one_pass *op = (struct one_pass *)v;
     if (op->gather != NULL)
         return gather_chunk(op, a);
+    if (op->spill.open != 0)
+        return one_pass_spill_chunk(op, a);
     if (a->first != 0) /* a chunk of an array going out as it is read */
         return hprof_visit_primitive_array(op->head, a);
     int rc = op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
@@ -468,8 +531,13 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
     int gather = (claimed ? keep == ARRAY_BITMAP || waits_for_rules(op, (unsigned)claim)
                           : may_be_claimed(op, a->type)) &&
                  a->tag != HPROF_PRIMITIVE_ARRAY_NODATA;
-    if (gather && bytes > op->window.limit) { /* cannot wait: the rule decides now */
-        count_add(&op->st->window_by_rule, bytes);
+    if (gather && bytes > op->window.limit) { /* cannot wait here */
+        int set_aside = 0;
+        if (!claimed && (rc = one_pass_spill_begin(op, a, bytes, &set_aside)) != HPROF_OK)
+            return rc;
+        if (set_aside)
+            return HPROF_OK;
+        count_add(&op->st->window_by_rule, bytes); /* the rule decides now */
         gather = 0;
     }
     if (!gather) {

@@ -5,7 +5,8 @@
  * heap dump), one_pass_claims.c (the window at work: claims, merges, the
  * rule, primitive arrays), one_pass_prelude.c (a heap dump before its
  * first object), one_pass_names.c (STRING records), one_pass_system.c (the
- * zygote and image heaps), one_pass_out.c (what goes down the chain, and
+ * zygote and image heaps), one_pass_spill.c (large arrays set aside in
+ * the output file while they wait), one_pass_out.c (what goes down the chain, and
  * the plan's parts that grow as the input is read), one_pass_window.c (the
  * window's storage).
  */
@@ -51,6 +52,28 @@ struct merge_entry {
 };
 
 struct one_pass_system;
+
+/* An array set aside in the output's scratch area (one_pass_spill.c). */
+struct spilled {
+    struct hprof_primitive_array array; /* as read; `length`: all its bytes */
+    uint64_t at;                /* where its data is in the scratch area */
+    uint32_t heap;
+    uint8_t keep;               /* its verdict once claimed (enum array_keep) */
+    uint8_t sent;               /* gone down the chain */
+};
+
+struct one_pass_spill {
+    struct spilled *list;       /* this heap dump's, in the order read */
+    size_t n, cap;
+    size_t oldest;              /* no entry before it is waiting */
+    struct id_table index;      /* id -> 1 + its place in `list`, while waiting */
+    uint64_t end;               /* scratch bytes written */
+    uint64_t waiting_bytes;
+    uint64_t limit;             /* of waiting_bytes; 0: nothing is set aside */
+    size_t open;                /* 1 + the entry whose chunks are coming, or 0 */
+    uint64_t open_have;
+    uint8_t *chunk;             /* contents read back, a chunk at a time */
+};
 
 /* A root or class dump held before a heap dump's first object (its
  * tables follow), with the heap it was read in. */
@@ -125,6 +148,7 @@ struct one_pass {
     struct heap_name heap_names[ONE_PASS_HEAPS];
     unsigned n_heap_names;
 
+    struct one_pass_spill spill;
     struct one_pass_system *system; /* NULL unless zygote and image objects go */
     /* one_pass_prelude.c: a heap dump before its first object */
     int prelude;                    /* its records are held */
@@ -177,6 +201,9 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
 int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
 int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
 int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
+/* The heap dump ends: the arrays set aside go (the values that waited for
+ * keep rules exempt as these say). */
+int one_pass_claims_end(struct one_pass *op);
 void one_pass_note_ref(struct one_pass *op, uint64_t ref);
 int one_pass_block_class(struct one_pass *op, uint64_t class_id);
 
@@ -186,6 +213,26 @@ void one_pass_start_heap(struct one_pass *op);
 /* The filters one_pass.c and one_pass_run.c make. */
 #define PINS_BYTES (8u << 20)      /* the pins' filter: as the multi-pass's largest */
 #define KEPT_OUT_BYTES (2u << 20)
+
+/* one_pass_spill.c: large arrays waiting for a claim past the window, in
+ * the output file.  _held and _begin (the first chunk; the others go to
+ * _chunk while `spill.open`) set an array aside if there is room
+ * (*spilled 1); _find gives one still waiting, _read its contents, _send
+ * sends it down the chain with a verdict (`data`: its contents, or NULL
+ * to read them back); _flush sends those left with their verdicts (as
+ * nobody's, unclaimed) when their dump ends. */
+int one_pass_spill_init(struct one_pass *op);
+void one_pass_spill_free(struct one_pass *op);
+int one_pass_spill_held(struct one_pass *op, const struct held *h, int *spilled);
+int one_pass_spill_begin(struct one_pass *op, const struct hprof_primitive_array *a,
+                         uint64_t bytes, int *spilled);
+int one_pass_spill_chunk(struct one_pass *op, const struct hprof_primitive_array *a);
+struct spilled *one_pass_spill_find(struct one_pass *op, uint64_t id);
+int one_pass_spill_read(struct one_pass *op, const struct spilled *e, uint8_t *buf);
+int one_pass_spill_send(struct one_pass *op, struct spilled *e, enum array_keep keep,
+                        const uint8_t *data);
+int one_pass_spill_pending(const struct one_pass *op);
+int one_pass_spill_flush(struct one_pass *op);
 
 /* one_pass_names.c: a STRING read; a record about to go out refers to
  * name `id` (a LOAD_CLASS, STACK_FRAME, START_THREAD, CLASS_DUMP or

@@ -58,6 +58,8 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     op->hold_values = op->opt.redact != HPROF_REDACT_NONE && op->redact.n_rules > 0;
     if (rc == HPROF_OK)
         rc = one_pass_system_init(op);
+    if (rc == HPROF_OK)
+        rc = one_pass_spill_init(op);
     if (rc != HPROF_OK)
         return rc;
     if ((op->chain = shrink_chain_new(&op->plan, op->st, err)) == NULL)
@@ -81,6 +83,7 @@ static void release(struct one_pass *op)
     /* redaction owns the maps the plan reads */
     memset(&op->plan.redact, 0, sizeof op->plan.redact);
     one_pass_system_free(op);
+    one_pass_spill_free(op);
     plan_free(&op->plan);
     shrink_chain_free(op->chain);
     redact_free(&op->redact);

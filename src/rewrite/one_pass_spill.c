@@ -1,0 +1,229 @@
+/*
+ * one_pass_spill.c - a second window, on disk: large arrays that wait for
+ * a claim past the window, set aside in the output file's scratch area
+ * (sink_scratch_write()).
+ *
+ * A collector may place a pixel buffer far from its Bitmap: a
+ * bitmap-heavy HotSpot dump of 2 GB had 69-89 of them more than 64 MiB
+ * before, and an Android one a buffer larger than the window.  Decided by
+ * the rule, such a buffer loses its pixels.  Where the output is a file
+ * that can be read again, an array of SPILL_MIN bytes or more that the
+ * rule would decide goes to the scratch area instead, and waits there:
+ * claimed, it goes down the chain at once with its verdict, its contents
+ * read back (a String's value that waits for keep rules, when its heap
+ * dump ends); past the spill limit, the oldest waiting there leave by the
+ * rule, as in the window; when the heap dump ends, those still waiting
+ * go as nobody's.  Only large arrays are set aside: those a claim comes
+ * late for are buffers, while the millions of small arrays the rule
+ * decides in an Android dump would double the writes for nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "filter.h"
+#include "one_pass_private.h"
+#include "sink_private.h"
+
+/* Arrays from this size may be set aside. */
+#define SPILL_MIN ((uint64_t)64 << 10)
+#define SPILL_CHUNK ((size_t)1 << 20)
+
+static int nomem(struct one_pass *op)
+{
+    return rewrite_nomem(&op->ctx);
+}
+
+int one_pass_spill_init(struct one_pass *op)
+{
+    struct one_pass_spill *s = &op->spill;
+    uint64_t limit = op->opt.spill;
+    memset(s, 0, sizeof *s);
+    if (limit == HPROF_SPILL_OFF || !op->confirm_by_reading || !sink_has_scratch(op->sink))
+        return HPROF_OK;
+    s->limit = limit != 0 ? limit : 8 * op->window.limit;
+    return HPROF_OK;
+}
+
+void one_pass_spill_free(struct one_pass *op)
+{
+    struct one_pass_spill *s = &op->spill;
+    free(s->list);
+    free(s->chunk);
+    id_table_free(&s->index);
+    memset(s, 0, sizeof *s);
+}
+
+int one_pass_spill_pending(const struct one_pass *op)
+{
+    return op->spill.waiting_bytes > 0;
+}
+
+/* Entry `e` goes down the chain with verdict `keep`: its contents from
+ * `data`, or read back chunk by chunk until a filter has what it needs
+ * (HPROF_SKIP: the rest is dropped or rewritten).  Its scratch bytes are
+ * then given back. */
+int one_pass_spill_send(struct one_pass *op, struct spilled *e, enum array_keep keep,
+                        const uint8_t *data)
+{
+    struct one_pass_spill *s = &op->spill;
+    if (data == NULL && s->chunk == NULL && (s->chunk = malloc(SPILL_CHUNK)) == NULL)
+        return nomem(op);
+    uint64_t ignored;
+    id_table_take(&s->index, e->array.id, &ignored);
+    e->sent = 1;
+    s->waiting_bytes -= e->array.length;
+    int rc = one_pass_switch_heap(op, e->heap);
+    struct hprof_primitive_array a = e->array;
+    if (rc == HPROF_OK)
+        one_pass_give_verdict(op, &a, keep);
+    do {
+        size_t left = e->array.length - (size_t)a.first;
+        a.length = data != NULL || left < SPILL_CHUNK ? left : SPILL_CHUNK;
+        a.data = data != NULL ? data + a.first : s->chunk;
+        if (rc == HPROF_OK && data == NULL)
+            rc = sink_scratch_read(op->sink, e->at + a.first, s->chunk, a.length);
+        if (rc == HPROF_OK)
+            rc = hprof_visit_primitive_array(op->head, &a);
+        a.first += a.length;
+    } while (rc == HPROF_OK && a.first < e->array.length);
+    sink_scratch_release(op->sink, e->at, e->array.length);
+    return one_pass_quiet_skip(rc);
+}
+
+/* The oldest array waiting leaves: by the rule, unless claimed. */
+static int let_go_oldest(struct one_pass *op)
+{
+    struct one_pass_spill *s = &op->spill;
+    while (s->list[s->oldest].sent)
+        s->oldest++;
+    struct spilled *e = &s->list[s->oldest];
+    if (e->keep == ARRAY_NOT_KEPT)
+        count_add(&op->st->window_by_rule, e->array.length);
+    return one_pass_spill_send(op, e, (enum array_keep)e->keep, NULL);
+}
+
+/* Room for `bytes` more to wait, made by the rule; *room 0 where there is
+ * none (larger than the limit, or the array being written in chunks is
+ * the one in the way). */
+static int make_room(struct one_pass *op, uint64_t bytes, int *room)
+{
+    struct one_pass_spill *s = &op->spill;
+    int rc = HPROF_OK;
+    *room = bytes >= SPILL_MIN && bytes <= s->limit;
+    while (*room && rc == HPROF_OK && s->waiting_bytes > s->limit - bytes) {
+        if (s->open != 0 && s->oldest == s->open - 1) {
+            *room = 0;
+            break;
+        }
+        rc = let_go_oldest(op);
+    }
+    return rc;
+}
+
+/* A new entry for array `a` (its first `have` bytes at `data`), whose data
+ * goes to the scratch area.  *added 0: it could not (the file refused). */
+static int add(struct one_pass *op, const struct hprof_primitive_array *a, uint64_t bytes,
+               uint32_t heap, const uint8_t *data, size_t have, int *added)
+{
+    struct one_pass_spill *s = &op->spill;
+    *added = 0;
+    if (sink_scratch_write(op->sink, s->end, data, have) != HPROF_OK) {
+        s->limit = 0; /* the file system will not: the rule, from here */
+        return HPROF_OK;
+    }
+    struct spilled *grown = grow_array(s->list, &s->cap, s->n + 1, sizeof *grown);
+    if (grown == NULL || id_table_put(&s->index, a->id, s->n + 1) != HPROF_OK) {
+        s->list = grown != NULL ? grown : s->list;
+        return nomem(op);
+    }
+    s->list = grown;
+    struct spilled *e = &s->list[s->n++];
+    memset(e, 0, sizeof *e);
+    e->array = *a;
+    e->array.first = 0;
+    e->array.data = NULL;
+    e->array.length = (size_t)bytes;
+    e->at = s->end;
+    e->heap = heap;
+    e->keep = ARRAY_NOT_KEPT;
+    s->end += bytes;
+    s->waiting_bytes += bytes;
+    count_add(&op->st->window_spilled, bytes);
+    *added = 1;
+    return HPROF_OK;
+}
+
+int one_pass_spill_held(struct one_pass *op, const struct held *h, int *spilled)
+{
+    const struct hprof_primitive_array *a = &h->rec.array;
+    int room;
+    *spilled = 0;
+    int rc = op->spill.limit > 0 ? make_room(op, a->length, &room) : HPROF_OK;
+    if (rc != HPROF_OK || op->spill.limit == 0 || !room)
+        return rc;
+    return add(op, a, a->length, h->heap, a->data, a->length, spilled);
+}
+
+int one_pass_spill_begin(struct one_pass *op, const struct hprof_primitive_array *a,
+                         uint64_t bytes, int *spilled)
+{
+    struct one_pass_spill *s = &op->spill;
+    int room;
+    *spilled = 0;
+    int rc = s->limit > 0 && a->first == 0 ? make_room(op, bytes, &room) : HPROF_OK;
+    if (rc != HPROF_OK || s->limit == 0 || a->first != 0 || !room)
+        return rc;
+    rc = add(op, a, bytes, op->in_heap, a->data, a->length, spilled);
+    if (rc == HPROF_OK && *spilled && a->length < bytes) {
+        s->open = s->n;
+        s->open_have = a->length;
+    }
+    return rc;
+}
+
+/* The next chunk of the array being set aside.  A write that fails now
+ * fails the run: the chunks before it went nowhere else. */
+int one_pass_spill_chunk(struct one_pass *op, const struct hprof_primitive_array *a)
+{
+    struct one_pass_spill *s = &op->spill;
+    struct spilled *e = &s->list[s->open - 1];
+    if (a->id != e->array.id || a->first != s->open_have ||
+        a->length > e->array.length - s->open_have)
+        return hprof_error_set(op->ctx.err, HPROF_ERR_FORMAT, "offset 0x%llx: "
+                               "PRIMITIVE_ARRAY_DUMP: chunks out of order",
+                               (unsigned long long)a->offset);
+    if (sink_scratch_write(op->sink, e->at + s->open_have, a->data, a->length) != HPROF_OK)
+        return hprof_error_set(op->ctx.err, HPROF_ERR_IO, "offset 0x%llx: PRIMITIVE_ARRAY_DUMP: "
+                               "setting aside %zu bytes in the output file failed",
+                               (unsigned long long)a->offset, e->array.length);
+    s->open_have += a->length;
+    if (s->open_have == e->array.length)
+        s->open = 0;
+    return HPROF_OK;
+}
+
+struct spilled *one_pass_spill_find(struct one_pass *op, uint64_t id)
+{
+    struct one_pass_spill *s = &op->spill;
+    uint64_t *at = s->waiting_bytes > 0 ? id_table_find(&s->index, id) : NULL;
+    return at != NULL ? &s->list[*at - 1] : NULL;
+}
+
+int one_pass_spill_read(struct one_pass *op, const struct spilled *e, uint8_t *buf)
+{
+    return sink_scratch_read(op->sink, e->at, buf, e->array.length);
+}
+
+int one_pass_spill_flush(struct one_pass *op)
+{
+    struct one_pass_spill *s = &op->spill;
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < s->n; i++)
+        if (!s->list[i].sent)
+            rc = one_pass_spill_send(op, &s->list[i], (enum array_keep)s->list[i].keep, NULL);
+    s->n = s->oldest = 0;
+    s->end = s->waiting_bytes = 0;
+    s->open = 0;
+    id_table_free(&s->index);
+    return rc;
+}
