@@ -291,10 +291,10 @@ END_TEST
 
 /* An Android dump: buffers A and A2 (equal) and N (nobody's), 128 KiB
  * each, then 1.25 MiB of small arrays, then the Bitmaps of A and A2: past
- * a window of 1 MiB. */
+ * a window of 1 MiB (or the Bitmaps first, with `bitmaps_first`). */
 #define FAR_BUFFER (128u << 10)
 
-static uint8_t *far_buffers_dump(size_t *len)
+static uint8_t *far_buffers_dump_in(int bitmaps_first, size_t *len)
 {
     static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
     uint8_t *a = malloc(FAR_BUFFER), *n = malloc(FAR_BUFFER), small[32 << 10];
@@ -311,20 +311,32 @@ static uint8_t *far_buffers_dump(size_t *len)
     tb_load_class(&d, 1, 0x100, 0x10);
     tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
     tb_class(&d, 0x100, 0, bitmap_fields, 1);
-    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, FAR_BUFFER, a);
-    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, FAR_BUFFER, a);
-    tb_prim_array(&d, 0x1020, HPROF_TYPE_BYTE, FAR_BUFFER, n);
-    for (uint32_t i = 0; i < 40; i++)
-        tb_prim_array(&d, 0x100000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, sizeof small, small);
     const uint8_t ref_a[4] = { 0, 0, 0x10, 0x00 }, ref_a2[4] = { 0, 0, 0x10, 0x10 };
-    tb_instance(&d, 0x2000, 0x100, ref_a, 4);
-    tb_instance(&d, 0x2010, 0x100, ref_a2, 4);
+    for (int part = 0; part < 3; part++) {
+        if (part == (bitmaps_first ? 0 : 2)) {
+            tb_instance(&d, 0x2000, 0x100, ref_a, 4);
+            tb_instance(&d, 0x2010, 0x100, ref_a2, 4);
+        } else if (part == 1) {
+            for (uint32_t i = 0; i < 40; i++)
+                tb_prim_array(&d, 0x100000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, sizeof small,
+                              small);
+        } else {
+            tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, FAR_BUFFER, a);
+            tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, FAR_BUFFER, a);
+            tb_prim_array(&d, 0x1020, HPROF_TYPE_BYTE, FAR_BUFFER, n);
+        }
+    }
     tb_segment_end(&d);
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
     free(a);
     free(n);
     *len = d.len;
     return d.data;
+}
+
+static uint8_t *far_buffers_dump(size_t *len)
+{
+    return far_buffers_dump_in(0, len);
 }
 
 /* Every Bitmap of `in` shows the same pixels in `out`. */
@@ -376,6 +388,29 @@ START_TEST(buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels
         free(one.data);
         free(multi.data);
     }
+    free(in);
+}
+END_TEST
+
+/* The Bitmaps first: the window lets them go to wait apart, and their
+ * buffers, when they come, are decided at once: A kept, A2 merged. */
+START_TEST(bitmaps_past_the_window_wait_apart_for_their_buffers_to_merge)
+{
+    size_t len;
+    uint8_t *in = far_buffers_dump_in(1, &len);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
+    struct hprof_error err = { 0 };
+    struct shrunk one, multi;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_gt(one.stats.window_by_rule.count, 0); /* the small arrays */
+    ck_assert_uint_eq(one.stats.window_late, 0);
+    assert_same_pixels(in, len, &one);
+    ck_assert_uint_eq(one.stats.bitmap_duplicates.count, 1);
+    ck_assert_uint_eq(one.stats.bitmap_buffers_kept.count, 1);
+    ck_assert_msg(one.len <= multi.len + multi.len / 100, "%zu against %zu", one.len, multi.len);
+    free(one.data);
+    free(multi.data);
     free(in);
 }
 END_TEST
@@ -505,6 +540,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);
     tcase_add_test(same, buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels);
     tcase_add_test(same, without_a_spill_buffers_past_the_window_are_decided_by_the_rule);
+    tcase_add_test(same, bitmaps_past_the_window_wait_apart_for_their_buffers_to_merge);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_leaves_the_rule_to_decide);
     suite_add_tcase(s, same);

@@ -480,7 +480,7 @@ static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
 static int flush_window(struct one_pass *op)
 {
     if (wait_window_oldest(&op->window) == NULL && !one_pass_system_pending(op) &&
-        !one_pass_spill_pending(op))
+        !one_pass_spill_pending(op) && wait_window_oldest(&op->long_wait) == NULL)
         return HPROF_OK;
     int opened = !op->in_segment;
     int rc = HPROF_OK;
@@ -491,6 +491,8 @@ static int flush_window(struct one_pass *op)
     }
     while (rc == HPROF_OK && wait_window_oldest(&op->window) != NULL)
         rc = one_pass_leave_window(op, 0);
+    if (rc == HPROF_OK)
+        rc = one_pass_long_wait_end(op);
     if (rc == HPROF_OK)
         rc = one_pass_claims_end(op);
     if (rc == HPROF_OK)

@@ -199,11 +199,78 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     return HPROF_OK;
 }
 
+/* Bitmaps `list` (under buffer `key`) go as they are, the buffer to be
+ * kept unmerged when it comes (the rule): the Bitmaps name it. */
+static int send_bitmaps_as_they_are(struct one_pass *op, struct held *list, uint64_t key)
+{
+    int rc = one_pass_pin_buffer(op, key);
+    for (struct held *h = list, *next; h != NULL; h = next) {
+        next = h->next_same;
+        if (rc == HPROF_OK)
+            rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
+        held_free(&op->window, h);
+    }
+    return rc;
+}
+
+/* Bitmaps that waited for their buffer until the window let them go wait
+ * on apart (`long_wait`, a window of their own, an eighth of the size):
+ * they are small, and sent as they are they would keep their buffer from
+ * merging.  Its oldest leave by the rule.  *moved 0: no room. */
+static int wait_longer(struct one_pass *op, struct held *list, uint64_t key, int *moved)
+{
+    uint64_t bytes = 0;
+    int rc = HPROF_OK;
+    for (struct held *h = list; h != NULL; h = h->next_same)
+        bytes += h->bytes;
+    *moved = bytes <= op->long_wait.limit / 2;
+    while (*moved && rc == HPROF_OK && wait_window_full(&op->long_wait, bytes)) {
+        uint64_t oldest = wait_window_oldest(&op->long_wait)->key;
+        count_add(&op->st->window_by_rule, wait_window_oldest(&op->long_wait)->bytes);
+        rc = send_bitmaps_as_they_are(op, wait_window_take(&op->long_wait, oldest), oldest);
+    }
+    for (struct held *h = list, *next; *moved && h != NULL; h = next) {
+        next = h->next_same;
+        if (rc == HPROF_OK)
+            rc = wait_window_hold(&op->long_wait, h, key, WAIT_BUFFER);
+        else
+            held_free(&op->window, h);
+    }
+    return rc;
+}
+
+/* The Bitmaps that waited apart for buffer `id`, which is decided: they
+ * go, their field rewritten if it merged. */
+static int long_wait_over(struct one_pass *op, uint64_t id)
+{
+    struct held *list = op->long_wait.index.count > 0 ? wait_window_take(&op->long_wait, id)
+                                                        : NULL;
+    int rc = HPROF_OK;
+    for (struct held *h = list, *next; h != NULL; h = next) {
+        next = h->next_same;
+        if (rc == HPROF_OK)
+            rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
+        held_free(&op->window, h);
+    }
+    return rc;
+}
+
+int one_pass_long_wait_end(struct one_pass *op)
+{
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && wait_window_oldest(&op->long_wait) != NULL) {
+        uint64_t key = wait_window_oldest(&op->long_wait)->key;
+        rc = send_bitmaps_as_they_are(op, wait_window_take(&op->long_wait, key), key);
+    }
+    return rc;
+}
+
 /* The group under buffer `key` leaves the window: the buffer (if read)
  * decided and written, then the Bitmaps that waited for it.  Without the
- * buffer, the Bitmaps go as they are, and the buffer stays when it comes
- * (the rule).  `*by_rule` tells which. */
-static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
+ * buffer, the Bitmaps wait apart if `evicted` and there is room, else go
+ * as they are, and the buffer stays when it comes (the rule).  `*by_rule`
+ * tells whether they went so. */
+static int decide_group(struct one_pass *op, uint64_t key, int evicted, int *by_rule)
 {
     struct held *list = wait_window_take(&op->window, key);
     struct held *buffer = NULL;
@@ -212,6 +279,13 @@ static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
         if (h->wait == WAIT_DECIDE)
             buffer = h;
     *by_rule = buffer == NULL;
+    if (buffer == NULL && evicted) {
+        int moved;
+        rc = wait_longer(op, list, key, &moved);
+        *by_rule = !moved;
+        if (rc != HPROF_OK || moved)
+            return rc;
+    }
     if (buffer != NULL) {
         enum array_keep keep;
         rc = decide_buffer(op, &buffer->rec.array, buffer->pinned, &keep);
@@ -220,7 +294,7 @@ static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
         if (rc == HPROF_OK)
             note_kept_at(op, key);
     } else {
-        rc = one_pass_pin_buffer(op, key);
+        return send_bitmaps_as_they_are(op, list, key);
     }
     for (struct held *h = list, *next; h != NULL; h = next) {
         next = h->next_same;
@@ -237,17 +311,20 @@ static int decide_group(struct one_pass *op, uint64_t key, int *by_rule)
  * buffers is written next). */
 static int buffer_claimed(struct one_pass *op, struct held *h, unsigned claim)
 {
+    uint64_t id = h->rec.array.id;
+    /* Bitmaps waiting apart have waited long enough: it is decided now */
+    int waited_for = op->long_wait.index.count > 0 && wait_window_has(&op->long_wait, id);
     h->pinned = (claim & CLAIM_PINNED) != 0;
-    if (!h->pinned && !(claim & CLAIM_DECIDE_NOW) && !op->opt.keep_duplicates)
-        return one_pass_hold(op, h, h->rec.array.id, WAIT_DECIDE);
+    if (!h->pinned && !(claim & CLAIM_DECIDE_NOW) && !op->opt.keep_duplicates && !waited_for)
+        return one_pass_hold(op, h, id, WAIT_DECIDE);
     enum array_keep keep;
     int rc = decide_buffer(op, &h->rec.array, h->pinned, &keep);
     if (rc == HPROF_OK)
         rc = one_pass_send_held(op, h, keep);
     if (rc == HPROF_OK)
-        note_kept_at(op, h->rec.array.id);
+        note_kept_at(op, id);
     held_free(&op->window, h);
-    return rc;
+    return rc == HPROF_OK && waited_for ? long_wait_over(op, id) : rc;
 }
 
 /* ---- Claims ------------------------------------------------------------------------ */
@@ -382,7 +459,7 @@ int one_pass_leave_window(struct one_pass *op, int evicted)
     int by_rule = 1, rc;
     uint64_t bytes = oldest->bytes;
     if (oldest->wait == WAIT_DECIDE || oldest->wait == WAIT_BUFFER) {
-        rc = decide_group(op, oldest->key, &by_rule);
+        rc = decide_group(op, oldest->key, evicted, &by_rule);
     } else if (oldest->wait == WAIT_EXEMPT) {
         struct held *h = wait_window_take_oldest(&op->window);
         by_rule = 0;
@@ -420,7 +497,7 @@ static int make_room(struct one_pass *op, uint64_t bytes)
         int by_rule;
         const struct held *buffer = wait_window_oldest_buffer(&op->window);
         if (buffer != NULL)
-            rc = decide_group(op, buffer->key, &by_rule);
+            rc = decide_group(op, buffer->key, 1, &by_rule);
         else
             rc = one_pass_leave_window(op, 1);
     }

@@ -110,6 +110,7 @@ struct one_pass {
     struct plan_cursor *cursor;     /* the chain's */
 
     struct wait_window window;
+    struct wait_window long_wait;   /* Bitmaps the window let go before their buffer came */
     struct held_names names;
     int hold_names;
     struct id_table claims;         /* array id -> CLAIM_* */
@@ -201,6 +202,8 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
 int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
 int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
 int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
+/* The heap dump ends: the Bitmaps waiting apart go as they are. */
+int one_pass_long_wait_end(struct one_pass *op);
 /* The heap dump ends: the arrays set aside go (the values that waited for
  * keep rules exempt as these say). */
 int one_pass_claims_end(struct one_pass *op);

@@ -48,6 +48,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     struct hprof_error *err = op->ctx.err;
     uint64_t window = op->opt.window ? op->opt.window : HPROF_WINDOW_DEFAULT;
     wait_window_init(&op->window, window < HPROF_WINDOW_MIN ? HPROF_WINDOW_MIN : window);
+    wait_window_init(&op->long_wait, op->window.limit / 8);
     op->names.limit = window > NAMES_LIMIT_MIN ? window : NAMES_LIMIT_MIN;
     op->hold_names = !op->opt.keep_names;
     if (model_init(&op->model, op->ctx.ids) != HPROF_OK || init_plan(op) != HPROF_OK ||
@@ -89,6 +90,7 @@ static void release(struct one_pass *op)
     redact_free(&op->redact);
     model_free(&op->model);
     wait_window_free(&op->window);
+    wait_window_free(&op->long_wait);
     one_pass_names_free(op);
     one_pass_prelude_free(op);
     id_table_free(&op->claims);
