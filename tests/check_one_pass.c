@@ -3,6 +3,7 @@
  * the multi-pass shrink writes, the order analyzers that read once need,
  * the window's report, and the id table the window is indexed by.
  */
+#define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <signal.h>
 #include <stdio.h>
@@ -472,6 +473,154 @@ START_TEST(a_file_that_refuses_the_scratch_area_leaves_the_rule_to_decide)
 }
 END_TEST
 
+/* A stream that gives its bytes a few KiB at a time: the reader hands
+ * out a large object array in chunks, as it does from a pipe. */
+struct trickle {
+    const uint8_t *data;
+    size_t len, at;
+};
+
+static int trickle_read(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error *err)
+{
+    struct trickle *t = ctx;
+    (void)err;
+    size_t n = t->len - t->at < 3000 ? t->len - t->at : 3000;
+    *got = n < len ? n : len;
+    memcpy(buf, t->data + t->at, *got);
+    t->at += *got;
+    return HPROF_OK;
+}
+
+/* A DumpData whose array of buffers (40,000 elements, the last a 10 KB
+ * buffer read before it, or a 128 KiB one set aside past the window)
+ * comes in chunks: the buffer may go out only once the array has. */
+START_TEST(dump_data_buffers_in_chunks_hold_what_they_name_until_they_end)
+{
+    const int set_aside = _i == 1;
+    const uint32_t xn = set_aside ? 128u << 10 : 10000, elements = 40000;
+    uint8_t *x = malloc(xn), small[32 << 10], *el = calloc(elements, 4);
+    for (uint32_t i = 0; i < xn; i++)
+        x[i] = (uint8_t)(i * 5 + 1);
+    memset(small, 'x', sizeof small);
+    el[4 * (elements - 1) + 2] = 0x10; /* 0x1000 */
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "android.graphics.Bitmap$DumpData");
+    tb_string(&d, 0x11, "byte[][]");
+    tb_string(&d, 0x20, "buffers");
+    tb_string(&d, 0x21, "natives");
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_load_class(&d, 2, 0x200, 0x11);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    const uint64_t names[2] = { 0x20, 0x21 };
+    const uint8_t types[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
+    tb_class_named(&d, 0x100, 0, names, types, 2);
+    tb_class(&d, 0x200, 0, NULL, 0);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, xn, x);
+    for (uint32_t i = 0; set_aside && i < 40; i++)
+        tb_prim_array(&d, 0x100000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, sizeof small, small);
+    const uint8_t fields[8] = { 0, 0, 0x50, 0 }; /* buffers 0x5000, natives null */
+    tb_instance(&d, 0x3000, 0x100, fields, 8);
+    tb_u1(&d, HPROF_OBJECT_ARRAY_DUMP);
+    tb_id(&d, 0x5000);
+    tb_u4(&d, 1);
+    tb_u4(&d, elements);
+    tb_id(&d, 0x200);
+    tb_bytes(&d, el, 4 * (size_t)elements);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+
+    char path[] = "/tmp/check_one_pass.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    struct hprof_error err = { 0 };
+    struct trickle t = { d.data, d.len, 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_stream(&r, trickle_read, &t, &err), HPROF_OK);
+    struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
+    struct hprof_shrink_stats st;
+    int rc = hprof_shrink_one_pass(r, sink, &o, &st, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_sink_finish(sink);
+    ck_assert_msg(rc == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(st.window_spilled.count, (uint64_t)set_aside);
+    ck_assert_uint_eq(st.window_late, 0);
+    struct shrunk out;
+    out.len = (size_t)lseek(fd, 0, SEEK_END);
+    out.data = malloc(out.len);
+    ck_assert_int_eq(pread(fd, out.data, out.len, 0), (ssize_t)out.len);
+    ck_assert_ptr_nonnull(memmem(out.data, out.len, x, xn)); /* the buffer kept */
+    struct hprof_verify_report rep;
+    ck_assert_msg(tl_verify_memory(out.data, out.len, &rep, &err) == HPROF_OK, "%s", err.message);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    close(fd);
+    free(out.data);
+    free(x);
+    free(el);
+    tb_free(&d);
+}
+END_TEST
+
+/* A 2 MiB array, past a 1 MiB window, set aside as it comes in chunks,
+ * until the file refuses more (a limit on file size just past the
+ * scratch area's start): it goes by the rule from what it has, and the
+ * run goes on. */
+START_TEST(a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule)
+{
+    const uint32_t n = 2u << 20;
+    uint8_t *big = malloc(n);
+    for (uint32_t i = 0; i < n; i++)
+        big[i] = (uint8_t)(i * 3 + 1);
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, n, big);
+    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, 4, "abcd");
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char path[] = "/tmp/check_one_pass.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    struct rlimit was, small = { (1ull << 42) + (300u << 10), (1ull << 42) + (300u << 10) };
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    struct hprof_error err = { 0 };
+    struct trickle t = { d.data, d.len, 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_stream(&r, trickle_read, &t, &err), HPROF_OK);
+    struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
+    struct hprof_shrink_stats st;
+    int rc = hprof_shrink_one_pass(r, sink, &o, &st, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_sink_finish(sink);
+    setrlimit(RLIMIT_FSIZE, &was);
+    ck_assert_msg(rc == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(st.window_spilled.count, 1);
+    ck_assert_uint_eq(st.window_by_rule.bytes, n);
+    ck_assert_uint_eq(st.arrays_emptied.count, 2);
+    ck_assert_uint_eq((uint64_t)lseek(fd, 0, SEEK_END), hprof_sink_bytes(sink));
+    struct shrunk out;
+    out.len = (size_t)lseek(fd, 0, SEEK_END);
+    out.data = malloc(out.len);
+    ck_assert_int_eq(pread(fd, out.data, out.len, 0), (ssize_t)out.len);
+    struct hprof_verify_report rep;
+    ck_assert_msg(tl_verify_memory(out.data, out.len, &rep, &err) == HPROF_OK, "%s", err.message);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    close(fd);
+    free(out.data);
+    free(big);
+    tb_free(&d);
+}
+END_TEST
+
 START_TEST(a_mapping_is_refused_with_a_usage_error)
 {
     size_t len;
@@ -541,6 +690,8 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels);
     tcase_add_test(same, without_a_spill_buffers_past_the_window_are_decided_by_the_rule);
     tcase_add_test(same, bitmaps_past_the_window_wait_apart_for_their_buffers_to_merge);
+    tcase_add_loop_test(same, dump_data_buffers_in_chunks_hold_what_they_name_until_they_end, 0, 2);
+    tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_leaves_the_rule_to_decide);
     suite_add_tcase(s, same);

@@ -75,6 +75,7 @@ void cli_install_signal_handlers(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes EPIPE, reported */
+    signal(SIGXFSZ, SIG_IGN); /* so does a limit on file size (EFBIG), not a kill */
 }
 
 /* A heap dump holds every String of the process: its copy must not be

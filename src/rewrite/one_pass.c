@@ -79,21 +79,28 @@ static int bitmap_read(struct one_pass *op, const struct kind_layout *k,
 
 /* An element of DumpData.buffers: a buffer read already is decided now,
  * since the array of buffers is written right after; one not read yet
- * stays unmerged, since it is written before it. */
-static int claim_element(struct one_pass *op, uint64_t id)
+ * stays unmerged, since it is written before it.  Of an array that comes
+ * in chunks (`whole` 0), the first of which went out already, nothing may
+ * go out until its last: every element stays unmerged, and one read
+ * already waits on as a buffer. */
+static int claim_element(struct one_pass *op, uint64_t id, int whole)
 {
     struct held *first = wait_window_first(&op->window, id);
     int read = first != NULL && first->kind == HELD_PRIMITIVE_ARRAY;
-    return one_pass_claim(op, id, ARRAY_BITMAP | (read ? CLAIM_DECIDE_NOW : CLAIM_PINNED));
+    if (whole)
+        return one_pass_claim(op, id, ARRAY_BITMAP | (read ? CLAIM_DECIDE_NOW : CLAIM_PINNED));
+    if (read && first->wait == WAIT_CLAIM)
+        return one_pass_pin_waiting(op, id);
+    return one_pass_claim(op, id, ARRAY_BITMAP | CLAIM_PINNED);
 }
 
-static int claim_elements(struct one_pass *op, const struct hprof_object_array *a)
+static int claim_elements(struct one_pass *op, const struct hprof_object_array *a, int whole)
 {
     const unsigned ids = op->ctx.ids;
     int rc = idmap_put(&op->plan.bitmaps.dump_buffers, a->id, 0) == HPROF_OK ? HPROF_OK
                                                                              : nomem(op);
     for (uint32_t i = 0; rc == HPROF_OK && i < a->n; i++)
-        rc = claim_element(op, get_id(a->elements + (size_t)i * ids, ids));
+        rc = claim_element(op, get_id(a->elements + (size_t)i * ids, ids), whole);
     return rc;
 }
 
@@ -111,7 +118,7 @@ static int dump_data_read(struct one_pass *op, const struct kind_layout *k,
         return id_table_put(&op->claims, buffers, CLAIM_BUFFERS_ARRAY) == HPROF_OK ? HPROF_OK
                                                                                    : nomem(op);
     struct held *h = wait_window_take(&op->window, buffers);
-    rc = claim_elements(op, &h->rec.objects);
+    rc = claim_elements(op, &h->rec.objects, 1);
     if (rc == HPROF_OK)
         rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
     held_free(&op->window, h);
@@ -343,7 +350,7 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
     if (op->dropping_array)
         return one_pass_system_object_array(op, a);
     if (op->buffers_array)
-        rc = claim_elements(op, a);
+        rc = claim_elements(op, a, a->first == 0 && a->n == a->count);
     for (uint32_t i = 0; rc == HPROF_OK && !op->buffers_array && i < a->n; i++) {
         uint64_t ref = get_id(a->elements + (size_t)i * ids, ids);
         if (ref != 0) {
@@ -373,6 +380,7 @@ int one_pass_reset_dump(struct one_pass *op)
     }
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
+    one_pass_spill_reset(op);
     if (idmap_reset(&op->device) != HPROF_OK)
         rc = HPROF_ERR_NOMEM;
     op->n_blocked = 0;

@@ -226,31 +226,35 @@ static int wait_longer(struct one_pass *op, struct held *list, uint64_t key, int
     *moved = bytes <= op->long_wait.limit / 2;
     while (*moved && rc == HPROF_OK && wait_window_full(&op->long_wait, bytes)) {
         uint64_t oldest = wait_window_oldest(&op->long_wait)->key;
-        count_add(&op->st->window_by_rule, wait_window_oldest(&op->long_wait)->bytes);
-        rc = send_bitmaps_as_they_are(op, wait_window_take(&op->long_wait, oldest), oldest);
+        struct held *group = wait_window_take(&op->long_wait, oldest);
+        for (struct held *h = group; h != NULL; h = h->next_same)
+            count_add(&op->st->window_by_rule, h->bytes);
+        rc = send_bitmaps_as_they_are(op, group, oldest);
     }
     for (struct held *h = list, *next; *moved && h != NULL; h = next) {
         next = h->next_same;
-        if (rc == HPROF_OK)
-            rc = wait_window_hold(&op->long_wait, h, key, WAIT_BUFFER);
-        else
+        if (rc == HPROF_OK && wait_window_hold(&op->long_wait, h, key, WAIT_BUFFER) != HPROF_OK)
+            rc = nomem(op); /* h freed */
+        else if (rc != HPROF_OK)
             held_free(&op->window, h);
     }
     return rc;
 }
 
-/* The Bitmaps that waited apart for buffer `id`, which is decided: they
- * go, their field rewritten if it merged. */
+/* The Bitmaps that waited for buffer `id`, which is decided, apart and in
+ * the window: they go, their field rewritten if it merged. */
 static int long_wait_over(struct one_pass *op, uint64_t id)
 {
-    struct held *list = op->long_wait.index.count > 0 ? wait_window_take(&op->long_wait, id)
-                                                        : NULL;
     int rc = HPROF_OK;
-    for (struct held *h = list, *next; h != NULL; h = next) {
-        next = h->next_same;
-        if (rc == HPROF_OK)
-            rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
-        held_free(&op->window, h);
+    for (int in_window = 0; in_window < 2; in_window++) {
+        struct wait_window *w = in_window ? &op->window : &op->long_wait;
+        struct held *list = w->index.count > 0 ? wait_window_take(w, id) : NULL;
+        for (struct held *h = list, *next; h != NULL; h = next) {
+            next = h->next_same;
+            if (rc == HPROF_OK)
+                rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
+            held_free(&op->window, h);
+        }
     }
     return rc;
 }
@@ -389,11 +393,13 @@ static int claim_set_aside(struct one_pass *op, struct spilled *e, unsigned clai
     }
     if (keep != ARRAY_BITMAP)
         return one_pass_spill_send(op, e, keep, NULL);
-    if (bytes > op->window.limit || op->opt.keep_duplicates) {
+    if (bytes > op->window.limit || op->opt.keep_duplicates || (claim & CLAIM_PINNED)) {
+        /* kept as it is: it waits on, sent with the others (a pinned
+         * claim may come while an array goes out in chunks) */
         op->st->bitmap_candidates++;
-        if (idmap_put(&op->plan.bitmaps.candidates, e->array.id, 0) != HPROF_OK)
-            return nomem(op);
-        return one_pass_spill_send(op, e, ARRAY_BITMAP, NULL);
+        e->keep = ARRAY_BITMAP;
+        return idmap_put(&op->plan.bitmaps.candidates, e->array.id, 0) == HPROF_OK ? HPROF_OK
+                                                                                   : nomem(op);
     }
     uint8_t *data = malloc(bytes);
     if (data == NULL)
@@ -522,6 +528,14 @@ int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wai
     if (rc != HPROF_OK)
         held_free(&op->window, h);
     return rc;
+}
+
+int one_pass_pin_waiting(struct one_pass *op, uint64_t id)
+{
+    struct held *h = wait_window_take(&op->window, id); /* alone under its id */
+    h->pinned = 1;
+    /* the same bytes back in: no room to make, nothing sent */
+    return wait_window_hold(&op->window, h, id, WAIT_DECIDE) == HPROF_OK ? HPROF_OK : nomem(op);
 }
 
 int one_pass_pin_buffer(struct one_pass *op, uint64_t id)

@@ -202,6 +202,10 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
 int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
 int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
 int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
+/* Array `id`, waiting in the window for a claim, is a buffer that stays
+ * (named by an array going out in chunks): it waits on as one, and
+ * nothing is sent. */
+int one_pass_pin_waiting(struct one_pass *op, uint64_t id);
 /* The heap dump ends: the Bitmaps waiting apart go as they are. */
 int one_pass_long_wait_end(struct one_pass *op);
 /* The heap dump ends: the arrays set aside go (the values that waited for
@@ -220,7 +224,8 @@ void one_pass_start_heap(struct one_pass *op);
 /* one_pass_spill.c: large arrays waiting for a claim past the window, in
  * the output file.  _held and _begin (the first chunk; the others go to
  * _chunk while `spill.open`) set an array aside if there is room
- * (*spilled 1); _find gives one still waiting, _read its contents, _send
+ * (*spilled 1), the oldest unclaimed leaving by the rule past the limit;
+ * _find gives one still waiting, _read its contents, _send
  * sends it down the chain with a verdict (`data`: its contents, or NULL
  * to read them back); _flush sends those left with their verdicts (as
  * nobody's, unclaimed) when their dump ends. */
@@ -236,6 +241,8 @@ int one_pass_spill_send(struct one_pass *op, struct spilled *e, enum array_keep 
                         const uint8_t *data);
 int one_pass_spill_pending(const struct one_pass *op);
 int one_pass_spill_flush(struct one_pass *op);
+/* A new heap dump: nothing waits (after _flush), the scratch area is reused. */
+void one_pass_spill_reset(struct one_pass *op);
 
 /* one_pass_names.c: a STRING read; a record about to go out refers to
  * name `id` (a LOAD_CLASS, STACK_FRAME, START_THREAD, CLASS_DUMP or

@@ -11,7 +11,7 @@
  * rule would decide goes to the scratch area instead, and waits there:
  * claimed, it goes down the chain at once with its verdict, its contents
  * read back (a String's value that waits for keep rules, when its heap
- * dump ends); past the spill limit, the oldest waiting there leave by the
+ * dump ends); past the spill limit, the oldest unclaimed leave by the
  * rule, as in the window; when the heap dump ends, those still waiting
  * go as nobody's.  Only large arrays are set aside: those a claim comes
  * late for are buffers, while the millions of small arrays the rule
@@ -59,11 +59,11 @@ int one_pass_spill_pending(const struct one_pass *op)
 }
 
 /* Entry `e` goes down the chain with verdict `keep`: its contents from
- * `data`, or read back chunk by chunk until a filter has what it needs
- * (HPROF_SKIP: the rest is dropped or rewritten).  Its scratch bytes are
- * then given back. */
-int one_pass_spill_send(struct one_pass *op, struct spilled *e, enum array_keep keep,
-                        const uint8_t *data)
+ * `data`, or read back chunk by chunk (of the first `have` bytes, all
+ * there are) until a filter has what it needs (HPROF_SKIP: the rest is
+ * dropped or rewritten).  Its scratch bytes are then given back. */
+static int send_from(struct one_pass *op, struct spilled *e, enum array_keep keep,
+                     const uint8_t *data, uint64_t have)
 {
     struct one_pass_spill *s = &op->spill;
     if (data == NULL && s->chunk == NULL && (s->chunk = malloc(SPILL_CHUNK)) == NULL)
@@ -77,7 +77,7 @@ int one_pass_spill_send(struct one_pass *op, struct spilled *e, enum array_keep 
     if (rc == HPROF_OK)
         one_pass_give_verdict(op, &a, keep);
     do {
-        size_t left = e->array.length - (size_t)a.first;
+        size_t left = (size_t)(have - a.first);
         a.length = data != NULL || left < SPILL_CHUNK ? left : SPILL_CHUNK;
         a.data = data != NULL ? data + a.first : s->chunk;
         if (rc == HPROF_OK && data == NULL)
@@ -85,38 +85,44 @@ int one_pass_spill_send(struct one_pass *op, struct spilled *e, enum array_keep 
         if (rc == HPROF_OK)
             rc = hprof_visit_primitive_array(op->head, &a);
         a.first += a.length;
-    } while (rc == HPROF_OK && a.first < e->array.length);
+    } while (rc == HPROF_OK && a.first < have);
     sink_scratch_release(op->sink, e->at, e->array.length);
-    return one_pass_quiet_skip(rc);
+    return rc;
 }
 
-/* The oldest array waiting leaves: by the rule, unless claimed. */
-static int let_go_oldest(struct one_pass *op)
+int one_pass_spill_send(struct one_pass *op, struct spilled *e, enum array_keep keep,
+                        const uint8_t *data)
+{
+    return one_pass_quiet_skip(send_from(op, e, keep, data, e->array.length));
+}
+
+/* The oldest array waiting unclaimed leaves by the rule (a claimed one,
+ * a String's value that waits for keep rules, waits on).  *gone 0: there
+ * is none. */
+static int let_go_oldest(struct one_pass *op, int *gone)
 {
     struct one_pass_spill *s = &op->spill;
-    while (s->list[s->oldest].sent)
+    while (s->oldest < s->n && s->list[s->oldest].sent)
         s->oldest++;
-    struct spilled *e = &s->list[s->oldest];
-    if (e->keep == ARRAY_NOT_KEPT)
-        count_add(&op->st->window_by_rule, e->array.length);
-    return one_pass_spill_send(op, e, (enum array_keep)e->keep, NULL);
+    size_t i = s->oldest;
+    while (i < s->n && (s->list[i].sent || s->list[i].keep != ARRAY_NOT_KEPT))
+        i++;
+    *gone = i < s->n;
+    if (!*gone)
+        return HPROF_OK;
+    count_add(&op->st->window_by_rule, s->list[i].array.length);
+    return one_pass_spill_send(op, &s->list[i], ARRAY_NOT_KEPT, NULL);
 }
 
 /* Room for `bytes` more to wait, made by the rule; *room 0 where there is
- * none (larger than the limit, or the array being written in chunks is
- * the one in the way). */
+ * none (larger than the limit, or what waits is claimed). */
 static int make_room(struct one_pass *op, uint64_t bytes, int *room)
 {
     struct one_pass_spill *s = &op->spill;
     int rc = HPROF_OK;
     *room = bytes >= SPILL_MIN && bytes <= s->limit;
-    while (*room && rc == HPROF_OK && s->waiting_bytes > s->limit - bytes) {
-        if (s->open != 0 && s->oldest == s->open - 1) {
-            *room = 0;
-            break;
-        }
-        rc = let_go_oldest(op);
-    }
+    while (*room && rc == HPROF_OK && s->waiting_bytes > s->limit - bytes)
+        rc = let_go_oldest(op, room);
     return rc;
 }
 
@@ -170,8 +176,8 @@ int one_pass_spill_begin(struct one_pass *op, const struct hprof_primitive_array
     struct one_pass_spill *s = &op->spill;
     int room;
     *spilled = 0;
-    int rc = s->limit > 0 && a->first == 0 ? make_room(op, bytes, &room) : HPROF_OK;
-    if (rc != HPROF_OK || s->limit == 0 || a->first != 0 || !room)
+    int rc = s->limit > 0 ? make_room(op, bytes, &room) : HPROF_OK;
+    if (rc != HPROF_OK || s->limit == 0 || !room)
         return rc;
     rc = add(op, a, bytes, op->in_heap, a->data, a->length, spilled);
     if (rc == HPROF_OK && *spilled && a->length < bytes) {
@@ -181,8 +187,9 @@ int one_pass_spill_begin(struct one_pass *op, const struct hprof_primitive_array
     return rc;
 }
 
-/* The next chunk of the array being set aside.  A write that fails now
- * fails the run: the chunks before it went nowhere else. */
+/* The next chunk of the array being set aside.  Where the file refuses
+ * it, the array goes by the rule from the chunks it has (a filter takes
+ * its decision on the first), and the reader skips the rest. */
 int one_pass_spill_chunk(struct one_pass *op, const struct hprof_primitive_array *a)
 {
     struct one_pass_spill *s = &op->spill;
@@ -192,10 +199,13 @@ int one_pass_spill_chunk(struct one_pass *op, const struct hprof_primitive_array
         return hprof_error_set(op->ctx.err, HPROF_ERR_FORMAT, "offset 0x%llx: "
                                "PRIMITIVE_ARRAY_DUMP: chunks out of order",
                                (unsigned long long)a->offset);
-    if (sink_scratch_write(op->sink, e->at + s->open_have, a->data, a->length) != HPROF_OK)
-        return hprof_error_set(op->ctx.err, HPROF_ERR_IO, "offset 0x%llx: PRIMITIVE_ARRAY_DUMP: "
-                               "setting aside %zu bytes in the output file failed",
-                               (unsigned long long)a->offset, e->array.length);
+    if (sink_scratch_write(op->sink, e->at + s->open_have, a->data, a->length) != HPROF_OK) {
+        s->limit = 0;
+        s->open = 0;
+        count_add(&op->st->window_by_rule, e->array.length);
+        int rc = send_from(op, e, ARRAY_NOT_KEPT, NULL, s->open_have);
+        return rc == HPROF_OK || rc == HPROF_SKIP ? HPROF_SKIP : rc;
+    }
     s->open_have += a->length;
     if (s->open_have == e->array.length)
         s->open = 0;
@@ -221,9 +231,14 @@ int one_pass_spill_flush(struct one_pass *op)
     for (size_t i = 0; rc == HPROF_OK && i < s->n; i++)
         if (!s->list[i].sent)
             rc = one_pass_spill_send(op, &s->list[i], (enum array_keep)s->list[i].keep, NULL);
+    return rc;
+}
+
+void one_pass_spill_reset(struct one_pass *op)
+{
+    struct one_pass_spill *s = &op->spill;
     s->n = s->oldest = 0;
     s->end = s->waiting_bytes = 0;
     s->open = 0;
     id_table_free(&s->index);
-    return rc;
 }
