@@ -491,6 +491,37 @@ static int trickle_read(void *ctx, void *buf, size_t len, size_t *got, struct hp
     return HPROF_OK;
 }
 
+/* The dump `d`, given a few KiB at a time, shrunk in one pass into a file
+ * open for reading too: the output in `out`, the file checked to hold it
+ * and no more (the scratch area cut off), and to verify. */
+static void shrink_trickle_to_file(const struct tbuf *d, const struct hprof_shrink_options *o,
+                                   struct shrunk *out)
+{
+    char path[] = "/tmp/check_one_pass.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    struct hprof_error err = { 0 };
+    struct trickle t = { d->data, d->len, 0 };
+    struct hprof_reader *r;
+    ck_assert_int_eq(hprof_reader_open_stream(&r, trickle_read, &t, &err), HPROF_OK);
+    struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
+    int rc = hprof_shrink_one_pass(r, sink, o, &out->stats, &err);
+    if (rc == HPROF_OK)
+        rc = hprof_sink_finish(sink);
+    ck_assert_msg(rc == HPROF_OK, "%s", err.message);
+    out->len = (size_t)lseek(fd, 0, SEEK_END);
+    ck_assert_uint_eq(out->len, hprof_sink_bytes(sink));
+    out->data = malloc(out->len);
+    ck_assert_int_eq(pread(fd, out->data, out->len, 0), (ssize_t)out->len);
+    struct hprof_verify_report rep;
+    ck_assert_msg(tl_verify_memory(out->data, out->len, &rep, &err) == HPROF_OK, "%s",
+                  err.message);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    close(fd);
+}
+
 /* A DumpData whose array of buffers (40,000 elements, the last a 10 KB
  * buffer read before it, or a 128 KiB one set aside past the window)
  * comes in chunks: the buffer may go out only once the array has. */
@@ -530,34 +561,12 @@ START_TEST(dump_data_buffers_in_chunks_hold_what_they_name_until_they_end)
     tb_bytes(&d, el, 4 * (size_t)elements);
     tb_segment_end(&d);
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-
-    char path[] = "/tmp/check_one_pass.XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    unlink(path);
-    struct hprof_error err = { 0 };
-    struct trickle t = { d.data, d.len, 0 };
-    struct hprof_reader *r;
-    ck_assert_int_eq(hprof_reader_open_stream(&r, trickle_read, &t, &err), HPROF_OK);
-    struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
     struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
-    struct hprof_shrink_stats st;
-    int rc = hprof_shrink_one_pass(r, sink, &o, &st, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_sink_finish(sink);
-    ck_assert_msg(rc == HPROF_OK, "%s", err.message);
-    ck_assert_uint_eq(st.window_spilled.count, (uint64_t)set_aside);
-    ck_assert_uint_eq(st.window_late, 0);
     struct shrunk out;
-    out.len = (size_t)lseek(fd, 0, SEEK_END);
-    out.data = malloc(out.len);
-    ck_assert_int_eq(pread(fd, out.data, out.len, 0), (ssize_t)out.len);
+    shrink_trickle_to_file(&d, &o, &out);
+    ck_assert_uint_eq(out.stats.window_spilled.count, (uint64_t)set_aside);
+    ck_assert_uint_eq(out.stats.window_late, 0);
     ck_assert_ptr_nonnull(memmem(out.data, out.len, x, xn)); /* the buffer kept */
-    struct hprof_verify_report rep;
-    ck_assert_msg(tl_verify_memory(out.data, out.len, &rep, &err) == HPROF_OK, "%s", err.message);
-    hprof_reader_free(r);
-    hprof_sink_free(sink);
-    close(fd);
     free(out.data);
     free(x);
     free(el);
@@ -583,38 +592,16 @@ START_TEST(a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_r
     tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, 4, "abcd");
     tb_segment_end(&d);
     tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    char path[] = "/tmp/check_one_pass.XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    unlink(path);
     struct rlimit was, small = { (1ull << 42) + (300u << 10), (1ull << 42) + (300u << 10) };
     ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
-    struct hprof_error err = { 0 };
-    struct trickle t = { d.data, d.len, 0 };
-    struct hprof_reader *r;
-    ck_assert_int_eq(hprof_reader_open_stream(&r, trickle_read, &t, &err), HPROF_OK);
-    struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
     struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
-    struct hprof_shrink_stats st;
-    int rc = hprof_shrink_one_pass(r, sink, &o, &st, &err);
-    if (rc == HPROF_OK)
-        rc = hprof_sink_finish(sink);
-    setrlimit(RLIMIT_FSIZE, &was);
-    ck_assert_msg(rc == HPROF_OK, "%s", err.message);
-    ck_assert_uint_eq(st.window_spilled.count, 1);
-    ck_assert_uint_eq(st.window_by_rule.bytes, n);
-    ck_assert_uint_eq(st.arrays_emptied.count, 2);
-    ck_assert_uint_eq((uint64_t)lseek(fd, 0, SEEK_END), hprof_sink_bytes(sink));
     struct shrunk out;
-    out.len = (size_t)lseek(fd, 0, SEEK_END);
-    out.data = malloc(out.len);
-    ck_assert_int_eq(pread(fd, out.data, out.len, 0), (ssize_t)out.len);
-    struct hprof_verify_report rep;
-    ck_assert_msg(tl_verify_memory(out.data, out.len, &rep, &err) == HPROF_OK, "%s", err.message);
-    hprof_reader_free(r);
-    hprof_sink_free(sink);
-    close(fd);
+    shrink_trickle_to_file(&d, &o, &out);
+    setrlimit(RLIMIT_FSIZE, &was);
+    ck_assert_uint_eq(out.stats.window_spilled.count, 1);
+    ck_assert_uint_eq(out.stats.window_by_rule.bytes, n);
+    ck_assert_uint_eq(out.stats.arrays_emptied.count, 2);
     free(out.data);
     free(big);
     tb_free(&d);

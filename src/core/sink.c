@@ -476,27 +476,35 @@ static int fd_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t l
     return HPROF_OK;
 }
 
-/* Bytes still in the room are read there, the others from the file (an
- * output opened write-only cannot be read: EBADF says so). */
-static int fd_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
+/* The `len` bytes at `at` of the area `what` that starts `base` bytes
+ * into the sink's part of the file, read whole. */
+static int read_exactly(struct hprof_sink *s, const char *what, uint64_t base, uint64_t at,
+                        uint8_t *p, size_t len)
 {
     struct fd_sink *f = (struct fd_sink *)s;
-    uint64_t room_at = s->bytes - s->room_len;
-    uint8_t *p = buf;
-    while (at < room_at && len > 0) {
-        size_t want = at + len <= room_at ? len : (size_t)(room_at - at);
-        ssize_t n = pread_retrying(f->fd, p, want, f->start + at);
+    while (len > 0) {
+        ssize_t n = pread_retrying(f->fd, p, len, f->start + base + at);
         if (n <= 0)
-            return hprof_error_set(s->err, HPROF_ERR_IO, "output offset 0x%" PRIx64
-                                   ": read back: %s", at, n < 0 ? strerror(errno)
-                                                                : "the file is shorter");
+            return hprof_error_set(s->err, HPROF_ERR_IO, "%s offset 0x%" PRIx64 ": read: %s",
+                                   what, at, n < 0 ? strerror(errno) : "the file is shorter");
         p += n;
         at += (uint64_t)n;
         len -= (size_t)n;
     }
-    if (len > 0)
-        memcpy(p, s->room + (at - room_at), len);
     return HPROF_OK;
+}
+
+/* Bytes still in the room are read there, the others from the file (an
+ * output opened write-only cannot be read: EBADF says so). */
+static int fd_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
+{
+    uint64_t room_at = s->bytes - s->room_len;
+    uint8_t *p = buf;
+    size_t from_file = at >= room_at ? 0 : at + len <= room_at ? len : (size_t)(room_at - at);
+    int rc = read_exactly(s, "output", 0, at, p, from_file);
+    if (rc == HPROF_OK && len > from_file)
+        memcpy(p + from_file, s->room + (at + from_file - room_at), len - from_file);
+    return rc;
 }
 
 /* Scratch writes fail without failing the sink: the caller keeps its
@@ -518,19 +526,7 @@ static int fd_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, 
 
 static int fd_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
 {
-    struct fd_sink *f = (struct fd_sink *)s;
-    uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = pread_retrying(f->fd, p, len, f->start + SINK_SCRATCH_AT + at);
-        if (n <= 0)
-            return hprof_error_set(s->err, HPROF_ERR_IO, "scratch offset 0x%" PRIx64
-                                   ": read: %s", at, n < 0 ? strerror(errno)
-                                                          : "the file is shorter");
-        p += n;
-        at += (uint64_t)n;
-        len -= (size_t)n;
-    }
-    return HPROF_OK;
+    return read_exactly(s, "scratch", SINK_SCRATCH_AT, at, buf, len);
 }
 
 static void fd_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len)

@@ -199,11 +199,10 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     return HPROF_OK;
 }
 
-/* Bitmaps `list` (under buffer `key`) go as they are, the buffer to be
- * kept unmerged when it comes (the rule): the Bitmaps name it. */
-static int send_bitmaps_as_they_are(struct one_pass *op, struct held *list, uint64_t key)
+/* Instances `list` (linked by next_same) go out, and their blocks back. */
+static int send_list(struct one_pass *op, struct held *list)
 {
-    int rc = one_pass_pin_buffer(op, key);
+    int rc = HPROF_OK;
     for (struct held *h = list, *next; h != NULL; h = next) {
         next = h->next_same;
         if (rc == HPROF_OK)
@@ -211,6 +210,15 @@ static int send_bitmaps_as_they_are(struct one_pass *op, struct held *list, uint
         held_free(&op->window, h);
     }
     return rc;
+}
+
+/* Bitmaps `list` (under buffer `key`) go as they are, the buffer to be
+ * kept unmerged when it comes (the rule): the Bitmaps name it. */
+static int send_bitmaps_as_they_are(struct one_pass *op, struct held *list, uint64_t key)
+{
+    int rc = one_pass_pin_buffer(op, key);
+    int sent = send_list(op, list); /* frees them all, whatever happens */
+    return rc != HPROF_OK ? rc : sent;
 }
 
 /* Bitmaps that waited for their buffer until the window let them go wait
@@ -246,15 +254,9 @@ static int wait_longer(struct one_pass *op, struct held *list, uint64_t key, int
 static int long_wait_over(struct one_pass *op, uint64_t id)
 {
     int rc = HPROF_OK;
-    for (int in_window = 0; in_window < 2; in_window++) {
+    for (int in_window = 0; rc == HPROF_OK && in_window < 2; in_window++) {
         struct wait_window *w = in_window ? &op->window : &op->long_wait;
-        struct held *list = w->index.count > 0 ? wait_window_take(w, id) : NULL;
-        for (struct held *h = list, *next; h != NULL; h = next) {
-            next = h->next_same;
-            if (rc == HPROF_OK)
-                rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
-            held_free(&op->window, h);
-        }
+        rc = send_list(op, w->index.count > 0 ? wait_window_take(w, id) : NULL);
     }
     return rc;
 }
