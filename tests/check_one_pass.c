@@ -52,6 +52,25 @@ static int shrink_memory(const uint8_t *in, size_t len, const struct hprof_shrin
     return rc;
 }
 
+/* The size target: what the one pass's order costs (segments, heap
+ * infos, the unused names of an Android dump) stays under 1% of the
+ * multi-pass output. */
+static void assert_within_a_percent(const struct shrunk *one, const struct shrunk *multi)
+{
+    ck_assert_msg(one->len <= multi->len + multi->len / 100, "%zu against %zu", one->len,
+                  multi->len);
+}
+
+/* The file `fd` that `sink` wrote, finished: the output and no more (any
+ * scratch area cut off), read into `out`. */
+static void read_output_file(int fd, const struct hprof_sink *sink, struct shrunk *out)
+{
+    out->len = (size_t)lseek(fd, 0, SEEK_END);
+    ck_assert_uint_eq(out->len, hprof_sink_bytes(sink));
+    out->data = malloc(out->len + 1);
+    ck_assert_int_eq(pread(fd, out->data, out->len, 0), (ssize_t)out->len);
+}
+
 /* ---- The order of names ---------------------------------------------------------- */
 
 /* Checks, reading once as ahat does, that every name is defined before a
@@ -200,10 +219,7 @@ START_TEST(one_pass_counts_what_the_multi_pass_shrink_counts)
         ck_assert_uint_eq(a->system_standins.count, b->system_standins.count);
         ck_assert_uint_eq(a->strings_redacted.count, b->strings_redacted.count);
         ck_assert_uint_eq(a->fields_zeroed, b->fields_zeroed);
-        /* the size target: what the order costs (segments, heap infos, and
-         * the unused names of an Android dump) stays under 1% */
-        ck_assert_msg(one.len <= multi.len + multi.len / 100, "%zu against %zu", one.len,
-                      multi.len);
+        assert_within_a_percent(&one, &multi);
         free(one.data);
         free(multi.data);
     }
@@ -225,11 +241,7 @@ static void shrink_to_readable_file_with(const uint8_t *in, size_t len,
     struct hprof_sink *sink = hprof_sink_new_fd(fd, &err);
     ck_assert_msg(shrink_into(sink, in, len, o, 1, &out->stats, &err) == HPROF_OK, "%s",
                   err.message);
-    /* the file is the output and no more: any scratch area is cut off */
-    ck_assert_uint_eq((uint64_t)lseek(fd, 0, SEEK_END), hprof_sink_bytes(sink));
-    out->len = (size_t)lseek(fd, 0, SEEK_END);
-    out->data = malloc(out->len + 1);
-    ck_assert_int_eq(pread(fd, out->data, out->len, 0), (ssize_t)out->len);
+    read_output_file(fd, sink, out);
     hprof_sink_free(sink);
     close(fd);
 }
@@ -384,8 +396,7 @@ START_TEST(buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels
         ck_assert_uint_eq(one.stats.arrays_emptied.count, multi.stats.arrays_emptied.count);
         ck_assert_uint_eq(one.stats.arrays_zeroed.count, multi.stats.arrays_zeroed.count);
         ck_assert_uint_eq(one.stats.arrays_removed.count, multi.stats.arrays_removed.count);
-        ck_assert_msg(one.len <= multi.len + multi.len / 100, "%zu against %zu", one.len,
-                      multi.len);
+        assert_within_a_percent(&one, &multi);
         free(one.data);
         free(multi.data);
     }
@@ -409,7 +420,7 @@ START_TEST(bitmaps_past_the_window_wait_apart_for_their_buffers_to_merge)
     assert_same_pixels(in, len, &one);
     ck_assert_uint_eq(one.stats.bitmap_duplicates.count, 1);
     ck_assert_uint_eq(one.stats.bitmap_buffers_kept.count, 1);
-    ck_assert_msg(one.len <= multi.len + multi.len / 100, "%zu against %zu", one.len, multi.len);
+    assert_within_a_percent(&one, &multi);
     free(one.data);
     free(multi.data);
     free(in);
@@ -510,10 +521,7 @@ static void shrink_trickle_to_file(const struct tbuf *d, const struct hprof_shri
     if (rc == HPROF_OK)
         rc = hprof_sink_finish(sink);
     ck_assert_msg(rc == HPROF_OK, "%s", err.message);
-    out->len = (size_t)lseek(fd, 0, SEEK_END);
-    ck_assert_uint_eq(out->len, hprof_sink_bytes(sink));
-    out->data = malloc(out->len);
-    ck_assert_int_eq(pread(fd, out->data, out->len, 0), (ssize_t)out->len);
+    read_output_file(fd, sink, out);
     struct hprof_verify_report rep;
     ck_assert_msg(tl_verify_memory(out->data, out->len, &rep, &err) == HPROF_OK, "%s",
                   err.message);

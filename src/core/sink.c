@@ -513,15 +513,15 @@ static int fd_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, 
 {
     struct fd_sink *f = (struct fd_sink *)s;
     struct hprof_error quiet = { 0 };
-    uint64_t end = f->start + SINK_SCRATCH_AT + at + len;
+    uint64_t file_at = f->start + SINK_SCRATCH_AT + at;
     struct rlimit max;
     /* past a limit on file size the kernel would send SIGXFSZ, which
      * kills a process that does not ignore it */
     if (getrlimit(RLIMIT_FSIZE, &max) == 0 && max.rlim_cur != RLIM_INFINITY &&
-        end > (uint64_t)max.rlim_cur)
+        file_at + len > (uint64_t)max.rlim_cur)
         return HPROF_ERR_IO;
     f->scratch_used = 1;
-    return put_all(f->fd, buf, len, (int64_t)(f->start + SINK_SCRATCH_AT + at), &quiet);
+    return put_all(f->fd, buf, len, (int64_t)file_at, &quiet);
 }
 
 static int fd_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len)

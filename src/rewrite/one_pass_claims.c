@@ -161,19 +161,24 @@ static void note_kept_at(struct one_pass *op, uint64_t id)
  * its type, length and digest (its bytes compared, where they can be read
  * back), or kept.  `pinned`: something else has named it (a Bitmap
  * written already, or any other object), so it stays. */
+/* Buffer `id` is a Bitmap's: decided, its Bitmaps need not wait. */
+static int add_candidate(struct one_pass *op, uint64_t id)
+{
+    op->st->bitmap_candidates++;
+    return idmap_put(&op->plan.bitmaps.candidates, id, 0) == HPROF_OK ? HPROF_OK : nomem(op);
+}
+
 static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array *a, int pinned,
                          enum array_keep *keep)
 {
     struct shrink_plan *p = &op->plan;
     uint8_t sha[32];
     uint64_t bytes = a->length;
-    op->st->bitmap_candidates++;
     *keep = ARRAY_BITMAP;
-    if (idmap_put(&p->bitmaps.candidates, a->id, 0) != HPROF_OK)
-        return nomem(op);
-    if (op->opt.keep_duplicates || a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
-        return HPROF_OK;
-    int rc = digest_of(op, a, sha);
+    int rc = add_candidate(op, a->id);
+    if (rc != HPROF_OK || op->opt.keep_duplicates || a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
+        return rc;
+    rc = digest_of(op, a, sha);
     if (rc != HPROF_OK)
         return rc;
     struct merge_entry *e;
@@ -285,23 +290,18 @@ static int decide_group(struct one_pass *op, uint64_t key, int evicted, int *by_
         if (h->wait == WAIT_DECIDE)
             buffer = h;
     *by_rule = buffer == NULL;
-    if (buffer == NULL && evicted) {
-        int moved;
-        rc = wait_longer(op, list, key, &moved);
+    if (buffer == NULL) {
+        int moved = 0;
+        rc = evicted ? wait_longer(op, list, key, &moved) : HPROF_OK;
         *by_rule = !moved;
-        if (rc != HPROF_OK || moved)
-            return rc;
+        return rc != HPROF_OK || moved ? rc : send_bitmaps_as_they_are(op, list, key);
     }
-    if (buffer != NULL) {
-        enum array_keep keep;
-        rc = decide_buffer(op, &buffer->rec.array, buffer->pinned, &keep);
-        if (rc == HPROF_OK)
-            rc = one_pass_send_held(op, buffer, keep);
-        if (rc == HPROF_OK)
-            note_kept_at(op, key);
-    } else {
-        return send_bitmaps_as_they_are(op, list, key);
-    }
+    enum array_keep keep;
+    rc = decide_buffer(op, &buffer->rec.array, buffer->pinned, &keep);
+    if (rc == HPROF_OK)
+        rc = one_pass_send_held(op, buffer, keep);
+    if (rc == HPROF_OK)
+        note_kept_at(op, key);
     for (struct held *h = list, *next; h != NULL; h = next) {
         next = h->next_same;
         if (rc == HPROF_OK && h != buffer)
@@ -398,10 +398,8 @@ static int claim_set_aside(struct one_pass *op, struct spilled *e, unsigned clai
     if (bytes > op->window.limit || op->opt.keep_duplicates || (claim & CLAIM_PINNED)) {
         /* kept as it is: it waits on, sent with the others (a pinned
          * claim may come while an array goes out in chunks) */
-        op->st->bitmap_candidates++;
         e->keep = ARRAY_BITMAP;
-        return idmap_put(&op->plan.bitmaps.candidates, e->array.id, 0) == HPROF_OK ? HPROF_OK
-                                                                                   : nomem(op);
+        return add_candidate(op, e->array.id);
     }
     uint8_t *data = malloc(bytes);
     if (data == NULL)
