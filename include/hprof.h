@@ -69,6 +69,8 @@ HPROF_API unsigned hprof_version_number(void);
 #define HPROF_ERR_IO (-2)       /* reading or writing failed */
 #define HPROF_ERR_NOMEM (-3)    /* out of memory */
 #define HPROF_ERR_USAGE (-4)    /* the API was called wrongly */
+#define HPROF_ERR_NOROOM (-5)   /* the temporary copy of an input could not be made
+                                   in $TMPDIR, or did not fit there */
 
 struct hprof_error {
     int code;               /* HPROF_OK until the first error */
@@ -398,7 +400,9 @@ HPROF_API void hprof_writer_free(struct hprof_writer *w);
  * buffer, not what it inflates to); a zstd frame may use a window of up to
  * 128 MiB (zstd(1)'s limit).  Sets *fd (close it yourself) and, when
  * `spooled` is not NULL, *spooled to 1 if a copy was made.
- * @return HPROF_OK, HPROF_ERR_IO or HPROF_ERR_FORMAT (bad gzip or zstd). */
+ * @return HPROF_OK, HPROF_ERR_IO, HPROF_ERR_FORMAT (bad gzip or zstd) or
+ * HPROF_ERR_NOROOM: the copy could not be created, written or fitted in
+ * $TMPDIR (hprof_input_open_stream() needs no copy). */
 HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
 
 /* hprof_input_open_flags() :

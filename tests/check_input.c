@@ -376,6 +376,37 @@ START_TEST(zstd_corrupt_says_where)
 }
 END_TEST
 
+/* A temporary directory that cannot take the copy at all is the same kind
+ * of failure as one too small: HPROF_ERR_NOROOM, which lets a caller turn
+ * to hprof_input_open_stream() instead. */
+START_TEST(gzip_copy_into_a_missing_temporary_directory_is_no_room)
+{
+    static const uint8_t raw[31] = "JAVA PROFILE 1.0.3\0\0\0\0\4";
+    size_t gz_len;
+    uint8_t *gz = tl_gzip_bytes(raw, sizeof raw, 0, &gz_len);
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("TMPDIR", "/nonexistent/hprof-tmp", 1);
+    struct hprof_error err = { 0 };
+    int fd = -1;
+    int rc = hprof_input_open(path, &fd, NULL, &err);
+    if (saved) {
+        setenv("TMPDIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    ck_assert_int_eq(rc, HPROF_ERR_NOROOM);
+    ck_assert_int_eq(fd, -1);
+    ck_assert_msg(strstr(err.message, "/nonexistent/hprof-tmp") != NULL &&
+                  strstr(err.message, "TMPDIR") != NULL, "%s", err.message);
+    unlink(path);
+    free(path);
+    free(gz);
+}
+END_TEST
+
 /* A copy that would not fit its directory stops with a message naming it
  * and TMPDIR.  Needs a small file system: a tmpfs mounted for the test
  * (root only; otherwise the test says it did not run). */
@@ -412,7 +443,7 @@ START_TEST(gzip_copy_larger_than_the_temporary_directory_names_it)
     }
     tl_system("umount %s", dir);
     rmdir(dir);
-    ck_assert_int_eq(rc, HPROF_ERR_IO);
+    ck_assert_int_eq(rc, HPROF_ERR_NOROOM);
     ck_assert_msg(strstr(err.message, dir) != NULL && strstr(err.message, "TMPDIR") != NULL &&
                   strstr(err.message, "would exceed the") != NULL, "%s", err.message);
     assert_no_name(&err, path);
@@ -1029,6 +1060,7 @@ static Suite *input_suite(void)
     tcase_add_test(t, zstd_truncated_says_where_it_ends);
     tcase_add_test(t, zstd_corrupt_says_where);
     tcase_add_test(t, gzip_copy_larger_than_the_temporary_directory_names_it);
+    tcase_add_test(t, gzip_copy_into_a_missing_temporary_directory_is_no_room);
     suite_add_tcase(s, t);
 
     TCase *p = tcase_create("parallel");

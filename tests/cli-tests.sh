@@ -1091,6 +1091,39 @@ grep -q 'gzip input is truncated' "$T/gzm-cut.file" && cmp -s "$T/gzm-cut.file" 
     die "cut .gz: file says '$(cat "$T/gzm-cut.file")', pipe '$(cat "$T/gzm-cut.pipe")'"
 rm -f "$T"/gzm*
 
+banner "hprof-shrink: a .gz file with no room for its copy in TMPDIR shrinks in one pass"
+# the copy the passes need cannot be made (a missing TMPDIR, a full one):
+# the one pass inflates as it reads instead, with a note, and gives the
+# bytes --one-pass gives; asked for the passes, the run fails and leaves
+# nothing; a plain file needs no copy, and no note
+gz=fixtures/android-synth.hprof.gz
+"$B/hprof-shrink" -q -f --one-pass "$gz" "$T/room1.hprof" || die "--one-pass of $gz"
+expect 0 env TMPDIR=/nonexistent "$B/hprof-shrink" -f "$gz" "$T/room.hprof"
+grep -q "note: .*cannot create a temporary copy.*; shrinking in one pass" "$T/err" ||
+    die "no room: no note: $(cat "$T/err")"
+cmp -s "$T/room1.hprof" "$T/room.hprof" || die "no room: not the --one-pass output"
+expect 0 env TMPDIR=/nonexistent "$B/hprof-shrink" -q -f "$gz" "$T/room.hprof"
+[ ! -s "$T/err" ] || die "no room, -q: said $(cat "$T/err")"
+rm -f "$T/room.hprof"
+expect 3 env TMPDIR=/nonexistent "$B/hprof-shrink" -f --multi-pass "$gz" "$T/room.hprof"
+grep -q "cannot create a temporary copy" "$T/err" || die "--multi-pass, no room: $(cat "$T/err")"
+[ ! -e "$T/room.hprof" ] || die "--multi-pass, no room: left an output"
+gzip -dc "$gz" > "$T/room-plain.hprof"
+expect 0 env TMPDIR=/nonexistent "$B/hprof-shrink" -f "$T/room-plain.hprof" "$T/room.hprof"
+! grep -q "note:" "$T/err" || die "a plain file: $(cat "$T/err")"
+# a TMPDIR with room for a part of the copy only: nothing stays in it
+if [ "$(id -u)" = 0 ] && mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs "$T/small"; then
+    expect 0 env TMPDIR="$T/small" "$B/hprof-shrink" -f "$gz" "$T/room.hprof"
+    grep -q "note: .*would exceed the .* bytes free in $T/small" "$T/err" ||
+        die "a full TMPDIR: no note: $(cat "$T/err")"
+    cmp -s "$T/room1.hprof" "$T/room.hprof" || die "a full TMPDIR: not the --one-pass output"
+    [ -z "$(ls -A "$T/small")" ] || die "a full TMPDIR: left $(ls -A "$T/small")"
+    umount "$T/small"
+else
+    die "a full TMPDIR: cannot mount a 64 KiB tmpfs (needs root)"
+fi
+rm -rf "$T"/room* "$T/small"
+
 banner "hprof-shrink: --stats and --json"
 "$B/hprof-shrink" --json fixtures/android-synth.hprof.gz "$T/j.hprof" > "$T/json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['bitmap_groups']==3, d; assert d['bytes_out']==$(wc -c < "$T/j.hprof"), d" "$T/json" ||

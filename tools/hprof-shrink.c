@@ -642,10 +642,30 @@ static int open_input(const struct options *o, struct run *run, int one_pass)
     return cli_open_reader(o->in, &run->in_fd, &run->r, &run->err);
 }
 
+/* A compressed file is copied to $TMPDIR for the passes; where there is no
+ * room for the copy, the one pass inflates it as it reads instead, if the
+ * path was ours to choose. */
+static int open_input_or_one_pass(const struct options *o, struct run *run, int *one_pass)
+{
+    int rc = open_input(o, run, *one_pass);
+    if (rc != HPROF_ERR_NOROOM || *one_pass || o->passes != 0 || o->mapping_path != NULL ||
+        o->salvage || strcmp(o->in, "-") == 0)
+        return rc;
+    if (!o->quiet) /* not cli_error(): a failure after this is the error to report */
+        fprintf(stderr, "%s: note: %s: %s; shrinking in one pass as it inflates instead\n",
+                cli_progname, cli_quote(o->in), run->err.message);
+    cli_close_reader(run->in_fd, run->r);
+    run->in_fd = -1;
+    run->r = NULL;
+    run->err = (struct hprof_error){ 0 };
+    *one_pass = 1;
+    return open_input(o, run, 1);
+}
+
 static int run_shrink(struct options *o, struct run *run, const struct cli_output *out)
 {
     int one_pass = one_pass_for(o);
-    int rc = open_input(o, run, one_pass);
+    int rc = open_input_or_one_pass(o, run, &one_pass);
     if (rc == HPROF_OK) {
         run->sink = o->gzip_level ? hprof_sink_new_gzip(out->fd, o->gzip_level, o->threads,
                                                         &run->sink_err)

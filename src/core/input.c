@@ -43,7 +43,7 @@ static int temp_file(struct spool *s, struct hprof_error *err)
     snprintf(path, sizeof path, "%s/hprof-spool-XXXXXX", s->dir);
     int fd = mkstemp(path);
     if (fd < 0)
-        return hprof_error_set(err, HPROF_ERR_IO,
+        return hprof_error_set(err, HPROF_ERR_NOROOM,
                                "cannot create a temporary copy of the input in %s (TMPDIR "
                                "chooses the directory): %s", s->dir, strerror(errno));
     unlink(path);

@@ -53,7 +53,7 @@ uint64_t spool_free_bytes(int fd)
 
 static int no_room(const struct spool *s, struct hprof_error *err)
 {
-    return hprof_error_set(err, HPROF_ERR_IO,
+    return hprof_error_set(err, HPROF_ERR_NOROOM,
                            "offset 0x%" PRIx64 ": the decompressed copy of the input would "
                            "exceed the %" PRIu64 " bytes free in %s (TMPDIR chooses the "
                            "temporary directory)", s->written, s->room, s->dir);
@@ -121,7 +121,7 @@ int spool_emit_file(struct spool *s, const uint8_t *p, size_t n, struct hprof_er
     }
     struct hprof_error werr = { 0 };
     if (sink_write_fd(s->out, p, n, &werr) != HPROF_OK)
-        return hprof_error_set(err, HPROF_ERR_IO,
+        return hprof_error_set(err, HPROF_ERR_NOROOM,
                                "offset 0x%" PRIx64 ": the decompressed copy of the input in %s "
                                "(TMPDIR chooses the temporary directory): %s", s->written,
                                s->dir, werr.message);
