@@ -459,6 +459,79 @@ START_TEST(past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule)
 }
 END_TEST
 
+/* A String's 128 KiB value, set aside before its String comes, waits
+ * there for the keep rule whose holder comes last; then two arrays nobody
+ * claims are set aside, with room for two: the older of those leaves by
+ * the rule, not the value, older still, whose text the rule keeps. */
+static uint8_t *value_kept_past_the_spill_limit_dump(const uint8_t *text, size_t *len)
+{
+    static const uint8_t object[1] = { HPROF_TYPE_OBJECT };
+    static const uint64_t value_name[1] = { 0x12 }, key_name[1] = { 0x13 };
+    uint8_t *other = malloc(FAR_BUFFER), small[32 << 10];
+    memset(other, 'o', FAR_BUFFER);
+    memset(small, 'x', sizeof small);
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "java.lang.String");
+    tb_string(&d, 0x11, "Keep");
+    tb_string(&d, 0x12, "value");
+    tb_string(&d, 0x13, "key");
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_load_class(&d, 2, 0x110, 0x11);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(&d, 0x100, 0, value_name, object, 1);
+    tb_class_named(&d, 0x110, 0, key_name, object, 1);
+    const uint8_t to_value[4] = { 0, 0, 0x10, 0x00 }, to_string[4] = { 0, 0, 0x30, 0x00 };
+    /* the value, then 1.25 MiB: it is set aside before its String comes */
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_CHAR, FAR_BUFFER / 2, text);
+    for (uint32_t i = 0; i < 40; i++)
+        tb_prim_array(&d, 0x100000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, sizeof small, small);
+    tb_instance(&d, 0x3000, 0x100, to_value, 4);
+    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, FAR_BUFFER, other);
+    tb_prim_array(&d, 0x1020, HPROF_TYPE_BYTE, FAR_BUFFER, other);
+    for (uint32_t i = 0; i < 40; i++)
+        tb_prim_array(&d, 0x200000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, sizeof small, small);
+    tb_instance(&d, 0x4000, 0x110, to_string, 4);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    free(other);
+    *len = d.len;
+    return d.data;
+}
+
+START_TEST(past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text)
+{
+    static const char *const keep_key[] = { "Keep.key" };
+    uint8_t *text = malloc(FAR_BUFFER);
+    for (uint32_t i = 0; i < FAR_BUFFER; i += 2) { /* UTF-16BE letters */
+        text[i] = 0;
+        text[i + 1] = (uint8_t)('a' + (i / 2 * 7 + i / 512) % 26);
+    }
+    size_t len;
+    uint8_t *in = value_kept_past_the_spill_limit_dump(text, &len);
+    /* --redact=strings: =all leaves nothing to read back, so sets nothing aside */
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_STRINGS, .redact_keep = keep_key,
+                                      .n_redact_keep = 1, .window = HPROF_WINDOW_MIN,
+                                      .spill = 2 * FAR_BUFFER };
+    struct hprof_error err = { 0 };
+    struct shrunk one, multi;
+    shrink_to_readable_file_with(in, len, &o, &one);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(one.stats.window_spilled.count, 3);
+    ck_assert_uint_eq(one.stats.window_late, 0);
+    ck_assert_msg(memmem(multi.data, multi.len, text, FAR_BUFFER) != NULL,
+                  "the multi-pass shrink redacted the text the rule keeps");
+    ck_assert_msg(memmem(one.data, one.len, text, FAR_BUFFER) != NULL,
+                  "the text the rule keeps was redacted at the spill's limit");
+    ck_assert_uint_eq(one.stats.strings_redacted.count, multi.stats.strings_redacted.count);
+    free(one.data);
+    free(multi.data);
+    free(in);
+    free(text);
+}
+END_TEST
+
 /* A file system that refuses a file reaching the scratch area (here a
  * limit on file size, EFBIG): the rule decides, the output is whole. */
 START_TEST(a_file_that_refuses_the_scratch_area_leaves_the_rule_to_decide)
@@ -688,6 +761,7 @@ static Suite *one_pass_suite(void)
     tcase_add_loop_test(same, dump_data_buffers_in_chunks_hold_what_they_name_until_they_end, 0, 2);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
+    tcase_add_test(same, past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_leaves_the_rule_to_decide);
     suite_add_tcase(s, same);
     TCase *table = tcase_create("id table");
