@@ -1104,6 +1104,14 @@ grep -q "note: .*cannot create a temporary copy.*; shrinking in one pass" "$T/er
 cmp -s "$T/room1.hprof" "$T/room.hprof" || die "no room: not the --one-pass output"
 expect 0 env TMPDIR=/nonexistent "$B/hprof-shrink" -q -f "$gz" "$T/room.hprof"
 [ ! -s "$T/err" ] || die "no room, -q: said $(cat "$T/err")"
+# standard input that is the file (read by offset, from its start)
+set +e
+TMPDIR=/nonexistent "$B/hprof-shrink" -f - "$T/room.hprof" < "$gz" 2> "$T/err"
+[ $? = 0 ] || die "no room, stdin a file: failed: $(cat "$T/err")"
+set -e
+grep -q "note: standard input: .*; shrinking in one pass" "$T/err" ||
+    die "no room, stdin a file: no note: $(cat "$T/err")"
+cmp -s "$T/room1.hprof" "$T/room.hprof" || die "no room, stdin a file: not the --one-pass output"
 rm -f "$T/room.hprof"
 expect 3 env TMPDIR=/nonexistent "$B/hprof-shrink" -f --multi-pass "$gz" "$T/room.hprof"
 grep -q "cannot create a temporary copy" "$T/err" || die "--multi-pass, no room: $(cat "$T/err")"
@@ -1118,6 +1126,12 @@ if [ "$(id -u)" = 0 ] && mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs
         die "a full TMPDIR: no note: $(cat "$T/err")"
     cmp -s "$T/room1.hprof" "$T/room.hprof" || die "a full TMPDIR: not the --one-pass output"
     [ -z "$(ls -A "$T/small")" ] || die "a full TMPDIR: left $(ls -A "$T/small")"
+    # standard input, read in part for the copy: the one pass starts over
+    set +e
+    TMPDIR="$T/small" "$B/hprof-shrink" -f - "$T/room.hprof" < "$gz" 2> "$T/err"
+    [ $? = 0 ] || die "a full TMPDIR, stdin a file: failed: $(cat "$T/err")"
+    set -e
+    cmp -s "$T/room1.hprof" "$T/room.hprof" || die "a full TMPDIR, stdin a file: not the --one-pass output"
     umount "$T/small"
 else
     die "a full TMPDIR: cannot mount a 64 KiB tmpfs (needs root)"

@@ -647,13 +647,16 @@ static int open_input(const struct options *o, struct run *run, int one_pass)
  * path was ours to choose. */
 static int open_input_or_one_pass(const struct options *o, struct run *run, int *one_pass)
 {
+    /* (standard input here is a file, read by offset from its start: the
+     * copy's reads do not move it) */
+    int is_stdin = strcmp(o->in, "-") == 0;
     int rc = open_input(o, run, *one_pass);
     if (rc != HPROF_ERR_NOROOM || *one_pass || o->passes != 0 || o->mapping_path != NULL ||
-        o->salvage || strcmp(o->in, "-") == 0)
+        o->salvage)
         return rc;
     if (!o->quiet) /* not cli_error(): a failure after this is the error to report */
         fprintf(stderr, "%s: note: %s: %s; shrinking in one pass as it inflates instead\n",
-                cli_progname, cli_quote(o->in), run->err.message);
+                cli_progname, is_stdin ? "standard input" : cli_quote(o->in), run->err.message);
     cli_close_reader(run->in_fd, run->r);
     run->in_fd = -1;
     run->r = NULL;
