@@ -76,6 +76,9 @@ int id_table_put(struct id_table *t, uint64_t key, uint64_t value);
 /* Remove `key`: @return 1 and its value in *value, or 0. */
 int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);
 
+/* Size classes of the blocks under 64 KiB that the window recycles. */
+#define HELD_SMALL_CLASSES 44
+
 struct wait_window {
     struct held_list list[HELD_LISTS];
     struct id_table index;      /* key -> the first held under it */
@@ -83,6 +86,8 @@ struct wait_window {
     uint64_t waited, waited_bytes;
     struct held *spare;         /* large blocks given back, newest first (held_free()) */
     uint64_t spare_bytes;
+    struct held *small[HELD_SMALL_CLASSES]; /* small blocks given back, by size class */
+    uint64_t small_bytes;
 };
 
 void wait_window_init(struct wait_window *w, uint64_t limit);

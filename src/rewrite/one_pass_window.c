@@ -112,6 +112,8 @@ void wait_window_free(struct wait_window *w)
 {
     free_list(wait_window_oldest(w));
     free_list(w->spare);
+    for (unsigned i = 0; i < HELD_SMALL_CLASSES; i++)
+        free_list(w->small[i]);
     id_table_free(&w->index);
     memset(w, 0, sizeof *w);
 }
@@ -133,6 +135,32 @@ static size_t held_class(size_t n)
     return (n + step - 1) & ~(step - 1);
 }
 
+/* Blocks under HELD_RECYCLE_MIN are recycled too, by size class: a dump of
+ * small arrays has them come and go by the million, first in first out,
+ * and malloc()'s free() of blocks that size cost more than the rest of
+ * the window's work.  A small block takes a quarter power of two (at least
+ * 64 bytes) but counts in the window what it holds, as when it had the
+ * size asked; the spares are kept up to an eighth of the window. */
+#define HELD_SMALL_MIN ((size_t)64)
+
+static size_t small_class(size_t n, unsigned *index)
+{
+    if (n < HELD_SMALL_MIN)
+        n = HELD_SMALL_MIN;
+    unsigned top = 63 - (unsigned)__builtin_clzll((unsigned long long)n);
+    size_t step = (size_t)1 << (top - 2);
+    size_t c = (n + step - 1) & ~(step - 1);
+    unsigned ctop = 63 - (unsigned)__builtin_clzll((unsigned long long)c);
+    /* c is 4, 5, 6 or 7 quarters of 2^ctop; 2^6 is class 0 */
+    *index = (ctop - 6) * 4 + (unsigned)(c >> (ctop - 2)) - 4;
+    return c;
+}
+
+static uint64_t small_limit(const struct wait_window *w)
+{
+    return w->limit / 8;
+}
+
 /* The spare block of exactly `capacity`, taken off the list, or NULL. */
 static struct held *take_spare(struct wait_window *w, size_t capacity)
 {
@@ -146,17 +174,55 @@ static struct held *take_spare(struct wait_window *w, size_t capacity)
     return NULL;
 }
 
+/* A small block of `data_bytes`, recycled if one of its class is spare. */
+static struct held *small_new(struct wait_window *w, size_t data_bytes)
+{
+    unsigned i;
+    size_t capacity = small_class(data_bytes, &i);
+    struct held *h = w->small[i];
+    if (h != NULL) {
+        w->small[i] = h->link[HELD_ALL].newer;
+        w->small_bytes -= capacity;
+    } else if ((h = malloc(sizeof *h + capacity)) == NULL) {
+        return NULL;
+    }
+    memset(h, 0, sizeof *h);
+    h->capacity = capacity;
+    return h;
+}
+
 struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes)
 {
     size_t capacity = held_class(data_bytes);
-    struct held *h = capacity >= HELD_RECYCLE_MIN ? take_spare(w, capacity) : NULL;
-    if (h == NULL && (h = malloc(sizeof *h + capacity)) == NULL)
+    struct held *h;
+    if (capacity < HELD_RECYCLE_MIN) {
+        h = small_new(w, data_bytes);
+    } else {
+        if ((h = take_spare(w, capacity)) == NULL && (h = malloc(sizeof *h + capacity)) == NULL)
+            return NULL;
+        memset(h, 0, sizeof *h);
+        h->capacity = capacity;
+    }
+    if (h == NULL)
         return NULL;
-    memset(h, 0, sizeof *h);
     h->kind = kind;
-    h->bytes = sizeof *h + capacity; /* what it takes, rounded up */
-    h->capacity = capacity;
+    h->bytes = sizeof *h + capacity; /* what it takes, large ones rounded up */
     return h;
+}
+
+/* Give back a small block: kept for its class while the spares are under
+ * their limit. */
+static void small_free(struct wait_window *w, struct held *h)
+{
+    unsigned i;
+    (void)small_class(h->capacity, &i);
+    if (w->small_bytes + h->capacity > small_limit(w)) {
+        free(h);
+        return;
+    }
+    h->link[HELD_ALL].newer = w->small[i];
+    w->small[i] = h;
+    w->small_bytes += h->capacity;
 }
 
 /* Spare blocks are kept up to half the window: the memory of records
@@ -169,7 +235,11 @@ static uint64_t spare_limit(const struct wait_window *w)
 
 void held_free(struct wait_window *w, struct held *h)
 {
-    if (h == NULL || h->capacity < HELD_RECYCLE_MIN || h->capacity > spare_limit(w)) {
+    if (h != NULL && h->capacity < HELD_RECYCLE_MIN) {
+        small_free(w, h);
+        return;
+    }
+    if (h == NULL || h->capacity > spare_limit(w)) {
         free(h);
         return;
     }
