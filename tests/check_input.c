@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -376,34 +377,79 @@ START_TEST(zstd_corrupt_says_where)
 }
 END_TEST
 
-/* A temporary directory that cannot take the copy at all is the same kind
- * of failure as one too small: HPROF_ERR_NOROOM, which lets a caller turn
- * to hprof_input_open_stream() instead. */
-START_TEST(gzip_copy_into_a_missing_temporary_directory_is_no_room)
+/* hprof_input_open(path) with $TMPDIR `dir`, the descriptor closed. */
+static int open_with_tmpdir(const char *dir, const char *path, struct hprof_error *err)
 {
-    static const uint8_t raw[31] = "JAVA PROFILE 1.0.3\0\0\0\0\4";
-    size_t gz_len;
-    uint8_t *gz = tl_gzip_bytes(raw, sizeof raw, 0, &gz_len);
-    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
     const char *old = getenv("TMPDIR");
     char *saved = old ? strdup(old) : NULL;
-    setenv("TMPDIR", "/nonexistent/hprof-tmp", 1);
-    struct hprof_error err = { 0 };
+    setenv("TMPDIR", dir, 1);
     int fd = -1;
-    int rc = hprof_input_open(path, &fd, NULL, &err);
+    int rc = hprof_input_open(path, &fd, NULL, err);
     if (saved) {
         setenv("TMPDIR", saved, 1);
         free(saved);
     } else {
         unsetenv("TMPDIR");
     }
-    ck_assert_int_eq(rc, HPROF_ERR_NOROOM);
-    ck_assert_int_eq(fd, -1);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* A gzip file of `bytes` of dump whose records frame (one STRING record),
+ * so that the copy goes on until its room runs out. */
+static char *framed_gzip_file(uint32_t bytes)
+{
+    uint8_t *raw = calloc(1, bytes);
+    memcpy(raw, "JAVA PROFILE 1.0.3\0\0\0\0\4", 23);
+    uint32_t body = bytes - 31 - 9;
+    raw[31] = HPROF_TAG_STRING;
+    raw[36] = (uint8_t)(body >> 24), raw[37] = (uint8_t)(body >> 16);
+    raw[38] = (uint8_t)(body >> 8), raw[39] = (uint8_t)body;
+    size_t gz_len;
+    uint8_t *gz = tl_gzip_bytes(raw, bytes, 0, &gz_len);
+    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
+    free(gz);
+    free(raw);
+    return path;
+}
+
+/* A temporary directory that cannot take the copy at all is the same kind
+ * of failure as one too small: HPROF_ERR_NOROOM, which lets a caller turn
+ * to hprof_input_open_stream() instead. */
+START_TEST(gzip_copy_into_a_missing_temporary_directory_is_no_room)
+{
+    char *path = framed_gzip_file(4096);
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(open_with_tmpdir("/nonexistent/hprof-tmp", path, &err), HPROF_ERR_NOROOM);
     ck_assert_msg(strstr(err.message, "/nonexistent/hprof-tmp") != NULL &&
                   strstr(err.message, "TMPDIR") != NULL, "%s", err.message);
+    assert_no_name(&err, path);
     unlink(path);
     free(path);
-    free(gz);
+}
+END_TEST
+
+/* A write of the copy that fails (here past a limit on file size, EFBIG)
+ * is no room too, with the write's own reason. */
+START_TEST(gzip_copy_that_cannot_be_written_is_no_room)
+{
+    char *path = framed_gzip_file(4 << 20);
+    struct rlimit was, small;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+    small = (struct rlimit){ 1 << 20, was.rlim_max }; /* the soft limit: it can go back */
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    struct hprof_error err = { 0 };
+    int rc = open_with_tmpdir("/tmp", path, &err);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+    signal(SIGXFSZ, old);
+    ck_assert_int_eq(rc, HPROF_ERR_NOROOM);
+    ck_assert_msg(strstr(err.message, "the decompressed copy of the input in /tmp") != NULL &&
+                  strstr(err.message, "too large") != NULL, "%s", err.message);
+    assert_no_name(&err, path);
+    unlink(path);
+    free(path);
 }
 END_TEST
 
@@ -419,28 +465,9 @@ START_TEST(gzip_copy_larger_than_the_temporary_directory_names_it)
         rmdir(dir);
         return;
     }
-    enum { BIG = 4 << 20 };
-    uint8_t *raw = calloc(1, BIG);
-    memcpy(raw, "JAVA PROFILE 1.0.3\0\0\0\0\4", 23);
-    uint32_t body = BIG - 31 - 9; /* one STRING record: it frames */
-    raw[31] = HPROF_TAG_STRING;
-    raw[36] = (uint8_t)(body >> 24), raw[37] = (uint8_t)(body >> 16);
-    raw[38] = (uint8_t)(body >> 8), raw[39] = (uint8_t)body;
-    size_t gz_len;
-    uint8_t *gz = tl_gzip_bytes(raw, BIG, 0, &gz_len);
-    char *path = tl_temp_file(gz, gz_len, ".hprof.gz");
-    const char *old = getenv("TMPDIR");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("TMPDIR", dir, 1);
+    char *path = framed_gzip_file(4 << 20);
     struct hprof_error err = { 0 };
-    int fd = -1;
-    int rc = hprof_input_open(path, &fd, NULL, &err);
-    if (saved) {
-        setenv("TMPDIR", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("TMPDIR");
-    }
+    int rc = open_with_tmpdir(dir, path, &err);
     tl_system("umount %s", dir);
     rmdir(dir);
     ck_assert_int_eq(rc, HPROF_ERR_NOROOM);
@@ -449,8 +476,6 @@ START_TEST(gzip_copy_larger_than_the_temporary_directory_names_it)
     assert_no_name(&err, path);
     unlink(path);
     free(path);
-    free(gz);
-    free(raw);
 }
 END_TEST
 
@@ -1061,6 +1086,7 @@ static Suite *input_suite(void)
     tcase_add_test(t, zstd_corrupt_says_where);
     tcase_add_test(t, gzip_copy_larger_than_the_temporary_directory_names_it);
     tcase_add_test(t, gzip_copy_into_a_missing_temporary_directory_is_no_room);
+    tcase_add_test(t, gzip_copy_that_cannot_be_written_is_no_room);
     suite_add_tcase(s, t);
 
     TCase *p = tcase_create("parallel");

@@ -50,7 +50,8 @@ static void usage(FILE *out)
             "  --one-pass           read IN once and write as it goes, nothing in TMPDIR\n"
             "                       [Default: for a pipe, FIFO or socket]\n"
             "  --multi-pass         read IN in several passes (a stream or compressed\n"
-            "                       IN is first copied to TMPDIR) [Default: files]\n"
+            "                       IN is first copied to TMPDIR) [Default: files; a\n"
+            "                       compressed file with no room in TMPDIR: one pass]\n"
             "  --window=SIZE        bytes the one-pass shrink may hold while records wait\n"
             "                       for what decides them [Default: 64M]\n"
             "  --spill=SIZE         bytes of large arrays the one-pass shrink may set\n"
@@ -654,7 +655,10 @@ static int open_input_or_one_pass(const struct options *o, struct run *run, int 
     if (rc != HPROF_ERR_NOROOM || *one_pass || o->passes != 0 || o->mapping_path != NULL ||
         o->salvage)
         return rc;
-    if (!o->quiet) /* not cli_error(): a failure after this is the error to report */
+    /* not cli_error(): a failure after this is the error to report; not
+     * where --json goes (stderr, when OUT is standard output) */
+    cli_progress_done(&run->progress);
+    if (!o->quiet && !(o->json && strcmp(o->out, "-") == 0))
         fprintf(stderr, "%s: note: %s: %s; shrinking in one pass as it inflates instead\n",
                 cli_progname, is_stdin ? "standard input" : cli_quote(o->in), run->err.message);
     cli_close_reader(run->in_fd, run->r);

@@ -42,10 +42,14 @@ static int temp_file(struct spool *s, struct hprof_error *err)
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(path, sizeof path, "%s/hprof-spool-XXXXXX", s->dir);
     int fd = mkstemp(path);
-    if (fd < 0)
-        return hprof_error_set(err, HPROF_ERR_NOROOM,
+    if (fd < 0) {
+        int e = errno;
+        /* out of descriptors is the process's problem, anything else TMPDIR's */
+        int code = e == EMFILE || e == ENFILE ? HPROF_ERR_IO : HPROF_ERR_NOROOM;
+        return hprof_error_set(err, code,
                                "cannot create a temporary copy of the input in %s (TMPDIR "
-                               "chooses the directory): %s", s->dir, strerror(errno));
+                               "chooses the directory): %s", s->dir, strerror(e));
+    }
     unlink(path);
     s->out = fd;
     return HPROF_OK;
