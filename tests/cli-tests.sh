@@ -5,7 +5,7 @@
 set -eu
 B=${HPROF_BUILD:-build}
 T=$(mktemp -d)
-trap 'umount "$T/small" 2> /dev/null; rm -rf "$T"' EXIT
+trap 'umount "$T/small" 2> /dev/null || true; rm -rf "$T"' EXIT
 fails=0
 die() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 banner() { echo "===> $*"; }
