@@ -77,7 +77,7 @@ int id_table_put(struct id_table *t, uint64_t key, uint64_t value);
 int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);
 
 /* Size classes of the blocks under 64 KiB that the window recycles. */
-#define HELD_SMALL_CLASSES 44
+#define HELD_SMALL_CLASSES 113
 
 struct wait_window {
     struct held_list list[HELD_LISTS];

@@ -138,21 +138,26 @@ static size_t held_class(size_t n)
 /* Blocks under HELD_RECYCLE_MIN are recycled too, by size class: a dump of
  * small arrays has them come and go by the million, first in first out,
  * and malloc()'s free() of blocks that size cost more than the rest of
- * the window's work.  A small block takes a quarter power of two (at least
- * 64 bytes) but counts in the window what it holds, as when it had the
- * size asked; the spares are kept up to an eighth of the window. */
-#define HELD_SMALL_MIN ((size_t)64)
+ * the window's work.  A class is a multiple of 16 bytes up to 1 KiB (most
+ * are a String's few bytes), an eighth of a power of two above, so that a
+ * block wastes little beside what it counts in the window (what it holds,
+ * as when it had the size asked); the spares are kept up to an eighth of
+ * the window. */
+#define HELD_SMALL_FINE ((size_t)1 << 10)
 
 static size_t small_class(size_t n, unsigned *index)
 {
-    if (n < HELD_SMALL_MIN)
-        n = HELD_SMALL_MIN;
+    if (n <= HELD_SMALL_FINE) {
+        size_t c = n == 0 ? 16 : (n + 15) & ~(size_t)15;
+        *index = (unsigned)(c / 16 - 1);
+        return c;
+    }
     unsigned top = 63 - (unsigned)__builtin_clzll((unsigned long long)n);
-    size_t step = (size_t)1 << (top - 2);
+    size_t step = (size_t)1 << (top - 3);
     size_t c = (n + step - 1) & ~(step - 1);
     unsigned ctop = 63 - (unsigned)__builtin_clzll((unsigned long long)c);
-    /* c is 4, 5, 6 or 7 quarters of 2^ctop; 2^6 is class 0 */
-    *index = (ctop - 6) * 4 + (unsigned)(c >> (ctop - 2)) - 4;
+    /* c is 8 to 15 eighths of 2^ctop; ctop 10 follows the 64 fine classes */
+    *index = 64 + (ctop - 10) * 8 + (unsigned)(c >> (ctop - 3)) - 8;
     return c;
 }
 
@@ -174,39 +179,35 @@ static struct held *take_spare(struct wait_window *w, size_t capacity)
     return NULL;
 }
 
-/* A small block of `data_bytes`, recycled if one of its class is spare. */
-static struct held *small_new(struct wait_window *w, size_t data_bytes)
+/* A spare small block of class `index`, taken off its list, or NULL. */
+static struct held *take_small(struct wait_window *w, unsigned index, size_t capacity)
 {
-    unsigned i;
-    size_t capacity = small_class(data_bytes, &i);
-    struct held *h = w->small[i];
+    struct held *h = w->small[index];
     if (h != NULL) {
-        w->small[i] = h->link[HELD_ALL].newer;
+        w->small[index] = h->link[HELD_ALL].newer;
         w->small_bytes -= capacity;
-    } else if ((h = malloc(sizeof *h + capacity)) == NULL) {
-        return NULL;
     }
-    memset(h, 0, sizeof *h);
-    h->capacity = capacity;
     return h;
 }
 
 struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes)
 {
-    size_t capacity = held_class(data_bytes);
+    unsigned index;
+    size_t counted = held_class(data_bytes); /* in the window: large ones rounded up */
+    size_t capacity = small_class(data_bytes, &index);
     struct held *h;
     if (capacity < HELD_RECYCLE_MIN) {
-        h = small_new(w, data_bytes);
-    } else {
-        if ((h = take_spare(w, capacity)) == NULL && (h = malloc(sizeof *h + capacity)) == NULL)
-            return NULL;
-        memset(h, 0, sizeof *h);
-        h->capacity = capacity;
+        h = take_small(w, index, capacity);
+    } else { /* a large block's class (the top small class is the first large one) */
+        capacity = held_class(data_bytes > HELD_RECYCLE_MIN ? data_bytes : HELD_RECYCLE_MIN);
+        h = take_spare(w, capacity);
     }
-    if (h == NULL)
+    if (h == NULL && (h = malloc(sizeof *h + capacity)) == NULL)
         return NULL;
+    memset(h, 0, sizeof *h);
     h->kind = kind;
-    h->bytes = sizeof *h + capacity; /* what it takes, large ones rounded up */
+    h->bytes = sizeof *h + counted;
+    h->capacity = capacity;
     return h;
 }
 
