@@ -703,6 +703,48 @@ START_TEST(a_mapping_is_refused_with_a_usage_error)
 }
 END_TEST
 
+/* ---- The window's blocks --------------------------------------------------------- */
+
+/* A block given back is the one a record of the same size class gets
+ * next, with room for what it holds, counting in the window what it holds
+ * (a large one its class); the spares stay within their limits, blocks
+ * just under 64 KiB included, which share the first large class. */
+START_TEST(window_blocks_are_recycled_by_class_within_their_limits)
+{
+    static const size_t sizes[] = { 0,    1,     15,    16,    17,    1000,  1024,
+                                    1025, 4000,  40000, 61441, 65535, 65536, 70000 };
+    struct wait_window w;
+    wait_window_init(&w, HPROF_WINDOW_MIN);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        struct held *h = held_new(&w, HELD_PRIMITIVE_ARRAY, n);
+        ck_assert_ptr_nonnull(h);
+        ck_assert_uint_ge(h->capacity, n);
+        memset(h->data, 0xab, h->capacity); /* AddressSanitizer: the room is there */
+        if (n < (64u << 10))
+            ck_assert_uint_eq(h->bytes, sizeof *h + n);
+        else
+            ck_assert_uint_eq(h->bytes, sizeof *h + h->capacity);
+        held_free(&w, h);
+        ck_assert_ptr_eq(held_new(&w, HELD_PRIMITIVE_ARRAY, n), h);
+        held_free(&w, h);
+    }
+    /* many blocks at once, then given back: the spares keep their limits */
+    enum { MANY = 64 };
+    struct held *many[MANY];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < MANY; i++)
+            ck_assert_ptr_nonnull(many[i] = held_new(&w, HELD_PRIMITIVE_ARRAY,
+                                                     i % 2 ? 65000 : 300 + (size_t)i));
+        for (int i = 0; i < MANY; i++)
+            held_free(&w, many[i]);
+        ck_assert_uint_le(w.spare_bytes, HPROF_WINDOW_MIN / 2);
+        ck_assert_uint_le(w.small_bytes, HPROF_WINDOW_MIN / 8);
+    }
+    wait_window_free(&w);
+}
+END_TEST
+
 /* ---- The id table ------------------------------------------------------------------ */
 
 START_TEST(id_table_matches_a_plain_array_through_a_million_puts_and_takes)
@@ -767,6 +809,7 @@ static Suite *one_pass_suite(void)
     TCase *table = tcase_create("id table");
     tcase_set_timeout(table, 120); /* a million operations, under ThreadSanitizer too */
     tcase_add_test(table, id_table_matches_a_plain_array_through_a_million_puts_and_takes);
+    tcase_add_test(table, window_blocks_are_recycled_by_class_within_their_limits);
     suite_add_tcase(s, table);
     return s;
 }
