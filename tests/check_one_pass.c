@@ -705,41 +705,66 @@ END_TEST
 
 /* ---- The window's blocks --------------------------------------------------------- */
 
-/* A block given back is the one a record of the same size class gets
- * next, with room for what it holds, counting in the window what it holds
- * (a large one its class); the spares stay within their limits, blocks
- * just under 64 KiB included, which share the first large class. */
-START_TEST(window_blocks_are_recycled_by_class_within_their_limits)
+/* A block given back is the one the next record of its size class gets,
+ * whatever its size within the class (blocks just under 64 KiB share the
+ * first large class), with room for what it holds, and counting in the
+ * window what it holds (a large one its class). */
+START_TEST(window_blocks_are_recycled_by_class)
 {
-    static const size_t sizes[] = { 0,    1,     15,    16,    17,    1000,  1024,
-                                    1025, 4000,  40000, 61441, 65535, 65536, 70000 };
+    /* pairs in one class: 16-byte steps to 1 KiB, eighths above, then
+     * the first large class */
+    static const size_t first[] = { 0, 17, 1000, 1025, 40000, 61441, 65536 };
+    static const size_t then[] = { 16, 32, 1008, 1152, 40960, 65535, 65536 };
     struct wait_window w;
     wait_window_init(&w, HPROF_WINDOW_MIN);
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        size_t n = sizes[i];
+    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
+        struct held *h = held_new(&w, HELD_PRIMITIVE_ARRAY, first[i]);
+        ck_assert_ptr_nonnull(h);
+        held_free(&w, h);
+        struct held *again = held_new(&w, HELD_PRIMITIVE_ARRAY, then[i]);
+        ck_assert_msg(again == h, "%zu bytes did not get the block of %zu", then[i], first[i]);
+        memset(again->data, 0xab, then[i]);
+        held_free(&w, again);
+    }
+    /* every size to 70,000 (AddressSanitizer: the room is there) */
+    for (size_t n = 0; n <= 70000; n += n < 2048 ? 1 : 61) {
         struct held *h = held_new(&w, HELD_PRIMITIVE_ARRAY, n);
         ck_assert_ptr_nonnull(h);
         ck_assert_uint_ge(h->capacity, n);
-        memset(h->data, 0xab, h->capacity); /* AddressSanitizer: the room is there */
-        if (n < (64u << 10))
-            ck_assert_uint_eq(h->bytes, sizeof *h + n);
-        else
-            ck_assert_uint_eq(h->bytes, sizeof *h + h->capacity);
-        held_free(&w, h);
-        ck_assert_ptr_eq(held_new(&w, HELD_PRIMITIVE_ARRAY, n), h);
+        memset(h->data, 0xcd, h->capacity);
+        ck_assert_uint_eq(h->bytes, sizeof *h + (n < (64u << 10) ? n : h->capacity));
         held_free(&w, h);
     }
-    /* many blocks at once, then given back: the spares keep their limits */
-    enum { MANY = 64 };
-    struct held *many[MANY];
+    wait_window_free(&w);
+}
+END_TEST
+
+/* Blocks given back past their limits are freed: an eighth of the window
+ * for the small ones, headers counted, half for the large ones. */
+START_TEST(window_spare_blocks_stay_within_their_limits)
+{
+    enum { MANY = 2000 };
+    static struct held *many[MANY];
+    struct wait_window w;
+    wait_window_init(&w, HPROF_WINDOW_MIN);
     for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < MANY; i++)
-            ck_assert_ptr_nonnull(many[i] = held_new(&w, HELD_PRIMITIVE_ARRAY,
-                                                     i % 2 ? 65000 : 300 + (size_t)i));
+        size_t given = 0;
+        for (int i = 0; i < MANY; i++) {
+            size_t n = i % 50 == 0 ? 65000 + (size_t)i : 16 + (size_t)(i % 7) * 100;
+            ck_assert_ptr_nonnull(many[i] = held_new(&w, HELD_PRIMITIVE_ARRAY, n));
+            given += sizeof *many[i] + many[i]->capacity;
+        }
+        ck_assert_uint_gt(given, HPROF_WINDOW_MIN / 8 + HPROF_WINDOW_MIN / 2);
         for (int i = 0; i < MANY; i++)
             held_free(&w, many[i]);
+        uint64_t kept = 0; /* what the small lists hold, blocks whole */
+        for (unsigned c = 0; c < HELD_SMALL_CLASSES; c++)
+            for (struct held *h = w.small[c]; h != NULL; h = h->link[HELD_ALL].newer)
+                kept += sizeof *h + h->capacity;
+        ck_assert_uint_eq(kept, w.small_bytes);
         ck_assert_uint_le(w.spare_bytes, HPROF_WINDOW_MIN / 2);
         ck_assert_uint_le(w.small_bytes, HPROF_WINDOW_MIN / 8);
+        ck_assert_uint_gt(w.small_bytes, HPROF_WINDOW_MIN / 8 - 2048); /* it filled */
     }
     wait_window_free(&w);
 }
@@ -809,8 +834,11 @@ static Suite *one_pass_suite(void)
     TCase *table = tcase_create("id table");
     tcase_set_timeout(table, 120); /* a million operations, under ThreadSanitizer too */
     tcase_add_test(table, id_table_matches_a_plain_array_through_a_million_puts_and_takes);
-    tcase_add_test(table, window_blocks_are_recycled_by_class_within_their_limits);
     suite_add_tcase(s, table);
+    TCase *blocks = tcase_create("window blocks");
+    tcase_add_test(blocks, window_blocks_are_recycled_by_class);
+    tcase_add_test(blocks, window_spare_blocks_stay_within_their_limits);
+    suite_add_tcase(s, blocks);
     return s;
 }
 

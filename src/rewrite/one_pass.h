@@ -76,8 +76,9 @@ int id_table_put(struct id_table *t, uint64_t key, uint64_t value);
 /* Remove `key`: @return 1 and its value in *value, or 0. */
 int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);
 
-/* Size classes of the blocks under 64 KiB that the window recycles. */
-#define HELD_SMALL_CLASSES 113
+/* Lists of the small blocks the window recycles, one per size class
+ * (small_class() in one_pass_window.c gives the index). */
+#define HELD_SMALL_CLASSES 112
 
 struct wait_window {
     struct held_list list[HELD_LISTS];
@@ -87,7 +88,7 @@ struct wait_window {
     struct held *spare;         /* large blocks given back, newest first (held_free()) */
     uint64_t spare_bytes;
     struct held *small[HELD_SMALL_CLASSES]; /* small blocks given back, by size class */
-    uint64_t small_bytes;
+    uint64_t small_bytes;       /* theirs, headers included */
 };
 
 void wait_window_init(struct wait_window *w, uint64_t limit);
@@ -95,7 +96,8 @@ void wait_window_init(struct wait_window *w, uint64_t limit);
 void wait_window_free(struct wait_window *w);
 /* A record of `data_bytes` bytes of data to fill, or NULL. */
 struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes);
-/* Give `h` back: a large block is kept for the next record of its size. */
+/* Give `h` back: kept for the next record of its size class while the
+ * spares are within their limits, else freed. */
 void held_free(struct wait_window *w, struct held *h);
 /* Hold `h` under `key`.  @return HPROF_OK or HPROF_ERR_NOMEM (h freed). */
 int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_t wait);

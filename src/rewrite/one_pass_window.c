@@ -118,10 +118,11 @@ void wait_window_free(struct wait_window *w)
     memset(w, 0, sizeof *w);
 }
 
-/* Blocks from this size are recycled.  malloc() maps each such block on
- * its own and unmaps it when freed: the kernel then zeroes fresh pages
- * for the next one, and a bitmap-heavy dump, whose pixel buffers wait one
- * after another, spent more time in page faults than in everything else. */
+/* Blocks from this size are recycled as large ones (the spare list).
+ * malloc() maps each such block on its own and unmaps it when freed: the
+ * kernel then zeroes fresh pages for the next one, and a bitmap-heavy
+ * dump, whose pixel buffers wait one after another, spent more time in
+ * page faults than in everything else. */
 #define HELD_RECYCLE_MIN ((size_t)64 << 10)
 
 /* `n` rounded up to a size class: a quarter of a power of two, so that a
@@ -135,16 +136,20 @@ static size_t held_class(size_t n)
     return (n + step - 1) & ~(step - 1);
 }
 
-/* Blocks under HELD_RECYCLE_MIN are recycled too, by size class: a dump of
- * small arrays has them come and go by the million, first in first out,
- * and malloc()'s free() of blocks that size cost more than the rest of
- * the window's work.  A class is a multiple of 16 bytes up to 1 KiB (most
- * are a String's few bytes), an eighth of a power of two above, so that a
- * block wastes little beside what it counts in the window (what it holds,
- * as when it had the size asked); the spares are kept up to an eighth of
- * the window. */
+/* Smaller blocks are recycled too, by size class: a dump of small arrays
+ * has them come and go by the million, first in first out, and malloc()'s
+ * free() of blocks that size cost more than the rest of the window's
+ * work.  A class is a multiple of 16 bytes up to 1 KiB (most are a
+ * String's few bytes), an eighth of a power of two above, so that a block
+ * wastes little beside what it counts in the window (what it holds, as
+ * when it had the size asked).  Above HELD_SMALL_MAX the class would be
+ * HELD_RECYCLE_MIN: such a block is a large one. */
 #define HELD_SMALL_FINE ((size_t)1 << 10)
+#define HELD_SMALL_MAX (HELD_RECYCLE_MIN - HELD_RECYCLE_MIN / 16)
 
+/* The class of `n` (at most HELD_SMALL_MAX) and its index in w->small:
+ * 0-63 the fine classes, then eight a power of two from 1 KiB (the first
+ * of which, 1 KiB itself, is fine). */
 static size_t small_class(size_t n, unsigned *index)
 {
     if (n <= HELD_SMALL_FINE) {
@@ -156,11 +161,12 @@ static size_t small_class(size_t n, unsigned *index)
     size_t step = (size_t)1 << (top - 3);
     size_t c = (n + step - 1) & ~(step - 1);
     unsigned ctop = 63 - (unsigned)__builtin_clzll((unsigned long long)c);
-    /* c is 8 to 15 eighths of 2^ctop; ctop 10 follows the 64 fine classes */
     *index = 64 + (ctop - 10) * 8 + (unsigned)(c >> (ctop - 3)) - 8;
     return c;
 }
 
+/* The spare small blocks are kept up to an eighth of the window, counted
+ * whole (a 16-byte class's block is mostly its header). */
 static uint64_t small_limit(const struct wait_window *w)
 {
     return w->limit / 8;
@@ -180,12 +186,12 @@ static struct held *take_spare(struct wait_window *w, size_t capacity)
 }
 
 /* A spare small block of class `index`, taken off its list, or NULL. */
-static struct held *take_small(struct wait_window *w, unsigned index, size_t capacity)
+static struct held *take_small(struct wait_window *w, unsigned index)
 {
     struct held *h = w->small[index];
     if (h != NULL) {
         w->small[index] = h->link[HELD_ALL].newer;
-        w->small_bytes -= capacity;
+        w->small_bytes -= sizeof *h + h->capacity;
     }
     return h;
 }
@@ -193,12 +199,14 @@ static struct held *take_small(struct wait_window *w, unsigned index, size_t cap
 struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes)
 {
     unsigned index;
-    size_t counted = held_class(data_bytes); /* in the window: large ones rounded up */
-    size_t capacity = small_class(data_bytes, &index);
+    size_t capacity;
     struct held *h;
-    if (capacity < HELD_RECYCLE_MIN) {
-        h = take_small(w, index, capacity);
-    } else { /* a large block's class (the top small class is the first large one) */
+    if (data_bytes > SIZE_MAX / 2) /* no such record; and classes would wrap */
+        return NULL;
+    if (data_bytes <= HELD_SMALL_MAX) {
+        capacity = small_class(data_bytes, &index);
+        h = take_small(w, index);
+    } else {
         capacity = held_class(data_bytes > HELD_RECYCLE_MIN ? data_bytes : HELD_RECYCLE_MIN);
         h = take_spare(w, capacity);
     }
@@ -206,7 +214,8 @@ struct held *held_new(struct wait_window *w, uint8_t kind, size_t data_bytes)
         return NULL;
     memset(h, 0, sizeof *h);
     h->kind = kind;
-    h->bytes = sizeof *h + counted;
+    /* what it counts in the window: what it holds, a large one its class */
+    h->bytes = sizeof *h + held_class(data_bytes);
     h->capacity = capacity;
     return h;
 }
@@ -217,16 +226,16 @@ static void small_free(struct wait_window *w, struct held *h)
 {
     unsigned i;
     (void)small_class(h->capacity, &i);
-    if (w->small_bytes + h->capacity > small_limit(w)) {
+    if (w->small_bytes + sizeof *h + h->capacity > small_limit(w)) {
         free(h);
         return;
     }
     h->link[HELD_ALL].newer = w->small[i];
     w->small[i] = h;
-    w->small_bytes += h->capacity;
+    w->small_bytes += sizeof *h + h->capacity;
 }
 
-/* Spare blocks are kept up to half the window: the memory of records
+/* Large spare blocks are kept up to half the window: the memory of records
  * that left, bounded as the window is, and room for the largest pixel
  * buffers (a 1440x2560 one is 14 MiB). */
 static uint64_t spare_limit(const struct wait_window *w)
