@@ -17,6 +17,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* As hprof-verify checks: a file of several heap dumps (which the shrink
+ * shrinks each on its own) one dump at a time. */
 static int verifies(const uint8_t *data, size_t size)
 {
     struct hprof_error err = { 0 };
@@ -25,6 +27,15 @@ static int verifies(const uint8_t *data, size_t size)
     int rc = hprof_reader_open_memory(&r, data, size, &err);
     if (rc == HPROF_OK)
         rc = hprof_verify(r, &rep, &err);
+    unsigned dumps = r != NULL ? hprof_reader_dumps(r) : 0;
+    if (rc != HPROF_OK && dumps > 1 && dumps <= HPROF_MAX_DUMPS) {
+        rc = HPROF_OK;
+        for (unsigned n = 1; rc == HPROF_OK && n <= dumps; n++) {
+            memset(&err, 0, sizeof err);
+            hprof_reader_set_dump(r, n);
+            rc = hprof_verify(r, &rep, &err);
+        }
+    }
     hprof_reader_free(r);
     return rc == HPROF_OK;
 }
