@@ -661,10 +661,7 @@ static int open_input_or_one_pass(const struct options *o, struct run *run, int 
     if (!o->quiet && !(o->json && strcmp(o->out, "-") == 0))
         fprintf(stderr, "%s: note: %s: %s; shrinking in one pass as it inflates instead\n",
                 cli_progname, is_stdin ? "standard input" : cli_quote(o->in), run->err.message);
-    cli_close_reader(run->in_fd, run->r);
-    run->in_fd = -1;
-    run->r = NULL;
-    run->err = (struct hprof_error){ 0 };
+    run->err = (struct hprof_error){ 0 }; /* the failed open closed what it opened */
     *one_pass = 1;
     return open_input(o, run, 1);
 }

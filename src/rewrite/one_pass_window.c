@@ -125,15 +125,24 @@ void wait_window_free(struct wait_window *w)
  * page faults than in everything else. */
 #define HELD_RECYCLE_MIN ((size_t)64 << 10)
 
+static unsigned log2_floor(size_t n)
+{
+    return 63 - (unsigned)__builtin_clzll((unsigned long long)n);
+}
+
+/* `n` (at least 8) rounded up to a multiple of 2^-shift of the power of
+ * two at or below it. */
+static size_t round_in_octave(size_t n, unsigned shift)
+{
+    size_t step = (size_t)1 << (log2_floor(n) - shift);
+    return (n + step - 1) & ~(step - 1);
+}
+
 /* `n` rounded up to a size class: a quarter of a power of two, so that a
  * block fits every size of its class and wastes at most a fifth. */
 static size_t held_class(size_t n)
 {
-    if (n < HELD_RECYCLE_MIN)
-        return n;
-    unsigned top = 63 - (unsigned)__builtin_clzll((unsigned long long)n);
-    size_t step = (size_t)1 << (top - 2);
-    return (n + step - 1) & ~(step - 1);
+    return n < HELD_RECYCLE_MIN ? n : round_in_octave(n, 2);
 }
 
 /* Smaller blocks are recycled too, by size class: a dump of small arrays
@@ -157,11 +166,9 @@ static size_t small_class(size_t n, unsigned *index)
         *index = (unsigned)(c / 16 - 1);
         return c;
     }
-    unsigned top = 63 - (unsigned)__builtin_clzll((unsigned long long)n);
-    size_t step = (size_t)1 << (top - 3);
-    size_t c = (n + step - 1) & ~(step - 1);
-    unsigned ctop = 63 - (unsigned)__builtin_clzll((unsigned long long)c);
-    *index = 64 + (ctop - 10) * 8 + (unsigned)(c >> (ctop - 3)) - 8;
+    size_t c = round_in_octave(n, 3);
+    unsigned top = log2_floor(c);
+    *index = 64 + (top - 10) * 8 + (unsigned)(c >> (top - 3)) - 8;
     return c;
 }
 
