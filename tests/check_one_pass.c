@@ -300,6 +300,67 @@ START_TEST(a_window_too_small_says_what_came_too_late)
 }
 END_TEST
 
+/* An Android dump whose instance of class 0x200 (a long and an int, their
+ * bytes "LEAKLONG" and "LKIN") comes 1.25 MiB of byte arrays before the
+ * class's dump: past a window of 1 MiB. */
+static uint8_t *instance_before_its_class_dump(size_t *len)
+{
+    static const uint8_t types[] = { HPROF_TYPE_LONG, HPROF_TYPE_INT };
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 0x900, "secretLong");
+    tb_string(&b, 0x901, "secretInt");
+    tb_string(&b, 0x910, "java.lang.Object");
+    tb_string(&b, 0x911, "com.example.Secretive");
+    tb_load_class(&b, 1, 0x100, 0x910);
+    tb_load_class(&b, 2, 0x200, 0x911);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_instance(&b, 0x500, 0x200, "LEAKLONGLKIN", 12);
+    uint8_t *filler = calloc(1, 32u << 10);
+    for (unsigned i = 0; i < 40; i++)
+        tb_prim_array(&b, 0x1000 + i, HPROF_TYPE_BYTE, 32u << 10, filler);
+    free(filler);
+    tb_class(&b, 0x200, 0x100, types, 2);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    *len = b.len;
+    return b.data;
+}
+
+/* Whose instance it is, and so what to keep or redact of it, is not known
+ * when it must leave: it is late, and under redaction not one of its
+ * bytes goes out as it came. */
+START_TEST(an_instance_leaving_before_its_class_is_late_and_zeroed_under_redaction)
+{
+    size_t len;
+    uint8_t *in = instance_before_its_class_dump(&len);
+    struct hprof_error err = { 0 };
+    const struct hprof_shrink_options plain = { .window = HPROF_WINDOW_MIN },
+                                      fields = { .window = HPROF_WINDOW_MIN, .redact_fields = 1 },
+                                      strings = { .window = HPROF_WINDOW_MIN,
+                                                  .redact = HPROF_REDACT_STRINGS };
+    const struct hprof_shrink_options *redacting[] = { &fields, &strings };
+    struct shrunk one;
+    ck_assert_msg(shrink_memory(in, len, &plain, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(one.stats.window_late, 1);
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "LEAKLONGLKIN", 12)); /* the rule: as it is */
+    size_t plain_len = one.len;
+    free(one.data);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_msg(shrink_memory(in, len, redacting[i], 1, &one, &err) == HPROF_OK, "%s",
+                      err.message);
+        ck_assert_uint_eq(one.stats.window_late, 1);
+        ck_assert_ptr_null(memmem(one.data, one.len, "LEAK", 4));
+        ck_assert_ptr_null(memmem(one.data, one.len, "LKIN", 4));
+        ck_assert_uint_eq(one.len, plain_len); /* zeroed in place, not dropped */
+        free(one.data);
+    }
+    free(in);
+}
+END_TEST
+
 /* ---- Large arrays set aside in the output file ------------------------------------- */
 
 /* An Android dump: buffers A and A2 (equal) and N (nobody's), 128 KiB
@@ -819,6 +880,7 @@ static Suite *one_pass_suite(void)
     tcase_add_loop_test(same, one_pass_counts_what_the_multi_pass_shrink_counts, 0,
                         TL_N_FIXTURES);
     tcase_add_test(same, a_window_too_small_says_what_came_too_late);
+    tcase_add_test(same, an_instance_leaving_before_its_class_is_late_and_zeroed_under_redaction);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);

@@ -459,6 +459,18 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
 /* The oldest record leaves the window: a buffer's group is decided as
  * at the end of the dump; anything else undecided, by the rule (counted
  * when the window was full: at the end, nothing can claim it any more). */
+/* An instance the rule sends before its class dump came: whether it is a
+ * String, a Bitmap, a stand-in's referrer or has fields to redact is not
+ * known, so it is late; and under redaction nothing of it may go out as
+ * it is, so every field, references included, goes out zero. */
+static int instance_without_class(struct one_pass *op, struct held *h)
+{
+    op->st->window_late++;
+    if (one_pass_redacting(op))
+        memset(h->data, 0, h->rec.instance.length);
+    return HPROF_OK;
+}
+
 int one_pass_leave_window(struct one_pass *op, int evicted)
 {
     struct held *oldest = wait_window_oldest(&op->window);
@@ -478,6 +490,8 @@ int one_pass_leave_window(struct one_pass *op, int evicted)
             struct class_info *unused;
             rc = classes_check_instance(&op->model.classes, &h->rec.instance, &unused,
                                         op->ctx.err);
+        } else if (h->wait == WAIT_CLASS) { /* its class has not come: nothing decided */
+            rc = instance_without_class(op, h);
         } else if (evicted && h->kind == HELD_PRIMITIVE_ARRAY) { /* no claim yet */
             rc = one_pass_spill_held(op, h, &set_aside);
             by_rule = !set_aside;
