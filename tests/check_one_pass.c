@@ -361,6 +361,99 @@ START_TEST(an_instance_leaving_before_its_class_is_late_and_zeroed_under_redacti
 }
 END_TEST
 
+/* ---- Names past the window ------------------------------------------------------------ */
+
+#define NAMES_PAST_THE_LIMIT (66u << 10) /* names of 1 KiB: past the 64 MiB names may hold */
+
+/* A HotSpot dump whose symbol table holds a secret literal nothing uses
+ * and a field's name, then more than 64 MiB of unused names, then the
+ * names of its one class and its other field. */
+static uint8_t *symbol_table_dump(size_t *len)
+{
+    static const uint8_t types[] = { HPROF_TYPE_OBJECT, HPROF_TYPE_INT };
+    static const uint64_t fields[] = { 0x9000001, 0x9000002 };
+    struct tbuf b;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_string(&b, 0x100, "jdbc:postgresql://db?password=SymbolTableSecret");
+    tb_string(&b, 0x9000002, "hashField");
+    char *text = malloc(1024);
+    for (unsigned i = 0; i < NAMES_PAST_THE_LIMIT; i++) {
+        memset(text, 'x', 1023);
+        text[snprintf(text, 1023, "unused-%u-", i)] = 'x';
+        text[1023] = 0;
+        tb_string(&b, 0x200 + i, text);
+    }
+    free(text);
+    tb_string(&b, 0x9000000, "java/lang/String");
+    tb_string(&b, 0x9000001, "valueField");
+    tb_load_class(&b, 1, 0x50, 0x9000000);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(&b, 0x50, 0, fields, types, 2);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    *len = b.len;
+    return b.data;
+}
+
+/* Where the output file has room for them, names past the window wait
+ * there: the unused ones are dropped, as by the multi-pass shrink, and
+ * nothing is decided by the rule. */
+START_TEST(names_past_the_window_wait_in_the_output_file)
+{
+    size_t len;
+    uint8_t *in = symbol_table_dump(&len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY };
+    struct shrunk one, multi;
+    shrink_to_readable_file_with(in, len, &o, &one);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(one.stats.window_by_rule.count, 0);
+    ck_assert_uint_eq(one.stats.names_dropped.count, multi.stats.names_dropped.count);
+    ck_assert_ptr_null(memmem(one.data, one.len, "SymbolTableSecret", 17));
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "java/lang/String", 16));
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "hashField", 9)); /* read back */
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "valueField", 10));
+    ck_assert_uint_le(one.len, multi.len + 200); /* a few bytes of segments and order */
+    free(one.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
+/* Where it has none, the rule keeps them; under --redact with a filler for
+ * their text, so that no literal goes out, while the names that come
+ * after them wait again, and keep theirs when used. */
+START_TEST(names_the_rule_keeps_under_redaction_keep_no_text)
+{
+    size_t len;
+    uint8_t *in = symbol_table_dump(&len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options plain = { .arrays = HPROF_ARRAYS_EMPTY },
+                                redact = { .arrays = HPROF_ARRAYS_EMPTY,
+                                           .redact = HPROF_REDACT_STRINGS };
+    struct shrunk one;
+    ck_assert_msg(shrink_memory(in, len, &plain, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_gt(one.stats.window_by_rule.count, 0);
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "SymbolTableSecret", 17)); /* kept */
+    free(one.data);
+    ck_assert_msg(shrink_memory(in, len, &redact, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_gt(one.stats.window_by_rule.count, 0);
+    ck_assert_ptr_null(memmem(one.data, one.len, "SymbolTableSecret", 17));
+    ck_assert_ptr_null(memmem(one.data, one.len, "unused-1-", 9));
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "java/lang/String", 16));
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "valueField", 10));
+    ck_assert_ptr_null(memmem(one.data, one.len, "hashField", 9)); /* its cost */
+    struct hprof_reader *r;
+    struct hprof_verify_report report;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, one.data, one.len, &err), HPROF_OK);
+    ck_assert_msg(hprof_verify(r, &report, &err) == HPROF_OK, "%s", err.message);
+    hprof_reader_free(r);
+    free(one.data);
+    free(in);
+}
+END_TEST
+
 /* ---- Large arrays set aside in the output file ------------------------------------- */
 
 /* An Android dump: buffers A and A2 (equal) and N (nobody's), 128 KiB
@@ -881,6 +974,8 @@ static Suite *one_pass_suite(void)
                         TL_N_FIXTURES);
     tcase_add_test(same, a_window_too_small_says_what_came_too_late);
     tcase_add_test(same, an_instance_leaving_before_its_class_is_late_and_zeroed_under_redaction);
+    tcase_add_test(same, names_past_the_window_wait_in_the_output_file);
+    tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);

@@ -17,26 +17,81 @@
  * after its decision point is written after that heap dump, and counted
  * (window_late): analyzers that read once miss it.
  *
- * The rule for names: past `limit` bytes held, every name is kept.
+ * Past `limit` bytes held, the names wait in the output file's scratch
+ * area where it has one (a HotSpot symbol table, string literals and all,
+ * can outgrow any window).  Where it has none, the rule: every name held
+ * is kept, and every name after it; under --redact, those held are kept
+ * with a filler of the same length for their text (a literal may be
+ * private; a class or field name so kept reads as asterisks) and the
+ * names after them are held again.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "filter.h"
 #include "one_pass_private.h"
+#include "sink_private.h"
 
 #define NAME_HEAD 16u               /* time u4, id u8, length u4 */
+
+/* Where names go in the scratch area: far past the arrays set aside
+ * (one_pass_spill.c), whose offsets start at 0. */
+#define NAMES_SCRATCH_AT ((uint64_t)1 << 40)
+#define NAMES_READ ((size_t)1 << 20)
 
 static int nomem(struct one_pass *op)
 {
     return rewrite_nomem(&op->ctx);
 }
 
-static struct hprof_string name_at(const struct held_names *n, uint64_t at)
+static struct hprof_string name_in(const uint8_t *p)
 {
-    const uint8_t *p = n->bytes + at;
     return (struct hprof_string){ .time = get_u4(p), .id = get_u8(p + 4),
                                   .length = get_u4(p + 12), .utf8 = p + NAME_HEAD };
+}
+
+/* The `n` bytes at place `at` under disk_bytes, read back into `read`. */
+static int read_back(struct one_pass *op, uint64_t at, size_t n, const uint8_t **p)
+{
+    struct held_names *h = &op->names;
+    if (at < h->read_at || at + n > h->read_at + h->read_len) {
+        size_t want = n > NAMES_READ ? n : NAMES_READ;
+        if (want > h->disk_bytes - at)
+            want = (size_t)(h->disk_bytes - at);
+        if (want > h->read_cap) {
+            uint8_t *grown = realloc(h->read, want);
+            if (grown == NULL)
+                return nomem(op);
+            h->read = grown;
+            h->read_cap = want;
+        }
+        h->read_len = 0;
+        int rc = sink_scratch_read(op->sink, NAMES_SCRATCH_AT + at, h->read, want);
+        if (rc != HPROF_OK)
+            return rc;
+        h->read_at = at;
+        h->read_len = want;
+    }
+    *p = h->read + (at - h->read_at);
+    return HPROF_OK;
+}
+
+/* The name held at place `at`; its text stays where it is until the next
+ * call. */
+static int name_at(struct one_pass *op, uint64_t at, struct hprof_string *s)
+{
+    struct held_names *h = &op->names;
+    const uint8_t *p;
+    if (at >= h->disk_bytes) {
+        *s = name_in(h->bytes + (at - h->disk_bytes));
+        return HPROF_OK;
+    }
+    int rc = read_back(op, at, NAME_HEAD, &p);
+    if (rc == HPROF_OK)
+        rc = read_back(op, at, NAME_HEAD + get_u4(p + 12), &p);
+    if (rc == HPROF_OK)
+        *s = name_in(p);
+    return rc;
 }
 
 static int hold(struct one_pass *op, const struct hprof_string *s)
@@ -58,11 +113,24 @@ static int hold(struct one_pass *op, const struct hprof_string *s)
     p = put_u8(p, s->id);
     p = put_u4(p, s->length);
     memcpy(p, s->utf8, s->length);
-    if (id_table_put(&n->index, s->id, n->n_bytes + 1) != HPROF_OK)
+    if (id_table_put(&n->index, s->id, n->disk_bytes + n->n_bytes + 1) != HPROF_OK)
         return nomem(op);
     n->n_bytes = need;
     count_add(&op->st->window_names, s->length);
     return HPROF_OK;
+}
+
+/* The names in memory after those in the scratch area.  @return 0 when
+ * the file refused them (they stay in memory). */
+static int to_disk(struct one_pass *op)
+{
+    struct held_names *n = &op->names;
+    if (sink_scratch_write(op->sink, NAMES_SCRATCH_AT + n->disk_bytes, n->bytes, n->n_bytes) !=
+        HPROF_OK)
+        return 0;
+    n->disk_bytes += n->n_bytes;
+    n->n_bytes = 0;
+    return 1;
 }
 
 /* Calls fn(op, name) for each name still held, in the order read, and
@@ -71,17 +139,23 @@ static int each_held(struct one_pass *op, int (*fn)(struct one_pass *, const str
 {
     struct held_names *n = &op->names;
     int rc = HPROF_OK;
-    for (size_t at = 0; rc == HPROF_OK && at < n->n_bytes;) {
-        struct hprof_string s = name_at(n, at);
+    for (uint64_t at = 0; rc == HPROF_OK && at < n->disk_bytes + n->n_bytes;) {
+        struct hprof_string s;
+        if ((rc = name_at(op, at, &s)) != HPROF_OK)
+            break;
         uint64_t *held = id_table_find(&n->index, s.id);
         if (held != NULL && *held == at + 1)
             rc = fn(op, &s);
         at += NAME_HEAD + s.length;
     }
+    if (n->disk_bytes > 0)
+        sink_scratch_release(op->sink, NAMES_SCRATCH_AT, n->disk_bytes);
     free(n->bytes);
+    free(n->read);
     id_table_free(&n->index);
-    n->bytes = NULL;
-    n->n_bytes = n->cap_bytes = 0;
+    n->bytes = n->read = NULL;
+    n->n_bytes = n->cap_bytes = n->read_cap = n->read_len = 0;
+    n->disk_bytes = n->read_at = 0;
     return rc;
 }
 
@@ -104,18 +178,33 @@ static int count_dropped(struct one_pass *op, const struct hprof_string *s)
     return HPROF_OK;
 }
 
+/* The rule's way to keep a name under --redact: its length, not its text. */
+static int write_filled(struct one_pass *op, const struct hprof_string *s)
+{
+    uint8_t *fill = malloc(s->length + 1);
+    if (fill == NULL)
+        return nomem(op);
+    memset(fill, '*', s->length);
+    struct hprof_string filled = *s;
+    filled.utf8 = fill;
+    int rc = write_name(op, &filled);
+    free(fill);
+    return rc;
+}
+
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
 {
     struct held_names *n = &op->names;
     if (!op->hold_names || idmap_has(&n->used, s->id))
         return hprof_visit_string(op->head, s);
     int rc = hold(op, s);
-    if (rc == HPROF_OK && n->n_bytes > n->limit) { /* the rule: all kept from here */
-        count_add(&op->st->window_by_rule, n->n_bytes);
-        op->hold_names = 0;
-        rc = each_held(op, write_name);
-    }
-    return rc;
+    if (rc != HPROF_OK || n->n_bytes <= n->limit || (n->to_disk && to_disk(op)))
+        return rc;
+    count_add(&op->st->window_by_rule, n->disk_bytes + n->n_bytes);
+    if (op->opt.redact != HPROF_REDACT_NONE) /* the rule: those held kept as fillers */
+        return each_held(op, write_filled);
+    op->hold_names = 0; /* the rule: every name held is kept, and every name from here */
+    return each_held(op, write_name);
 }
 
 int one_pass_names_use(struct one_pass *op, uint64_t id)
@@ -131,8 +220,9 @@ int one_pass_names_use(struct one_pass *op, uint64_t id)
         return HPROF_OK;
     }
     if (!op->heap_open) {
-        struct hprof_string s = name_at(n, at - 1);
-        return write_name(op, &s);
+        struct hprof_string s;
+        int rc = name_at(op, at - 1, &s);
+        return rc == HPROF_OK ? write_name(op, &s) : rc;
     }
     /* inside a heap dump past its decision point: after it */
     uint64_t *after = grow_array(n->after, &n->cap_after, n->n_after + 1, sizeof *after);
@@ -174,8 +264,9 @@ int one_pass_names_after_dump(struct one_pass *op)
     struct held_names *n = &op->names;
     int rc = HPROF_OK;
     for (size_t i = 0; rc == HPROF_OK && i < n->n_after; i++) {
-        struct hprof_string s = name_at(n, n->after[i]);
-        rc = write_name(op, &s);
+        struct hprof_string s;
+        if ((rc = name_at(op, n->after[i], &s)) == HPROF_OK)
+            rc = write_name(op, &s);
     }
     n->n_after = 0;
     return rc;
@@ -195,6 +286,7 @@ void one_pass_names_free(struct one_pass *op)
 {
     struct held_names *n = &op->names;
     free(n->bytes);
+    free(n->read);
     free(n->after);
     id_table_free(&n->index);
     idmap_free(&n->used);

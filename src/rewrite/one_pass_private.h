@@ -85,11 +85,18 @@ struct held_sub {
     struct hprof_class_dump cd;
 };
 
-/* STRING records held until something refers to them (one_pass_names.c). */
+/* STRING records held until something refers to them (one_pass_names.c).
+ * Their places run on from the first held: those under `disk_bytes` wait
+ * in the output file's scratch area, the others in `bytes`. */
 struct held_names {
     uint8_t *bytes;             /* each: time u4, id u8, length u4, text */
     size_t n_bytes, cap_bytes;
-    struct id_table index;      /* id -> 1 + its place in `bytes`, while held */
+    struct id_table index;      /* id -> 1 + its place, while held */
+    uint64_t disk_bytes;        /* the places written to the scratch area */
+    int to_disk;                /* past `limit`, names go there */
+    uint8_t *read;              /* names read back from there */
+    size_t read_cap, read_len;
+    uint64_t read_at;           /* the place of read[0] */
     struct idmap used;          /* ids something referred to */
     uint64_t *after;            /* places of the names to write after the heap dump */
     size_t n_after, cap_after;

@@ -61,6 +61,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
         rc = one_pass_system_init(op);
     if (rc == HPROF_OK)
         rc = one_pass_spill_init(op);
+    op->names.to_disk = sink_has_scratch(op->sink) && op->opt.spill != HPROF_SPILL_OFF;
     if (rc != HPROF_OK)
         return rc;
     if ((op->chain = shrink_chain_new(&op->plan, op->st, err)) == NULL)
