@@ -391,6 +391,80 @@ static unsigned texts_left_by_keep_rule(unsigned keep_fields, int keep_instance)
     return left;
 }
 
+/* A Java 6 or Dalvik dump: Strings of value, offset and count.  Keep's
+ * `key` names a String that holds `count` chars from `offset` of a char[]
+ * with `text`, which a second String holds whole. */
+static void put_be(uint8_t *at, uint64_t v, unsigned n);
+
+static char *shared_value_dump(uint32_t offset, uint32_t count, const char *text)
+{
+    static const uint8_t string_types[3] = { HPROF_TYPE_OBJECT, HPROF_TYPE_INT, HPROF_TYPE_INT };
+    static const uint64_t string_fields[3] = { N_VALUE, N_VALUE + 10, N_VALUE + 11 };
+    static const uint8_t an_object[1] = { HPROF_TYPE_OBJECT };
+    static const uint64_t key_name[1] = { N_KEY };
+    uint8_t values[12], chars[128];
+    size_t n = utf16be(text, chars);
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, N_STRING, "java.lang.String");
+    tb_string(&b, N_KEEP, "Keep");
+    tb_string(&b, N_VALUE, "value");
+    tb_string(&b, N_KEY, "key");
+    tb_string(&b, N_VALUE + 10, "offset");
+    tb_string(&b, N_VALUE + 11, "count");
+    tb_load_class(&b, 1, C_STRING, N_STRING);
+    tb_load_class(&b, 2, C_KEEP, N_KEEP);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(&b, C_STRING, 0, string_fields, string_types, 3);
+    tb_class_named(&b, C_KEEP, 0, key_name, an_object, 1);
+    put_id4(values, O_STRING);
+    tb_instance(&b, O_KEEP, C_KEEP, values, 4);
+    put_id4(values, O_CHARS);
+    put_be(values + 4, offset, 4);
+    put_be(values + 8, count, 4);
+    tb_instance(&b, O_STRING, C_STRING, values, 12); /* the key */
+    put_be(values + 4, 0, 4);
+    put_be(values + 8, (uint32_t)(n / 2), 4);
+    tb_instance(&b, O_STRING + 16, C_STRING, values, 12); /* the whole text */
+    tb_prim_array(&b, O_CHARS, HPROF_TYPE_CHAR, (uint32_t)(n / 2), chars);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(b.data, b.len, ".hprof");
+    tb_free(&b);
+    return path;
+}
+
+/* Whether `text` is in shared_value_dump()'s shrink with --redact
+ * --redact-keep=Keep.key, by the multi-pass shrink or the one pass. */
+static int shared_value_left(uint32_t offset, uint32_t count, const char *text, int one_pass)
+{
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_keep = keep_key,
+                                      .n_redact_keep = 1 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t chars[128];
+    char *path = shared_value_dump(offset, count, text);
+    uint8_t *out = tl_shrink_file_by(one_pass ? hprof_shrink_one_pass : hprof_shrink, path, &o,
+                                     &len, &st, 0);
+    int left = memmem(out, len, chars, utf16be(text, chars)) != NULL;
+    unlink(path);
+    free(path);
+    free(out);
+    return left;
+}
+
+/* A key that is a substring of a shared array keeps nothing of it: the
+ * rest of the text is not the key's (loop: multi-pass, one pass). */
+START_TEST(redact_keep_rule_keeps_no_text_of_an_array_its_substring_shares)
+{
+    const char *text = "key=0a1b2c3d;password=SharedArraySecret";
+    ck_assert(!shared_value_left(4, 8, text, _i));
+    ck_assert(!shared_value_left(0, 12, text, _i)); /* from the first char, not to the last */
+    ck_assert(shared_value_left(0, (uint32_t)strlen(text), text, _i)); /* the whole: kept */
+}
+END_TEST
+
 /* The String that X's `key` names keeps its text, as when W comes before
  * the instance: the offset of Keep's fields within X must count W's
  * bytes, which Keep's own running sum of its fields does not hold. */
@@ -823,6 +897,7 @@ static Suite *redact_suite(void)
     tcase_add_test(t, redact_resolves_a_deep_hierarchy_once_per_class);
     tcase_add_test(t, redact_keep_rule_finds_its_field_when_the_chain_completes_late);
     tcase_add_test(t, redact_keep_rule_never_exempts_a_field_it_does_not_name);
+    tcase_add_loop_test(t, redact_keep_rule_keeps_no_text_of_an_array_its_substring_shares, 0, 2);
     tcase_add_test(t, redact_keep_rule_still_applies_to_the_rule_class_itself);
     tcase_add_test(t, redact_clears_the_hash_of_a_redacted_string);
     tcase_add_test(t, redact_clears_the_hash_code_of_an_android_6_string);

@@ -20,6 +20,8 @@
     X("buffers", NAME_FIELD_BUFFERS)                             \
     X("natives", NAME_FIELD_NATIVES)                             \
     X("coder", NAME_FIELD_CODER)                                 \
+    X("offset", NAME_FIELD_OFFSET)                               \
+    X("count", NAME_FIELD_COUNT)                                 \
     X("MANUFACTURER", NAME_FIELD_DEVICE_TEXT)                    \
     X("BRAND", NAME_FIELD_DEVICE_TEXT)                           \
     X("MODEL", NAME_FIELD_DEVICE_TEXT)                           \

@@ -21,6 +21,8 @@ enum known_name {
     NAME_FIELD_BUFFERS,     /* DumpData.buffers */
     NAME_FIELD_NATIVES,     /* DumpData.natives */
     NAME_FIELD_CODER,       /* String.coder (HotSpot: 1 = UTF-16) */
+    NAME_FIELD_OFFSET,      /* String.offset (Java 6, Dalvik: a substring shares its value) */
+    NAME_FIELD_COUNT,       /* String.count (the same) */
     /* android.os.Build's and Build$VERSION's statics that say what the
      * device is (make, model, build, release): their Strings stay whole.
      * Not SERIAL, HOST or USER: an identifier and the builder's names. */

@@ -64,10 +64,13 @@ int model_resolve_kind(struct dump_model *m, const struct class_info *ci, struct
         return nomem(err);
     m->layouts = grown;
     struct kind_layout *k = &m->layouts[m->n_layouts];
-    *k = (struct kind_layout){ .class_id = ci->id, .kind = (int)code, .field = { -1, -1 } };
+    *k = (struct kind_layout){ .class_id = ci->id, .kind = (int)code,
+                               .field = { -1, -1, -1, -1 } };
     if (code == NAME_CLASS_STRING) {
         k->field[0] = field_at(m, ci, NAME_FIELD_VALUE, HPROF_TYPE_OBJECT);
         k->field[1] = field_at(m, ci, NAME_FIELD_CODER, HPROF_TYPE_BYTE);
+        k->field[2] = field_at(m, ci, NAME_FIELD_OFFSET, HPROF_TYPE_INT);
+        k->field[3] = field_at(m, ci, NAME_FIELD_COUNT, HPROF_TYPE_INT);
     } else if (code == NAME_CLASS_BITMAP) {
         k->field[0] = field_at(m, ci, NAME_FIELD_BUFFER, HPROF_TYPE_OBJECT);
     } else if (code == NAME_CLASS_DUMP_DATA) {

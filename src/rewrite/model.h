@@ -15,7 +15,9 @@
 struct kind_layout {
     uint64_t class_id;
     int kind;               /* NAME_CLASS_* */
-    int64_t field[2];       /* String: value, coder; Bitmap: mBuffer; DumpData: buffers, natives */
+    /* String: value, coder, offset, count; Bitmap: mBuffer; DumpData:
+     * buffers, natives.  -1: none. */
+    int64_t field[4];
 };
 
 struct dump_model {
@@ -72,6 +74,22 @@ static inline int model_kind(const struct dump_model *m, uint64_t class_id,
         return NAME_NONE;
     *out = &m->layouts[at];
     return m->layouts[at].kind;
+}
+
+/* How many elements of its value String `o` (of layout `k`) holds from
+ * the first: all (UINT64_MAX) without offset and count fields, as in
+ * every String since JDK 7u6 and in ART's; a Java 6 or Dalvik substring
+ * may hold part of a shared array, and none of its first elements (0)
+ * when its offset is past them. */
+static inline uint64_t model_string_covers(const struct kind_layout *k,
+                                           const struct hprof_instance *o)
+{
+    int64_t offset = k->field[2], count = k->field[3];
+    if (offset >= 0 && (uint64_t)offset + 4 <= o->length && get_u4(o->values + offset) != 0)
+        return 0;
+    if (count < 0 || (uint64_t)count + 4 > o->length)
+        return UINT64_MAX;
+    return get_u4(o->values + count);
 }
 
 /* The ID at byte `at` of an instance's values, or 0 past its end. */

@@ -49,11 +49,13 @@ static int string_read(struct one_pass *op, const struct kind_layout *k,
     int64_t coder = k->field[1];
     int utf16 = coder >= 0 && (uint64_t)coder < o->length && o->values[coder] == 1;
     uint64_t value = model_field_id(op->ctx.ids, o, k->field[0]);
-    int rc = one_pass_exempt_value(op, o->id, value);
+    uint64_t covers = model_string_covers(k, o);
+    int rc = one_pass_exempt_value(op, o->id, value, covers);
     if (rc == HPROF_OK && op->device.count > 0 && idmap_has(&op->device, o->id))
         rc = one_pass_keep_device_text(op, value);
     if (rc == HPROF_OK && op->hold_values && value != 0 &&
-        id_table_put(&op->value_owner, value, o->id) != HPROF_OK)
+        (id_table_put(&op->value_owner, value, o->id) != HPROF_OK ||
+         (covers != UINT64_MAX && id_table_put(&op->value_covers, value, covers) != HPROF_OK)))
         rc = nomem(op);
     if (rc != HPROF_OK)
         return rc;
@@ -380,6 +382,7 @@ int one_pass_reset_dump(struct one_pass *op)
     }
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
+    id_table_free(&op->value_covers);
     one_pass_spill_reset(op);
     if (idmap_reset(&op->device) != HPROF_OK)
         rc = HPROF_ERR_NOMEM;

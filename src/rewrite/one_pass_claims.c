@@ -354,10 +354,12 @@ static int hold_value(struct one_pass *op, struct held *h, unsigned claim)
  * or a static of android.os.Build (the device's text). */
 static int exempt_if_named(struct one_pass *op, uint64_t value)
 {
-    uint64_t owner;
+    uint64_t owner, covers;
     int rc = HPROF_OK;
+    if (!id_table_take(&op->value_covers, value, &covers))
+        covers = UINT64_MAX;
     if (id_table_take(&op->value_owner, value, &owner)) {
-        rc = one_pass_exempt_value(op, owner, value);
+        rc = one_pass_exempt_value(op, owner, value, covers);
         if (rc == HPROF_OK && idmap_has(&op->device, owner))
             rc = one_pass_keep_device_text(op, value);
     }

@@ -114,19 +114,22 @@ int one_pass_keep_device_text(struct one_pass *op, uint64_t value)
     return rc;
 }
 
-/* String `string_id` holds `value`: exempt from redaction if a keep rule
+/* String `string_id` holds `value` (`covers` elements of it from the
+ * first, model_string_covers()): exempt from redaction if a keep rule
  * named the String (before now: a rule's holder that comes after the
  * String is too late for its text). */
-int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value)
+int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value,
+                          uint64_t covers)
 {
     struct redaction *r = &op->redact;
     uint64_t how, was;
     if (value == 0 || r->exempt_strings.count == 0 ||
         !idmap_get(&r->exempt_strings, string_id, &how))
         return HPROF_OK;
-    if (idmap_get(&r->exempt_values, value, &was) && was <= how)
-        return HPROF_OK; /* a value shared with a String exempt always stays so */
-    int rc = idmap_put(&r->exempt_values, value, how);
+    uint64_t entry = exempt_entry(how, covers);
+    if (idmap_get(&r->exempt_values, value, &was))
+        entry = exempt_merge(was, entry);
+    int rc = idmap_put(&r->exempt_values, value, entry);
     one_pass_sync_redact_plan(op);
     return rc == HPROF_OK ? HPROF_OK : rewrite_nomem(&op->ctx);
 }

@@ -124,6 +124,7 @@ struct one_pass {
     struct idfilter kept_out;       /* arrays written with their contents */
     int hold_values;                /* Strings' values wait for keep rules (redaction) */
     struct id_table value_owner;    /* ... by value id: the String's id */
+    struct id_table value_covers;   /* ... and what it holds of it, if not all */
     struct idmap device;            /* Strings android.os.Build's statics name */
     struct held *gather;            /* the array read in chunks, or NULL */
     unsigned gather_claim;
@@ -184,7 +185,8 @@ void one_pass_sync_redact_plan(struct one_pass *op);
 int one_pass_redact_string(struct one_pass *op, const struct hprof_string *s);
 int one_pass_redact_class(struct one_pass *op, struct class_info *ci);
 int one_pass_redact_instance(struct one_pass *op, const struct hprof_instance *o);
-int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value);
+int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t value,
+                          uint64_t covers);
 /* `value` is the text of one of the device's Strings: not redacted. */
 int one_pass_keep_device_text(struct one_pass *op, uint64_t value);
 

@@ -96,6 +96,7 @@ static void release(struct one_pass *op)
     one_pass_prelude_free(op);
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
+    id_table_free(&op->value_covers);
     free(op->gather);
     free(op->gather_objects);
     free(op->blocked);

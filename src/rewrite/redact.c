@@ -423,9 +423,12 @@ static int exempt_instance(struct hprof_visitor *v, const struct hprof_instance 
         model_kind(r->model, o->class_id, &k) != NAME_CLASS_STRING)
         return HPROF_OK;
     uint64_t value = model_field_id(r->ctx->ids, o, k->field[0]);
-    if (value == 0 || (idmap_get(&r->exempt_values, value, &was) && was <= how))
-        return HPROF_OK; /* a value shared with a String exempt always stays so */
-    return idmap_put(&r->exempt_values, value, how) == HPROF_OK ? HPROF_OK : nomem(r);
+    if (value == 0)
+        return HPROF_OK;
+    uint64_t entry = exempt_entry(how, model_string_covers(k, o));
+    if (idmap_get(&r->exempt_values, value, &was))
+        entry = exempt_merge(was, entry);
+    return idmap_put(&r->exempt_values, value, entry) == HPROF_OK ? HPROF_OK : nomem(r);
 }
 
 /* The device's own Strings (what android.os.Build's statics name: make,
@@ -435,7 +438,10 @@ int redact_keep_device_text(struct redaction *r, uint64_t value)
 {
     if (r->ctx->opt->redact == HPROF_REDACT_NONE || value == 0)
         return HPROF_OK;
-    return idmap_put(&r->exempt_values, value, 0) == HPROF_OK ? HPROF_OK : nomem(r);
+    return idmap_put(&r->exempt_values, value, exempt_entry(EXEMPT_ALWAYS, EXEMPT_COVERS_ALL)) ==
+                   HPROF_OK
+               ? HPROF_OK
+               : nomem(r);
 }
 
 static const struct hprof_visitor_ops exempt_ops = {

@@ -39,9 +39,36 @@ struct exempt_field {
  * two, over twice its entries. */
 #define TABLE_SLOTS 256
 
-/* Values of exempt_strings and exempt_values. */
+/* Values of exempt_strings. */
 #define EXEMPT_ALWAYS 0
 #define EXEMPT_IF_RUNTIME_NAME 1
+
+/* An entry of exempt_values: how (EXEMPT_*) in bit 0, and above it how
+ * many elements from the first the String that exempts the array holds
+ * (model_string_covers(), EXEMPT_COVERS_ALL for all): the array keeps its
+ * text only if that is all of it, so that a substring a rule names does
+ * not keep the rest of the array it shares. */
+#define EXEMPT_COVERS_ALL (UINT64_MAX >> 1)
+
+static inline uint64_t exempt_entry(uint64_t how, uint64_t covers)
+{
+    return how | (covers < EXEMPT_COVERS_ALL ? covers : EXEMPT_COVERS_ALL) << 1;
+}
+
+/* Of two Strings' entries for one array, the one that exempts it where
+ * either would: the one that holds more of it, or the more lenient. */
+static inline uint64_t exempt_merge(uint64_t a, uint64_t b)
+{
+    if (a >> 1 != b >> 1)
+        return a >> 1 > b >> 1 ? a : b;
+    return (a & 1) <= (b & 1) ? a : b;
+}
+
+/* Whether entry `e` covers an array of `count` elements. */
+static inline int exempt_covers(uint64_t e, uint64_t count)
+{
+    return e >> 1 == EXEMPT_COVERS_ALL || e >> 1 == count;
+}
 
 struct redaction {
     const struct rewrite_ctx *ctx;

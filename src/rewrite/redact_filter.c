@@ -189,10 +189,10 @@ static int holds_runtime_name(const struct hprof_primitive_array *a, enum array_
 static int exempt_value(const struct shrink_plan *p, const struct hprof_primitive_array *a,
                         enum array_keep keep)
 {
-    uint64_t how;
-    if (!idmap_get(&p->redact.exempt_values, a->id, &how))
+    uint64_t entry;
+    if (!idmap_get(&p->redact.exempt_values, a->id, &entry) || !exempt_covers(entry, a->count))
         return 0;
-    return how == EXEMPT_ALWAYS || holds_runtime_name(a, keep, p->ids);
+    return (entry & 1) == EXEMPT_ALWAYS || holds_runtime_name(a, keep, p->ids);
 }
 
 /* This chunk with the filler's bytes instead of its own, in pieces.  Chunk
