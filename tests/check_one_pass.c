@@ -361,6 +361,34 @@ START_TEST(an_instance_leaving_before_its_class_is_late_and_zeroed_under_redacti
 }
 END_TEST
 
+/* Bad input is refused with the multi-pass shrink's error, not written:
+ * a class whose superclass is never dumped. */
+START_TEST(a_class_whose_superclass_is_not_dumped_is_refused_as_by_the_multi_pass_shrink)
+{
+    static const uint8_t an_int[1] = { HPROF_TYPE_INT };
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_class(&b, 0x200, 0x300, an_int, 1);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    struct hprof_shrink_options o = { 0 };
+    for (int one_pass = 0; one_pass < 2; one_pass++) {
+        struct hprof_error err = { 0 };
+        struct shrunk out;
+        ck_assert_int_eq(shrink_memory(b.data, b.len, &o, one_pass, &out, &err),
+                         HPROF_ERR_FORMAT);
+        ck_assert_msg(strstr(err.message, "has superclass 0x300 which is not dumped") != NULL,
+                      "%s", err.message);
+        ck_assert_msg(strstr(err.message, "CLASS_DUMP") != NULL, "%s", err.message);
+        free(out.data);
+    }
+    tb_free(&b);
+}
+END_TEST
+
 /* ---- Names past the window ------------------------------------------------------------ */
 
 #define NAMES_PAST_THE_LIMIT (66u << 10) /* names of 1 KiB: past the 64 MiB names may hold */
@@ -975,6 +1003,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_window_too_small_says_what_came_too_late);
     tcase_add_test(same, an_instance_leaving_before_its_class_is_late_and_zeroed_under_redaction);
     tcase_add_test(same, names_past_the_window_wait_in_the_output_file);
+    tcase_add_test(same, a_class_whose_superclass_is_not_dumped_is_refused_as_by_the_multi_pass_shrink);
     tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);

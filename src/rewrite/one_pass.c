@@ -535,7 +535,11 @@ static uint64_t late_claims(struct one_pass *op)
  * ids of its own. */
 static int end_dump(struct one_pass *op)
 {
-    int rc = one_pass_prelude_end(op);
+    /* every class's superclass dumped, as the multi-pass shrink and
+     * hprof-verify require: an output naming one it lacks is not valid */
+    int rc = classes_resolve_all(&op->model.classes, op->ctx.err);
+    if (rc == HPROF_OK)
+        rc = one_pass_prelude_end(op);
     if (rc == HPROF_OK)
         rc = flush_window(op);
     op->st->window_late += late_claims(op);
