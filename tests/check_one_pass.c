@@ -988,6 +988,88 @@ START_TEST(id_table_matches_a_plain_array_through_a_million_puts_and_takes)
 }
 END_TEST
 
+/* The id bits say which ids came before, exactly: aligned ids in pages
+ * across address ranges far apart, odd ids in their set. */
+START_TEST(id_bits_tell_every_id_seen_before)
+{
+    static const uint64_t bases[] = { 0x12c00000u, 0x7ff000000000ull, 0x1000u };
+    struct idbits b;
+    ck_assert_int_eq(idbits_init(&b, (size_t)64 << 20), HPROF_OK);
+    unsigned seed = 11;
+    for (int round = 0; round < 2; round++) {
+        seed = 11;
+        for (int i = 0; i < 200000; i++) {
+            uint64_t id = bases[i % 3] + 8u * ((unsigned)rand_r(&seed) % 50000u) * (1u + i % 3) +
+                          (i % 7 == 0 ? 3 : 0);
+            int again = idbits_add(&b, id);
+            ck_assert_int_ge(again, 0);
+            if (round == 1)
+                ck_assert_int_eq(again, 1); /* all seen in round 0 */
+        }
+    }
+    ck_assert(!b.full);
+    ck_assert_int_eq(idbits_add(&b, 0x12c00000u + 8u * 50001u * 9u), 0); /* never added */
+    idbits_free(&b);
+}
+END_TEST
+
+/* Past its limit the set stops growing and says nothing (ids spread on
+ * purpose must not cost a page each without end). */
+START_TEST(id_bits_stop_at_their_limit)
+{
+    struct idbits b;
+    ck_assert_int_eq(idbits_init(&b, 64u << 10), HPROF_OK);
+    for (uint64_t i = 0; i < 1000; i++)
+        ck_assert_int_eq(idbits_add(&b, i << 30), 0);
+    ck_assert(b.full);
+    ck_assert_uint_le(b.bytes, 64u << 10);
+    ck_assert_int_eq(idbits_add(&b, 0), 0);
+    idbits_free(&b);
+}
+END_TEST
+
+/* An object dumped twice in one heap dump is refused where its second
+ * dump is, as the multi-pass shrink refuses it; in the next heap dump of
+ * the file, the same id is another object. */
+START_TEST(an_object_dumped_twice_is_refused_as_by_the_multi_pass_shrink)
+{
+    static const uint64_t ids[] = { 0x508, 0x501 }; /* aligned, and not */
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_instance(&b, ids[_i], 0x100, NULL, 0);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    size_t one_dump = b.len;
+    uint8_t *again = malloc(one_dump);
+    memcpy(again, b.data, one_dump);
+    tb_bytes(&b, again + 31, one_dump - 31); /* the same heap dump again, past the header */
+    free(again);
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_error err = { 0 };
+    struct shrunk out;
+    ck_assert_msg(shrink_memory(b.data, b.len, &o, 1, &out, &err) == HPROF_OK, "%s",
+                  err.message);
+    free(out.data);
+    b.len = one_dump - 9; /* cut HEAP_DUMP_END: */
+    tb_prim_array(&b, ids[_i], HPROF_TYPE_BYTE, 0, NULL); /* a second object of the id */
+    size_t at = b.len - 10 - 4;
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    for (int one_pass = 0; one_pass < 2; one_pass++) {
+        ck_assert_int_eq(shrink_memory(b.data, b.len, &o, one_pass, &out, &err), HPROF_ERR_FORMAT);
+        ck_assert_msg(strstr(err.message, "is dumped twice") != NULL, "%s", err.message);
+        free(out.data);
+    }
+    char where[64];
+    snprintf(where, sizeof where, "offset 0x%zx: PRIMITIVE_ARRAY_DUMP", at);
+    ck_assert_msg(strstr(err.message, where) != NULL, "%s, not at %s", err.message, where);
+    tb_free(&b);
+}
+END_TEST
+
 static Suite *one_pass_suite(void)
 {
     Suite *s = suite_create("one pass");
@@ -1004,6 +1086,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, an_instance_leaving_before_its_class_is_late_and_zeroed_under_redaction);
     tcase_add_test(same, names_past_the_window_wait_in_the_output_file);
     tcase_add_test(same, a_class_whose_superclass_is_not_dumped_is_refused_as_by_the_multi_pass_shrink);
+    tcase_add_loop_test(same, an_object_dumped_twice_is_refused_as_by_the_multi_pass_shrink, 0, 2);
     tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);
@@ -1020,6 +1103,8 @@ static Suite *one_pass_suite(void)
     TCase *table = tcase_create("id table");
     tcase_set_timeout(table, 120); /* a million operations, under ThreadSanitizer too */
     tcase_add_test(table, id_table_matches_a_plain_array_through_a_million_puts_and_takes);
+    tcase_add_test(table, id_bits_tell_every_id_seen_before);
+    tcase_add_test(table, id_bits_stop_at_their_limit);
     suite_add_tcase(s, table);
     TCase *blocks = tcase_create("window blocks");
     tcase_add_test(blocks, window_blocks_are_recycled_by_class);

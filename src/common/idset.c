@@ -449,3 +449,89 @@ int idfilter_maybe_now(struct idfilter *f, uint64_t id)
     sync_adds(f);
     return test_bits(f, id);
 }
+
+/* ---- Id bits ------------------------------------------------------------------ */
+
+#define IDBITS_PAGE_BYTES 4096u
+#define IDBITS_PAGE_SHIFT 18 /* 8 bytes a bit, 32768 bits a page: 256 KiB of addresses */
+
+int idbits_init(struct idbits *b, size_t max_bytes)
+{
+    memset(b, 0, sizeof *b);
+    b->max_bytes = max_bytes;
+    if (idmap_init(&b->pages, 1) != HPROF_OK || idmap_init(&b->odd, 0) != HPROF_OK) {
+        idmap_free(&b->pages);
+        return HPROF_ERR_NOMEM;
+    }
+    return HPROF_OK;
+}
+
+void idbits_free(struct idbits *b)
+{
+    for (size_t i = 0; i < b->n_pages; i++)
+        free(b->page[i]);
+    free(b->page);
+    idmap_free(&b->pages);
+    idmap_free(&b->odd);
+    memset(b, 0, sizeof *b);
+}
+
+/* Room for `more` bytes of the set, or full. */
+static int idbits_room(struct idbits *b, size_t more)
+{
+    if (b->bytes + more > b->max_bytes)
+        b->full = 1;
+    b->bytes += b->full ? 0 : more;
+    return !b->full;
+}
+
+static uint64_t *idbits_page(struct idbits *b, uint64_t key)
+{
+    uint64_t at;
+    if (idmap_get(&b->pages, key, &at))
+        return b->page[at - 1];
+    if (!idbits_room(b, IDBITS_PAGE_BYTES + 3 * sizeof(uint64_t)))
+        return NULL;
+    if (b->n_pages == b->cap_pages) {
+        size_t cap = b->cap_pages ? 2 * b->cap_pages : 64;
+        uint64_t **grown = realloc(b->page, cap * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        b->page = grown;
+        b->cap_pages = cap;
+    }
+    uint64_t *page = calloc(1, IDBITS_PAGE_BYTES);
+    if (page == NULL || idmap_put(&b->pages, key, b->n_pages + 1) != HPROF_OK) {
+        free(page);
+        return NULL;
+    }
+    b->page[b->n_pages++] = page;
+    return page;
+}
+
+int idbits_add(struct idbits *b, uint64_t id)
+{
+    if (b->full)
+        return 0;
+    if (id & 7) {
+        if (idmap_has(&b->odd, id))
+            return 1;
+        if (!idbits_room(b, 2 * sizeof(uint64_t)))
+            return 0;
+        return idmap_put(&b->odd, id, 0) == HPROF_OK ? 0 : HPROF_ERR_NOMEM;
+    }
+    uint64_t key = (id >> IDBITS_PAGE_SHIFT) + 1;
+    if (key != b->last_key || b->last == NULL) {
+        uint64_t *page = idbits_page(b, key);
+        if (page == NULL)
+            return b->full ? 0 : HPROF_ERR_NOMEM;
+        b->last = page;
+        b->last_key = key;
+    }
+    uint64_t bit = (id >> 3) & ((1u << (IDBITS_PAGE_SHIFT - 3)) - 1);
+    uint64_t *word = &b->last[bit >> 6], mask = 1ull << (bit & 63);
+    if (*word & mask)
+        return 1;
+    *word |= mask;
+    return 0;
+}

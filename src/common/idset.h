@@ -135,4 +135,31 @@ int idlist_has(struct idlist *l, uint64_t id);
  * shared read-only by threads that each search from their own place. */
 int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id);
 
+/* ---- Id bits: the exact set of a stream of object ids ----------------------
+ * For telling an object dumped twice as it comes, where nothing can be read
+ * again.  Object ids are addresses, 8-byte aligned and packed: one bit per
+ * 8 bytes of the range the ids span, in pages of 4 KiB (256 KiB of
+ * addresses) made as ids land in them, costs a 64th of that range (32 MiB
+ * for a 2 GiB heap) whatever the number of objects.  Ids not 8-byte aligned
+ * (synthetic dumps) go to a hash set.  Ids spread on purpose would cost a
+ * page each: past `max_bytes` the set stops growing and says nothing more
+ * (idbits_add() returns 0, and `full` is set). */
+
+struct idbits {
+    struct idmap pages;         /* 1 + (id >> 18) -> 1 + index into `page` */
+    uint64_t **page;
+    size_t n_pages, cap_pages;
+    uint64_t last_key;          /* the page of the last id (ids mostly ascend) */
+    uint64_t *last;
+    struct idmap odd;           /* ids not 8-byte aligned */
+    size_t bytes, max_bytes;
+    int full;
+};
+
+int idbits_init(struct idbits *b, size_t max_bytes);
+void idbits_free(struct idbits *b);
+/* Add `id` (not 0).  @return 1 when it was in the set already, 0 when it
+ * was not (or the set is full), or HPROF_ERR_NOMEM. */
+int idbits_add(struct idbits *b, uint64_t id);
+
 #endif

@@ -34,6 +34,7 @@
 
 #include "filter.h"
 #include "one_pass_private.h"
+#include "validate.h"
 
 static int nomem(struct one_pass *op)
 {
@@ -181,10 +182,20 @@ static int instance_ready(struct one_pass *op, const struct hprof_instance *o,
     return one_pass_send_instance(op, o, heap);
 }
 
+int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint8_t subtag)
+{
+    int seen = idbits_add(&op->dumped, id);
+    if (seen < 0)
+        return nomem(op);
+    return seen ? object_dumped_twice(id, offset, subtag, op->ctx.err) : HPROF_OK;
+}
+
 static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
+    int rc = one_pass_dumped_once(op, o->id, o->offset, HPROF_INSTANCE_DUMP);
+    if (rc == HPROF_OK && op->prelude)
+        rc = one_pass_prelude_end(op);
     if (rc == HPROF_OK)
         rc = one_pass_system_object(op, o->id);
     if (rc != HPROF_OK)
@@ -266,7 +277,9 @@ static int note_device_strings(struct one_pass *op, const struct hprof_class_dum
 static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *cd)
 {
     struct one_pass *op = (struct one_pass *)v;
-    int rc = op->hold_values ? note_device_strings(op, cd) : HPROF_OK;
+    int rc = one_pass_dumped_once(op, cd->id, cd->offset, HPROF_CLASS_DUMP);
+    if (rc == HPROF_OK && op->hold_values)
+        rc = note_device_strings(op, cd);
     if (rc == HPROF_OK)
         rc = classes_add(&op->model.classes, cd, op->ctx.err);
     struct class_info *ci = rc == HPROF_OK ? classes_find(&op->model.classes, cd->id) : NULL;
@@ -344,7 +357,10 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
     if (op->gather_objects != NULL)
         return gather_objects(op, a);
     int taken = 0;
-    int rc = a->first == 0 && op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
+    int rc = a->first == 0 ? one_pass_dumped_once(op, a->id, a->offset, HPROF_OBJECT_ARRAY_DUMP)
+                           : HPROF_OK;
+    if (rc == HPROF_OK && a->first == 0 && op->prelude)
+        rc = one_pass_prelude_end(op);
     if (rc == HPROF_OK && a->first == 0)
         rc = start_object_array(op, a, &taken);
     if (rc != HPROF_OK || taken)
@@ -372,6 +388,10 @@ int one_pass_reset_dump(struct one_pass *op)
     struct shrink_plan *p = &op->plan;
     classes_free(&op->model.classes);
     int rc = classes_init(&op->model.classes, op->ctx.ids);
+    size_t dumped_max = op->dumped.max_bytes;
+    idbits_free(&op->dumped);
+    if (rc == HPROF_OK && idbits_init(&op->dumped, dumped_max) != HPROF_OK)
+        rc = HPROF_ERR_NOMEM;
     if (rc == HPROF_OK)
         rc = model_forget_kinds(&op->model, op->ctx.err);
     if (rc == HPROF_OK && one_pass_redacting(op)) {

@@ -624,7 +624,9 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
         return one_pass_spill_chunk(op, a);
     if (a->first != 0) /* a chunk of an array going out as it is read */
         return hprof_visit_primitive_array(op->head, a);
-    int rc = op->prelude ? one_pass_prelude_end(op) : HPROF_OK;
+    int rc = one_pass_dumped_once(op, a->id, a->offset, a->tag);
+    if (rc == HPROF_OK && op->prelude)
+        rc = one_pass_prelude_end(op);
     if (rc == HPROF_OK)
         rc = one_pass_system_object(op, a->id);
     if (rc != HPROF_OK)

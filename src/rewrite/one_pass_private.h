@@ -122,6 +122,7 @@ struct one_pass {
     int hold_names;
     struct id_table claims;         /* array id -> CLAIM_* */
     struct idfilter kept_out;       /* arrays written with their contents */
+    struct idbits dumped;           /* this heap dump's objects: one dumped twice is refused */
     int hold_values;                /* Strings' values wait for keep rules (redaction) */
     struct id_table value_owner;    /* ... by value id: the String's id */
     struct id_table value_covers;   /* ... and what it holds of it, if not all */
@@ -176,6 +177,9 @@ int one_pass_switch_heap(struct one_pass *op, uint32_t heap);
 void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
                            enum array_keep keep);
 int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap);
+/* Object `id`, dumped at `offset` by a sub-record `subtag`: refused
+ * (HPROF_ERR_FORMAT) if its heap dump dumped it already. */
+int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint8_t subtag);
 int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
                         uint32_t heap, enum array_keep keep);
 int one_pass_class_ready(struct one_pass *op, struct class_info *ci, int *rc);
