@@ -34,7 +34,6 @@
 
 #include "filter.h"
 #include "one_pass_private.h"
-#include "validate.h"
 
 static int nomem(struct one_pass *op)
 {
@@ -180,14 +179,6 @@ static int instance_ready(struct one_pass *op, const struct hprof_instance *o,
     if (rc != HPROF_OK || waits)
         return rc;
     return one_pass_send_instance(op, o, heap);
-}
-
-int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint8_t subtag)
-{
-    int seen = idbits_add(&op->dumped, id);
-    if (seen < 0)
-        return nomem(op);
-    return seen ? object_dumped_twice(id, offset, subtag, op->ctx.err) : HPROF_OK;
 }
 
 static int on_instance(struct hprof_visitor *v, const struct hprof_instance *o)

@@ -8,7 +8,7 @@
  * zygote and image heaps), one_pass_spill.c (large arrays set aside in
  * the output file while they wait), one_pass_out.c (what goes down the chain, and
  * the plan's parts that grow as the input is read), one_pass_window.c (the
- * window's storage).
+ * window's storage), one_pass_checks.c (the input's checks).
  */
 #ifndef HPROF_REWRITE_ONE_PASS_PRIVATE_H
 #define HPROF_REWRITE_ONE_PASS_PRIVATE_H
@@ -177,8 +177,8 @@ int one_pass_switch_heap(struct one_pass *op, uint32_t heap);
 void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
                            enum array_keep keep);
 int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap);
-/* Object `id`, dumped at `offset` by a sub-record `subtag`: refused
- * (HPROF_ERR_FORMAT) if its heap dump dumped it already. */
+/* one_pass_checks.c: object `id`, dumped at `offset` by a sub-record
+ * `subtag`, refused (HPROF_ERR_FORMAT) if its heap dump dumped it already. */
 int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint8_t subtag);
 int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
                         uint32_t heap, enum array_keep keep);
