@@ -184,9 +184,15 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     struct merge_entry *e;
     if ((rc = find_twin(op, a, sha, &e)) != HPROF_OK)
         return rc;
-    if (e == NULL || pinned) /* pinned: a Bitmap written already names it as it is */
-        return e == NULL && merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK
-                   ? nomem(op) : HPROF_OK;
+    if (e == NULL)
+        return merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK ? nomem(op)
+                                                                               : HPROF_OK;
+    if (pinned) { /* what names it went out already (a Bitmap by the rule, an array of
+                   * DumpData's buffers read before it): it stays, where the multi-pass
+                   * shrink merges it */
+        op->st->window_late++;
+        return HPROF_OK;
+    }
     if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
         return nomem(op);
     op->st->bitmap_groups += !e->merged;
