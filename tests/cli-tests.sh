@@ -2246,14 +2246,22 @@ planted_secrets() {
         secrets() { "$B/tests/hprof-secrets" "$d/$corpus.secrets" "$1" > "$d/found" || die "hprof-secrets $1"; }
         secrets "$in"
         grep ' absent$' "$d/found" && die "$corpus: the input lacks planted secrets"
+        # "pipe": one pass from a pipe; "stdout": and into a pipe, where
+        # nothing waits in the output's file
         modes="default|--arrays=zero|--arrays=remove|--redact|--redact=strings|--redact --redact-fields|-z"
+        modes="$modes|pipe --redact --redact-fields|pipe --window=1M --redact --redact-fields"
+        modes="$modes|stdout --window=1M --redact --redact-fields"
         [ $corpus = android ] && modes="$modes|--jvm|--jvm --redact --redact-fields"
         echo "$modes" | tr '|' '\n' > "$d/modes"
         while read -r mode; do
             args=$mode; [ "$mode" = default ] && args=""
             out=$d/out.hprof; [ "$mode" = -z ] && out=$d/out.hprof.gz
             rm -f "$d/out.hprof" "$d/out.hprof.gz"
-            "$B/hprof-shrink" -q $args "$in" "$out" || { die "$corpus: shrink $mode"; continue; }
+            case $mode in
+            pipe*) cat "$in" | TMPDIR=$d/none "$B/hprof-shrink" -q ${args#pipe } - "$out" ;;
+            stdout*) cat "$in" | TMPDIR=$d/none "$B/hprof-shrink" -q ${args#stdout } - - | cat > "$out" ;;
+            *) "$B/hprof-shrink" -q $args "$in" "$out" ;;
+            esac || { die "$corpus: shrink $mode"; continue; }
             secrets "$out"
             echo "    $corpus $mode: $(grep -c ' found ' "$d/found") of $(wc -l < "$d/found") kinds left:" \
                 "$(grep '^gone .* found ' "$d/found" | cut -d' ' -f2 | tr '\n' ' ')"
