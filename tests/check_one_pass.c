@@ -1038,43 +1038,40 @@ START_TEST(id_table_matches_a_plain_array_through_a_million_puts_and_takes)
 }
 END_TEST
 
-/* The id bits say which ids came before, exactly: aligned ids in pages
- * across address ranges far apart, odd ids in their set. */
-START_TEST(id_bits_tell_every_id_seen_before)
+/* Id pages say which aligned ids came before, exactly, across address
+ * ranges far apart; an id not aligned is not theirs. */
+START_TEST(id_pages_tell_every_aligned_id_seen_before)
 {
     static const uint64_t bases[] = { 0x12c00000u, 0x7ff000000000ull, 0x1000u };
-    struct idbits b;
-    ck_assert_int_eq(idbits_init(&b, (size_t)64 << 20), HPROF_OK);
-    unsigned seed = 11;
+    struct id_pages p;
+    ck_assert_int_eq(id_pages_init(&p, 16384), HPROF_OK);
     for (int round = 0; round < 2; round++) {
-        seed = 11;
+        unsigned seed = 11;
         for (int i = 0; i < 200000; i++) {
-            uint64_t id = bases[i % 3] + 8u * ((unsigned)rand_r(&seed) % 50000u) * (1u + i % 3) +
-                          (i % 7 == 0 ? 3 : 0);
-            int again = idbits_add(&b, id);
+            uint64_t id = bases[i % 3] + 8u * ((unsigned)rand_r(&seed) % 50000u) * (1u + i % 3);
+            int again = id_pages_test_and_set(&p, id);
             ck_assert_int_ge(again, 0);
             if (round == 1)
                 ck_assert_int_eq(again, 1); /* all seen in round 0 */
         }
     }
-    ck_assert(!b.full);
-    ck_assert_int_eq(idbits_add(&b, 0x12c00000u + 8u * 50001u * 9u), 0); /* never added */
-    idbits_free(&b);
+    ck_assert_int_eq(id_pages_test_and_set(&p, 0x12c00000u + 8u * 50001u * 9u), 0); /* new */
+    ck_assert_int_eq(id_pages_test_and_set(&p, 0x12c00003u), -1);
+    id_pages_free(&p);
 }
 END_TEST
 
-/* Past its limit the set stops growing and says nothing (ids spread on
- * purpose must not cost a page each without end). */
-START_TEST(id_bits_stop_at_their_limit)
+/* Past `max_pages` no page is made: ids spread on purpose do not cost a
+ * page each without end, and are not held. */
+START_TEST(id_pages_stop_at_their_limit)
 {
-    struct idbits b;
-    ck_assert_int_eq(idbits_init(&b, 64u << 10), HPROF_OK);
+    struct id_pages p;
+    ck_assert_int_eq(id_pages_init(&p, 16), HPROF_OK);
     for (uint64_t i = 0; i < 1000; i++)
-        ck_assert_int_eq(idbits_add(&b, i << 30), 0);
-    ck_assert(b.full);
-    ck_assert_uint_le(b.bytes, 64u << 10);
-    ck_assert_int_eq(idbits_add(&b, 0), 0);
-    idbits_free(&b);
+        ck_assert_int_eq(id_pages_test_and_set(&p, i << 30), i < 16 ? 0 : -1);
+    ck_assert_uint_eq(p.n_pages, 16);
+    ck_assert_int_eq(id_pages_test_and_set(&p, 5ull << 30), 1); /* a page made still holds */
+    id_pages_free(&p);
 }
 END_TEST
 
@@ -1154,8 +1151,8 @@ static Suite *one_pass_suite(void)
     TCase *table = tcase_create("id table");
     tcase_set_timeout(table, 120); /* a million operations, under ThreadSanitizer too */
     tcase_add_test(table, id_table_matches_a_plain_array_through_a_million_puts_and_takes);
-    tcase_add_test(table, id_bits_tell_every_id_seen_before);
-    tcase_add_test(table, id_bits_stop_at_their_limit);
+    tcase_add_test(table, id_pages_tell_every_aligned_id_seen_before);
+    tcase_add_test(table, id_pages_stop_at_their_limit);
     suite_add_tcase(s, table);
     TCase *blocks = tcase_create("window blocks");
     tcase_add_test(blocks, window_blocks_are_recycled_by_class);

@@ -450,88 +450,71 @@ int idfilter_maybe_now(struct idfilter *f, uint64_t id)
     return test_bits(f, id);
 }
 
-/* ---- Id bits ------------------------------------------------------------------ */
+/* ---- Id pages ------------------------------------------------------------------ */
 
-#define IDBITS_PAGE_BYTES 4096u
-#define IDBITS_PAGE_SHIFT 18 /* 8 bytes a bit, 32768 bits a page: 256 KiB of addresses */
+_Static_assert(ID_PAGE_BYTES * 8 == 1u << (ID_PAGE_SHIFT - ID_STEP_SHIFT),
+               "a page holds a bit per id step of its span");
 
-int idbits_init(struct idbits *b, size_t max_bytes)
+int id_pages_init(struct id_pages *p, size_t max_pages)
 {
-    memset(b, 0, sizeof *b);
-    b->max_bytes = max_bytes;
-    if (idmap_init(&b->pages, 1) != HPROF_OK || idmap_init(&b->odd, 0) != HPROF_OK) {
-        idmap_free(&b->pages);
-        return HPROF_ERR_NOMEM;
-    }
-    return HPROF_OK;
+    memset(p, 0, sizeof *p);
+    p->max_pages = max_pages;
+    return idmap_init(&p->page_of, 1);
 }
 
-void idbits_free(struct idbits *b)
+void id_pages_free(struct id_pages *p)
 {
-    for (size_t i = 0; i < b->n_pages; i++)
-        free(b->page[i]);
-    free(b->page);
-    idmap_free(&b->pages);
-    idmap_free(&b->odd);
-    memset(b, 0, sizeof *b);
+    for (size_t i = 0; i < p->n_pages; i++)
+        free(p->pages[i]);
+    free(p->pages);
+    idmap_free(&p->page_of);
+    memset(p, 0, sizeof *p);
 }
 
-/* Room for `more` bytes of the set, or full. */
-static int idbits_room(struct idbits *b, size_t more)
+/* The page of ids with `key`, made if there may be another.  The map holds
+ * key + 1: key 0 (ids below 256 KiB) is an idmap's free slot, which it
+ * would neither keep nor find, giving such ids a new, empty page each time
+ * they follow another page's ids.  (key + 1 cannot wrap: key < 2^46.)
+ * @return it, NULL when it has none, or MAKE_FAILED. */
+#define MAKE_FAILED ((uint64_t *)1)
+static uint64_t *page_for(struct id_pages *p, uint64_t key)
 {
-    if (b->bytes + more > b->max_bytes)
-        b->full = 1;
-    b->bytes += b->full ? 0 : more;
-    return !b->full;
-}
-
-static uint64_t *idbits_page(struct idbits *b, uint64_t key)
-{
-    uint64_t at;
-    if (idmap_get(&b->pages, key, &at))
-        return b->page[at - 1];
-    if (!idbits_room(b, IDBITS_PAGE_BYTES + 3 * sizeof(uint64_t)))
+    uint64_t index;
+    if (idmap_get(&p->page_of, key + 1, &index))
+        return p->pages[index];
+    if (p->n_pages == p->max_pages)
         return NULL;
-    if (b->n_pages == b->cap_pages) {
-        size_t cap = b->cap_pages ? 2 * b->cap_pages : 64;
-        uint64_t **grown = realloc(b->page, cap * sizeof *grown);
+    if (p->n_pages == p->cap_pages) {
+        size_t cap = p->cap_pages ? 2 * p->cap_pages : 64;
+        uint64_t **grown = realloc(p->pages, cap * sizeof *grown);
         if (grown == NULL)
-            return NULL;
-        b->page = grown;
-        b->cap_pages = cap;
+            return MAKE_FAILED;
+        p->pages = grown;
+        p->cap_pages = cap;
     }
-    uint64_t *page = calloc(1, IDBITS_PAGE_BYTES);
-    if (page == NULL || idmap_put(&b->pages, key, b->n_pages + 1) != HPROF_OK) {
+    uint64_t *page = calloc(1, ID_PAGE_BYTES);
+    if (page == NULL || idmap_put(&p->page_of, key + 1, p->n_pages) != HPROF_OK) {
         free(page);
-        return NULL;
+        return MAKE_FAILED;
     }
-    b->page[b->n_pages++] = page;
+    p->pages[p->n_pages++] = page;
     return page;
 }
 
-int idbits_add(struct idbits *b, uint64_t id)
+int id_pages_test_and_set(struct id_pages *p, uint64_t id)
 {
-    if (b->full)
-        return 0;
-    if (id & 7) {
-        if (idmap_has(&b->odd, id))
-            return 1;
-        if (!idbits_room(b, 2 * sizeof(uint64_t)))
-            return 0;
-        return idmap_put(&b->odd, id, 0) == HPROF_OK ? 0 : HPROF_ERR_NOMEM;
+    if (id & ((1u << ID_STEP_SHIFT) - 1))
+        return -1;
+    uint64_t key = id >> ID_PAGE_SHIFT;
+    if (!p->last_valid || key != p->last_key) {
+        uint64_t *page = page_for(p, key);
+        if (page == MAKE_FAILED)
+            return HPROF_ERR_NOMEM;
+        p->last_key = key;
+        p->last_page = page;
+        p->last_valid = 1;
     }
-    uint64_t key = (id >> IDBITS_PAGE_SHIFT) + 1;
-    if (key != b->last_key || b->last == NULL) {
-        uint64_t *page = idbits_page(b, key);
-        if (page == NULL)
-            return b->full ? 0 : HPROF_ERR_NOMEM;
-        b->last = page;
-        b->last_key = key;
-    }
-    uint64_t bit = (id >> 3) & ((1u << (IDBITS_PAGE_SHIFT - 3)) - 1);
-    uint64_t *word = &b->last[bit >> 6], mask = 1ull << (bit & 63);
-    if (*word & mask)
-        return 1;
-    *word |= mask;
-    return 0;
+    if (p->last_page == NULL)
+        return -1;
+    return id_page_test_and_set(p->last_page, id);
 }

@@ -135,31 +135,53 @@ int idlist_has(struct idlist *l, uint64_t id);
  * shared read-only by threads that each search from their own place. */
 int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id);
 
-/* ---- Id bits: the exact set of a stream of object ids ----------------------
- * For telling an object dumped twice as it comes, where nothing can be read
- * again.  Object ids are addresses, 8-byte aligned and packed: one bit per
- * 8 bytes of the range the ids span, in pages of 4 KiB (256 KiB of
- * addresses) made as ids land in them, costs a 64th of that range (32 MiB
- * for a 2 GiB heap) whatever the number of objects.  Ids not 8-byte aligned
- * (synthetic dumps) go to a hash set.  Ids spread on purpose would cost a
- * page each: past `max_bytes` the set stops growing and says nothing more
- * (idbits_add() returns 0, and `full` is set). */
+/* ---- Id pages: exact bits for the ids in a range of addresses -------------
+ * Object ids are addresses, 8-byte aligned and packed: a bit per 8 bytes of
+ * id space, in pages of 4 KiB (2^18 bytes of id space) made as ids land in
+ * them, holds any number of objects in a 64th of the range they span (32
+ * MiB for a 2 GiB heap).  Ids spread on purpose would cost a page each:
+ * past `max_pages`, no page is made, and the ids it would hold are not held
+ * (the caller checks them another way, or not at all). */
 
-struct idbits {
-    struct idmap pages;         /* 1 + (id >> 18) -> 1 + index into `page` */
-    uint64_t **page;
-    size_t n_pages, cap_pages;
-    uint64_t last_key;          /* the page of the last id (ids mostly ascend) */
-    uint64_t *last;
-    struct idmap odd;           /* ids not 8-byte aligned */
-    size_t bytes, max_bytes;
-    int full;
+#define ID_PAGE_SHIFT 18
+#define ID_STEP_SHIFT 3
+#define ID_PAGE_BYTES 4096u
+
+struct id_pages {
+    struct idmap page_of;       /* (id >> ID_PAGE_SHIFT) + 1 -> index in `pages` */
+    uint64_t **pages;
+    size_t n_pages, cap_pages, max_pages;
+    uint64_t last_key;          /* the page of the last id, looked up once */
+    uint64_t *last_page;        /* NULL: that key has no page (max_pages made) */
+    int last_valid;
 };
 
-int idbits_init(struct idbits *b, size_t max_bytes);
-void idbits_free(struct idbits *b);
-/* Add `id` (not 0).  @return 1 when it was in the set already, 0 when it
- * was not (or the set is full), or HPROF_ERR_NOMEM. */
-int idbits_add(struct idbits *b, uint64_t id);
+/* @return HPROF_OK or HPROF_ERR_NOMEM (nothing to free then). */
+int id_pages_init(struct id_pages *p, size_t max_pages);
+void id_pages_free(struct id_pages *p);
+/* Test and set `id`.  @return 1 when it was set already, 0 when not, -1
+ * when the pages do not hold it (not 8-byte aligned, or no page for it),
+ * or HPROF_ERR_NOMEM. */
+int id_pages_test_and_set(struct id_pages *p, uint64_t id);
+
+/* Set aligned `id`'s bit in its `page`.  @return 1 when it was set. */
+static inline int id_page_test_and_set(uint64_t *page, uint64_t id)
+{
+    uint64_t bit = (id >> ID_STEP_SHIFT) & ((1u << (ID_PAGE_SHIFT - ID_STEP_SHIFT)) - 1);
+    uint64_t *word = &page[bit >> 6], mask = 1ull << (bit & 63);
+    int seen = (*word & mask) != 0;
+    *word |= mask;
+    return seen;
+}
+
+/* id_pages_test_and_set() inline for the usual id: aligned, in the page of
+ * the last one, not seen before.  @return 0 then, else -2 (call it). */
+static inline int id_pages_fast(struct id_pages *p, uint64_t id)
+{
+    if (id != 0 && (id & ((1u << ID_STEP_SHIFT) - 1)) == 0 && p->last_page != NULL &&
+        id >> ID_PAGE_SHIFT == p->last_key && !id_page_test_and_set(p->last_page, id))
+        return 0;
+    return -2;
+}
 
 #endif

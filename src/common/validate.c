@@ -20,11 +20,6 @@
 
 #define MIN_FILTER (64u << 10)
 #define MAX_FILTER (32u << 20)
-#define PAGE_BYTES 4096u
-#define PAGE_SHIFT OBJCHECK_PAGE_SHIFT
-#define ID_STEP_SHIFT OBJCHECK_STEP_SHIFT
-_Static_assert(PAGE_BYTES * 8 == 1u << (PAGE_SHIFT - ID_STEP_SHIFT),
-               "a page holds a bit for every 8-byte step of its id space");
 
 int valid_object_id(uint64_t id, uint64_t offset, uint8_t subtag, struct hprof_error *err)
 {
@@ -60,12 +55,11 @@ int objcheck_init(struct objcheck *oc, size_t budget)
     memset(oc, 0, sizeof *oc);
     if (idmap_init(&oc->met, 1) != HPROF_OK)
         return HPROF_ERR_NOMEM;
-    if (idmap_init(&oc->page_of, 1) != HPROF_OK) {
+    if (id_pages_init(&oc->exact, budget / ID_PAGE_BYTES) != HPROF_OK) {
         idmap_free(&oc->met);
         return HPROF_ERR_NOMEM;
     }
     oc->budget = budget;
-    oc->max_pages = budget / PAGE_BYTES;
     idlist_init(&oc->suspects);
     return HPROF_OK;
 }
@@ -85,64 +79,10 @@ static int filter_init(struct objcheck *oc)
 void objcheck_free(struct objcheck *oc)
 {
     filter_words_free(oc->words, oc->words_bytes);
-    for (size_t i = 0; i < oc->n_pages; i++)
-        free(oc->pages[i]);
-    free(oc->pages);
-    idmap_free(&oc->page_of);
+    id_pages_free(&oc->exact);
     idlist_free(&oc->suspects);
     idmap_free(&oc->met);
     memset(oc, 0, sizeof *oc);
-}
-
-/* The exact page of ids with `key`, made if the budget allows.  The map
- * holds key + 1: key 0 (ids below 256 KiB) is an idmap's free slot, which
- * it would neither keep nor find, giving such ids a new, empty page each
- * time they follow another page's ids.  (key + 1 cannot wrap: key < 2^46.)
- * @return it, NULL when it has none, or MAKE_FAILED. */
-#define MAKE_FAILED ((uint64_t *)1)
-static uint64_t *page_for(struct objcheck *oc, uint64_t key)
-{
-    uint64_t index;
-    if (idmap_get(&oc->page_of, key + 1, &index))
-        return oc->pages[index];
-    if (oc->n_pages == oc->max_pages)
-        return NULL;
-    if (oc->n_pages == oc->cap_pages) {
-        size_t cap = oc->cap_pages ? 2 * oc->cap_pages : 64;
-        uint64_t **grown = realloc(oc->pages, cap * sizeof *grown);
-        if (grown == NULL)
-            return MAKE_FAILED;
-        oc->pages = grown;
-        oc->cap_pages = cap;
-    }
-    uint64_t *page = calloc(1, PAGE_BYTES);
-    if (page == NULL || idmap_put(&oc->page_of, key + 1, oc->n_pages) != HPROF_OK) {
-        free(page);
-        return MAKE_FAILED;
-    }
-    oc->pages[oc->n_pages++] = page;
-    return page;
-}
-
-/* Test and set `id` in the exact pages.  @return 1 when it was set
- * already, 0 when not, -1 when the pages do not hold it (the filter
- * does), HPROF_ERR_NOMEM. */
-static int exact_test_and_set(struct objcheck *oc, uint64_t id)
-{
-    if (id & ((1u << ID_STEP_SHIFT) - 1))
-        return -1;
-    uint64_t key = id >> PAGE_SHIFT;
-    if (!oc->last_valid || key != oc->last_key) {
-        uint64_t *page = page_for(oc, key);
-        if (page == MAKE_FAILED)
-            return HPROF_ERR_NOMEM;
-        oc->last_key = key;
-        oc->last_page = page;
-        oc->last_valid = 1;
-    }
-    if (oc->last_page == NULL)
-        return -1;
-    return objcheck_page_test_and_set(oc->last_page, id);
 }
 
 static uint64_t id_hash(uint64_t id)
@@ -198,7 +138,7 @@ int objcheck_add(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t subt
     int rc = valid_object_id(id, offset, subtag, err);
     if (rc != HPROF_OK)
         return rc;
-    int seen = exact_test_and_set(oc, id);
+    int seen = id_pages_test_and_set(&oc->exact, id);
     if (seen == HPROF_ERR_NOMEM)
         return nomem(err);
     if (seen > 0) /* a suspect like the filter's: reported in file order */

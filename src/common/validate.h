@@ -62,13 +62,7 @@ int object_dumped_twice(uint64_t id, uint64_t offset, uint8_t subtag, struct hpr
 #define OBJCHECK_BATCH 32
 
 struct objcheck {
-    /* The exact pages: id >> 18 -> index in `pages`, at most max_pages. */
-    struct idmap page_of;
-    uint64_t **pages;
-    size_t n_pages, cap_pages, max_pages;
-    uint64_t last_key;          /* the page of the last id, looked up once */
-    uint64_t *last_page;        /* NULL: that key has no page (budget spent) */
-    int last_valid;
+    struct id_pages exact;      /* within the budget; the filter past it */
     /* The Bloom filter: 8 words (one cache line) per block; NULL until an
      * id needs it. */
     uint64_t *words;
@@ -97,29 +91,13 @@ void objcheck_free(struct objcheck *oc);
  * @return HPROF_OK, a format error for id 0, or HPROF_ERR_NOMEM. */
 int objcheck_add(struct objcheck *oc, uint64_t id, uint64_t offset, uint8_t subtag,
                  struct hprof_error *err);
-/* An exact page holds the ids of 2^18 bytes of id space, a bit per 8. */
-#define OBJCHECK_PAGE_SHIFT 18
-#define OBJCHECK_STEP_SHIFT 3
-
-/* Set aligned `id`'s bit in its exact page.  @return 1 when it was set. */
-static inline int objcheck_page_test_and_set(uint64_t *page, uint64_t id)
-{
-    uint64_t bit = (id >> OBJCHECK_STEP_SHIFT) &
-                   ((1u << (OBJCHECK_PAGE_SHIFT - OBJCHECK_STEP_SHIFT)) - 1);
-    uint64_t *word = &page[bit >> 6], mask = 1ull << (bit & 63);
-    int seen = (*word & mask) != 0;
-    *word |= mask;
-    return seen;
-}
-
 /* objcheck_add() inline for the usual id: aligned, in the page of the last
- * one, not seen before (a bit set beside the last; a call otherwise, which
- * finds the bit set and makes the id a suspect). */
+ * one, not seen before (a call otherwise, which finds the bit set and
+ * makes the id a suspect). */
 static inline int objcheck_add_fast(struct objcheck *oc, uint64_t id, uint64_t offset,
                                     uint8_t subtag, struct hprof_error *err)
 {
-    if (id != 0 && (id & ((1u << OBJCHECK_STEP_SHIFT) - 1)) == 0 && oc->last_page != NULL &&
-        id >> OBJCHECK_PAGE_SHIFT == oc->last_key && !objcheck_page_test_and_set(oc->last_page, id))
+    if (id_pages_fast(&oc->exact, id) == 0)
         return HPROF_OK;
     return objcheck_add(oc, id, offset, subtag, err);
 }

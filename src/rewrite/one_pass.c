@@ -379,10 +379,8 @@ int one_pass_reset_dump(struct one_pass *op)
     struct shrink_plan *p = &op->plan;
     classes_free(&op->model.classes);
     int rc = classes_init(&op->model.classes, op->ctx.ids);
-    size_t dumped_max = op->dumped.max_bytes;
-    idbits_free(&op->dumped);
-    if (rc == HPROF_OK && idbits_init(&op->dumped, dumped_max) != HPROF_OK)
-        rc = HPROF_ERR_NOMEM;
+    if (rc == HPROF_OK)
+        rc = one_pass_checks_reset(op);
     if (rc == HPROF_OK)
         rc = model_forget_kinds(&op->model, op->ctx.err);
     if (rc == HPROF_OK && one_pass_redacting(op)) {

@@ -122,7 +122,8 @@ struct one_pass {
     int hold_names;
     struct id_table claims;         /* array id -> CLAIM_* */
     struct idfilter kept_out;       /* arrays written with their contents */
-    struct idbits dumped;           /* this heap dump's objects: one dumped twice is refused */
+    struct id_pages dumped;         /* this heap dump's objects: one dumped twice is refused */
+    struct idmap dumped_odd;        /* ... those whose id is not 8-byte aligned */
     int hold_values;                /* Strings' values wait for keep rules (redaction) */
     struct id_table value_owner;    /* ... by value id: the String's id */
     struct id_table value_covers;   /* ... and what it holds of it, if not all */
@@ -180,6 +181,12 @@ int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, 
 /* one_pass_checks.c: object `id`, dumped at `offset` by a sub-record
  * `subtag`, refused (HPROF_ERR_FORMAT) if its heap dump dumped it already. */
 int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint8_t subtag);
+/* The ids of a heap dump: none yet (init, and again for the next heap
+ * dump: reset), and their storage given back (free).  @return HPROF_OK or
+ * HPROF_ERR_NOMEM. */
+int one_pass_checks_init(struct one_pass *op);
+int one_pass_checks_reset(struct one_pass *op);
+void one_pass_checks_free(struct one_pass *op);
 int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
                         uint32_t heap, enum array_keep keep);
 int one_pass_class_ready(struct one_pass *op, struct class_info *ci, int *rc);

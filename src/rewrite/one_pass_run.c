@@ -12,8 +12,6 @@
 #include "sink_private.h"
 
 #define NAMES_LIMIT_MIN ((uint64_t)64 << 20)
-/* The set of a heap dump's object ids, at most: a 4 GiB address range. */
-#define DUMPED_MAX_BYTES ((size_t)64 << 20)
 
 /* ---- Setting up ---------------------------------------------------------------------- */
 
@@ -54,7 +52,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     op->names.limit = window > NAMES_LIMIT_MIN ? window : NAMES_LIMIT_MIN;
     op->hold_names = !op->opt.keep_names;
     if (model_init(&op->model, op->ctx.ids) != HPROF_OK || init_plan(op) != HPROF_OK ||
-        idbits_init(&op->dumped, DUMPED_MAX_BYTES) != HPROF_OK ||
+        one_pass_checks_init(op) != HPROF_OK ||
         (op->sha = sha256_new()) == NULL || idfilter_init(&op->kept_out, KEPT_OUT_BYTES) != HPROF_OK)
         return rewrite_nomem(&op->ctx);
     int rc = redact_init(&op->redact, &op->ctx, &op->model);
@@ -96,7 +94,7 @@ static void release(struct one_pass *op)
     wait_window_free(&op->window);
     wait_window_free(&op->long_wait);
     one_pass_names_free(op);
-    idbits_free(&op->dumped);
+    one_pass_checks_free(op);
     one_pass_prelude_free(op);
     id_table_free(&op->claims);
     id_table_free(&op->value_owner);
