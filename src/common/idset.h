@@ -1,6 +1,7 @@
 /*
  * idset.h - sets of object ids (idset.c): a hash map, a Bloom filter for
- * streams too long to keep, and a sorted list searched in file order.
+ * streams too long to keep, a sorted list searched in file order, and
+ * exact bits for the aligned ids of an address range.
  */
 #ifndef HPROF_IDSET_H
 #define HPROF_IDSET_H
