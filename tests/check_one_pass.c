@@ -482,6 +482,62 @@ START_TEST(names_the_rule_keeps_under_redaction_keep_no_text)
 }
 END_TEST
 
+/* A HotSpot dump whose first segment ends past its decision point (an
+ * instance), then a LOAD_CLASS names a STRING held since before, then over
+ * 64 MiB of unused names, then a second segment. */
+static uint8_t *name_used_inside_a_heap_dump(size_t *len)
+{
+    struct tbuf b;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_string(&b, 0x100, "com.example.UsedLate");
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x50, 0, NULL, 0);
+    tb_instance(&b, 0x500, 0x50, NULL, 0);
+    tb_segment_end(&b);
+    tb_load_class(&b, 2, 0x60, 0x100);
+    char *text = malloc(1024);
+    for (unsigned i = 0; i < NAMES_PAST_THE_LIMIT; i++) {
+        memset(text, 'y', 1023);
+        text[snprintf(text, 1023, "literal-%u-", i)] = 'y';
+        text[1023] = 0;
+        tb_string(&b, 0x200 + i, text);
+    }
+    free(text);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x60, 0x50, NULL, 0);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    *len = b.len;
+    return b.data;
+}
+
+/* A name used after its heap dump's decision point is written after the
+ * heap dump, whatever the rule did meanwhile with the names held (it gave
+ * their storage back): its own text, and no other name's. */
+START_TEST(a_name_used_late_in_a_heap_dump_outlives_the_rule)
+{
+    size_t len;
+    uint8_t *in = name_used_inside_a_heap_dump(&len);
+    struct hprof_error err = { 0 };
+    const struct hprof_shrink_options plain = { 0 },
+                                      redact = { .redact = HPROF_REDACT_STRINGS };
+    const struct hprof_shrink_options *modes[] = { &plain, &redact };
+    for (int i = 0; i < 2; i++) {
+        struct shrunk one;
+        ck_assert_msg(shrink_memory(in, len, modes[i], 1, &one, &err) == HPROF_OK, "%s",
+                      err.message);
+        ck_assert_uint_gt(one.stats.window_by_rule.count, 0);
+        ck_assert_uint_ge(one.stats.window_late, 1);
+        ck_assert_ptr_nonnull(memmem(one.data, one.len, "com.example.UsedLate", 20));
+        if (modes[i]->redact != HPROF_REDACT_NONE)
+            ck_assert_ptr_null(memmem(one.data, one.len, "literal-", 8));
+        free(one.data);
+    }
+    free(in);
+}
+END_TEST
+
 /* ---- Large arrays set aside in the output file ------------------------------------- */
 
 /* An Android dump: buffers A and A2 (equal) and N (nobody's), 128 KiB
@@ -1135,6 +1191,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_class_whose_superclass_is_not_dumped_is_refused_as_by_the_multi_pass_shrink);
     tcase_add_loop_test(same, an_object_dumped_twice_is_refused_as_by_the_multi_pass_shrink, 0, 2);
     tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
+    tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);

@@ -43,6 +43,19 @@ static int nomem(struct one_pass *op)
 /* ---- Instances ------------------------------------------------------------------------- */
 
 /* A String: its value keeps its contents (and its text, if exempt). */
+/* What String holding `value` covers of it, remembered only when not all
+ * (a Java 6 or Dalvik substring), and forgotten for a later owner that
+ * covers all.  @return nonzero when out of memory. */
+static int note_covers(struct one_pass *op, uint64_t value, uint64_t covers)
+{
+    uint64_t was;
+    if (covers != UINT64_MAX)
+        return id_table_put(&op->value_covers, value, covers) != HPROF_OK;
+    if (op->value_covers.count > 0)
+        (void)id_table_take(&op->value_covers, value, &was);
+    return 0;
+}
+
 static int string_read(struct one_pass *op, const struct kind_layout *k,
                        const struct hprof_instance *o)
 {
@@ -54,8 +67,7 @@ static int string_read(struct one_pass *op, const struct kind_layout *k,
     if (rc == HPROF_OK && op->device.count > 0 && idmap_has(&op->device, o->id))
         rc = one_pass_keep_device_text(op, value);
     if (rc == HPROF_OK && op->hold_values && value != 0 &&
-        (id_table_put(&op->value_owner, value, o->id) != HPROF_OK ||
-         (covers != UINT64_MAX && id_table_put(&op->value_covers, value, covers) != HPROF_OK)))
+        (id_table_put(&op->value_owner, value, o->id) != HPROF_OK || note_covers(op, value, covers)))
         rc = nomem(op);
     if (rc != HPROF_OK)
         return rc;

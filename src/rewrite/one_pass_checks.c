@@ -1,7 +1,8 @@
 /*
  * one_pass_checks.c - what the multi-pass shrink checks of the input
  * before it writes, checked by the one pass as the input is read, at the
- * record where it meets it: an object dumped twice in a heap dump.  (That
+ * record where it meets it: an object id 0, or dumped twice in a heap
+ * dump.  (That
  * every class's superclass is dumped is checked when the heap dump ends,
  * one_pass.c.)
  *
@@ -59,6 +60,9 @@ int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint
 {
     if (id_pages_fast(&op->dumped, id) == 0)
         return HPROF_OK;
+    int rc = valid_object_id(id, offset, subtag, op->ctx.err);
+    if (rc != HPROF_OK)
+        return rc;
     int seen = id_pages_test_and_set(&op->dumped, id);
     if (seen == -1)
         seen = odd_test_and_set(op, id);

@@ -464,9 +464,6 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
 
 /* ---- The window's rule ----------------------------------------------------------- */
 
-/* The oldest record leaves the window: a buffer's group is decided as
- * at the end of the dump; anything else undecided, by the rule (counted
- * when the window was full: at the end, nothing can claim it any more). */
 /* An instance the rule sends before its class dump came: whether it is a
  * String, a Bitmap, a stand-in's referrer or has fields to redact is not
  * known, so it is late; and under redaction nothing of it may go out as
@@ -479,6 +476,9 @@ static int instance_without_class(struct one_pass *op, struct held *h)
     return HPROF_OK;
 }
 
+/* The oldest record leaves the window: a buffer's group is decided as
+ * at the end of the dump; anything else undecided, by the rule (counted
+ * when the window was full: at the end, nothing can claim it any more). */
 int one_pass_leave_window(struct one_pass *op, int evicted)
 {
     struct held *oldest = wait_window_oldest(&op->window);

@@ -34,9 +34,6 @@
 
 #define NAME_HEAD 16u               /* time u4, id u8, length u4 */
 
-/* Where names go in the scratch area: far past the arrays set aside
- * (one_pass_spill.c), whose offsets start at 0. */
-#define NAMES_SCRATCH_AT ((uint64_t)1 << 40)
 #define NAMES_READ ((size_t)1 << 20)
 
 static int nomem(struct one_pass *op)
@@ -50,12 +47,13 @@ static struct hprof_string name_in(const uint8_t *p)
                                   .length = get_u4(p + 12), .utf8 = p + NAME_HEAD };
 }
 
-/* The `n` bytes at place `at` under disk_bytes, read back into `read`. */
-static int read_back(struct one_pass *op, uint64_t at, size_t n, const uint8_t **p)
+/* The `n` bytes at place `at` under disk_bytes, read back into `read`:
+ * with NAMES_READ bytes more where names are read in order. */
+static int read_back(struct one_pass *op, uint64_t at, size_t n, int in_order, const uint8_t **p)
 {
     struct held_names *h = &op->names;
     if (at < h->read_at || at + n > h->read_at + h->read_len) {
-        size_t want = n > NAMES_READ ? n : NAMES_READ;
+        size_t want = in_order && n < NAMES_READ ? NAMES_READ : n;
         if (want > h->disk_bytes - at)
             want = (size_t)(h->disk_bytes - at);
         if (want > h->read_cap) {
@@ -77,8 +75,8 @@ static int read_back(struct one_pass *op, uint64_t at, size_t n, const uint8_t *
 }
 
 /* The name held at place `at`; its text stays where it is until the next
- * call. */
-static int name_at(struct one_pass *op, uint64_t at, struct hprof_string *s)
+ * call.  `in_order`: the next call is for the name after it. */
+static int name_at(struct one_pass *op, uint64_t at, int in_order, struct hprof_string *s)
 {
     struct held_names *h = &op->names;
     const uint8_t *p;
@@ -86,9 +84,9 @@ static int name_at(struct one_pass *op, uint64_t at, struct hprof_string *s)
         *s = name_in(h->bytes + (at - h->disk_bytes));
         return HPROF_OK;
     }
-    int rc = read_back(op, at, NAME_HEAD, &p);
+    int rc = read_back(op, at, NAME_HEAD, in_order, &p);
     if (rc == HPROF_OK)
-        rc = read_back(op, at, NAME_HEAD + get_u4(p + 12), &p);
+        rc = read_back(op, at, NAME_HEAD + get_u4(p + 12), in_order, &p);
     if (rc == HPROF_OK)
         *s = name_in(p);
     return rc;
@@ -141,7 +139,7 @@ static int each_held(struct one_pass *op, int (*fn)(struct one_pass *, const str
     int rc = HPROF_OK;
     for (uint64_t at = 0; rc == HPROF_OK && at < n->disk_bytes + n->n_bytes;) {
         struct hprof_string s;
-        if ((rc = name_at(op, at, &s)) != HPROF_OK)
+        if ((rc = name_at(op, at, 1, &s)) != HPROF_OK)
             break;
         uint64_t *held = id_table_find(&n->index, s.id);
         if (held != NULL && *held == at + 1)
@@ -178,9 +176,12 @@ static int count_dropped(struct one_pass *op, const struct hprof_string *s)
     return HPROF_OK;
 }
 
-/* The rule's way to keep a name under --redact: its length, not its text. */
+/* The rule's way to keep a name under --redact: its length, not its text;
+ * written, it is in use from now on. */
 static int write_filled(struct one_pass *op, const struct hprof_string *s)
 {
+    if (idmap_put(&op->names.used, s->id, 0) != HPROF_OK)
+        return nomem(op);
     uint8_t *fill = malloc(s->length + 1);
     if (fill == NULL)
         return nomem(op);
@@ -219,17 +220,21 @@ int one_pass_names_use(struct one_pass *op, uint64_t id)
         op->st->window_late += op->heap_open;
         return HPROF_OK;
     }
-    if (!op->heap_open) {
-        struct hprof_string s;
-        int rc = name_at(op, at - 1, &s);
+    struct hprof_string s;
+    int rc = name_at(op, at - 1, 0, &s);
+    if (rc != HPROF_OK || !op->heap_open)
         return rc == HPROF_OK ? write_name(op, &s) : rc;
-    }
-    /* inside a heap dump past its decision point: after it */
-    uint64_t *after = grow_array(n->after, &n->cap_after, n->n_after + 1, sizeof *after);
+    /* inside a heap dump past its decision point: after it, a copy of its
+     * own (the rule may give back the storage of those held meanwhile) */
+    uint8_t *after = grow_array(n->after, &n->cap_after, n->n_after + NAME_HEAD + s.length, 1);
     if (after == NULL)
         return nomem(op);
     n->after = after;
-    n->after[n->n_after++] = at - 1;
+    uint8_t *p = put_u4(after + n->n_after, s.time);
+    p = put_u8(p, s.id);
+    p = put_u4(p, s.length);
+    memcpy(p, s.utf8, s.length);
+    n->n_after += NAME_HEAD + s.length;
     op->st->window_late++;
     return HPROF_OK;
 }
@@ -263,10 +268,10 @@ int one_pass_names_after_dump(struct one_pass *op)
 {
     struct held_names *n = &op->names;
     int rc = HPROF_OK;
-    for (size_t i = 0; rc == HPROF_OK && i < n->n_after; i++) {
-        struct hprof_string s;
-        if ((rc = name_at(op, n->after[i], &s)) == HPROF_OK)
-            rc = write_name(op, &s);
+    for (size_t at = 0; rc == HPROF_OK && at < n->n_after;) {
+        struct hprof_string s = name_in(n->after + at);
+        rc = write_name(op, &s);
+        at += NAME_HEAD + s.length;
     }
     n->n_after = 0;
     return rc;

@@ -85,6 +85,10 @@ struct held_sub {
     struct hprof_class_dump cd;
 };
 
+/* Where names wait in the output file's scratch area: past the arrays set
+ * aside (one_pass_spill.c), whose offsets start at 0 and stay under it. */
+#define NAMES_SCRATCH_AT ((uint64_t)1 << 40)
+
 /* STRING records held until something refers to them (one_pass_names.c).
  * Their places run on from the first held: those under `disk_bytes` wait
  * in the output file's scratch area, the others in `bytes`. */
@@ -98,8 +102,8 @@ struct held_names {
     size_t read_cap, read_len;
     uint64_t read_at;           /* the place of read[0] */
     struct idmap used;          /* ids something referred to */
-    uint64_t *after;            /* places of the names to write after the heap dump */
-    size_t n_after, cap_after;
+    uint8_t *after;             /* copies of the names to write after the heap dump */
+    size_t n_after, cap_after;  /* (bytes, as in `bytes`) */
     int keep_unused;            /* at a decision point: JAVA PROFILE 1.0.3 */
     uint64_t limit;
 };

@@ -133,7 +133,8 @@ static int add(struct one_pass *op, const struct hprof_primitive_array *a, uint6
 {
     struct one_pass_spill *s = &op->spill;
     *added = 0;
-    if (sink_scratch_write(op->sink, s->end, data, have) != HPROF_OK) {
+    if (s->end + bytes > NAMES_SCRATCH_AT ||
+        sink_scratch_write(op->sink, s->end, data, have) != HPROF_OK) {
         s->limit = 0; /* the file system will not: the rule, from here */
         return HPROF_OK;
     }

@@ -40,7 +40,7 @@ struct system_plan {
 struct redact_plan {
     enum hprof_redact mode;
     int fields;                 /* --redact-fields */
-    struct idmap exempt_values; /* String values a keep rule names -> EXEMPT_* (redact.h) */
+    struct idmap exempt_values; /* String values a keep rule names -> exempt_entry() (redact.h) */
     struct idmap field_classes; /* class id -> 1 + its first field-table entry */
     struct idmap field_names;   /* STRING id -> 1 + an entry of the field table of that name */
     struct idmap clearing;      /* classes whose instances hold a field --redact clears */
