@@ -893,50 +893,72 @@ START_TEST(dump_data_buffers_in_chunks_hold_what_they_name_until_they_end)
 }
 END_TEST
 
-/* A DumpData whose array of buffers comes before its two buffers, equal:
- * the array, written first, names both as they are, so the second stays
- * where the multi-pass shrink merges it, and is counted late. */
-START_TEST(dump_data_buffers_after_their_array_stay_unmerged_and_late)
+/* A DumpData whose array of buffers comes before its two buffers, equal
+ * (0x1000 and 0x1010): the array is written first, naming both. */
+static void dump_data_before_its_buffers(struct tbuf *d)
 {
     uint8_t pixels[4096];
     for (size_t i = 0; i < sizeof pixels; i++)
         pixels[i] = (uint8_t)(i * 7 + 3);
-    struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "android.graphics.Bitmap$DumpData");
-    tb_string(&d, 0x11, "byte[][]");
-    tb_string(&d, 0x20, "buffers");
-    tb_string(&d, 0x21, "natives");
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_load_class(&d, 2, 0x200, 0x11);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_init(d, 4);
+    tb_header(d, "JAVA PROFILE 1.0.3");
+    tb_string(d, 0x10, "android.graphics.Bitmap$DumpData");
+    tb_string(d, 0x11, "byte[][]");
+    tb_string(d, 0x20, "buffers");
+    tb_string(d, 0x21, "natives");
+    tb_load_class(d, 1, 0x100, 0x10);
+    tb_load_class(d, 2, 0x200, 0x11);
+    tb_segment_begin(d, HPROF_TAG_HEAP_DUMP_SEGMENT);
     const uint64_t names[2] = { 0x20, 0x21 };
     const uint8_t types[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
-    tb_class_named(&d, 0x100, 0, names, types, 2);
-    tb_class(&d, 0x200, 0, NULL, 0);
+    tb_class_named(d, 0x100, 0, names, types, 2);
+    tb_class(d, 0x200, 0, NULL, 0);
     const uint8_t fields[8] = { 0, 0, 0x50, 0 }; /* buffers 0x5000, natives null */
-    tb_instance(&d, 0x3000, 0x100, fields, 8);
+    tb_instance(d, 0x3000, 0x100, fields, 8);
     const uint8_t elements[8] = { 0, 0, 0x10, 0, 0, 0, 0x10, 0x10 }; /* 0x1000, 0x1010 */
-    tb_u1(&d, HPROF_OBJECT_ARRAY_DUMP);
-    tb_id(&d, 0x5000);
-    tb_u4(&d, 1);
-    tb_u4(&d, 2);
-    tb_id(&d, 0x200);
-    tb_bytes(&d, elements, sizeof elements);
-    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, sizeof pixels, pixels);
-    tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, sizeof pixels, pixels);
-    tb_segment_end(&d);
-    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    tb_u1(d, HPROF_OBJECT_ARRAY_DUMP);
+    tb_id(d, 0x5000);
+    tb_u4(d, 1);
+    tb_u4(d, 2);
+    tb_id(d, 0x200);
+    tb_bytes(d, elements, sizeof elements);
+    tb_prim_array(d, 0x1000, HPROF_TYPE_BYTE, sizeof pixels, pixels);
+    tb_prim_array(d, 0x1010, HPROF_TYPE_BYTE, sizeof pixels, pixels);
+    tb_segment_end(d);
+    tb_record(d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+}
+
+/* Into a file, the second merges into the first as in the multi-pass
+ * shrink: the array's slot, written already, is patched to name the
+ * first, and nothing is late; into memory, which cannot be patched, it
+ * stays whole, and is counted late. */
+START_TEST(dump_data_buffers_after_their_array_merge_where_the_output_can_be_patched)
+{
+    static const uint8_t twice_the_first[8] = { 0, 0, 0x10, 0, 0, 0, 0x10, 0 };
+    static const uint8_t second_record[5] = { HPROF_PRIMITIVE_ARRAY_DUMP, 0, 0, 0x10, 0x10 };
+    struct tbuf d;
+    dump_data_before_its_buffers(&d);
     struct hprof_shrink_options o = { 0 };
     struct hprof_error err = { 0 };
     struct shrunk one, multi;
-    ck_assert_msg(shrink_memory(d.data, d.len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
     ck_assert_msg(shrink_memory(d.data, d.len, &o, 0, &multi, &err) == HPROF_OK, "%s",
                   err.message);
     ck_assert_uint_eq(multi.stats.bitmap_duplicates.count, 1);
-    ck_assert_uint_eq(one.stats.bitmap_duplicates.count, 0);
-    ck_assert_uint_eq(one.stats.window_late, 1);
+    ck_assert_ptr_nonnull(memmem(multi.data, multi.len, twice_the_first, 8));
+    ck_assert_ptr_null(memmem(multi.data, multi.len, second_record, 5));
+    if (_i == 0) {
+        shrink_to_readable_file_with(d.data, d.len, &o, &one);
+        ck_assert_uint_eq(one.stats.bitmap_duplicates.count, 1);
+        ck_assert_uint_eq(one.stats.window_late, 0);
+        ck_assert_ptr_nonnull(memmem(one.data, one.len, twice_the_first, 8));
+        ck_assert_ptr_null(memmem(one.data, one.len, second_record, 5));
+        ck_assert_uint_eq(one.len, multi.len);
+    } else {
+        ck_assert_msg(shrink_memory(d.data, d.len, &o, 1, &one, &err) == HPROF_OK, "%s",
+                      err.message);
+        ck_assert_uint_eq(one.stats.bitmap_duplicates.count, 0);
+        ck_assert_uint_eq(one.stats.window_late, 1);
+    }
     free(one.data);
     free(multi.data);
     tb_free(&d);
@@ -1199,7 +1221,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, without_a_spill_buffers_past_the_window_are_decided_by_the_rule);
     tcase_add_test(same, bitmaps_past_the_window_wait_apart_for_their_buffers_to_merge);
     tcase_add_loop_test(same, dump_data_buffers_in_chunks_hold_what_they_name_until_they_end, 0, 2);
-    tcase_add_test(same, dump_data_buffers_after_their_array_stay_unmerged_and_late);
+    tcase_add_loop_test(same, dump_data_buffers_after_their_array_merge_where_the_output_can_be_patched, 0, 2);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text);

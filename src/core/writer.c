@@ -519,6 +519,8 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
         if (rc != HPROF_OK)
             return rc;
         w->st.array_id = a->id;
+        w->st.array_data_at = w->st.array_direct || w->streaming ? hprof_sink_bytes(w->sink)
+                                                                  : UINT64_MAX;
     }
     w->st.array_next = (uint64_t)a->first + a->n;
     return array_data(w, a->elements, (size_t)a->n * ids);

@@ -49,7 +49,7 @@ void writer_for_segments(struct hprof_writer *w, unsigned id_size, struct hprof_
 void writer_begin_job(struct hprof_writer *w);
 
 /* writer_array_data_at() :
- * Where in the output the data of primitive array `id` begins, if it is
+ * Where in the output the data (elements) of array `id` begins, if it is
  * the last array written and its data went to the sink as it came (a sink
  * that can patch, or an array over the segment limit); else UINT64_MAX. */
 uint64_t writer_array_data_at(const struct hprof_writer *w, uint64_t id);

@@ -92,15 +92,21 @@ static int bitmap_read(struct one_pass *op, const struct kind_layout *k,
 }
 
 /* An element of DumpData.buffers: a buffer read already is decided now,
- * since the array of buffers is written right after; one not read yet
- * stays unmerged, since it is written before it.  Of an array that comes
- * in chunks (`whole` 0), the first of which went out already, nothing may
- * go out until its last: every element stays unmerged, and one read
- * already waits on as a buffer. */
-static int claim_element(struct one_pass *op, uint64_t id, int whole)
+ * since the array of buffers is written right after; one not read yet is
+ * decided when it comes, its slot in the array patched if it merges (or,
+ * where the output cannot be patched, it stays unmerged).  Of an array
+ * that comes in chunks (`whole` 0), the first of which went out already,
+ * nothing may go out until its last: every element stays unmerged, and
+ * one read already waits on as a buffer. */
+static int claim_element(struct one_pass *op, uint64_t id, uint32_t index, int whole)
 {
     struct held *first = wait_window_first(&op->window, id);
     int read = first != NULL && first->kind == HELD_PRIMITIVE_ARRAY;
+    /* not read, or read and waiting for a Bitmap's group to decide it:
+     * decided after the array is written */
+    int later = !read ? one_pass_spill_find(op, id) == NULL : first->wait != WAIT_CLAIM;
+    if (whole && later && id != 0)
+        return one_pass_claim_later_buffer(op, id, index);
     if (whole)
         return one_pass_claim(op, id, ARRAY_BITMAP | (read ? CLAIM_DECIDE_NOW : CLAIM_PINNED));
     if (read && first->wait == WAIT_CLAIM)
@@ -114,7 +120,7 @@ static int claim_elements(struct one_pass *op, const struct hprof_object_array *
     int rc = idmap_put(&op->plan.bitmaps.dump_buffers, a->id, 0) == HPROF_OK ? HPROF_OK
                                                                              : nomem(op);
     for (uint32_t i = 0; rc == HPROF_OK && i < a->n; i++)
-        rc = claim_element(op, get_id(a->elements + (size_t)i * ids, ids), whole);
+        rc = claim_element(op, get_id(a->elements + (size_t)i * ids, ids), a->first + i, whole);
     return rc;
 }
 
@@ -135,6 +141,8 @@ static int dump_data_read(struct one_pass *op, const struct kind_layout *k,
     rc = claim_elements(op, &h->rec.objects, 1);
     if (rc == HPROF_OK)
         rc = one_pass_send_held(op, h, ARRAY_NOT_KEPT);
+    if (rc == HPROF_OK)
+        rc = one_pass_slots_place(op, buffers);
     held_free(&op->window, h);
     return rc;
 }
@@ -379,7 +387,9 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
             rc = one_pass_system_refer(op, ref);
         }
     }
-    return rc == HPROF_OK ? hprof_visit_object_array(op->head, a) : rc;
+    if (rc == HPROF_OK)
+        rc = hprof_visit_object_array(op->head, a);
+    return rc == HPROF_OK && op->buffers_array ? one_pass_slots_place(op, a->id) : rc;
 }
 
 /* ---- The end of a heap dump ----------------------------------------------------- */
@@ -402,6 +412,7 @@ int one_pass_reset_dump(struct one_pass *op)
         one_pass_sync_redact_plan(op);
     }
     id_table_free(&op->claims);
+    one_pass_slots_free(op);
     id_table_free(&op->value_owner);
     id_table_free(&op->value_covers);
     one_pass_spill_reset(op);

@@ -148,6 +148,73 @@ static int find_twin(struct one_pass *op, const struct hprof_primitive_array *a,
     return HPROF_OK;
 }
 
+/* ---- Slots of DumpData's array of buffers ---------------------------------------- */
+
+int one_pass_claim_later_buffer(struct one_pass *op, uint64_t id, uint32_t index)
+{
+    struct buffer_slots *s = &op->slots;
+    if (!sink_can_patch(op->sink))
+        return one_pass_claim(op, id, ARRAY_BITMAP | CLAIM_PINNED);
+    uint64_t *grown = grow_array(s->pending, &s->cap_pending, s->n_pending + 2, sizeof *grown);
+    if (grown == NULL)
+        return nomem(op);
+    s->pending = grown;
+    s->pending[s->n_pending++] = id;
+    s->pending[s->n_pending++] = index;
+    return one_pass_claim(op, id, ARRAY_BITMAP | CLAIM_DECIDE_NOW);
+}
+
+int one_pass_slots_place(struct one_pass *op, uint64_t array_id)
+{
+    struct buffer_slots *s = &op->slots;
+    uint64_t data_at = writer_array_data_at(op->writer, array_id);
+    int rc = HPROF_OK;
+    for (size_t i = 0; rc == HPROF_OK && i < s->n_pending; i += 2) {
+        uint64_t id = s->pending[i], *claim, last = 0;
+        if (data_at == UINT64_MAX) { /* not where the writer can say: it stays */
+            if ((claim = id_table_find(&op->claims, id)) != NULL)
+                *claim |= CLAIM_PINNED;
+            continue;
+        }
+        struct buffer_slot *grown = grow_array(s->at, &s->cap, s->n + 1, sizeof *grown);
+        if (grown == NULL)
+            return nomem(op);
+        s->at = grown;
+        (void)id_table_take(&s->last, id, &last);
+        s->at[s->n] = (struct buffer_slot){ .at = data_at + s->pending[i + 1] * op->ctx.ids,
+                                            .next = (size_t)last };
+        if (id_table_put(&s->last, id, ++s->n) != HPROF_OK)
+            rc = nomem(op);
+    }
+    s->n_pending = 0;
+    return rc;
+}
+
+/* Buffer `id` is decided: where an array of buffers names it, `twin`
+ * instead, if it merged into one (0: it did not). */
+static int patch_slots(struct one_pass *op, uint64_t id, uint64_t twin)
+{
+    struct buffer_slots *s = &op->slots;
+    uint64_t k;
+    uint8_t bytes[8];
+    int rc = HPROF_OK;
+    if (s->last.count == 0 || !id_table_take(&s->last, id, &k) || twin == 0)
+        return HPROF_OK;
+    put_id(bytes, twin, op->ctx.ids);
+    for (; rc == HPROF_OK && k != 0; k = s->at[k - 1].next)
+        rc = sink_patch(op->sink, s->at[k - 1].at, bytes, op->ctx.ids);
+    return rc;
+}
+
+void one_pass_slots_free(struct one_pass *op)
+{
+    struct buffer_slots *s = &op->slots;
+    id_table_free(&s->last);
+    free(s->at);
+    free(s->pending);
+    memset(s, 0, sizeof *s);
+}
+
 /* Buffer `id`, just written, is the last one registered: where its data
  * went, to be read back for its twins. */
 static void note_kept_at(struct one_pass *op, uint64_t id)
@@ -184,9 +251,11 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     struct merge_entry *e;
     if ((rc = find_twin(op, a, sha, &e)) != HPROF_OK)
         return rc;
-    if (e == NULL)
+    if (e == NULL) {
+        (void)patch_slots(op, a->id, 0); /* kept: its slots name it */
         return merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK ? nomem(op)
                                                                                : HPROF_OK;
+    }
     if (pinned) { /* what names it went out already (a Bitmap by the rule, an array of
                    * DumpData's buffers read before it): it stays, where the multi-pass
                    * shrink merges it */
@@ -195,6 +264,8 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     }
     if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
         return nomem(op);
+    if ((rc = patch_slots(op, a->id, e->id)) != HPROF_OK)
+        return rc;
     op->st->bitmap_groups += !e->merged;
     e->merged = 1;
     count_add(&op->st->bitmap_duplicates, bytes);

@@ -75,6 +75,22 @@ struct one_pass_spill {
     uint8_t *chunk;             /* contents read back, a chunk at a time */
 };
 
+/* Where DumpData's array of buffers, written already, names a buffer not
+ * read yet (one_pass_claims.c): the buffer may merge when it comes, its
+ * slots then patched in the output to name its twin. */
+struct buffer_slot {
+    uint64_t at;                /* output offset */
+    size_t next;                /* 1 + the buffer's slot before, or 0 */
+};
+
+struct buffer_slots {
+    struct id_table last;       /* buffer id -> 1 + its last slot in `at` */
+    struct buffer_slot *at;
+    size_t n, cap;
+    uint64_t *pending;          /* of the array being claimed: buffer id, element, ... */
+    size_t n_pending, cap_pending;
+};
+
 /* A root or class dump held before a heap dump's first object (its
  * tables follow), with the heap it was read in. */
 struct held_sub {
@@ -125,6 +141,7 @@ struct one_pass {
     struct held_names names;
     int hold_names;
     struct id_table claims;         /* array id -> CLAIM_* */
+    struct buffer_slots slots;
     struct idfilter kept_out;       /* arrays written with their contents */
     struct id_pages dumped;         /* this heap dump's objects: one dumped twice is refused */
     struct idmap dumped_odd;        /* ... those whose id is not 8-byte aligned */
@@ -224,6 +241,14 @@ struct held *one_pass_instance_copy(struct one_pass *op, const struct hprof_inst
 int one_pass_leave_window(struct one_pass *op, int evicted);
 int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
 int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
+/* Element `index` of the array of buffers being claimed names buffer
+ * `id`, not read yet: claimed, to be decided when it comes and to merge as
+ * any other where the output can be patched; where it cannot, pinned. */
+int one_pass_claim_later_buffer(struct one_pass *op, uint64_t id, uint32_t index);
+/* The array of buffers `array_id` went out: where its pending elements
+ * are (or, where the writer cannot say, the buffers stay as they are). */
+int one_pass_slots_place(struct one_pass *op, uint64_t array_id);
+void one_pass_slots_free(struct one_pass *op);
 int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wait);
 int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
 /* Array `id`, waiting in the window for a claim, is a buffer that stays

@@ -97,6 +97,7 @@ static void release(struct one_pass *op)
     one_pass_checks_free(op);
     one_pass_prelude_free(op);
     id_table_free(&op->claims);
+    one_pass_slots_free(op);
     id_table_free(&op->value_owner);
     id_table_free(&op->value_covers);
     free(op->gather);
