@@ -300,6 +300,29 @@ START_TEST(a_window_too_small_says_what_came_too_late)
 }
 END_TEST
 
+/* The dump `b` builds, its segment and heap dump ended: its bytes (the
+ * caller's to free) and their length. */
+static uint8_t *end_heap_dump(struct tbuf *b, size_t *len)
+{
+    tb_segment_end(b);
+    tb_record(b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    *len = b->len;
+    return b->data;
+}
+
+/* `n` STRING records of 1 KiB from id 0x200, `prefix`-N- then `fill`s:
+ * names nothing uses. */
+static void unused_names(struct tbuf *b, unsigned n, const char *prefix, char fill)
+{
+    char text[1024];
+    for (unsigned i = 0; i < n; i++) {
+        memset(text, fill, sizeof text - 1);
+        text[snprintf(text, sizeof text - 1, "%s-%u-", prefix, i)] = fill;
+        text[sizeof text - 1] = 0;
+        tb_string(b, 0x200 + i, text);
+    }
+}
+
 /* An Android dump whose instance of class 0x200 (a long and an int, their
  * bytes "LEAKLONG" and "LKIN") comes 1.25 MiB of byte arrays before the
  * class's dump: past a window of 1 MiB. */
@@ -323,10 +346,7 @@ static uint8_t *instance_before_its_class_dump(size_t *len)
         tb_prim_array(&b, 0x1000 + i, HPROF_TYPE_BYTE, 32u << 10, filler);
     free(filler);
     tb_class(&b, 0x200, 0x100, types, 2);
-    tb_segment_end(&b);
-    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    *len = b.len;
-    return b.data;
+    return end_heap_dump(&b, len);
 }
 
 /* Whose instance it is, and so what to keep or redact of it, is not known
@@ -405,23 +425,13 @@ static uint8_t *symbol_table_dump(size_t *len)
     tb_header(&b, "JAVA PROFILE 1.0.2");
     tb_string(&b, 0x100, "jdbc:postgresql://db?password=SymbolTableSecret");
     tb_string(&b, 0x9000002, "hashField");
-    char *text = malloc(1024);
-    for (unsigned i = 0; i < NAMES_PAST_THE_LIMIT; i++) {
-        memset(text, 'x', 1023);
-        text[snprintf(text, 1023, "unused-%u-", i)] = 'x';
-        text[1023] = 0;
-        tb_string(&b, 0x200 + i, text);
-    }
-    free(text);
+    unused_names(&b, NAMES_PAST_THE_LIMIT, "unused", 'x');
     tb_string(&b, 0x9000000, "java/lang/String");
     tb_string(&b, 0x9000001, "valueField");
     tb_load_class(&b, 1, 0x50, 0x9000000);
     tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
     tb_class_named(&b, 0x50, 0, fields, types, 2);
-    tb_segment_end(&b);
-    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    *len = b.len;
-    return b.data;
+    return end_heap_dump(&b, len);
 }
 
 /* Where the output file has room for them, names past the window wait
@@ -496,20 +506,10 @@ static uint8_t *name_used_inside_a_heap_dump(size_t *len)
     tb_instance(&b, 0x500, 0x50, NULL, 0);
     tb_segment_end(&b);
     tb_load_class(&b, 2, 0x60, 0x100);
-    char *text = malloc(1024);
-    for (unsigned i = 0; i < NAMES_PAST_THE_LIMIT; i++) {
-        memset(text, 'y', 1023);
-        text[snprintf(text, 1023, "literal-%u-", i)] = 'y';
-        text[1023] = 0;
-        tb_string(&b, 0x200 + i, text);
-    }
-    free(text);
+    unused_names(&b, NAMES_PAST_THE_LIMIT, "literal", 'y');
     tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
     tb_class(&b, 0x60, 0x50, NULL, 0);
-    tb_segment_end(&b);
-    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
-    *len = b.len;
-    return b.data;
+    return end_heap_dump(&b, len);
 }
 
 /* A name used after its heap dump's decision point is written after the
