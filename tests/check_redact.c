@@ -396,7 +396,8 @@ static unsigned texts_left_by_keep_rule(unsigned keep_fields, int keep_instance)
  * with `text`, which a second String holds whole. */
 static void put_be(uint8_t *at, uint64_t v, unsigned n);
 
-static char *shared_value_dump(uint32_t offset, uint32_t count, const char *text)
+static char *shared_value_dump_with(uint32_t offset, uint32_t count, uint32_t other_offset,
+                                    uint32_t other_count, const char *text)
 {
     static const uint8_t string_types[3] = { HPROF_TYPE_OBJECT, HPROF_TYPE_INT, HPROF_TYPE_INT };
     static const uint64_t string_fields[3] = { N_VALUE, N_VALUE + 10, N_VALUE + 11 };
@@ -424,15 +425,21 @@ static char *shared_value_dump(uint32_t offset, uint32_t count, const char *text
     put_be(values + 4, offset, 4);
     put_be(values + 8, count, 4);
     tb_instance(&b, O_STRING, C_STRING, values, 12); /* the key */
-    put_be(values + 4, 0, 4);
-    put_be(values + 8, (uint32_t)(n / 2), 4);
-    tb_instance(&b, O_STRING + 16, C_STRING, values, 12); /* the whole text */
+    put_be(values + 4, other_offset, 4);
+    put_be(values + 8, other_count, 4);
+    tb_instance(&b, O_STRING + 16, C_STRING, values, 12); /* another String of it */
     tb_prim_array(&b, O_CHARS, HPROF_TYPE_CHAR, (uint32_t)(n / 2), chars);
     tb_segment_end(&b);
     tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
     char *path = tl_temp_file(b.data, b.len, ".hprof");
     tb_free(&b);
     return path;
+}
+
+/* The other String holds all of the text. */
+static char *shared_value_dump(uint32_t offset, uint32_t count, const char *text)
+{
+    return shared_value_dump_with(offset, count, 0, (uint32_t)strlen(text), text);
 }
 
 /* Whether `text` is in shared_value_dump()'s shrink with --redact
@@ -453,6 +460,26 @@ static int shared_value_left(uint32_t offset, uint32_t count, const char *text, 
     free(out);
     return left;
 }
+
+/* A key that holds all of its array keeps its text though a String read
+ * after it holds part of the same array (loop: multi-pass, one pass). */
+START_TEST(redact_keep_rule_keeps_a_whole_array_a_later_substring_shares)
+{
+    const char *text = "KEEPSHARED_j";
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_keep = keep_key,
+                                      .n_redact_keep = 1 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t chars[128];
+    char *path = shared_value_dump_with(0, (uint32_t)strlen(text), 4, 6, text);
+    uint8_t *out = tl_shrink_file_by(_i ? hprof_shrink_one_pass : hprof_shrink, path, &o, &len,
+                                     &st, 0);
+    ck_assert_ptr_nonnull(memmem(out, len, chars, utf16be(text, chars)));
+    unlink(path);
+    free(path);
+    free(out);
+}
+END_TEST
 
 /* A key that is a substring of a shared array keeps nothing of it: the
  * rest of the text is not the key's (loop: multi-pass, one pass). */
@@ -898,6 +925,7 @@ static Suite *redact_suite(void)
     tcase_add_test(t, redact_keep_rule_finds_its_field_when_the_chain_completes_late);
     tcase_add_test(t, redact_keep_rule_never_exempts_a_field_it_does_not_name);
     tcase_add_loop_test(t, redact_keep_rule_keeps_no_text_of_an_array_its_substring_shares, 0, 2);
+    tcase_add_loop_test(t, redact_keep_rule_keeps_a_whole_array_a_later_substring_shares, 0, 2);
     tcase_add_test(t, redact_keep_rule_still_applies_to_the_rule_class_itself);
     tcase_add_test(t, redact_clears_the_hash_of_a_redacted_string);
     tcase_add_test(t, redact_clears_the_hash_code_of_an_android_6_string);

@@ -43,19 +43,6 @@ static int nomem(struct one_pass *op)
 /* ---- Instances ------------------------------------------------------------------------- */
 
 /* A String: its value keeps its contents (and its text, if exempt). */
-/* What String holding `value` covers of it, remembered only when not all
- * (a Java 6 or Dalvik substring), and forgotten for a later owner that
- * covers all.  @return nonzero when out of memory. */
-static int note_covers(struct one_pass *op, uint64_t value, uint64_t covers)
-{
-    uint64_t was;
-    if (covers != UINT64_MAX)
-        return id_table_put(&op->value_covers, value, covers) != HPROF_OK;
-    if (op->value_covers.count > 0)
-        (void)id_table_take(&op->value_covers, value, &was);
-    return 0;
-}
-
 static int string_read(struct one_pass *op, const struct kind_layout *k,
                        const struct hprof_instance *o)
 {
@@ -66,9 +53,8 @@ static int string_read(struct one_pass *op, const struct kind_layout *k,
     int rc = one_pass_exempt_value(op, o->id, value, covers);
     if (rc == HPROF_OK && op->device.count > 0 && idmap_has(&op->device, o->id))
         rc = one_pass_keep_device_text(op, value);
-    if (rc == HPROF_OK && op->hold_values && value != 0 &&
-        (id_table_put(&op->value_owner, value, o->id) != HPROF_OK || note_covers(op, value, covers)))
-        rc = nomem(op);
+    if (rc == HPROF_OK && op->hold_values && value != 0)
+        rc = one_pass_note_value_owner(op, value, o->id, covers);
     if (rc != HPROF_OK)
         return rc;
     return one_pass_claim(op, value, utf16 ? ARRAY_STRING_UTF16 : ARRAY_STRING_VALUE);
@@ -413,8 +399,7 @@ int one_pass_reset_dump(struct one_pass *op)
     }
     id_table_free(&op->claims);
     one_pass_slots_free(op);
-    id_table_free(&op->value_owner);
-    id_table_free(&op->value_covers);
+    one_pass_value_owners_free(op);
     one_pass_spill_reset(op);
     if (idmap_reset(&op->device) != HPROF_OK)
         rc = HPROF_ERR_NOMEM;
@@ -425,7 +410,8 @@ int one_pass_reset_dump(struct one_pass *op)
          idmap_reset(&p->bitmaps.remap) != HPROF_OK ||
          idmap_reset(&p->bitmaps.dropped) != HPROF_OK ||
          idmap_reset(&p->bitmaps.dump_buffers) != HPROF_OK ||
-         idmap_reset(&op->merge_index) != HPROF_OK))
+         idmap_reset(&op->merge_index) != HPROF_OK ||
+         idmap_reset(&op->buffer_sizes) != HPROF_OK))
         rc = HPROF_ERR_NOMEM;
     idfilter_free(&op->kept_out);
     if (rc == HPROF_OK)

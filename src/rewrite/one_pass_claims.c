@@ -64,9 +64,35 @@ static struct merge_entry *merge_first(struct one_pass *op, uint64_t key)
 
 /* Buffer `id` is kept: later copies merge into it, unless an earlier kept
  * buffer holds the same bytes (then it is the one). */
+/* A buffer of `type` and `count` is kept.  @return 1 when one of that
+ * size was kept before (a twin, maybe), 0 when not, or HPROF_ERR_NOMEM. */
+static int note_size(struct one_pass *op, uint8_t type, uint32_t count)
+{
+    uint64_t key = ((uint64_t)type << 32 | count) + 1;
+    if (idmap_has(&op->buffer_sizes, key))
+        return 1;
+    return idmap_put(&op->buffer_sizes, key, 0);
+}
+
+/* A buffer too large for the window goes as it is, never compared: where
+ * one of its size was kept, the multi-pass shrink may have merged it, and
+ * it is counted late. */
+static int kept_uncompared(struct one_pass *op, uint8_t type, uint32_t count)
+{
+    if (op->opt.keep_duplicates)
+        return HPROF_OK;
+    int twin = note_size(op, type, count);
+    if (twin < 0)
+        return nomem(op);
+    op->st->window_late += (uint64_t)twin;
+    return HPROF_OK;
+}
+
 static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t type,
                           uint32_t count, uint64_t id)
 {
+    if (note_size(op, type, count) < 0)
+        return HPROF_ERR_NOMEM;
     uint64_t key = merge_key(sha, type, count);
     struct merge_entry *last = merge_first(op, key);
     int n = last != NULL;
@@ -161,7 +187,9 @@ int one_pass_claim_later_buffer(struct one_pass *op, uint64_t id, uint32_t index
     s->pending = grown;
     s->pending[s->n_pending++] = id;
     s->pending[s->n_pending++] = index;
-    return one_pass_claim(op, id, ARRAY_BITMAP | CLAIM_DECIDE_NOW);
+    /* it waits in the window when it comes, as a Bitmap's buffer does, so
+     * that buffers are decided in the order read: the first of twins stays */
+    return one_pass_claim(op, id, ARRAY_BITMAP);
 }
 
 int one_pass_slots_place(struct one_pass *op, uint64_t array_id)
@@ -427,19 +455,63 @@ static int hold_value(struct one_pass *op, struct held *h, unsigned claim)
     return one_pass_hold(op, h, h->rec.array.id, WAIT_EXEMPT);
 }
 
-/* A String's value leaves the window: exempt if a rule named the String,
- * or a static of android.os.Build (the device's text). */
+int one_pass_note_value_owner(struct one_pass *op, uint64_t value, uint64_t owner,
+                              uint64_t covers)
+{
+    uint64_t *was = id_table_find(&op->value_owner, value), was_covers = UINT64_MAX, last = 0;
+    if (was != NULL) { /* another String holds it too: it stays in line */
+        struct value_owner *grown = grow_array(op->more_owners, &op->cap_more_owners,
+                                               op->n_more_owners + 1, sizeof *grown);
+        if (grown == NULL)
+            return nomem(op);
+        op->more_owners = grown;
+        (void)id_table_take(&op->value_covers, value, &was_covers);
+        (void)id_table_take(&op->more_owners_last, value, &last);
+        op->more_owners[op->n_more_owners] = (struct value_owner){
+            .value = value, .owner = *was, .covers = was_covers, .next = (size_t)last };
+        if (id_table_put(&op->more_owners_last, value, ++op->n_more_owners) != HPROF_OK)
+            return nomem(op);
+    }
+    if (id_table_put(&op->value_owner, value, owner) != HPROF_OK ||
+        (covers != UINT64_MAX && id_table_put(&op->value_covers, value, covers) != HPROF_OK))
+        return nomem(op);
+    return HPROF_OK;
+}
+
+void one_pass_value_owners_free(struct one_pass *op)
+{
+    id_table_free(&op->value_owner);
+    id_table_free(&op->value_covers);
+    id_table_free(&op->more_owners_last);
+    free(op->more_owners);
+    op->more_owners = NULL;
+    op->n_more_owners = op->cap_more_owners = 0;
+}
+
+/* String `owner` holds `value`, which leaves the window: exempt if a rule
+ * named the String, or a static of android.os.Build (the device's text). */
+static int exempt_for(struct one_pass *op, uint64_t value, uint64_t owner, uint64_t covers)
+{
+    int rc = one_pass_exempt_value(op, owner, value, covers);
+    if (rc == HPROF_OK && idmap_has(&op->device, owner))
+        rc = one_pass_keep_device_text(op, value);
+    return rc;
+}
+
+/* A String's value leaves the window: exempt if a rule named any String
+ * that holds it. */
 static int exempt_if_named(struct one_pass *op, uint64_t value)
 {
-    uint64_t owner, covers;
+    uint64_t owner, covers, k = 0;
     int rc = HPROF_OK;
     if (!id_table_take(&op->value_covers, value, &covers))
         covers = UINT64_MAX;
-    if (id_table_take(&op->value_owner, value, &owner)) {
-        rc = one_pass_exempt_value(op, owner, value, covers);
-        if (rc == HPROF_OK && idmap_has(&op->device, owner))
-            rc = one_pass_keep_device_text(op, value);
-    }
+    if (id_table_take(&op->value_owner, value, &owner))
+        rc = exempt_for(op, value, owner, covers);
+    if (op->more_owners_last.count > 0)
+        (void)id_table_take(&op->more_owners_last, value, &k);
+    for (; rc == HPROF_OK && k != 0; k = op->more_owners[k - 1].next)
+        rc = exempt_for(op, value, op->more_owners[k - 1].owner, op->more_owners[k - 1].covers);
     return rc;
 }
 
@@ -478,7 +550,9 @@ static int claim_set_aside(struct one_pass *op, struct spilled *e, unsigned clai
         /* kept as it is: it waits on, sent with the others (a pinned
          * claim may come while an array goes out in chunks) */
         e->keep = ARRAY_BITMAP;
-        return add_candidate(op, e->array.id);
+        int rc = bytes > op->window.limit ? kept_uncompared(op, e->array.type, e->array.count)
+                                          : HPROF_OK;
+        return rc == HPROF_OK ? add_candidate(op, e->array.id) : rc;
     }
     uint8_t *data = malloc(bytes);
     if (data == NULL)
@@ -724,6 +798,8 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
         if (set_aside)
             return HPROF_OK;
         count_add(&op->st->window_by_rule, bytes); /* the rule decides now */
+        if (keep == ARRAY_BITMAP && (rc = kept_uncompared(op, a->type, a->count)) != HPROF_OK)
+            return rc;
         gather = 0;
     }
     if (!gather) {

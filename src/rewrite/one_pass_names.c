@@ -202,6 +202,9 @@ int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
     if (rc != HPROF_OK || n->n_bytes <= n->limit || (n->to_disk && to_disk(op)))
         return rc;
     count_add(&op->st->window_by_rule, n->disk_bytes + n->n_bytes);
+    /* kept where the multi-pass shrink drops the unused, with a filler
+     * under --redact where it keeps the used: late, every one */
+    op->st->window_late += n->index.count;
     if (op->opt.redact != HPROF_REDACT_NONE) /* the rule: those held kept as fillers */
         return each_held(op, write_filled);
     op->hold_names = 0; /* the rule: every name held is kept, and every name from here */

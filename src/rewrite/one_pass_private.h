@@ -148,6 +148,11 @@ struct one_pass {
     int hold_values;                /* Strings' values wait for keep rules (redaction) */
     struct id_table value_owner;    /* ... by value id: the String's id */
     struct id_table value_covers;   /* ... and what it holds of it, if not all */
+    /* ... and the Strings before it that hold the same value (a Java 6
+     * substring, a deduplicated JDK String) */
+    struct value_owner { uint64_t value, owner, covers; size_t next; } *more_owners;
+    size_t n_more_owners, cap_more_owners;
+    struct id_table more_owners_last; /* value -> 1 + its last entry */
     struct idmap device;            /* Strings android.os.Build's statics name */
     struct held *gather;            /* the array read in chunks, or NULL */
     unsigned gather_claim;
@@ -169,6 +174,7 @@ struct one_pass {
     struct merge_entry *merges;
     size_t n_merges, cap_merges;
     struct idmap merge_index;       /* 64 bits of type, length, digest -> merges[] */
+    struct idmap buffer_sizes;      /* type and length of every buffer kept (set) */
     struct held *gather_objects;    /* a byte[][] read in chunks, to wait, or NULL */
     int buffers_array;              /* the object array read is DumpData.buffers */
     int dropping_array;             /* ... is in a dropped heap */
@@ -241,9 +247,15 @@ struct held *one_pass_instance_copy(struct one_pass *op, const struct hprof_inst
 int one_pass_leave_window(struct one_pass *op, int evicted);
 int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primitive_array *a);
 int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
+/* String `owner` holds `value` (`covers` of it, model_string_covers()),
+ * which waits for the keep rules: remembered with the others that hold
+ * it, each looked at when the value leaves. */
+int one_pass_note_value_owner(struct one_pass *op, uint64_t value, uint64_t owner,
+                              uint64_t covers);
+void one_pass_value_owners_free(struct one_pass *op);
 /* Element `index` of the array of buffers being claimed names buffer
- * `id`, not read yet: claimed, to be decided when it comes and to merge as
- * any other where the output can be patched; where it cannot, pinned. */
+ * `id`, not read yet or not decided: claimed, to merge as any other
+ * buffer where the output can be patched; where it cannot, pinned. */
 int one_pass_claim_later_buffer(struct one_pass *op, uint64_t id, uint32_t index);
 /* The array of buffers `array_id` went out: where its pending elements
  * are (or, where the writer cannot say, the buffers stay as they are). */

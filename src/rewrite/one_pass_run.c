@@ -23,6 +23,7 @@ static int init_plan(struct one_pass *op)
         idmap_init(&p->bitmaps.dropped, 0) != HPROF_OK ||
         idmap_init(&p->bitmaps.dump_buffers, 0) != HPROF_OK ||
         idmap_init(&op->merge_index, 1) != HPROF_OK || idmap_init(&op->device, 0) != HPROF_OK ||
+        idmap_init(&op->buffer_sizes, 0) != HPROF_OK ||
         idmap_init(&op->names.used, 0) != HPROF_OK)
         return HPROF_ERR_NOMEM;
     p->ids = op->ctx.ids;
@@ -98,8 +99,7 @@ static void release(struct one_pass *op)
     one_pass_prelude_free(op);
     id_table_free(&op->claims);
     one_pass_slots_free(op);
-    id_table_free(&op->value_owner);
-    id_table_free(&op->value_covers);
+    one_pass_value_owners_free(op);
     free(op->gather);
     free(op->gather_objects);
     free(op->blocked);
@@ -111,6 +111,7 @@ static void release(struct one_pass *op)
     free(op->compare_buf);
     free(op->merges);
     idmap_free(&op->merge_index);
+    idmap_free(&op->buffer_sizes);
     idmap_free(&op->device);
 }
 
