@@ -62,8 +62,6 @@ static struct merge_entry *merge_first(struct one_pass *op, uint64_t key)
     return idmap_get(&op->merge_index, key, &at) ? &op->merges[at] : NULL;
 }
 
-/* Buffer `id` is kept: later copies merge into it, unless an earlier kept
- * buffer holds the same bytes (then it is the one). */
 /* A buffer of `type` and `count` is kept.  @return 1 when one of that
  * size was kept before (a twin, maybe), 0 when not, or HPROF_ERR_NOMEM. */
 static int note_size(struct one_pass *op, uint8_t type, uint32_t count)
@@ -88,6 +86,8 @@ static int kept_uncompared(struct one_pass *op, uint8_t type, uint32_t count)
     return HPROF_OK;
 }
 
+/* Buffer `id` is kept: later copies merge into it, unless an earlier kept
+ * buffer holds the same bytes (then it is the one). */
 static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t type,
                           uint32_t count, uint64_t id)
 {
