@@ -843,6 +843,48 @@ static void shrink_trickle_to_file(const struct tbuf *d, const struct hprof_shri
     close(fd);
 }
 
+/* An Android dump begun: DumpData (0x100: buffers, natives) and byte[][]
+ * (0x200) dumped, with `with_bitmap` android.graphics.Bitmap (0x400:
+ * mBuffer) too, in an open segment. */
+static void dump_data_classes(struct tbuf *d, int with_bitmap)
+{
+    static const uint64_t names[2] = { 0x20, 0x21 }, buffer_name[1] = { 0x22 };
+    static const uint8_t types[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
+    tb_init(d, 4);
+    tb_header(d, "JAVA PROFILE 1.0.3");
+    tb_string(d, 0x10, "android.graphics.Bitmap$DumpData");
+    tb_string(d, 0x11, "byte[][]");
+    tb_string(d, 0x20, "buffers");
+    tb_string(d, 0x21, "natives");
+    tb_load_class(d, 1, 0x100, 0x10);
+    tb_load_class(d, 2, 0x200, 0x11);
+    if (with_bitmap) {
+        tb_string(d, 0x12, "android.graphics.Bitmap");
+        tb_string(d, 0x22, "mBuffer");
+        tb_load_class(d, 3, 0x400, 0x12);
+    }
+    tb_segment_begin(d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(d, 0x100, 0, names, types, 2);
+    tb_class(d, 0x200, 0, NULL, 0);
+    if (with_bitmap)
+        tb_class_named(d, 0x400, 0, buffer_name, types, 1);
+}
+
+/* A DumpData (0x3000) and its array of buffers (0x5000), which names
+ * 0x1000 and 0x1010. */
+static void dump_data_naming_two_buffers(struct tbuf *d)
+{
+    static const uint8_t fields[8] = { 0, 0, 0x50, 0 }; /* buffers 0x5000, natives null */
+    static const uint8_t elements[8] = { 0, 0, 0x10, 0, 0, 0, 0x10, 0x10 };
+    tb_instance(d, 0x3000, 0x100, fields, 8);
+    tb_u1(d, HPROF_OBJECT_ARRAY_DUMP);
+    tb_id(d, 0x5000);
+    tb_u4(d, 1);
+    tb_u4(d, 2);
+    tb_id(d, 0x200);
+    tb_bytes(d, elements, sizeof elements);
+}
+
 /* A DumpData whose array of buffers (40,000 elements, the last a 10 KB
  * buffer read before it, or a 128 KiB one set aside past the window)
  * comes in chunks: the buffer may go out only once the array has. */
@@ -856,19 +898,7 @@ START_TEST(dump_data_buffers_in_chunks_hold_what_they_name_until_they_end)
     memset(small, 'x', sizeof small);
     el[4 * (elements - 1) + 2] = 0x10; /* 0x1000 */
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "android.graphics.Bitmap$DumpData");
-    tb_string(&d, 0x11, "byte[][]");
-    tb_string(&d, 0x20, "buffers");
-    tb_string(&d, 0x21, "natives");
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_load_class(&d, 2, 0x200, 0x11);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    const uint64_t names[2] = { 0x20, 0x21 };
-    const uint8_t types[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
-    tb_class_named(&d, 0x100, 0, names, types, 2);
-    tb_class(&d, 0x200, 0, NULL, 0);
+    dump_data_classes(&d, 0);
     tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, xn, x);
     for (uint32_t i = 0; set_aside && i < 40; i++)
         tb_prim_array(&d, 0x100000 + 0x10 * (uint64_t)i, HPROF_TYPE_BYTE, sizeof small, small);
@@ -902,28 +932,8 @@ static void dump_data_before_its_buffers(struct tbuf *d)
     uint8_t pixels[4096];
     for (size_t i = 0; i < sizeof pixels; i++)
         pixels[i] = (uint8_t)(i * 7 + 3);
-    tb_init(d, 4);
-    tb_header(d, "JAVA PROFILE 1.0.3");
-    tb_string(d, 0x10, "android.graphics.Bitmap$DumpData");
-    tb_string(d, 0x11, "byte[][]");
-    tb_string(d, 0x20, "buffers");
-    tb_string(d, 0x21, "natives");
-    tb_load_class(d, 1, 0x100, 0x10);
-    tb_load_class(d, 2, 0x200, 0x11);
-    tb_segment_begin(d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    const uint64_t names[2] = { 0x20, 0x21 };
-    const uint8_t types[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
-    tb_class_named(d, 0x100, 0, names, types, 2);
-    tb_class(d, 0x200, 0, NULL, 0);
-    const uint8_t fields[8] = { 0, 0, 0x50, 0 }; /* buffers 0x5000, natives null */
-    tb_instance(d, 0x3000, 0x100, fields, 8);
-    const uint8_t elements[8] = { 0, 0, 0x10, 0, 0, 0, 0x10, 0x10 }; /* 0x1000, 0x1010 */
-    tb_u1(d, HPROF_OBJECT_ARRAY_DUMP);
-    tb_id(d, 0x5000);
-    tb_u4(d, 1);
-    tb_u4(d, 2);
-    tb_id(d, 0x200);
-    tb_bytes(d, elements, sizeof elements);
+    dump_data_classes(d, 0);
+    dump_data_naming_two_buffers(d);
     tb_prim_array(d, 0x1000, HPROF_TYPE_BYTE, sizeof pixels, pixels);
     tb_prim_array(d, 0x1010, HPROF_TYPE_BYTE, sizeof pixels, pixels);
     tb_segment_end(d);
@@ -979,35 +989,11 @@ START_TEST(of_twins_around_an_array_of_buffers_the_first_stays)
     for (size_t i = 0; i < sizeof pixels; i++)
         pixels[i] = (uint8_t)(i * 11 + 5);
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "android.graphics.Bitmap$DumpData");
-    tb_string(&d, 0x11, "byte[][]");
-    tb_string(&d, 0x12, "android.graphics.Bitmap");
-    tb_string(&d, 0x20, "buffers");
-    tb_string(&d, 0x21, "natives");
-    tb_string(&d, 0x22, "mBuffer");
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_load_class(&d, 2, 0x200, 0x11);
-    tb_load_class(&d, 3, 0x400, 0x12);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    const uint64_t names[2] = { 0x20, 0x21 }, buffer_name[1] = { 0x22 };
-    const uint8_t types[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
-    tb_class_named(&d, 0x100, 0, names, types, 2);
-    tb_class(&d, 0x200, 0, NULL, 0);
-    tb_class_named(&d, 0x400, 0, buffer_name, types, 1);
+    dump_data_classes(&d, 1);
     const uint8_t bitmap[4] = { 0, 0, 0x10, 0 }; /* mBuffer 0x1000 */
     tb_instance(&d, 0x4000, 0x400, bitmap, 4);
     tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, sizeof pixels, pixels);
-    const uint8_t fields[8] = { 0, 0, 0x50, 0 }; /* buffers 0x5000, natives null */
-    tb_instance(&d, 0x3000, 0x100, fields, 8);
-    const uint8_t elements[8] = { 0, 0, 0x10, 0, 0, 0, 0x10, 0x10 };
-    tb_u1(&d, HPROF_OBJECT_ARRAY_DUMP);
-    tb_id(&d, 0x5000);
-    tb_u4(&d, 1);
-    tb_u4(&d, 2);
-    tb_id(&d, 0x200);
-    tb_bytes(&d, elements, sizeof elements);
+    dump_data_naming_two_buffers(&d);
     tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, sizeof pixels, pixels);
     size_t len;
     uint8_t *in = end_heap_dump(&d, &len);
@@ -1038,28 +1024,8 @@ START_TEST(twin_buffers_past_the_window_after_their_array_are_late)
     for (size_t i = 0; i < big; i++)
         pixels[i] = (uint8_t)(i * 13 + 1);
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "android.graphics.Bitmap$DumpData");
-    tb_string(&d, 0x11, "byte[][]");
-    tb_string(&d, 0x20, "buffers");
-    tb_string(&d, 0x21, "natives");
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_load_class(&d, 2, 0x200, 0x11);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    const uint64_t names[2] = { 0x20, 0x21 };
-    const uint8_t types[2] = { HPROF_TYPE_OBJECT, HPROF_TYPE_OBJECT };
-    tb_class_named(&d, 0x100, 0, names, types, 2);
-    tb_class(&d, 0x200, 0, NULL, 0);
-    const uint8_t fields[8] = { 0, 0, 0x50, 0 };
-    tb_instance(&d, 0x3000, 0x100, fields, 8);
-    const uint8_t elements[8] = { 0, 0, 0x10, 0, 0, 0, 0x10, 0x10 };
-    tb_u1(&d, HPROF_OBJECT_ARRAY_DUMP);
-    tb_id(&d, 0x5000);
-    tb_u4(&d, 1);
-    tb_u4(&d, 2);
-    tb_id(&d, 0x200);
-    tb_bytes(&d, elements, sizeof elements);
+    dump_data_classes(&d, 0);
+    dump_data_naming_two_buffers(&d);
     tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, (uint32_t)big, pixels);
     tb_prim_array(&d, 0x1010, HPROF_TYPE_BYTE, (uint32_t)big, pixels);
     free(pixels);

@@ -2,9 +2,8 @@
  * one_pass_checks.c - what the multi-pass shrink checks of the input
  * before it writes, checked by the one pass as the input is read, at the
  * record where it meets it: an object id 0, or dumped twice in a heap
- * dump.  (That
- * every class's superclass is dumped is checked when the heap dump ends,
- * one_pass.c.)
+ * dump.  (That every class's superclass is dumped is checked when the
+ * heap dump ends, one_pass.c.)
  *
  * The multi-pass shrink tells a suspect from a Bloom filter and confirms
  * it on a second read; the one pass cannot read again, so it keeps the

@@ -122,16 +122,13 @@ int one_pass_exempt_value(struct one_pass *op, uint64_t string_id, uint64_t valu
                           uint64_t covers)
 {
     struct redaction *r = &op->redact;
-    uint64_t how, was;
+    uint64_t how;
     if (value == 0 || r->exempt_strings.count == 0 ||
         !idmap_get(&r->exempt_strings, string_id, &how))
         return HPROF_OK;
-    uint64_t entry = exempt_entry(how, covers);
-    if (idmap_get(&r->exempt_values, value, &was))
-        entry = exempt_merge(was, entry);
-    int rc = idmap_put(&r->exempt_values, value, entry);
+    int rc = redact_exempt_value(r, value, exempt_entry(how, covers));
     one_pass_sync_redact_plan(op);
-    return rc == HPROF_OK ? HPROF_OK : rewrite_nomem(&op->ctx);
+    return rc;
 }
 
 /* The layout of `ci` is complete: its kind and redaction are worked out

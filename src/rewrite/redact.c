@@ -414,21 +414,26 @@ int redact_forget(struct redaction *r)
 
 /* ---- The exempt pass: the value arrays of Strings a rule names ------------------ */
 
+int redact_exempt_value(struct redaction *r, uint64_t value, uint64_t entry)
+{
+    uint64_t was;
+    if (idmap_get(&r->exempt_values, value, &was))
+        entry = exempt_merge(was, entry);
+    return idmap_put(&r->exempt_values, value, entry) == HPROF_OK ? HPROF_OK : nomem(r);
+}
+
 static int exempt_instance(struct hprof_visitor *v, const struct hprof_instance *o)
 {
     struct redaction *r = ((struct module_visitor *)v)->state;
     const struct kind_layout *k;
-    uint64_t how, was;
+    uint64_t how;
     if (!idmap_get(&r->exempt_strings, o->id, &how) ||
         model_kind(r->model, o->class_id, &k) != NAME_CLASS_STRING)
         return HPROF_OK;
     uint64_t value = model_field_id(r->ctx->ids, o, k->field[0]);
     if (value == 0)
         return HPROF_OK;
-    uint64_t entry = exempt_entry(how, model_string_covers(k, o));
-    if (idmap_get(&r->exempt_values, value, &was))
-        entry = exempt_merge(was, entry);
-    return idmap_put(&r->exempt_values, value, entry) == HPROF_OK ? HPROF_OK : nomem(r);
+    return redact_exempt_value(r, value, exempt_entry(how, model_string_covers(k, o)));
 }
 
 /* The device's own Strings (what android.os.Build's statics name: make,
@@ -438,10 +443,7 @@ int redact_keep_device_text(struct redaction *r, uint64_t value)
 {
     if (r->ctx->opt->redact == HPROF_REDACT_NONE || value == 0)
         return HPROF_OK;
-    return idmap_put(&r->exempt_values, value, exempt_entry(EXEMPT_ALWAYS, EXEMPT_COVERS_ALL)) ==
-                   HPROF_OK
-               ? HPROF_OK
-               : nomem(r);
+    return redact_exempt_value(r, value, exempt_entry(EXEMPT_ALWAYS, EXEMPT_COVERS_ALL));
 }
 
 static const struct hprof_visitor_ops exempt_ops = {

@@ -132,6 +132,10 @@ struct hprof_visitor *redact_exempt_visitor(struct redaction *r);
 
 /* String value array `value` holds the device's text, not the user's: kept. */
 int redact_keep_device_text(struct redaction *r, uint64_t value);
+/* Value array `value` exempt as `entry` (exempt_entry()) says, or as the
+ * entry it has says where that exempts it more (exempt_merge()).
+ * @return HPROF_OK or HPROF_ERR_NOMEM. */
+int redact_exempt_value(struct redaction *r, uint64_t value, uint64_t entry);
 void redact_publish(struct redaction *r, struct redact_plan *plan);
 
 #endif
