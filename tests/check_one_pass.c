@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "facts.h"
 #include "one_pass.h"
@@ -459,6 +461,83 @@ START_TEST(names_past_the_window_wait_in_the_output_file)
 }
 END_TEST
 
+/* The `len` bytes of zstd frames at `z`, inflated into a new buffer. */
+static uint8_t *unzstd(const uint8_t *z, size_t len, size_t *out_len)
+{
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *out = malloc(cap);
+    ZSTD_inBuffer in = { z, len, 0 };
+    while (in.pos < in.size) {
+        if (n == cap)
+            ck_assert_ptr_nonnull(out = realloc(out, cap *= 2));
+        ZSTD_outBuffer o = { out + n, cap - n, 0 };
+        ck_assert(!ZSTD_isError(ZSTD_decompressStream(d, &o, &in)));
+        n += o.pos;
+    }
+    ZSTD_freeDCtx(d);
+    *out_len = n;
+    return out;
+}
+
+/* The one pass into a gzip (`zstd` 0) or zstd file opened for reading
+ * too, inflated again; the file must have been cut back to the output. */
+static void shrink_to_compressed_file(const uint8_t *in, size_t len,
+                                      const struct hprof_shrink_options *o, int zstd,
+                                      struct shrunk *out)
+{
+    char path[] = "/tmp/check_one_pass.XXXXXX";
+    int fd = mkstemp(path); /* O_RDWR */
+    ck_assert_int_ge(fd, 0);
+    struct hprof_error err = { 0 };
+    struct hprof_sink *sink = zstd ? hprof_sink_new_zstd(fd, 1, 1, &err)
+                                   : hprof_sink_new_gzip(fd, 1, 1, &err);
+    ck_assert_msg(sink != NULL, "%s", err.message);
+    ck_assert_msg(shrink_into(sink, in, len, o, 1, &out->stats, &err) == HPROF_OK, "%s",
+                  err.message);
+    hprof_sink_free(sink);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    ck_assert_int_eq(st.st_size, lseek(fd, 0, SEEK_END));
+    ck_assert_int_lt(st.st_size, 1 << 20); /* nothing of the scratch area stays */
+    close(fd);
+    if (!zstd) {
+        out->data = tl_read_dump(path, &out->len);
+    } else {
+        size_t z_len;
+        uint8_t *z = tl_read_file(path, &z_len);
+        out->data = unzstd(z, z_len, &out->len);
+        free(z);
+    }
+    unlink(path);
+}
+
+/* A gzip or zstd output's file has the same room (the scratch area is the
+ * file's, whatever the output's encoding): the names wait there as in a
+ * plain file, under --redact too, where the rule would have written class
+ * names as fillers that analyzers cannot read. */
+START_TEST(names_past_the_window_wait_in_a_compressed_output_file)
+{
+    size_t len;
+    uint8_t *in = symbol_table_dump(&len);
+    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY,
+                                      .redact = HPROF_REDACT_STRINGS };
+    struct shrunk plain, packed;
+    shrink_to_readable_file_with(in, len, &o, &plain);
+    shrink_to_compressed_file(in, len, &o, _i, &packed);
+    ck_assert_uint_eq(packed.stats.window_by_rule.count, 0);
+    ck_assert_uint_eq(packed.stats.window_late, 0);
+    ck_assert_uint_eq(packed.len, plain.len);
+    ck_assert(memcmp(packed.data, plain.data, plain.len) == 0);
+    ck_assert_ptr_null(memmem(packed.data, packed.len, "SymbolTableSecret", 17));
+    ck_assert_ptr_nonnull(memmem(packed.data, packed.len, "java/lang/String", 16));
+    ck_assert_ptr_nonnull(memmem(packed.data, packed.len, "hashField", 9));
+    free(plain.data);
+    free(packed.data);
+    free(in);
+}
+END_TEST
+
 /* Where it has none, the rule keeps them; under --redact with a filler for
  * their text, so that no literal goes out, while the names that come
  * after them wait again, and keep theirs when used. */
@@ -640,6 +719,30 @@ START_TEST(buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels
         free(one.data);
         free(multi.data);
     }
+    free(in);
+}
+END_TEST
+
+/* So do large arrays past the window: the buffers keep their pixels and
+ * merge as in a plain file, the merge resting on SHA-256 since the kept
+ * copy, compressed, cannot be read back. */
+START_TEST(buffers_past_the_window_wait_in_a_compressed_output_file)
+{
+    size_t len;
+    uint8_t *in = far_buffers_dump(&len);
+    struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_EMPTY, .window = HPROF_WINDOW_MIN };
+    struct shrunk plain, packed;
+    shrink_to_readable_file_with(in, len, &o, &plain);
+    shrink_to_compressed_file(in, len, &o, _i, &packed);
+    ck_assert_uint_eq(packed.stats.window_spilled.count, 3);
+    ck_assert_uint_eq(packed.stats.window_late, 0);
+    ck_assert_uint_eq(packed.stats.bitmap_duplicates.count, 1);
+    ck_assert_uint_eq(packed.stats.bitmap_bytes_compared, 0);
+    assert_same_pixels(in, len, &packed);
+    ck_assert_uint_eq(packed.len, plain.len);
+    ck_assert(memcmp(packed.data, plain.data, plain.len) == 0);
+    free(plain.data);
+    free(packed.data);
     free(in);
 }
 END_TEST
@@ -1287,12 +1390,14 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, names_past_the_window_wait_in_the_output_file);
     tcase_add_test(same, a_class_whose_superclass_is_not_dumped_is_refused_as_by_the_multi_pass_shrink);
     tcase_add_loop_test(same, an_object_dumped_twice_is_refused_as_by_the_multi_pass_shrink, 0, 2);
+    tcase_add_loop_test(same, names_past_the_window_wait_in_a_compressed_output_file, 0, 2);
     tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);
     tcase_add_test(same, buffers_past_the_window_wait_in_the_output_file_and_keep_their_pixels);
+    tcase_add_loop_test(same, buffers_past_the_window_wait_in_a_compressed_output_file, 0, 2);
     tcase_add_test(same, without_a_spill_buffers_past_the_window_are_decided_by_the_rule);
     tcase_add_test(same, bitmaps_past_the_window_wait_apart_for_their_buffers_to_merge);
     tcase_add_loop_test(same, dump_data_buffers_in_chunks_hold_what_they_name_until_they_end, 0, 2);

@@ -2246,16 +2246,18 @@ planted_secrets() {
         secrets() { "$B/tests/hprof-secrets" "$d/$corpus.secrets" "$1" > "$d/found" || die "hprof-secrets $1"; }
         secrets "$in"
         grep ' absent$' "$d/found" && die "$corpus: the input lacks planted secrets"
-        # "pipe": one pass from a pipe; "stdout": and into a pipe, where
+        # "pipe": one pass from a pipe (names past the window wait in the
+        # output's file, gzip's too); "stdout": and into a pipe, where
         # nothing waits in the output's file
         modes="default|--arrays=zero|--arrays=remove|--redact|--redact=strings|--redact --redact-fields|-z"
         modes="$modes|pipe --redact --redact-fields|pipe --window=1M --redact --redact-fields"
-        modes="$modes|stdout --window=1M --redact --redact-fields"
+        modes="$modes|stdout --window=1M --redact --redact-fields|pipe -z --redact --redact-fields"
         [ $corpus = android ] && modes="$modes|--jvm|--jvm --redact --redact-fields"
         echo "$modes" | tr '|' '\n' > "$d/modes"
         while read -r mode; do
             args=$mode; [ "$mode" = default ] && args=""
-            out=$d/out.hprof; [ "$mode" = -z ] && out=$d/out.hprof.gz
+            out=$d/out.hprof
+            case $mode in *-z*) out=$d/out.hprof.gz ;; esac
             rm -f "$d/out.hprof" "$d/out.hprof.gz"
             case $mode in
             pipe*) cat "$in" | TMPDIR=$d/none "$B/hprof-shrink" -q ${args#pipe } - "$out" ;;

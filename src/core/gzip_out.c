@@ -324,6 +324,7 @@ struct hprof_sink *gzip_sink_new(int fd, int level, unsigned threads, enum gzip_
     g->base.ops = &gzip_ops;
     g->base.err = err;
     g->fd = fd;
+    (void)sink_scratch_open(&g->base, fd);
     /* One thread: compress inline, no worker to hand blocks to. */
     g->threads = threads > 1 ? threads : 0;
     if (gzip_start(g, level, backend) != HPROF_OK) {

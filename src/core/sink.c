@@ -49,6 +49,34 @@ int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err)
     return put_all(fd, buf, len, -1, err);
 }
 
+/* pread(2), again when a signal interrupts it. */
+static ssize_t pread_retrying(int fd, void *buf, size_t len, uint64_t offset)
+{
+    ssize_t n;
+    do
+        n = pread(fd, buf, len, (off_t)offset);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/* The `len` bytes at `at` of the area `what` of `fd`'s file, which starts
+ * at file offset `base`, read whole. */
+static int read_whole(int fd, uint64_t base, const char *what, uint64_t at, void *buf, size_t len,
+                      struct hprof_error *err)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = pread_retrying(fd, p, len, base + at);
+        if (n <= 0)
+            return hprof_error_set(err, HPROF_ERR_IO, "%s offset 0x%" PRIx64 ": read: %s", what,
+                                   at, n < 0 ? strerror(errno) : "the file is shorter");
+        p += n;
+        at += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return HPROF_OK;
+}
+
 /* No more writes through the room: they must see the sink's state. */
 static void close_room(struct hprof_sink *s)
 {
@@ -88,6 +116,86 @@ int sink_copy(struct hprof_sink *s, int from, uint64_t offset, const void *buf, 
     return took(s, s->ops->copy(s, from, offset, buf, len, next), len);
 }
 
+/* ---- Scratch area ------------------------------------------------------ */
+
+/* Scratch writes fail without failing the sink: the caller keeps its
+ * bytes another way (the one-pass shrink decides them by its rule). */
+int sink_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
+{
+    struct file_scratch *fs = &s->scratch;
+    if (s->failed || s->finished || !fs->on || s->bytes >= SINK_SCRATCH_AT ||
+        at > SINK_SCRATCH_AT)
+        return HPROF_ERR_USAGE;
+    struct hprof_error quiet = { 0 };
+    uint64_t file_at = fs->start + SINK_SCRATCH_AT + at;
+    struct rlimit max;
+    /* past a limit on file size the kernel would send SIGXFSZ, which
+     * kills a process that does not ignore it */
+    if (getrlimit(RLIMIT_FSIZE, &max) == 0 && max.rlim_cur != RLIM_INFINITY &&
+        file_at + len > (uint64_t)max.rlim_cur)
+        return HPROF_ERR_IO;
+    fs->used = 1;
+    return put_all(fs->fd, buf, len, (int64_t)file_at, &quiet);
+}
+
+int sink_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
+{
+    struct file_scratch *fs = &s->scratch;
+    if (s->failed || !fs->on)
+        return hprof_error_set(s->err, HPROF_ERR_USAGE, "scratch read from a failed sink");
+    return took(s, read_whole(fs->fd, fs->start + SINK_SCRATCH_AT, "scratch", at, buf, len, s->err),
+                0);
+}
+
+void sink_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len)
+{
+    if (s->failed || !s->scratch.on || len == 0)
+        return;
+#ifdef FALLOC_FL_PUNCH_HOLE
+    /* a file system that cannot punch keeps the blocks until the cut */
+    (void)fallocate(s->scratch.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    (off_t)(s->scratch.start + SINK_SCRATCH_AT + at), (off_t)len);
+#else
+    (void)at;
+#endif
+}
+
+/* Whether `fd` is a regular file that pwrite() and pread() reach, from
+ * `*start` (its offset now) on: seekable, open for reading too, and not
+ * for appending (where Linux's pwrite() writes at the end too). */
+static int readable_file(int fd, uint64_t *start)
+{
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    int flags = fcntl(fd, F_GETFL);
+    struct stat st; /* a device that seeks (/dev/null) reads back nothing */
+    *start = at >= 0 ? (uint64_t)at : 0;
+    return at >= 0 && flags >= 0 && !(flags & O_APPEND) && (flags & O_ACCMODE) == O_RDWR &&
+           fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int sink_scratch_open(struct hprof_sink *s, int fd)
+{
+    struct file_scratch *fs = &s->scratch;
+    fs->on = readable_file(fd, &fs->start);
+    fs->fd = fd;
+    fs->used = 0;
+    return fs->on;
+}
+
+/* The file cut back to where its writes end, once its scratch area was
+ * used: the output, whatever its encoding, is all that stays. */
+static int cut_scratch(struct hprof_sink *s, struct hprof_error *err)
+{
+    struct file_scratch *fs = &s->scratch;
+    if (!fs->used)
+        return HPROF_OK;
+    fs->used = 0;
+    off_t end = lseek(fs->fd, 0, SEEK_CUR);
+    if (end >= 0 && ftruncate(fs->fd, end) == 0)
+        return HPROF_OK;
+    return hprof_error_set(err, HPROF_ERR_IO, "truncate: %s", strerror(errno));
+}
+
 /* Give back the blocks reserved past the end of the file, whatever the
  * bookkeeping says (a fallocate() that fails on a full disk may keep part
  * of what it allocated).  Cutting the file at its own size never changes
@@ -103,7 +211,9 @@ static void release_reserve(struct hprof_sink *s)
 
 int hprof_sink_finish(struct hprof_sink *s)
 {
+    struct hprof_error quiet = { 0 };
     if (s->failed) {
+        (void)cut_scratch(s, &quiet);
         release_reserve(s);
         return s->err && s->err->code ? s->err->code : HPROF_ERR_IO;
     }
@@ -111,6 +221,8 @@ int hprof_sink_finish(struct hprof_sink *s)
         return HPROF_OK;
     s->finished = 1;
     int rc = s->ops->finish(s); /* drains the room */
+    if (rc == HPROF_OK)
+        rc = cut_scratch(s, s->err);
     close_room(s);
     release_reserve(s);
     if (rc != HPROF_OK)
@@ -142,27 +254,6 @@ int sink_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
     return took(s, s->ops->read_back(s, at, buf, len), 0);
 }
 
-int sink_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
-{
-    if (s->failed || s->finished || !sink_has_scratch(s) || s->bytes >= SINK_SCRATCH_AT ||
-        at > SINK_SCRATCH_AT)
-        return HPROF_ERR_USAGE;
-    return s->ops->scratch_write(s, at, buf, len);
-}
-
-int sink_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
-{
-    if (s->failed || !sink_has_scratch(s))
-        return hprof_error_set(s->err, HPROF_ERR_USAGE, "scratch read from a failed sink");
-    return took(s, s->ops->scratch_read(s, at, buf, len), 0);
-}
-
-void sink_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len)
-{
-    if (!s->failed && sink_has_scratch(s) && len > 0)
-        s->ops->scratch_release(s, at, len);
-}
-
 uint64_t hprof_sink_bytes(const struct hprof_sink *s)
 {
     return s->bytes;
@@ -170,8 +261,11 @@ uint64_t hprof_sink_bytes(const struct hprof_sink *s)
 
 void hprof_sink_free(struct hprof_sink *s)
 {
-    if (s != NULL)
-        s->ops->free(s);
+    struct hprof_error quiet = { 0 };
+    if (s == NULL)
+        return;
+    (void)cut_scratch(s, &quiet);
+    s->ops->free(s);
 }
 
 /* ---- File descriptor ---------------------------------------------------- */
@@ -280,7 +374,6 @@ struct fd_sink {
     struct hprof_sink base;
     int fd;
     uint64_t start;         /* the file offset of the first byte (seekable files) */
-    int scratch_used;       /* the file reaches into the scratch area */
     struct copy_ahead *ahead; /* NULL: copies read on the caller's thread */
 };
 
@@ -303,16 +396,6 @@ static int fd_write(struct hprof_sink *s, const void *buf, size_t len)
     memcpy(s->room, buf, len);
     s->room_len = len;
     return HPROF_OK;
-}
-
-/* pread(2), again when a signal interrupts it. */
-static ssize_t pread_retrying(int fd, void *buf, size_t len, uint64_t offset)
-{
-    ssize_t n;
-    do
-        n = pread(fd, buf, len, (off_t)offset);
-    while (n < 0 && errno == EINTR);
-    return n;
 }
 
 static void copy_ahead_task(void *arg)
@@ -430,27 +513,14 @@ static int fd_copy(struct hprof_sink *s, int from, uint64_t offset, const void *
     return rc;
 }
 
-/* The file cut back to the output, once its scratch area was used. */
-static int drop_scratch(struct fd_sink *f)
-{
-    if (!f->scratch_used)
-        return HPROF_OK;
-    f->scratch_used = 0;
-    if (ftruncate(f->fd, (off_t)(f->start + f->base.bytes)) == 0)
-        return HPROF_OK;
-    return hprof_error_set(f->base.err, HPROF_ERR_IO, "truncate: %s", strerror(errno));
-}
-
 static int fd_finish(struct hprof_sink *s)
 {
     struct fd_sink *f = (struct fd_sink *)s;
-    int rc = fd_flush(f);
-    return rc == HPROF_OK ? drop_scratch(f) : rc;
+    return fd_flush(f);
 }
 
 static void fd_free(struct hprof_sink *s)
 {
-    (void)drop_scratch((struct fd_sink *)s);
     copy_ahead_free(((struct fd_sink *)s)->ahead);
     free(s->room);
     free(s);
@@ -476,69 +546,18 @@ static int fd_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t l
     return HPROF_OK;
 }
 
-/* The `len` bytes at `at` of the area `what` that starts `base` bytes
- * into the sink's part of the file, read whole. */
-static int read_exactly(struct hprof_sink *s, const char *what, uint64_t base, uint64_t at,
-                        uint8_t *p, size_t len)
-{
-    struct fd_sink *f = (struct fd_sink *)s;
-    while (len > 0) {
-        ssize_t n = pread_retrying(f->fd, p, len, f->start + base + at);
-        if (n <= 0)
-            return hprof_error_set(s->err, HPROF_ERR_IO, "%s offset 0x%" PRIx64 ": read: %s",
-                                   what, at, n < 0 ? strerror(errno) : "the file is shorter");
-        p += n;
-        at += (uint64_t)n;
-        len -= (size_t)n;
-    }
-    return HPROF_OK;
-}
-
 /* Bytes still in the room are read there, the others from the file (an
  * output opened write-only cannot be read: EBADF says so). */
 static int fd_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
 {
+    const struct fd_sink *f = (const struct fd_sink *)s;
     uint64_t room_at = s->bytes - s->room_len;
     uint8_t *p = buf;
     size_t from_file = at >= room_at ? 0 : at + len <= room_at ? len : (size_t)(room_at - at);
-    int rc = read_exactly(s, "output", 0, at, p, from_file);
+    int rc = read_whole(f->fd, f->start, "output", at, p, from_file, s->err);
     if (rc == HPROF_OK && len > from_file)
         memcpy(p + from_file, s->room + (at + from_file - room_at), len - from_file);
     return rc;
-}
-
-/* Scratch writes fail without failing the sink: the caller keeps its
- * bytes another way (the one-pass shrink decides them by its rule). */
-static int fd_scratch_write(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)
-{
-    struct fd_sink *f = (struct fd_sink *)s;
-    struct hprof_error quiet = { 0 };
-    uint64_t file_at = f->start + SINK_SCRATCH_AT + at;
-    struct rlimit max;
-    /* past a limit on file size the kernel would send SIGXFSZ, which
-     * kills a process that does not ignore it */
-    if (getrlimit(RLIMIT_FSIZE, &max) == 0 && max.rlim_cur != RLIM_INFINITY &&
-        file_at + len > (uint64_t)max.rlim_cur)
-        return HPROF_ERR_IO;
-    f->scratch_used = 1;
-    return put_all(f->fd, buf, len, (int64_t)file_at, &quiet);
-}
-
-static int fd_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len)
-{
-    return read_exactly(s, "scratch", SINK_SCRATCH_AT, at, buf, len);
-}
-
-static void fd_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len)
-{
-#ifdef FALLOC_FL_PUNCH_HOLE
-    struct fd_sink *f = (struct fd_sink *)s;
-    /* a file system that cannot punch keeps the blocks until the cut */
-    (void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                    (off_t)(f->start + SINK_SCRATCH_AT + at), (off_t)len);
-#else
-    (void)s, (void)at, (void)len;
-#endif
 }
 
 static const struct sink_ops fd_ops = { .write = fd_write, .finish = fd_finish, .free = fd_free };
@@ -548,8 +567,7 @@ static const struct sink_ops fd_seekable_ops = {
 /* A file open for reading too: what was written can be read back. */
 static const struct sink_ops fd_readable_ops = {
     .write = fd_write, .finish = fd_finish, .free = fd_free, .patch = fd_patch, .copy = fd_copy,
-    .read_back = fd_read_back, .scratch_write = fd_scratch_write, .scratch_read = fd_scratch_read,
-    .scratch_release = fd_scratch_release,
+    .read_back = fd_read_back,
 };
 
 struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
@@ -567,9 +585,7 @@ struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err)
     off_t start = lseek(fd, 0, SEEK_CUR);
     int flags = fcntl(fd, F_GETFL);
     int seekable = start >= 0 && flags >= 0 && !(flags & O_APPEND);
-    struct stat st; /* a device that seeks (/dev/null) reads back nothing */
-    int readable = seekable && (flags & O_ACCMODE) == O_RDWR && fstat(fd, &st) == 0 &&
-                   S_ISREG(st.st_mode);
+    int readable = sink_scratch_open(&f->base, fd);
     f->base.ops = readable ? &fd_readable_ops : seekable ? &fd_seekable_ops : &fd_ops;
     f->base.err = err;
     f->base.room = buf;

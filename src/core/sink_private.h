@@ -24,11 +24,17 @@ struct sink_ops {
     /* Read bytes already written back (sink_read_back()); NULL where they
      * are gone. */
     int (*read_back)(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
-    /* Write and read a scratch area of the same file, far past the output
-     * (sink_scratch_write()); NULL where there is none. */
-    int (*scratch_write)(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
-    int (*scratch_read)(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
-    void (*scratch_release)(struct hprof_sink *s, uint64_t at, uint64_t len);
+};
+
+/* The scratch area of the file a sink writes (sink_scratch_write()): any
+ * sink whose file is a regular one, open for reading too, has one, since
+ * bytes far past the output are the file's own whatever the output's
+ * encoding (gzip, zstd).  Written and read on the sink's thread only. */
+struct file_scratch {
+    int on;
+    int fd;
+    uint64_t start;         /* the file offset of the output's first byte */
+    int used;               /* the file reaches into the area */
 };
 
 struct hprof_sink {
@@ -52,6 +58,7 @@ struct hprof_sink {
      * where the next write lands; `reserving` once both are known. */
     uint64_t preallocate_step, file_pos, reserved_to;
     int reserving, reserve_fd;
+    struct file_scratch scratch;
 };
 
 /* hprof_sink_write(), inline while 1 or more bytes fit the sink's room
@@ -111,15 +118,16 @@ int sink_read_back(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
 /* Whether `s` has a scratch area (sink_scratch_write()). */
 static inline int sink_has_scratch(const struct hprof_sink *s)
 {
-    return s->ops->scratch_write != NULL;
+    return s->scratch.on;
 }
 
-/* A file sink opened for reading too keeps bytes its user will want later
- * (the one-pass shrink's large arrays waiting for a claim) in a scratch
- * area of the file, SINK_SCRATCH_AT bytes past the output's start: the
- * blocks between are never written (a sparse file), and the file is cut
- * back to the output when the sink is finished or freed.  Nothing about
- * the output changes; `at` counts from the area's start.
+/* A sink writing a regular file opened for reading too keeps bytes its
+ * user will want later (the one-pass shrink's large arrays waiting for a
+ * claim, names not used yet) in a scratch area of the file,
+ * SINK_SCRATCH_AT bytes past the output's start: the blocks between are
+ * never written (a sparse file), and the file is cut back to the output
+ * when the sink is finished or freed.  Nothing about the output changes;
+ * `at` counts from the area's start.
  * sink_scratch_write() @return HPROF_OK, or an error code with no message
  * set that leaves the sink usable (a file system may refuse a file that
  * large: EFBIG); the caller then does without.  sink_scratch_read() @return
@@ -130,6 +138,10 @@ int sink_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
 /* The `len` scratch bytes at `at` will not be read again: their blocks go
  * back to the file system (where it can punch holes). */
 void sink_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len);
+/* Give `s`, a new sink writing to `fd`, the scratch area of fd's file
+ * where it can have one (a regular file, seekable, open for reading and
+ * not for appending).  @return whether it has. */
+int sink_scratch_open(struct hprof_sink *s, int fd);
 
 /* Whether sink_patch() works on `s`. */
 static inline int sink_can_patch(const struct hprof_sink *s)

@@ -121,6 +121,7 @@ struct hprof_sink *hprof_sink_new_zstd(int fd, int level, unsigned threads,
     z->base.ops = &zstd_ops;
     z->base.err = err;
     z->fd = fd;
+    (void)sink_scratch_open(&z->base, fd);
     z->out_cap = ZSTD_CStreamOutSize();
     z->base.room_cap = ZSTD_CStreamInSize();
     z->out = malloc(z->out_cap);

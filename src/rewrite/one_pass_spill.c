@@ -6,9 +6,10 @@
  * A collector may place a pixel buffer far from its Bitmap: a
  * bitmap-heavy HotSpot dump of 2 GB had 69-89 of them more than 64 MiB
  * before, and an Android one a buffer larger than the window.  Decided by
- * the rule, such a buffer loses its pixels.  Where the output is a file
- * that can be read again, an array of SPILL_MIN bytes or more that the
- * rule would decide goes to the scratch area instead, and waits there:
+ * the rule, such a buffer loses its pixels.  Where the output goes to a
+ * file that can be read again (compressed or not), an array of SPILL_MIN
+ * bytes or more that the rule would decide goes to the scratch area
+ * instead, and waits there:
  * claimed, it goes down the chain at once with its verdict, its contents
  * read back (a String's value that waits for keep rules, when its heap
  * dump ends); past the spill limit, the oldest unclaimed leave by the
@@ -38,7 +39,7 @@ int one_pass_spill_init(struct one_pass *op)
     struct one_pass_spill *s = &op->spill;
     uint64_t limit = op->opt.spill;
     memset(s, 0, sizeof *s);
-    if (limit == HPROF_SPILL_OFF || !op->confirm_by_reading || !sink_has_scratch(op->sink))
+    if (limit == HPROF_SPILL_OFF || !sink_has_scratch(op->sink))
         return HPROF_OK;
     s->limit = limit != 0 ? limit : 8 * op->window.limit;
     return HPROF_OK;
