@@ -328,6 +328,9 @@ HPROF_API int hprof_sink_write(struct hprof_sink *s, const void *buf, size_t len
 HPROF_API int hprof_sink_finish(struct hprof_sink *s);
 /* Uncompressed bytes accepted so far. */
 HPROF_API uint64_t hprof_sink_bytes(const struct hprof_sink *s);
+/* Bytes written to the sink's file descriptor so far: after gzip or zstd,
+ * and to a pipe as to a file (0 for a memory sink). */
+HPROF_API uint64_t hprof_sink_file_bytes(const struct hprof_sink *s);
 
 /* hprof_sink_set_writeback() :
  * For a file sink (fd, gzip or zstd) whose caller will fsync() the file when it

@@ -558,7 +558,14 @@ t_progress() {
     expect 0 "$B/hprof-shrink" -q -f "$d/x.hprof" "$d/a.hprof"
     [ ! -s "$T/err" ] || die "-q printed: $(cat "$T/err")"
     expect 0 "$B/hprof-shrink" -z - - < "$d/x.hprof"
-    grep -q "^standard input -> standard output: .* before gzip " "$T/err" || die "stdin summary: $(cat "$T/err")"
+    grep -Eqx "standard input -> standard output: [0-9.]+ [kM]B -> [0-9.]+ [kM]B \([0-9.]+%\), [0-9.]+ s" "$T/err" ||
+        die "stdin summary: $(cat "$T/err")"
+    # the bytes that went to standard output, after gzip or zstd
+    for z in -z --zstd; do
+        expect 0 "$B/hprof-shrink" $z --json - - < "$d/x.hprof"
+        grep -q "\"bytes_written\":$(wc -c < "$T/out")," "$T/err" ||
+            die "$z --json into standard output: bytes_written is not $(wc -c < "$T/out"): $(cat "$T/err")"
+    done
     # a terminal: one line redrawn in place, bytes and a rate, no pass
     # counter, a percentage that never goes back; the summary stays
     for cmd in "hprof-shrink -f $d/x.hprof $d/a.hprof" "hprof-shrink -f -z fixtures/android-synth.hprof.gz $d/b.gz" \

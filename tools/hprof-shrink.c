@@ -541,19 +541,15 @@ static void print_json(FILE *f, const struct options *o, const struct hprof_shri
 /* On success, unless -q: "in -> out: 301 MB -> 49 MB (16.3%), 0.11 s" on
  * stderr, the line batch mode prints for each file. */
 static void print_summary(const struct options *o, const struct hprof_shrink_stats *s,
-                          uint64_t written, int out_is_file, double secs)
+                          uint64_t written, double secs)
 {
     char in[32], out[32];
-    /* a gzip or zstd stream to a pipe or device: only its uncompressed size
-     * is known */
-    int compressed_unknown = *output_suffix(o) != '\0' && !out_is_file;
-    uint64_t n = out_is_file && written ? written : s->bytes_out;
+    uint64_t n = written ? written : s->bytes_out;
     cli_format_bytes(in, sizeof in, s->bytes_in);
     cli_format_bytes(out, sizeof out, n);
-    fprintf(stderr, "%s -> %s: %s -> %s%s (%.1f%%), %.2f s\n",
+    fprintf(stderr, "%s -> %s: %s -> %s (%.1f%%), %.2f s\n",
             strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in),
             strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out), in, out,
-            !compressed_unknown ? "" : o->gzip_level ? " before gzip" : " before zstd",
             ratio(n, s->bytes_in), secs);
 }
 
@@ -696,8 +692,10 @@ static int run_shrink(struct options *o, struct run *run, const struct cli_outpu
         cli_salvage_collect(&o->salvaged, run->r, 1);
     cli_progress_done(&run->progress);
     struct stat st;
-    if (rc == HPROF_OK && out->tmp != NULL && fstat(out->fd, &st) == 0)
-        run->written = (uint64_t)st.st_size;
+    if (rc == HPROF_OK)
+        run->written = out->tmp != NULL && fstat(out->fd, &st) == 0
+                           ? (uint64_t)st.st_size
+                           : hprof_sink_file_bytes(run->sink);
     return rc;
 }
 
@@ -716,8 +714,7 @@ static int report_failure(const struct options *o, const struct run *run, int rc
 }
 
 /* What a successful shrink prints, by mode. */
-static void report_success(const struct options *o, const struct run *run, int out_is_file,
-                           const char *name)
+static void report_success(const struct options *o, const struct run *run, const char *name)
 {
     const struct hprof_shrink_stats *s = &run->stats;
     if (o->batch && !o->json) {
@@ -738,7 +735,7 @@ static void report_success(const struct options *o, const struct run *run, int o
                   cli_quote(name), s->window_late, s->window_late == 1 ? "" : "s",
                   s->window_late == 1 ? "it" : "they");
     if (!o->batch && !o->quiet && !o->json && !o->stats)
-        print_summary(o, s, run->written, out_is_file, cli_progress_seconds(&run->progress));
+        print_summary(o, s, run->written, cli_progress_seconds(&run->progress));
     if (o->stats)
         print_stats(stderr, o, s, run->written);
     if (o->json)
@@ -780,10 +777,9 @@ int shrink_file(struct options *o)
     /* the input as it was before it was read: one changed since is redone */
     if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode))
         record_input_identity(out.fd, o->out, &in_st);
-    int out_is_file = out.tmp != NULL;
     if ((code = cli_output_commit(&out)) != 0)
         return code;
-    report_success(o, &run, out_is_file, name);
+    report_success(o, &run, name);
     return EXIT_OK;
 }
 

@@ -259,6 +259,11 @@ uint64_t hprof_sink_bytes(const struct hprof_sink *s)
     return s->bytes;
 }
 
+uint64_t hprof_sink_file_bytes(const struct hprof_sink *s)
+{
+    return s->file_bytes;
+}
+
 void hprof_sink_free(struct hprof_sink *s)
 {
     struct hprof_error quiet = { 0 };
@@ -336,8 +341,10 @@ int sink_write_file(struct hprof_sink *s, int fd, const void *buf, size_t len)
 {
     reserve_ahead(s, fd, len);
     int rc = sink_write_fd(fd, buf, len, s->err);
-    if (rc == HPROF_OK)
+    if (rc == HPROF_OK) {
+        s->file_bytes += len;
         wrote(s, fd, len);
+    }
     return rc;
 }
 

@@ -53,6 +53,7 @@ struct hprof_sink {
      * last request to write it back, and how many requests were made. */
     uint64_t writeback_step, unsynced;
     uint64_t writebacks;
+    uint64_t file_bytes;    /* hprof_sink_file_bytes() */
     /* hprof_sink_set_preallocate(): the file's blocks are reserved up to
      * `reserved_to`, `preallocate_step` at a time ahead of `file_pos`,
      * where the next write lands; `reserving` once both are known. */
