@@ -538,6 +538,77 @@ START_TEST(names_past_the_window_wait_in_a_compressed_output_file)
 }
 END_TEST
 
+/* A String, its char[] value, 1.5 MiB of arrays nothing claims yet, then
+ * the holder a keep rule names the String by (Keep.key). */
+static uint8_t *late_keep_rule_dump(const char *text, size_t *len)
+{
+    static const uint8_t an_object[1] = { HPROF_TYPE_OBJECT };
+    static const uint64_t value_name[1] = { 0x13 }, key_name[1] = { 0x14 };
+    static uint8_t filler[32u << 10];
+    uint8_t chars[128], ref[4] = { 0, 0, 0x07, 0 }; /* 0x700 */
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i++) {
+        chars[2 * i] = 0;
+        chars[2 * i + 1] = (uint8_t)text[i];
+    }
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 0x11, "java.lang.String");
+    tb_string(&b, 0x12, "Keep");
+    tb_string(&b, 0x13, "value");
+    tb_string(&b, 0x14, "key");
+    tb_load_class(&b, 1, 0x100, 0x11);
+    tb_load_class(&b, 2, 0x120, 0x12);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(&b, 0x100, 0, value_name, an_object, 1);
+    tb_class_named(&b, 0x120, 0, key_name, an_object, 1);
+    tb_instance(&b, 0x600, 0x100, ref, 4);
+    tb_prim_array(&b, 0x700, HPROF_TYPE_CHAR, (uint32_t)n, chars);
+    for (uint32_t i = 0; i < 48; i++)
+        tb_prim_array(&b, 0x100000 + 0x10 * i, HPROF_TYPE_BYTE, sizeof filler, filler);
+    ref[2] = 0x06; /* the String */
+    tb_instance(&b, 0x510, 0x120, ref, 4);
+    return end_heap_dump(&b, len);
+}
+
+/* The rule's holder comes after the String's value left a full window,
+ * its text redacted (the multi-pass shrink keeps it): late, so that the
+ * report and the warning say the views differ; a window that holds the
+ * value keeps the text. */
+START_TEST(a_keep_rule_after_its_strings_value_left_the_window_is_late)
+{
+    static const char *const keep_key[] = { "Keep.key" };
+    const char *text = "LateHolderKeyText";
+    uint8_t chars[128];
+    size_t len, n = 0;
+    for (const char *c = text; *c; c++, n += 2) {
+        chars[n] = 0;
+        chars[n + 1] = (uint8_t)*c;
+    }
+    uint8_t *in = late_keep_rule_dump(text, &len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_keep = keep_key,
+                                      .n_redact_keep = 1, .window = HPROF_WINDOW_MIN };
+    struct shrunk small, roomy, multi;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &small, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_ptr_null(memmem(small.data, small.len, chars, n));
+    ck_assert_uint_eq(small.stats.window_late, 1);
+    o.window = 0;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &roomy, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(memmem(roomy.data, roomy.len, chars, n));
+    ck_assert_uint_eq(roomy.stats.window_late, 0);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(memmem(multi.data, multi.len, chars, n));
+    ck_assert_uint_eq(small.stats.strings_kept_by_rule, multi.stats.strings_kept_by_rule);
+    ck_assert_uint_eq(roomy.stats.strings_kept_by_rule, 1);
+    free(small.data);
+    free(roomy.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
 /* Where it has none, the rule keeps them; under --redact with a filler for
  * their text, so that no literal goes out, while the names that come
  * after them wait again, and keep theirs when used. */
@@ -1392,6 +1463,7 @@ static Suite *one_pass_suite(void)
     tcase_add_loop_test(same, an_object_dumped_twice_is_refused_as_by_the_multi_pass_shrink, 0, 2);
     tcase_add_loop_test(same, names_past_the_window_wait_in_a_compressed_output_file, 0, 2);
     tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
+    tcase_add_test(same, a_keep_rule_after_its_strings_value_left_the_window_is_late);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);

@@ -400,6 +400,8 @@ int one_pass_reset_dump(struct one_pass *op)
     id_table_free(&op->claims);
     one_pass_slots_free(op);
     one_pass_value_owners_free(op);
+    if (rc == HPROF_OK)
+        rc = one_pass_value_owners_init(op);
     one_pass_spill_reset(op);
     if (idmap_reset(&op->device) != HPROF_OK)
         rc = HPROF_ERR_NOMEM;
@@ -561,6 +563,7 @@ static int end_dump(struct one_pass *op)
     if (rc == HPROF_OK)
         rc = flush_window(op);
     op->st->window_late += late_claims(op);
+    op->st->strings_kept_by_rule += op->redact.exempt_strings.count;
     op->st->dumps++;
     if (rc == HPROF_OK)
         rc = one_pass_reset_dump(op);

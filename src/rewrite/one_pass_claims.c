@@ -478,8 +478,30 @@ int one_pass_note_value_owner(struct one_pass *op, uint64_t value, uint64_t owne
     return HPROF_OK;
 }
 
+/* Its value went by with its text redacted (a String a rule had named
+ * then is named already, and this is not called): the multi-pass shrink
+ * keeps that text. */
+void one_pass_string_named(void *ctx, uint64_t string_id)
+{
+    struct one_pass *op = ctx;
+    if (op->hold_values && idfilter_maybe(&op->values_gone, string_id))
+        op->st->window_late++;
+}
+
+int one_pass_value_owners_init(struct one_pass *op)
+{
+    if (!op->hold_values)
+        return HPROF_OK;
+    op->redact.on_exempt = one_pass_string_named;
+    op->redact.on_exempt_ctx = op;
+    return idfilter_init(&op->values_gone, VALUES_GONE_BYTES) == HPROF_OK ? HPROF_OK
+                                                                         : nomem(op);
+}
+
 void one_pass_value_owners_free(struct one_pass *op)
 {
+    if (op->values_gone.words != NULL)
+        idfilter_free(&op->values_gone);
     id_table_free(&op->value_owner);
     id_table_free(&op->value_covers);
     id_table_free(&op->more_owners_last);
@@ -492,6 +514,7 @@ void one_pass_value_owners_free(struct one_pass *op)
  * named the String, or a static of android.os.Build (the device's text). */
 static int exempt_for(struct one_pass *op, uint64_t value, uint64_t owner, uint64_t covers)
 {
+    idfilter_add(&op->values_gone, owner);
     int rc = one_pass_exempt_value(op, owner, value, covers);
     if (rc == HPROF_OK && idmap_has(&op->device, owner))
         rc = one_pass_keep_device_text(op, value);

@@ -60,6 +60,8 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     one_pass_sync_redact_plan(op);
     op->hold_values = op->opt.redact != HPROF_REDACT_NONE && op->redact.n_rules > 0;
     if (rc == HPROF_OK)
+        rc = one_pass_value_owners_init(op);
+    if (rc == HPROF_OK)
         rc = one_pass_system_init(op);
     if (rc == HPROF_OK)
         rc = one_pass_spill_init(op);

@@ -377,9 +377,14 @@ int redact_resolve_classes(struct redaction *r)
 static int exempt_string(struct redaction *r, uint64_t id, uint64_t how)
 {
     uint64_t was;
-    if (id == 0 || (idmap_get(&r->exempt_strings, id, &was) && was <= how))
+    int named_before = id != 0 && idmap_get(&r->exempt_strings, id, &was);
+    if (id == 0 || (named_before && was <= how))
         return HPROF_OK;
-    return idmap_put(&r->exempt_strings, id, how) == HPROF_OK ? HPROF_OK : nomem(r);
+    if (idmap_put(&r->exempt_strings, id, how) != HPROF_OK)
+        return nomem(r);
+    if (!named_before && r->on_exempt != NULL)
+        r->on_exempt(r->on_exempt_ctx, id);
+    return HPROF_OK;
 }
 
 int redact_exempt_string(struct redaction *r, uint64_t id)

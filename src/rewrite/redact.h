@@ -85,6 +85,10 @@ struct redaction {
     size_t n_exempt_at, cap_exempt_at;
     struct idmap exempt_strings;/* String id -> EXEMPT_* */
     struct idmap exempt_values; /* their value arrays -> EXEMPT_* */
+    /* Told of each String a rule names for the first time (NULL: nobody):
+     * the one pass, whose String may have gone by with its text. */
+    void (*on_exempt)(void *ctx, uint64_t string_id);
+    void *on_exempt_ctx;
     uint16_t table_slots[2][TABLE_SLOTS]; /* class (0), field (1) names: 1 + first entry */
     size_t table_longest[2];
     struct idmap table_classes; /* STRING id -> 1 + first field-table entry of that class */
