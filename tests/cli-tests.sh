@@ -389,6 +389,20 @@ t_special_outputs() {
     expect 0 "$B/hprof-shrink" -q "$d/x.hprof" "$d/fifo"
     wait $reader
     cmp -s "$d/ref.hprof" "$d/from-fifo.hprof" || die "FIFO output differs"
+    # a name of a descriptor (/dev/stdout, here through a link of our own
+    # so that the system's is never at stake; /dev/fd/N): written where it
+    # leads, a regular file too, even with -f; the link stays; the report
+    # goes to stderr, as with -
+    ln -s /proc/self/fd/1 "$d/stdout"
+    "$B/hprof-shrink" -f --json "$d/x.hprof" "$d/stdout" > "$d/via-stdout.hprof" 2> "$d/json" ||
+        die "OUT /dev/stdout: $(cat "$d/json")"
+    [ -L "$d/stdout" ] || die "OUT /dev/stdout: the link was replaced"
+    cmp -s "$d/ref.hprof" "$d/via-stdout.hprof" || die "OUT /dev/stdout: another output"
+    grep -q '"output":"-"' "$d/json" || die "OUT /dev/stdout: no report on stderr: $(cat "$d/json")"
+    "$B/hprof-shrink" -q "$d/x.hprof" /dev/fd/3 3> "$d/via-fd3.hprof" || die "OUT /dev/fd/3"
+    cmp -s "$d/ref.hprof" "$d/via-fd3.hprof" || die "OUT /dev/fd/3: another output"
+    expect 2 "$B/hprof-shrink" -q "$d/x.hprof" /dev/fd/9
+    grep -q 'descriptor 9 is not open' "$T/err" || die "OUT a closed descriptor: $(cat "$T/err")"
     # a directory: into it under IN's name, as cp does (.gz with -z)
     expect 0 "$B/hprof-shrink" -q "$d/x.hprof" "$d/dir"
     cmp -s "$d/ref.hprof" "$d/dir/x.hprof" || die "OUT a directory: $(ls "$d/dir")"

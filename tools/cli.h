@@ -113,9 +113,13 @@ uint64_t cli_writeback_step(uint64_t input_size);
  * opened now.  Refuses when `path` is the input (`input` is the input's
  * stat, or NULL), a directory, or exists and !force (and the commit will
  * not replace a file that appears meanwhile).  A character device or FIFO is opened and written in place (no
- * -f needed).  Refuses a terminal unless force.  @return 0, or an exit code (message
+ * -f needed), and so is a descriptor named by path (/dev/stdout).  Refuses a terminal unless force.  @return 0, or an exit code (message
  * printed). */
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input);
+/* The descriptor `path` names, through symbolic links (/dev/stdout,
+ * /dev/fd/3, /proc/self/fd/1), or -1: cli_output_open() writes it in
+ * place, as standard output. */
+int cli_descriptor_named(const char *path);
 /* The same for `name` in the directory of descriptor `at` (the caller's,
  * open until the commit or abort), with no check of what exists: `path`
  * names it in messages.  The temporary file is made there exclusively,

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,74 @@ static int open_direct(struct cli_output *o, const char *path, int force)
     return 0;
 }
 
+/* The number in `p` if it names one of this process's descriptors
+ * (/dev/fd/N, /proc/self/fd/N, /proc/PID/fd/N), else -1. */
+static int descriptor_in(const char *p)
+{
+    char own[40];
+    snprintf(own, sizeof own, "/proc/%ld/fd/", (long)getpid());
+    static const char *const dirs[] = { "/dev/fd/", "/proc/self/fd/", NULL };
+    size_t n = 0;
+    for (int i = 0; i < 3 && n == 0; i++) {
+        const char *dir = i < 2 ? dirs[i] : own;
+        if (strncmp(p, dir, strlen(dir)) == 0)
+            n = strlen(dir);
+    }
+    if (n == 0 || p[n] < '0' || p[n] > '9' || strlen(p + n) > 9)
+        return -1;
+    for (const char *d = p + n; *d; d++)
+        if (*d < '0' || *d > '9')
+            return -1;
+    return atoi(p + n);
+}
+
+int cli_descriptor_named(const char *path)
+{
+    char hop[PATH_MAX], link[PATH_MAX];
+    if (strlen(path) >= sizeof hop)
+        return -1;
+    strcpy(hop, path);
+    for (int hops = 0; hops < 8; hops++) {
+        int fd = descriptor_in(hop);
+        if (fd >= 0)
+            return fd;
+        ssize_t len = readlink(hop, link, sizeof link - 1);
+        if (len < 0)
+            return -1;
+        link[len] = '\0';
+        const char *slash = strrchr(hop, '/');
+        size_t keep = link[0] == '/' || slash == NULL ? 0 : (size_t)(slash - hop) + 1;
+        if (keep + (size_t)len >= sizeof hop)
+            return -1;
+        memcpy(hop + keep, link, (size_t)len + 1); /* a relative link: from its directory */
+    }
+    return -1;
+}
+
+/* Descriptor `fd`, which `path` names, written in place as standard
+ * output is (and never closed): replacing the name would replace the
+ * system's /dev/stdout link, not write where it leads. */
+static int open_descriptor(struct cli_output *o, const char *path, int fd, int force,
+                           const struct stat *input)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        cli_error("%s: descriptor %d is not open", cli_quote(path), fd);
+        return EXIT_USAGE;
+    }
+    if (input != NULL && st.st_dev == input->st_dev && st.st_ino == input->st_ino) {
+        cli_error("%s: output is the input; refusing to overwrite it", path);
+        return EXIT_USAGE;
+    }
+    if (isatty(fd) && !force) {
+        cli_error("%s: refusing to write a heap dump to a terminal (use -f to force)",
+                  cli_quote(path));
+        return EXIT_USAGE;
+    }
+    o->fd = fd;
+    return 0;
+}
+
 static void release_output_names(struct cli_output *o)
 {
     free(o->path);
@@ -141,6 +210,9 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
         o->fd = STDOUT_FILENO;
         return 0;
     }
+    int fd = cli_descriptor_named(path);
+    if (fd >= 0)
+        return open_descriptor(o, path, fd, force, input);
     if (stat(path, &st) == 0) {
         if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
             return open_direct(o, path, force);

@@ -349,7 +349,8 @@ static int parse_operands(int left, char **operands, struct options *o, int z_ba
     }
     if (left == 2) {
         o->in = operands[0];
-        o->out = operands[1];
+        /* /dev/stdout is standard output: reports go to stderr then */
+        o->out = cli_descriptor_named(operands[1]) == STDOUT_FILENO ? "-" : operands[1];
         if (*o->in == '\0' || *o->out == '\0')
             return cli_usage_error("an empty file name (use - for standard %s)",
                                    *o->in == '\0' ? "input" : "output");
