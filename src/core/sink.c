@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "errand.h"
@@ -171,6 +172,14 @@ static int readable_file(int fd, uint64_t *start)
     *start = at >= 0 ? (uint64_t)at : 0;
     return at >= 0 && flags >= 0 && !(flags & O_APPEND) && (flags & O_ACCMODE) == O_RDWR &&
            fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+uint64_t sink_scratch_room(const struct hprof_sink *s)
+{
+    struct statvfs vfs;
+    if (!s->scratch.on || fstatvfs(s->scratch.fd, &vfs) != 0)
+        return UINT64_MAX;
+    return (uint64_t)vfs.f_bavail * vfs.f_frsize;
 }
 
 int sink_scratch_open(struct hprof_sink *s, int fd)

@@ -139,6 +139,9 @@ int sink_scratch_read(struct hprof_sink *s, uint64_t at, void *buf, size_t len);
 /* The `len` scratch bytes at `at` will not be read again: their blocks go
  * back to the file system (where it can punch holes). */
 void sink_scratch_release(struct hprof_sink *s, uint64_t at, uint64_t len);
+/* Bytes the file system of `s`'s scratch area has free for us
+ * (UINT64_MAX where it does not say). */
+uint64_t sink_scratch_room(const struct hprof_sink *s);
 /* Give `s`, a new sink writing to `fd`, the scratch area of fd's file
  * where it can have one (a regular file, seekable, open for reading and
  * not for appending).  @return whether it has. */

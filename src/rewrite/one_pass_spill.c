@@ -27,6 +27,9 @@
 
 /* Arrays from this size may be set aside. */
 #define SPILL_MIN ((uint64_t)64 << 10)
+/* An array is set aside only where its file system keeps this much free
+ * after it, for the output: on a small disk the rule decides instead. */
+#define SPILL_RESERVE ((uint64_t)256 << 20)
 #define SPILL_CHUNK ((size_t)1 << 20)
 
 static int nomem(struct one_pass *op)
@@ -115,6 +118,19 @@ static int let_go_oldest(struct one_pass *op, int *gone)
     return one_pass_spill_send(op, &s->list[i], ARRAY_NOT_KEPT, NULL);
 }
 
+/* The file refused a write (its file system full, a limit on file size):
+ * nothing more is set aside, and what waits unclaimed leaves by the rule
+ * now, its blocks given back, so that the output has the room they took
+ * (a small disk would otherwise fail a run whose output fits it). */
+static int stop_setting_aside(struct one_pass *op)
+{
+    int rc = HPROF_OK, gone = 1;
+    op->spill.limit = 0;
+    while (rc == HPROF_OK && gone)
+        rc = let_go_oldest(op, &gone);
+    return rc;
+}
+
 /* Room for `bytes` more to wait, made by the rule; *room 0 where there is
  * none (larger than the limit, or what waits is claimed). */
 static int make_room(struct one_pass *op, uint64_t bytes, int *room)
@@ -134,10 +150,16 @@ static int add(struct one_pass *op, const struct hprof_primitive_array *a, uint6
 {
     struct one_pass_spill *s = &op->spill;
     *added = 0;
-    if (s->end + bytes > NAMES_SCRATCH_AT ||
-        sink_scratch_write(op->sink, s->end, data, have) != HPROF_OK) {
-        s->limit = 0; /* the file system will not: the rule, from here */
+    if (s->end + bytes > NAMES_SCRATCH_AT) {
+        s->limit = 0; /* the area is used up: the rule, from here */
         return HPROF_OK;
+    }
+    uint64_t room = sink_scratch_room(op->sink);
+    if (room < SPILL_RESERVE || room - SPILL_RESERVE < bytes)
+        return stop_setting_aside(op);
+    if (sink_scratch_write(op->sink, s->end, data, have) != HPROF_OK) {
+        sink_scratch_release(op->sink, s->end, have); /* what a short write wrote */
+        return stop_setting_aside(op);
     }
     struct spilled *grown = grow_array(s->list, &s->cap, s->n + 1, sizeof *grown);
     if (grown == NULL || id_table_put(&s->index, a->id, s->n + 1) != HPROF_OK) {
@@ -202,11 +224,12 @@ int one_pass_spill_chunk(struct one_pass *op, const struct hprof_primitive_array
                                "PRIMITIVE_ARRAY_DUMP: chunks out of order",
                                (unsigned long long)a->offset);
     if (sink_scratch_write(op->sink, e->at + s->open_have, a->data, a->length) != HPROF_OK) {
-        s->limit = 0;
         s->open = 0;
         count_add(&op->st->window_by_rule, e->array.length);
         int rc = send_from(op, e, ARRAY_NOT_KEPT, NULL, s->open_have);
-        return rc == HPROF_OK || rc == HPROF_SKIP ? HPROF_SKIP : rc;
+        if (rc == HPROF_OK || rc == HPROF_SKIP)
+            rc = stop_setting_aside(op);
+        return rc == HPROF_OK ? HPROF_SKIP : rc;
     }
     s->open_have += a->length;
     if (s->open_have == e->array.length)

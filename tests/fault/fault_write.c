@@ -21,6 +21,11 @@
  *   pread-main:N pread(2) of more than N bytes fails with EIO on the main
  *                thread only: the shrink's own share of the bitmap hashing
  *                fails while its other threads still hash
+ *   scratch-full:N
+ *                pwrite(2) past 4 TiB into a file (the one pass's scratch
+ *                area) fails with ENOSPC once N bytes went there; other
+ *                writes succeed: a disk the set-aside arrays fill
+ *   free:N       fstatvfs(2) says N bytes are free: a small disk
  *
  * The first three must not change the output; the others must end in exit
  * status 3, a message, and no output file.
@@ -33,6 +38,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,6 +146,16 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t offset)
     if (real_pwrite == NULL)
         real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
     cut_under(mode, fd, buf);
+    if (mode != NULL && strncmp(mode, "scratch-full:", 13) == 0) {
+        static unsigned long long scratch;
+        if (offset >= (off_t)1 << 42 && scratch + n > strtoull(mode + 13, NULL, 10)) {
+            errno = ENOSPC;
+            return -1;
+        }
+        if (offset >= (off_t)1 << 42)
+            scratch += n;
+        return real_pwrite(fd, buf, n, offset);
+    }
     if (mode == NULL || fd < 3 || n == 0)
         return real_pwrite(fd, buf, n, offset);
     if ((n = allowed(mode, n, 4)) == 0)
@@ -150,6 +166,24 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t offset)
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t offset)
 {
     return pwrite64(fd, buf, n, offset);
+}
+
+int fstatvfs64(int fd, struct statvfs64 *st);
+int fstatvfs64(int fd, struct statvfs64 *st)
+{
+    static int (*real_fstatvfs)(int, struct statvfs64 *);
+    const char *mode = getenv("HPROF_FAULT");
+    if (real_fstatvfs == NULL)
+        real_fstatvfs = (int (*)(int, struct statvfs64 *))dlsym(RTLD_NEXT, "fstatvfs64");
+    int rc = real_fstatvfs(fd, st);
+    if (rc == 0 && mode != NULL && strncmp(mode, "free:", 5) == 0)
+        st->f_bavail = strtoull(mode + 5, NULL, 10) / st->f_frsize;
+    return rc;
+}
+
+int fstatvfs(int fd, struct statvfs *st)
+{
+    return fstatvfs64(fd, (struct statvfs64 *)st);
 }
 
 /* Programs built with _FILE_OFFSET_BITS=64 call pread64. */
