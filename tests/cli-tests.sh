@@ -218,6 +218,46 @@ line.hprof"; do
     kill $holder; wait $holder 2>/dev/null || true
 }
 
+TESTS="$TESTS batch_fifo_input"
+t_batch_fifo_input() {
+    # a FIFO named as an input brings a new dump each time: never "up to
+    # date", so a second run reads it (else its writer would wait forever)
+    d=$T/bfi; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    mkfifo "$d/f.hprof"
+    for run in 1 2; do
+        cat "$d/x.hprof" > "$d/f.hprof" &
+        writer=$!
+        expect 0 timeout 60 "$B/hprof-shrink" -o "$d/out" "$d/f.hprof"
+        if kill -0 $writer 2> /dev/null; then
+            kill $writer
+            die "batch run $run left the FIFO's writer waiting: $(cat "$T/out" "$T/err")"
+        fi
+        wait $writer
+        grep -q "skipped, output is newer" "$T/out" "$T/err" && die "batch run $run skipped a FIFO: $(cat "$T/out")"
+    done
+    cat "$d/x.hprof" | "$B/hprof-shrink" -q - "$d/ref.hprof" # a stream: the one pass
+    cmp -s "$d/ref.hprof" "$d/out/f.hprof" || die "batch of a FIFO: another output"
+}
+
+TESTS="$TESTS address_space_limit"
+t_address_space_limit() {
+    # under ulimit -v the input is read rather than mapped (each reader of
+    # a pass maps it again) and the threads share one malloc arena: a
+    # 14 MB dump at -j2 under 200 MB (ASan needs an unlimited address
+    # space: not under SANITIZE=1)
+    [ "${SANITIZE:-}" = 1 ] && return 0
+    d=$T/asl; rm -rf "$d"; mkdir -p "$d"
+    "$B/hprof-synth" -f --scale 60 --big-bitmap 9000000 "$d/x.hprof"
+    for flags in "-j2" "-j2 --one-pass"; do
+        "$B/hprof-shrink" -q -f $flags "$d/x.hprof" "$d/ref.hprof"
+        sh -c "ulimit -v 200000; exec '$B/hprof-shrink' -q $flags '$d/x.hprof' '$d/lim.hprof'" 2> "$T/err" ||
+            die "$flags under ulimit -v 200000: $(cat "$T/err")"
+        cmp -s "$d/ref.hprof" "$d/lim.hprof" || die "$flags under ulimit -v: another output"
+        rm -f "$d/lim.hprof"
+    done
+}
+
 TESTS="$TESTS batch_replaced_input"
 t_batch_replaced_input() {
     # an input replaced with its old mtime kept (cp -p, rsync -a) is redone;

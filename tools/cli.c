@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,11 +54,22 @@ static void hold_standard_descriptors(void)
         }
 }
 
+/* Under a limit on address space (ulimit -v, a batch scheduler's), each
+ * thread's malloc arena would reserve 64 MiB of it: one arena for all
+ * leaves the room to the work. */
+static void share_one_arena_under_a_limit(void)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+        (void)mallopt(M_ARENA_MAX, 1);
+}
+
 int cli_init(const char *argv0)
 {
     const char *slash = strrchr(argv0, '/');
     cli_progname = slash ? slash + 1 : argv0;
     hold_standard_descriptors();
+    share_one_arena_under_a_limit();
     atexit(check_stdout_at_exit);
     if (hprof_version_number() != HPROF_VERSION_NUMBER) {
         cli_error("libhprof version %u does not match the headers' %u",

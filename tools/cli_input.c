@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +107,24 @@ static int refuse_input(const char *path, struct hprof_error *err)
     return HPROF_OK;
 }
 
+/* Whether mapping the input of `fd` leaves enough of a limit on address
+ * space (ulimit -v, a batch scheduler's) for the rest: a pass's readers
+ * each map the input again (up to six at once), and the threads need
+ * their stacks and buffers (up to 256 MiB, half the limit at most).  An
+ * eighth of the rest leaves room for them; past that, reads cost a copy
+ * but fit. */
+static int mapping_fits(int fd)
+{
+    struct rlimit limit;
+    struct stat st;
+    if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+        fstat(fd, &st) != 0)
+        return 1;
+    uint64_t room = (uint64_t)limit.rlim_cur, others = (uint64_t)256 << 20;
+    room -= room / 2 < others ? room / 2 : others;
+    return (uint64_t)st.st_size <= room / 8;
+}
+
 int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct hprof_error *err)
 {
     *fd = -1;
@@ -125,9 +144,10 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
         hprof_reader_set_salvage(*r, 1);
     /* Mapped unless HPROF_MMAP=0: no copy of what is parsed, and array
      * contents a pass skips are never touched.  If a mapping cannot be
-     * had, pread() does the job. */
+     * had, or would leave too little of a limit on address space for the
+     * rest, pread() does the job. */
     const char *map = getenv("HPROF_MMAP");
-    if (rc == HPROF_OK && (map == NULL || strcmp(map, "0") != 0)) {
+    if (rc == HPROF_OK && (map == NULL || strcmp(map, "0") != 0) && mapping_fits(*fd)) {
         if (hprof_reader_map(*r) == HPROF_OK) {
             snprintf(mapped_input, sizeof mapped_input, "%s", path);
             install_sigbus_handler();

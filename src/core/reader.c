@@ -389,15 +389,15 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
     if (r->in.stream != NULL)
         return stream_refuses(err, "a clone");
     /* A mapped file is mapped again: each mapping gives back the pages
-     * behind its own reader, which one shared mapping could not. */
+     * behind its own reader, which one shared mapping could not.  Where
+     * the address space has no room for another (a limit on it), the
+     * clone reads with pread() instead, as a reader that was never
+     * mapped does. */
     int rc = r->in.mem != NULL && r->in.map == NULL
                  ? hprof_reader_open_memory(out, r->in.mem, (size_t)r->in.size, err)
                  : hprof_reader_open_fd(out, r->in.fd, err);
-    if (rc == HPROF_OK && r->in.map != NULL && (rc = hprof_reader_map(*out)) != HPROF_OK) {
-        hprof_reader_free(*out);
-        *out = NULL;
-        return rc;
-    }
+    if (rc == HPROF_OK && r->in.map != NULL && hprof_reader_map(*out) != HPROF_OK)
+        memset(err, 0, sizeof *err);
     if (rc == HPROF_OK && (*out)->in.size != r->in.size + r->found.zero_tail) {
         hprof_reader_free(*out);
         *out = NULL;
