@@ -218,6 +218,45 @@ line.hprof"; do
     kill $holder; wait $holder 2>/dev/null || true
 }
 
+TESTS="$TESTS stdin_position"
+t_stdin_position() {
+    # a regular file as standard input is read from where it stands, as
+    # cat reads it: here past 7 bytes that are not the dump's
+    d=$T/sp; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    { printf 'prefix!'; cat "$d/x.hprof"; } > "$d/px.hprof"
+    cat "$d/x.hprof" | "$B/hprof-shrink" -q - "$d/ref.hprof"
+    for passes in --one-pass --multi-pass; do
+        { dd bs=7 count=1 of=/dev/null 2> /dev/null
+          "$B/hprof-shrink" -q -f $passes - "$d/out.hprof"; } < "$d/px.hprof" 2> "$T/err" ||
+            die "$passes, standard input past its start: $(cat "$T/err")"
+        "$B/hprof-shrink" -q -f $passes - "$d/want.hprof" < "$d/x.hprof"
+        cmp -s "$d/want.hprof" "$d/out.hprof" || die "$passes, standard input past its start: another output"
+    done
+    { dd bs=7 count=1 of=/dev/null 2> /dev/null; "$B/hprof-verify" -; } < "$d/px.hprof" > /dev/null 2> "$T/err" ||
+        die "hprof-verify, standard input past its start: $(cat "$T/err")"
+}
+
+TESTS="$TESTS single_run_removes_stale_temps"
+t_single_run_removes_stale_temps() {
+    # a killed run's temporary file (the one pass's scratch area makes it
+    # terabytes long, sparse) goes at the next run into its directory, and
+    # not one a live run holds
+    d=$T/srt; rm -rf "$d"; mkdir -p "$d/out"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    truncate -s 4T "$d/out/hprof-shrink.Aaaaaa.tmp"
+    : > "$d/out/hprof-shrink.Zzzzzz.tmp"
+    flock "$d/out/hprof-shrink.Zzzzzz.tmp" sleep 30 &
+    holder=$!
+    sleep 0.2
+    expect 0 "$B/hprof-shrink" "$d/x.hprof" "$d/out/x.hprof"
+    grep -q "removed .*hprof-shrink.Aaaaaa.tmp, a temporary file left by an interrupted run" "$T/err" ||
+        die "single run, stale temporary file: $(cat "$T/err")"
+    [ ! -e "$d/out/hprof-shrink.Aaaaaa.tmp" ] || die "single run: the stale temporary file stayed"
+    [ -e "$d/out/hprof-shrink.Zzzzzz.tmp" ] || die "single run: a held temporary file was removed"
+    kill $holder; wait $holder 2> /dev/null || true
+}
+
 TESTS="$TESTS batch_fifo_input"
 t_batch_fifo_input() {
     # a FIFO named as an input brings a new dump each time: never "up to

@@ -167,12 +167,15 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     return rc;
 }
 
+/* A regular file as standard input is read from where it stands, as cat
+ * reads it: a stream, unless that is its start. */
 int cli_input_is_stream(const char *path)
 {
     struct stat st;
-    if (strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) != 0 : stat(path, &st) != 0)
+    int stdin_input = strcmp(path, "-") == 0;
+    if (stdin_input ? fstat(STDIN_FILENO, &st) != 0 : stat(path, &st) != 0)
         return 0; /* the open that follows says why */
-    return !S_ISREG(st.st_mode);
+    return !S_ISREG(st.st_mode) || (stdin_input && lseek(STDIN_FILENO, 0, SEEK_CUR) > 0);
 }
 
 int cli_open_stream_reader(const char *path, struct hprof_reader **r, struct hprof_error *err)

@@ -235,9 +235,14 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
     }
     /* OUT's directory as it is now: the temporary file is made in it and
      * renamed in it, whatever happens to the path meanwhile.  O_PATH: a
-     * directory we may write in but not read (0300) is still written. */
+     * directory we may write in but not read (0300) is still written.
+     * A killed run's temporary file there goes first: the one pass's
+     * scratch area gives it a size of terabytes, which copies and backups
+     * of the directory would choke on. */
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (dir != NULL)
+        cli_remove_stale_temps(dir);
     int at = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
     int error = errno;
     free(dir);

@@ -241,6 +241,14 @@ static int open_path(const char *path, int *fd, int *own, struct stat *st,
     return rc;
 }
 
+/* Whether an input opened by open_path() is read as a file (by offset,
+ * from its start): a regular file, unless it is standard input past its
+ * start, which is read from where it stands, as cat reads it. */
+static int read_as_file(int fd, int own, const struct stat *st)
+{
+    return S_ISREG(st->st_mode) && (own || lseek(fd, 0, SEEK_CUR) <= 0);
+}
+
 int input_open(const char *path, unsigned flags, unsigned threads, enum input_inflate how,
                int *out, struct hprof_input_info *info, struct input_stats *stats,
                struct hprof_error *err)
@@ -255,9 +263,9 @@ int input_open(const char *path, unsigned flags, unsigned threads, enum input_in
     int rc = open_path(path, &fd, &own, &st, err);
     if (rc != HPROF_OK)
         return rc;
-    int stdin_input = !own;
-    int compressed_file = S_ISREG(st.st_mode) && file_kind(fd) != INPUT_PLAIN;
-    if (S_ISREG(st.st_mode) && !compressed_file) {
+    int stdin_input = !own, as_file = read_as_file(fd, own, &st);
+    int compressed_file = as_file && file_kind(fd) != INPUT_PLAIN;
+    if (as_file && !compressed_file) {
         *out = stdin_input ? dup(fd) : fd;
         if (*out < 0)
             return hprof_error_set(err, HPROF_ERR_IO, "%s", strerror(errno));
@@ -389,7 +397,7 @@ int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_rea
     in->fd = fd;
     in->own_fd = own;
     in->threads = threads;
-    in->seekable = S_ISREG(st.st_mode);
+    in->seekable = read_as_file(fd, own, &st);
     if (in->seekable) {
         in->kind = file_kind(fd);
         in->file_size = (uint64_t)st.st_size;
