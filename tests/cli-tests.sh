@@ -516,6 +516,11 @@ t_stdout_errors() {
         set +e; "$B"/$cmd >&- 2> "$T/err"; got=$?; set -e
         [ "$got" = 3 ] || die "$cmd >&-: exit $got"
     done
+    # ... and, as any failure, leaves no OUT: the report goes first
+    rm -f "$T/se-out.hprof"
+    set +e; "$B/hprof-shrink" --json "$T/se.hprof" "$T/se-out.hprof" > /dev/full 2> "$T/err"; got=$?; set -e
+    [ "$got" = 3 ] && [ "$(wc -l < "$T/err")" = 1 ] || die "--json > /dev/full: exit $got: $(cat "$T/err")"
+    [ ! -e "$T/se-out.hprof" ] || die "--json > /dev/full left OUT"
     set +e; "$B/hprof-shrink" -q -f "$T/se.hprof" "$T/se-out.hprof" >&- 2> "$T/err"; got=$?; set -e
     [ "$got" = 0 ] && "$B/hprof-verify" -q "$T/se-out.hprof" || die "-q with stdout closed: exit $got: $(cat "$T/err")"
 }

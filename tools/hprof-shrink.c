@@ -616,6 +616,7 @@ struct run {
     struct cli_progress progress;
     int in_fd;
     uint64_t written;           /* the output file's size; 0: not a file */
+    int json_printed;           /* the --json report is out already */
 };
 
 /* One pass for what cannot be read twice without a copy in $TMPDIR (a
@@ -739,8 +740,24 @@ static void report_success(const struct options *o, const struct run *run, const
         print_summary(o, s, run->written, cli_progress_seconds(&run->progress));
     if (o->stats)
         print_stats(stderr, o, s, run->written);
-    if (o->json)
+    if (o->json && !run->json_printed)
         print_json(strcmp(o->out, "-") == 0 ? stderr : stdout, o, s, run->written);
+}
+
+/* A single run's --json report on standard output goes before OUT is
+ * renamed into place, so that one that cannot be written (a full disk, a
+ * closed pipe) fails the run with no OUT, as any failure does.
+ * @return 0, or EXIT_IO with the message printed. */
+static int report_json_first(const struct options *o, struct run *run)
+{
+    if (!o->json || o->batch || strcmp(o->out, "-") == 0)
+        return 0;
+    print_json(stdout, o, &run->stats, run->written);
+    run->json_printed = 1;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    cli_error("standard output: write error: %s", strerror(errno ? errno : EIO));
+    return EXIT_IO;
 }
 
 int shrink_file(struct options *o)
@@ -778,6 +795,10 @@ int shrink_file(struct options *o)
     /* the input as it was before it was read: one changed since is redone */
     if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode))
         record_input_identity(out.fd, o->out, &in_st);
+    if ((code = report_json_first(o, &run)) != 0) {
+        cli_output_abort(&out);
+        _exit(code); /* standard output is broken: nothing more can go there */
+    }
     if ((code = cli_output_commit(&out)) != 0)
         return code;
     report_success(o, &run, name);
