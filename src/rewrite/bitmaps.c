@@ -72,6 +72,7 @@ void bitmaps_free(struct bitmaps *b)
     idmap_free(&b->large);
     free(b->large_arrays);
     free(b->recent);
+    free(b->cand_bits);
     idfilter_free(&b->refs_seen);
     idmap_free(&b->candidates);
     free(b->cand);
@@ -102,7 +103,9 @@ void bitmaps_note_name(struct bitmaps *b)
 int bitmaps_heap_begin(struct bitmaps *b)
 {
     if (!b->heap_started && tracks_refs(b)) {
-        if (idfilter_init(&b->refs_seen, refs_seen_bytes(hprof_reader_size(b->ctx->reader))) !=
+        /* the bits first: a filter (what bitmaps_track_ref() tests) has them */
+        if ((b->cand_bits = calloc(CAND_BITS / 64, sizeof *b->cand_bits)) == NULL ||
+            idfilter_init(&b->refs_seen, refs_seen_bytes(hprof_reader_size(b->ctx->reader))) !=
                 HPROF_OK ||
             (b->recent = calloc((size_t)1 << RECENT_ARRAYS_BITS, sizeof *b->recent)) == NULL)
             return nomem(b);
@@ -202,6 +205,10 @@ static int add_candidate(struct bitmaps *b, uint64_t id)
         b->cap_cand = cap;
     }
     b->cand[b->n_cand] = (struct candidate){ .id = id };
+    if (b->cand_bits != NULL) {
+        uint32_t bit = bitmaps_cand_bit(id);
+        b->cand_bits[bit / 64] |= 1ull << (bit % 64);
+    }
     if (idmap_put(&b->candidates, id, ++b->n_cand) != HPROF_OK)
         return nomem(b);
     return HPROF_OK;
@@ -232,7 +239,8 @@ static void locate_recent_candidate(struct bitmaps *b, uint64_t id)
  * dump of an id counts, as in the digest pass). */
 int bitmaps_locate(struct bitmaps *b, const struct hprof_primitive_array *a)
 {
-    struct candidate *c = b->n_cand > 0 ? candidate_of(b, a->id) : NULL;
+    int maybe = b->n_cand > 0 && (b->cand_bits == NULL || bitmaps_cand_bit_set(b, a->id));
+    struct candidate *c = maybe ? candidate_of(b, a->id) : NULL;
     if (c == NULL || c->located || a->tag != HPROF_PRIMITIVE_ARRAY_DUMP)
         return HPROF_OK;
     locate(c, a->type, a->count, (uint64_t)a->count * type_size(a->type, b->ctx->ids),
@@ -262,14 +270,9 @@ int bitmaps_resolve_instance(struct bitmaps *b, int kind, const struct kind_layo
     return rc;
 }
 
-/* A reference the digest pass would pin with: to a known candidate it is a
- * pin now; to anything else it goes into the filter, since it may name a
- * buffer whose Bitmap comes later. */
-int bitmaps_track_ref(struct bitmaps *b, uint64_t ref)
+int bitmaps_track_maybe_candidate(struct bitmaps *b, uint64_t ref)
 {
-    if (b->refs_seen.words == NULL || ref == 0)
-        return HPROF_OK;
-    if (b->n_cand > 0 && idmap_has(&b->candidates, ref))
+    if (idmap_has(&b->candidates, ref))
         return idmap_put(&b->pinned, ref, 0) == HPROF_OK ? HPROF_OK : nomem(b);
     idfilter_add(&b->refs_seen, ref);
     return HPROF_OK;
@@ -314,6 +317,8 @@ int bitmaps_forget(struct bitmaps *b)
     b->n_byte_arrays = 0;
     b->byte_arrays_overflow = 0;
     idlist_clear(&b->natives);
+    if (b->cand_bits != NULL)
+        memset(b->cand_bits, 0, CAND_BITS / 8);
     if (idmap_reset(&b->candidates) || idmap_reset(&b->dump_buffers) ||
         idmap_reset(&b->pinned))
         return nomem(b);

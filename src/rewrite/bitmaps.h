@@ -70,6 +70,11 @@ struct byte_array_element {
 
 struct system_heaps;
 
+/* The candidates' bits: 64 Kib (8 KiB, in cache), under 1% set by a few
+ * hundred candidates. */
+#define CAND_BITS_SHIFT 16
+#define CAND_BITS (1u << CAND_BITS_SHIFT)
+
 struct bitmaps {
     const struct rewrite_ctx *ctx;
     struct dump_model *model;
@@ -86,6 +91,8 @@ struct bitmaps {
     struct idmap candidates;    /* buffer id -> index into `cand` + 1 */
     struct candidate *cand;
     size_t n_cand, cap_cand;
+    uint64_t *cand_bits;        /* CAND_BITS bits, one set per candidate's hash
+                                   (allocated just before refs_seen) */
     struct idmap dump_buffers;  /* DumpData.buffers object-array ids */
     struct byte_array_element *byte_arrays; /* seen in pass 2 */
     size_t n_byte_arrays, cap_byte_arrays;
@@ -119,8 +126,36 @@ static inline int bitmaps_tracking(const struct bitmaps *b)
  * buffer field (not a pin), or -1. */
 int bitmaps_resolve_instance(struct bitmaps *b, int kind, const struct kind_layout *k,
                              const struct hprof_instance *o, int64_t *bitmap_slot);
-/* A reference from a kept object (not a Bitmap's own buffer slot). */
-int bitmaps_track_ref(struct bitmaps *b, uint64_t ref);
+/* The bit of candidate `id` in cand_bits. */
+static inline uint32_t bitmaps_cand_bit(uint64_t id)
+{
+    return (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> (64 - CAND_BITS_SHIFT));
+}
+/* 0 when `id` is surely no candidate (cand_bits allocated). */
+static inline int bitmaps_cand_bit_set(const struct bitmaps *b, uint64_t id)
+{
+    uint32_t bit = bitmaps_cand_bit(id);
+    return (int)(b->cand_bits[bit / 64] >> (bit % 64) & 1);
+}
+/* A reference to an id whose bit is set (see bitmaps_track_ref()). */
+int bitmaps_track_maybe_candidate(struct bitmaps *b, uint64_t ref);
+
+/* A reference from a kept object (not a Bitmap's own buffer slot): a pin
+ * when it names a known candidate, else an add to the filter, since it may
+ * name a buffer whose Bitmap comes later.  Inline, with a bit per hash of
+ * the candidates' ids tested before their map: it runs for every reference
+ * of pass 1, and a few hundred candidates leave nearly every bit clear,
+ * where a probe of their map costs a hash and a loop of unpredictable
+ * length. */
+static inline int bitmaps_track_ref(struct bitmaps *b, uint64_t ref)
+{
+    if (b->refs_seen.words == NULL || ref == 0)
+        return HPROF_OK;
+    if (bitmaps_cand_bit_set(b, ref))
+        return bitmaps_track_maybe_candidate(b, ref);
+    idfilter_add(&b->refs_seen, ref);
+    return HPROF_OK;
+}
 /* A byte[][]: its elements are remembered. */
 int bitmaps_resolve_byte_arrays(struct bitmaps *b, const struct hprof_object_array *a);
 /* A primitive array met while resolving: where a candidate is. */
