@@ -93,10 +93,6 @@ void classes_free(struct classes *c)
  * in any order costs O(N) (amortised), without recursion. */
 enum { LAYOUT_PARTIAL, LAYOUT_BUSY, LAYOUT_DONE, LAYOUT_BROKEN };
 
-/* class_info.refs_listed: whether its reference fields are listed in
- * classes.refs (once its layout is DONE), or cannot be (walk the chain). */
-enum { REFS_UNLISTED, REFS_LISTED, REFS_WALKED };
-
 static int reserve(void **array, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
@@ -308,17 +304,21 @@ static void list_refs(struct classes *c, struct class_info *ci)
     ci->refs_listed = REFS_LISTED;
 }
 
-int classes_each_ref(struct classes *c, struct class_info *ci, const uint8_t *values,
-                     uint32_t length, field_ref_fn fn, void *ctx)
+int classes_list_refs(struct classes *c, struct class_info *ci)
 {
     if (ci->refs_listed == REFS_UNLISTED && ci->layout == LAYOUT_DONE)
         list_refs(c, ci);
-    if (ci->refs_listed != REFS_LISTED)
+    return ci->refs_listed == REFS_LISTED;
+}
+
+int classes_each_ref(struct classes *c, struct class_info *ci, const uint8_t *values,
+                     uint32_t length, field_ref_fn fn, void *ctx)
+{
+    const struct class_ref *ref;
+    uint32_t n;
+    if (!classes_listed_refs(c, ci, &ref, &n))
         return walk_chain(c, ci, values, length, fn, ctx);
-    if (ci->n_refs == 0)
-        return 0; /* c->refs may still be NULL */
-    const struct class_ref *ref = c->refs + ci->first_ref;
-    for (uint32_t i = 0; i < ci->n_refs; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         if (ref[i].offset + c->id_size > length)
             return 0;
         int rc = fn(ctx, ref[i].offset, ref[i].name_id, get_id(values + ref[i].offset, c->id_size));

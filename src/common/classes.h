@@ -40,6 +40,10 @@ struct class_info {
     unsigned refs_listed : 2;   /* REFS_UNLISTED, REFS_LISTED or REFS_WALKED */
 };
 
+/* class_info.refs_listed: whether its reference fields are listed in
+ * classes.refs (once its layout is DONE), or cannot be (walk the chain). */
+enum { REFS_UNLISTED, REFS_LISTED, REFS_WALKED };
+
 /* A reference field of an instance, superclasses' included, by offset. */
 struct class_ref {
     uint32_t offset;
@@ -137,6 +141,25 @@ int classes_check_instance(struct classes *c, const struct hprof_instance *o,
 typedef int (*field_ref_fn)(void *ctx, uint32_t slot_offset, uint64_t name_id, uint64_t ref);
 int classes_each_ref(struct classes *c, struct class_info *ci,
                      const uint8_t *values, uint32_t length, field_ref_fn fn, void *ctx);
+
+/* List ci's reference fields if they are not yet and can be.  @return 1
+ * when they are listed. */
+int classes_list_refs(struct classes *c, struct class_info *ci);
+
+/* The reference fields of instances of `ci` (superclasses' included), for a
+ * caller that walks many instances without a call per field: listed once
+ * ci's layout is done.  @return 1 with *refs (NULL when *n is 0) and *n,
+ * or 0 when they are not listed, and walks go through classes_each_ref().
+ * Inline: it runs for every instance walked. */
+static inline int classes_listed_refs(struct classes *c, struct class_info *ci,
+                                      const struct class_ref **refs, uint32_t *n)
+{
+    if (ci->refs_listed != REFS_LISTED && !classes_list_refs(c, ci))
+        return 0;
+    *n = ci->n_refs;
+    *refs = ci->n_refs > 0 ? c->refs + ci->first_ref : NULL; /* c->refs may still be NULL */
+    return 1;
+}
 
 /* Byte offset in instances of `ci` of the first field of type `type` whose
  * name id satisfies match(ctx, name_id), searching the class, then its

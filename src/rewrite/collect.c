@@ -80,6 +80,31 @@ static int walk_field(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
     return rc;
 }
 
+/* Every reference of a kept instance, as walk_field() takes them: from its
+ * class's list when it has one, in a loop of its own (a call per reference
+ * through classes_each_ref(), and one more to system_heaps_refer() in a
+ * dump without system objects, cost more than the tracking itself). */
+static int walk_refs(struct collect *c, const struct hprof_instance *o, struct class_info *ci,
+                     struct field_walk *walk)
+{
+    struct rewrites *rw = c->rw;
+    const struct class_ref *refs;
+    uint32_t n;
+    if (!classes_listed_refs(&rw->model.classes, ci, &refs, &n))
+        return classes_each_ref(&rw->model.classes, ci, o->values, o->length, walk_field, walk);
+    const unsigned ids = c->ctx->ids;
+    const int refer = rw->system.objects.count > 0;
+    int rc = HPROF_OK;
+    for (uint32_t i = 0; rc == HPROF_OK && i < n && refs[i].offset + ids <= o->length; i++) {
+        uint64_t ref = get_id(o->values + refs[i].offset, ids);
+        if ((int64_t)refs[i].offset != walk->bitmap_slot)
+            rc = bitmaps_track_ref(&rw->bitmaps, ref);
+        if (rc == HPROF_OK && refer && system_heaps_refer(&rw->system, ref) != HPROF_OK)
+            rc = HPROF_ERR_NOMEM;
+    }
+    return rc;
+}
+
 /* Instance `o` of class `ci`, whose layout it has been checked against,
  * known not to be a system object. */
 static int resolve_kept(struct collect *c, const struct hprof_instance *o, struct class_info *ci)
@@ -96,7 +121,7 @@ static int resolve_kept(struct collect *c, const struct hprof_instance *o, struc
         rc = bitmaps_resolve_instance(&rw->bitmaps, kind, k, o, &walk.bitmap_slot);
     if (rc != HPROF_OK || (rw->system.objects.count == 0 && !bitmaps_tracking(&rw->bitmaps)))
         return rc;
-    rc = classes_each_ref(&rw->model.classes, ci, o->values, o->length, walk_field, &walk);
+    rc = walk_refs(c, o, ci, &walk);
     return rc == HPROF_ERR_NOMEM ? nomem(c) : rc;
 }
 
@@ -126,7 +151,7 @@ static int resolve_object_array(struct collect *c, const struct hprof_object_arr
     for (uint32_t i = 0; rc == HPROF_OK && (refer || track) && i < a->n; i++) {
         uint64_t ref = get_id(a->elements + (size_t)i * ids, ids);
         rc = track ? bitmaps_track_ref(&rw->bitmaps, ref) : HPROF_OK;
-        if (rc == HPROF_OK && system_heaps_refer(&rw->system, ref) != HPROF_OK)
+        if (rc == HPROF_OK && refer && system_heaps_refer(&rw->system, ref) != HPROF_OK)
             rc = nomem(c);
     }
     return rc;
