@@ -40,7 +40,6 @@
 
 #define RECENT_ARRAYS_BITS 12 /* 4096 of them, direct-mapped by id */
 
-
 static size_t refs_seen_bytes(uint64_t input_bytes)
 {
     uint64_t want = input_bytes / 64;
