@@ -286,7 +286,11 @@ struct hprof_sink;
 
 /* Buffered writes to `fd` (not closed by the sink).  Where `fd` can seek
  * and is not in append mode, a writer may also pwrite() into what it wrote
- * (a segment's length, filled in last), so no other writer may share it. */
+ * (a segment's length, filled in last), so no other writer may share it.
+ * Where it is a regular file open for reading too, the one-pass shrink may
+ * keep bytes in it far past the output (4 TiB on, a sparse area), and the
+ * sink cuts the file back to where its writes end when it is finished or
+ * freed; so do the gzip and zstd sinks below. */
 HPROF_API struct hprof_sink *hprof_sink_new_fd(int fd, struct hprof_error *err);
 
 /* gzip to `fd` as the JDK's `jcmd GC.heap_dump -gz` writes it: independent

@@ -482,6 +482,13 @@ t_special_outputs() {
     cmp -s "$d/ref.hprof" "$d/via-fd3.hprof" || die "OUT /dev/fd/3: another output"
     expect 2 "$B/hprof-shrink" -q "$d/x.hprof" /dev/fd/9
     grep -q 'descriptor 9 is not open' "$T/err" || die "OUT a closed descriptor: $(cat "$T/err")"
+    # ... but never the file standard input reads, nor standard error
+    cp "$d/x.hprof" "$d/in-out.hprof"
+    set +e; "$B/hprof-shrink" -q - /dev/stdin <> "$d/in-out.hprof" 2> "$T/err"; got=$?; set -e
+    [ "$got" = 2 ] && grep -q 'output is the input' "$T/err" || die "OUT /dev/stdin, IN -: exit $got: $(cat "$T/err")"
+    cmp -s "$d/x.hprof" "$d/in-out.hprof" || die "OUT /dev/stdin, IN -: the input was changed"
+    expect 2 "$B/hprof-shrink" -q -f "$d/x.hprof" /dev/stderr
+    grep -q 'standard error takes the messages' "$T/err" || die "OUT /dev/stderr: $(cat "$T/err")"
     # a directory: into it under IN's name, as cp does (.gz with -z)
     expect 0 "$B/hprof-shrink" -q "$d/x.hprof" "$d/dir"
     cmp -s "$d/ref.hprof" "$d/dir/x.hprof" || die "OUT a directory: $(ls "$d/dir")"
@@ -1567,8 +1574,9 @@ for how in stdout spill0; do
         die "far ($how): the report counts late referrers, but the views are the same"
 done
 # a small disk: with under 256 MiB free nothing is set aside, and a disk
-# that fills while arrays are set aside gives their room back to the
-# output; the rule decides, the run succeeds and says what came late
+# that refuses the scratch area's first write leaves the rule to decide
+# (check_one_pass: one that refuses a later write lets the arrays waiting
+# go); the run succeeds and says what came late
 for fault in free:100000000 scratch-full:0; do
     cat "$T/far.hprof" | HPROF_FAULT=$fault LD_PRELOAD="$(pwd)/$B/tests/fault_write.so" \
         ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \

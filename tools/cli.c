@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <malloc.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* mallopt() */
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,9 +61,11 @@ static void hold_standard_descriptors(void)
  * leaves the room to the work. */
 static void share_one_arena_under_a_limit(void)
 {
+#ifdef M_ARENA_MAX /* glibc's */
     struct rlimit limit;
     if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
         (void)mallopt(M_ARENA_MAX, 1);
+#endif
 }
 
 int cli_init(const char *argv0)

@@ -170,11 +170,18 @@ int cli_descriptor_named(const char *path)
 static int open_descriptor(struct cli_output *o, const char *path, int fd, int force,
                            const struct stat *input)
 {
-    struct stat st;
+    struct stat st, in;
     if (fstat(fd, &st) != 0) {
         cli_error("%s: descriptor %d is not open", cli_quote(path), fd);
         return EXIT_USAGE;
     }
+    if (fd == STDERR_FILENO) {
+        cli_error("%s: standard error takes the messages, not a heap dump", cli_quote(path));
+        return EXIT_USAGE;
+    }
+    /* standard input as IN (no `input`): the descriptor may be its file */
+    if (input == NULL && fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode))
+        input = &in;
     if (input != NULL && st.st_dev == input->st_dev && st.st_ino == input->st_ino) {
         cli_error("%s: output is the input; refusing to overwrite it", path);
         return EXIT_USAGE;
@@ -441,6 +448,12 @@ int cli_output_commit(struct cli_output *o)
         cli_error("%s: %s", cli_quote(o->path), strerror(errno));
         rc = EXIT_IO;
     }
+    /* From the close, which lets go of the file's lock, to the rename, a
+     * run sweeping stale temporary files would take ours for one: the
+     * directory is held shared meanwhile, as at the file's creation. */
+    int lock_fd = openat(o->at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock_fd >= 0)
+        flock(lock_fd, LOCK_SH);
     if (close(o->fd) != 0 && rc == 0) {
         cli_error("%s: %s", cli_quote(o->path), strerror(errno));
         rc = EXIT_IO;
@@ -457,10 +470,12 @@ int cli_output_commit(struct cli_output *o)
             rc = EXIT_IO;
         }
     }
-    if (rc != 0) {
+    if (rc != 0)
         cli_output_abort(o);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    if (rc != 0)
         return rc;
-    }
     forget_temp(o->tmp_name);
     if (o->dir_fd >= 0 && fsync(o->dir_fd) != 0 && errno != EINVAL) {
         cli_error("%s: written, but its directory could not be synced: %s", cli_quote(o->path),

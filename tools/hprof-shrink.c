@@ -615,8 +615,7 @@ struct run {
     struct hprof_shrink_stats stats;
     struct cli_progress progress;
     int in_fd;
-    uint64_t written;           /* the output file's size; 0: not a file */
-    int json_printed;           /* the --json report is out already */
+    uint64_t written;           /* bytes written to OUT (a file's size) */
 };
 
 /* One pass for what cannot be read twice without a copy in $TMPDIR (a
@@ -740,23 +739,21 @@ static void report_success(const struct options *o, const struct run *run, const
         print_summary(o, s, run->written, cli_progress_seconds(&run->progress));
     if (o->stats)
         print_stats(stderr, o, s, run->written);
-    if (o->json && !run->json_printed)
+    if (o->json)
         print_json(strcmp(o->out, "-") == 0 ? stderr : stdout, o, s, run->written);
 }
 
-/* A single run's --json report on standard output goes before OUT is
- * renamed into place, so that one that cannot be written (a full disk, a
- * closed pipe) fails the run with no OUT, as any failure does.
- * @return 0, or EXIT_IO with the message printed. */
-static int report_json_first(const struct options *o, struct run *run)
+/* A single run's --json report that standard output did not take (a full
+ * disk, a closed pipe) fails the run, and a failed run leaves no OUT: the
+ * one just renamed into place goes.  The exit handler names the error.
+ * @return 0, or EXIT_IO. */
+static int unless_the_report_failed(const struct options *o, int renamed)
 {
-    if (!o->json || o->batch || strcmp(o->out, "-") == 0)
+    if (!o->json || o->batch || strcmp(o->out, "-") == 0 ||
+        (fflush(stdout) == 0 && !ferror(stdout)))
         return 0;
-    print_json(stdout, o, &run->stats, run->written);
-    run->json_printed = 1;
-    if (fflush(stdout) == 0 && !ferror(stdout))
-        return 0;
-    cli_error("standard output: write error: %s", strerror(errno ? errno : EIO));
+    if (renamed)
+        unlink(o->out);
     return EXIT_IO;
 }
 
@@ -795,14 +792,11 @@ int shrink_file(struct options *o)
     /* the input as it was before it was read: one changed since is redone */
     if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode))
         record_input_identity(out.fd, o->out, &in_st);
-    if ((code = report_json_first(o, &run)) != 0) {
-        cli_output_abort(&out);
-        _exit(code); /* standard output is broken: nothing more can go there */
-    }
+    int renamed = out.tmp != NULL;
     if ((code = cli_output_commit(&out)) != 0)
         return code;
     report_success(o, &run, name);
-    return EXIT_OK;
+    return unless_the_report_failed(o, renamed);
 }
 
 int main(int argc, char **argv)

@@ -396,8 +396,9 @@ int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct
     int rc = r->in.mem != NULL && r->in.map == NULL
                  ? hprof_reader_open_memory(out, r->in.mem, (size_t)r->in.size, err)
                  : hprof_reader_open_fd(out, r->in.fd, err);
+    struct hprof_error before = *err;
     if (rc == HPROF_OK && r->in.map != NULL && hprof_reader_map(*out) != HPROF_OK)
-        memset(err, 0, sizeof *err);
+        *err = before; /* the map's error alone is forgotten */
     if (rc == HPROF_OK && (*out)->in.size != r->in.size + r->found.zero_tail) {
         hprof_reader_free(*out);
         *out = NULL;

@@ -478,9 +478,9 @@ int one_pass_note_value_owner(struct one_pass *op, uint64_t value, uint64_t owne
     return HPROF_OK;
 }
 
-/* Its value went by with its text redacted (a String a rule had named
- * then is named already, and this is not called): the multi-pass shrink
- * keeps that text. */
+/* The multi-pass shrink keeps the text the one pass redacted, when the
+ * String's value left before the rule came (a String named before then is
+ * not named "for the first time", so it never gets here). */
 void one_pass_string_named(void *ctx, uint64_t string_id)
 {
     struct one_pass *op = ctx;
@@ -514,10 +514,11 @@ void one_pass_value_owners_free(struct one_pass *op)
  * named the String, or a static of android.os.Build (the device's text). */
 static int exempt_for(struct one_pass *op, uint64_t value, uint64_t owner, uint64_t covers)
 {
-    idfilter_add(&op->values_gone, owner);
     int rc = one_pass_exempt_value(op, owner, value, covers);
     if (rc == HPROF_OK && idmap_has(&op->device, owner))
         rc = one_pass_keep_device_text(op, value);
+    else
+        idfilter_add(&op->values_gone, owner); /* its text goes redacted */
     return rc;
 }
 
