@@ -204,6 +204,13 @@ static void release_output_names(struct cli_output *o)
     o->tmp_name = NULL;
 }
 
+static int sweep_stale = 1;
+
+void cli_output_set_sweep(int on)
+{
+    sweep_stale = on;
+}
+
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input)
 {
     struct stat st;
@@ -248,7 +255,7 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
      * of the directory would choke on. */
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (dir != NULL)
+    if (dir != NULL && sweep_stale)
         cli_remove_stale_temps(dir);
     int at = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
     int error = errno;
