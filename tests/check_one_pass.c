@@ -538,12 +538,30 @@ START_TEST(names_past_the_window_wait_in_a_compressed_output_file)
 }
 END_TEST
 
+/* A dump's opening with a String class (value) and a Keep class (key)
+ * that keep rules name: the records up to its class dumps, in a heap dump
+ * left open, of 4-byte ids. */
+static void keep_rule_classes(struct tbuf *b)
+{
+    static const uint8_t object[1] = { HPROF_TYPE_OBJECT };
+    static const uint64_t value_name[1] = { 0x12 }, key_name[1] = { 0x13 };
+    tb_init(b, 4);
+    tb_header(b, "JAVA PROFILE 1.0.3");
+    tb_string(b, 0x10, "java.lang.String");
+    tb_string(b, 0x11, "Keep");
+    tb_string(b, 0x12, "value");
+    tb_string(b, 0x13, "key");
+    tb_load_class(b, 1, 0x100, 0x10);
+    tb_load_class(b, 2, 0x110, 0x11);
+    tb_segment_begin(b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(b, 0x100, 0, value_name, object, 1);
+    tb_class_named(b, 0x110, 0, key_name, object, 1);
+}
+
 /* A String, its char[] value, 1.5 MiB of arrays nothing claims yet, then
  * the holder a keep rule names the String by (Keep.key). */
 static uint8_t *late_keep_rule_dump(const char *text, size_t *len)
 {
-    static const uint8_t an_object[1] = { HPROF_TYPE_OBJECT };
-    static const uint64_t value_name[1] = { 0x13 }, key_name[1] = { 0x14 };
     static uint8_t filler[32u << 10];
     uint8_t chars[128], ref[4] = { 0, 0, 0x07, 0 }; /* 0x700 */
     size_t n = strlen(text);
@@ -552,23 +570,13 @@ static uint8_t *late_keep_rule_dump(const char *text, size_t *len)
         chars[2 * i + 1] = (uint8_t)text[i];
     }
     struct tbuf b;
-    tb_init(&b, 4);
-    tb_header(&b, "JAVA PROFILE 1.0.3");
-    tb_string(&b, 0x11, "java.lang.String");
-    tb_string(&b, 0x12, "Keep");
-    tb_string(&b, 0x13, "value");
-    tb_string(&b, 0x14, "key");
-    tb_load_class(&b, 1, 0x100, 0x11);
-    tb_load_class(&b, 2, 0x120, 0x12);
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class_named(&b, 0x100, 0, value_name, an_object, 1);
-    tb_class_named(&b, 0x120, 0, key_name, an_object, 1);
+    keep_rule_classes(&b);
     tb_instance(&b, 0x600, 0x100, ref, 4);
     tb_prim_array(&b, 0x700, HPROF_TYPE_CHAR, (uint32_t)n, chars);
     for (uint32_t i = 0; i < 48; i++)
         tb_prim_array(&b, 0x100000 + 0x10 * i, HPROF_TYPE_BYTE, sizeof filler, filler);
     ref[2] = 0x06; /* the String */
-    tb_instance(&b, 0x510, 0x120, ref, 4);
+    tb_instance(&b, 0x510, 0x110, ref, 4);
     return end_heap_dump(&b, len);
 }
 
@@ -879,23 +887,11 @@ END_TEST
  * the rule, not the value, older still, whose text the rule keeps. */
 static uint8_t *value_kept_past_the_spill_limit_dump(const uint8_t *text, size_t *len)
 {
-    static const uint8_t object[1] = { HPROF_TYPE_OBJECT };
-    static const uint64_t value_name[1] = { 0x12 }, key_name[1] = { 0x13 };
     uint8_t *other = malloc(FAR_BUFFER), small[32 << 10];
     memset(other, 'o', FAR_BUFFER);
     memset(small, 'x', sizeof small);
     struct tbuf d;
-    tb_init(&d, 4);
-    tb_header(&d, "JAVA PROFILE 1.0.3");
-    tb_string(&d, 0x10, "java.lang.String");
-    tb_string(&d, 0x11, "Keep");
-    tb_string(&d, 0x12, "value");
-    tb_string(&d, 0x13, "key");
-    tb_load_class(&d, 1, 0x100, 0x10);
-    tb_load_class(&d, 2, 0x110, 0x11);
-    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class_named(&d, 0x100, 0, value_name, object, 1);
-    tb_class_named(&d, 0x110, 0, key_name, object, 1);
+    keep_rule_classes(&d);
     const uint8_t to_value[4] = { 0, 0, 0x10, 0x00 }, to_string[4] = { 0, 0, 0x30, 0x00 };
     /* the value, then 1.25 MiB: it is set aside before its String comes */
     tb_prim_array(&d, 0x1000, HPROF_TYPE_CHAR, FAR_BUFFER / 2, text);
