@@ -101,6 +101,27 @@ static void set_output_mode(int fd, const struct stat *input)
 
 /* A character device (/dev/null) or a FIFO is written as it is: nothing
  * to rename over it, nothing to remove on failure. */
+/* A terminal takes a heap dump only with -f.  @return 0, or EXIT_USAGE
+ * with the message printed. */
+static int refuse_terminal(int fd, const char *path, int force)
+{
+    if (!isatty(fd) || force)
+        return 0;
+    cli_error("%s: refusing to write a heap dump to a terminal (use -f to force)",
+              cli_quote(path));
+    return EXIT_USAGE;
+}
+
+/* OUT, as `st` says it is, must not be the input.  @return 0, or
+ * EXIT_USAGE with the message printed. */
+static int refuse_the_input(const struct stat *st, const struct stat *input, const char *path)
+{
+    if (input == NULL || st->st_dev != input->st_dev || st->st_ino != input->st_ino)
+        return 0;
+    cli_error("%s: output is the input; refusing to overwrite it", path);
+    return EXIT_USAGE;
+}
+
 static int open_direct(struct cli_output *o, const char *path, int force)
 {
     o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
@@ -108,12 +129,11 @@ static int open_direct(struct cli_output *o, const char *path, int force)
         cli_error("%s: %s", cli_quote(path), strerror(errno));
         return EXIT_IO;
     }
-    if (isatty(o->fd) && !force) {
-        cli_error("%s: refusing to write a heap dump to a terminal (use -f to force)",
-                  cli_quote(path));
+    int code = refuse_terminal(o->fd, path, force);
+    if (code != 0) {
         close(o->fd);
         o->fd = -1;
-        return EXIT_USAGE;
+        return code;
     }
     o->path = strdup(path);
     o->direct = 1;
@@ -182,17 +202,12 @@ static int open_descriptor(struct cli_output *o, const char *path, int fd, int f
     /* standard input as IN (no `input`): the descriptor may be its file */
     if (input == NULL && fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode))
         input = &in;
-    if (input != NULL && st.st_dev == input->st_dev && st.st_ino == input->st_ino) {
-        cli_error("%s: output is the input; refusing to overwrite it", path);
-        return EXIT_USAGE;
-    }
-    if (isatty(fd) && !force) {
-        cli_error("%s: refusing to write a heap dump to a terminal (use -f to force)",
-                  cli_quote(path));
-        return EXIT_USAGE;
-    }
-    o->fd = fd;
-    return 0;
+    int code = refuse_the_input(&st, input, path);
+    if (code == 0)
+        code = refuse_terminal(fd, path, force);
+    if (code == 0)
+        o->fd = fd;
+    return code;
 }
 
 static void release_output_names(struct cli_output *o)
@@ -234,10 +249,8 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
             cli_error("%s: is a directory", cli_quote(path));
             return EXIT_USAGE;
         }
-        if (input != NULL && st.st_dev == input->st_dev && st.st_ino == input->st_ino) {
-            cli_error("%s: output is the input; refusing to overwrite it", path);
+        if (refuse_the_input(&st, input, path) != 0)
             return EXIT_USAGE;
-        }
         if (!force) {
             cli_error("%s: already exists (use -f to overwrite)", path);
             return EXIT_USAGE;

@@ -693,11 +693,8 @@ static int run_shrink(struct options *o, struct run *run, const struct cli_outpu
     if (rc == HPROF_OK && o->salvage) /* before the reader goes */
         cli_salvage_collect(&o->salvaged, run->r, 1);
     cli_progress_done(&run->progress);
-    struct stat st;
-    if (rc == HPROF_OK)
-        run->written = out->tmp != NULL && fstat(out->fd, &st) == 0
-                           ? (uint64_t)st.st_size
-                           : hprof_sink_file_bytes(run->sink);
+    if (rc == HPROF_OK) /* a file's size too: its writes all go through the sink */
+        run->written = hprof_sink_file_bytes(run->sink);
     return rc;
 }
 
