@@ -19,6 +19,11 @@
 #define MEM_CHUNK_MAX (1u << 20)        /* the same, for input in memory */
 #define PROGRESS_STEP (16u << 20)
 #define PREFETCH_SEGMENT (8u << 10)     /* reader_read_heap() reads all of one this small at once */
+/* Each sub-record asks for the line this far ahead of it.  Runs of small
+ * instances (an object-rich heap) then stream in ahead of the parse, which
+ * otherwise waits on a miss every line or two: 6% of a one-thread shrink
+ * of such a dump.  Farther ahead asks for lines an array skips. */
+#define PREFETCH_AHEAD 256u
 
 /* ---- Messages ------------------------------------------------------------ */
 
@@ -412,6 +417,8 @@ int reader_sub_records(struct hprof_reader *r, struct hprof_visitor *v, uint64_t
 {
     while (r->in.pos < limit) {
         const uint8_t *p;
+        if (avail(r) > PREFETCH_AHEAD)
+            __builtin_prefetch(r->in.cur + PREFETCH_AHEAD);
         r->sub_offset = r->in.pos;
         r->sub_tag = 0;
         int rc = take(r, 1, limit, &p);
