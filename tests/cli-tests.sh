@@ -254,6 +254,11 @@ t_single_run_removes_stale_temps() {
         die "single run, stale temporary file: $(cat "$T/err")"
     [ ! -e "$d/out/hprof-shrink.Aaaaaa.tmp" ] || die "single run: the stale temporary file stayed"
     [ -e "$d/out/hprof-shrink.Zzzzzz.tmp" ] || die "single run: a held temporary file was removed"
+    # -q promises no warnings: the file still goes, silently
+    truncate -s 4T "$d/out/hprof-shrink.Aaaaaa.tmp"
+    expect 0 "$B/hprof-shrink" -q -f "$d/x.hprof" "$d/out/x.hprof"
+    [ ! -s "$T/err" ] || die "single run -q said: $(cat "$T/err")"
+    [ ! -e "$d/out/hprof-shrink.Aaaaaa.tmp" ] || die "single run -q: the stale temporary file stayed"
     kill $holder; wait $holder 2> /dev/null || true
 }
 

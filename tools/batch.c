@@ -103,7 +103,7 @@ static int make_dirs(const char *path, int dir, int sync, mode_t mode)
 
 /* Every directory that will hold outputs, once: stale temporary files of
  * killed runs there are removed. */
-static void clean_output_dirs(const struct file_list *l)
+static void clean_output_dirs(const struct file_list *l, int quiet)
 {
     char *last = NULL;
     for (size_t i = 0; i < l->n; i++) {
@@ -116,7 +116,7 @@ static void clean_output_dirs(const struct file_list *l)
         if (slash != NULL)
             slash[slash == dir] = '\0';
         if (last == NULL || strcmp(last, dir) != 0) {
-            cli_remove_stale_temps(slash ? dir : ".");
+            cli_remove_stale_temps(slash ? dir : ".", quiet);
             free(last);
             last = dir;
         } else {
@@ -556,7 +556,7 @@ int run_batch(struct options *o)
     b.worst = collect_inputs(o, &b.out_dir, &b.list);
     int usage = b.worst == EXIT_USAGE; /* the command line itself: nothing runs */
     if (b.worst == 0)
-        clean_output_dirs(&b.list);
+        clean_output_dirs(&b.list, o->quiet);
     catch_stop_signals(&b);
     if (!usage)
         run_jobs(&b);

@@ -178,13 +178,13 @@ void cli_outdir_close(struct cli_outdir *d, int failed);
 #define CLI_TEMP_SUFFIX ".tmp"
 
 /* Removes the temporary files of our naming in `dir` that no live process
- * holds (left by a run that was killed), saying so on stderr.  @return how
- * many. */
-int cli_remove_stale_temps(const char *dir);
+ * holds (left by a run that was killed), saying so on stderr unless
+ * `quiet`.  @return how many. */
+int cli_remove_stale_temps(const char *dir, int quiet);
 /* Whether cli_output_open() removes them from OUT's directory first (it
  * does unless told otherwise: a batch run has removed them from every
- * output directory once, before its files). */
-void cli_output_set_sweep(int on);
+ * output directory once, before its files), and whether it says so. */
+void cli_output_set_sweep(int on, int quiet);
 
 /* `s` as it is when every byte is printable, else double-quoted with C
  * escapes (a newline becomes \n).  The result lives until the fourth next

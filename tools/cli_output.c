@@ -219,11 +219,12 @@ static void release_output_names(struct cli_output *o)
     o->tmp_name = NULL;
 }
 
-static int sweep_stale = 1;
+static int sweep_stale = 1, sweep_quiet;
 
-void cli_output_set_sweep(int on)
+void cli_output_set_sweep(int on, int quiet)
 {
     sweep_stale = on;
+    sweep_quiet = quiet;
 }
 
 int cli_output_open(struct cli_output *o, const char *path, int force, const struct stat *input)
@@ -269,7 +270,7 @@ int cli_output_open(struct cli_output *o, const char *path, int force, const str
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (dir != NULL && sweep_stale)
-        cli_remove_stale_temps(dir);
+        cli_remove_stale_temps(dir, sweep_quiet);
     int at = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
     int error = errno;
     free(dir);
@@ -637,7 +638,7 @@ uint64_t cli_writeback_step(uint64_t input_size)
     return step < (1u << 20) ? 1u << 20 : step;
 }
 
-int cli_remove_stale_temps(const char *dir)
+int cli_remove_stale_temps(const char *dir, int quiet)
 {
     DIR *d = opendir(dir);
     size_t plen = strlen(CLI_TEMP_PREFIX), slen = strlen(CLI_TEMP_SUFFIX);
@@ -658,9 +659,11 @@ int cli_remove_stale_temps(const char *dir)
         /* a live run holds its lock; the lock of a killed one is gone */
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
             unlinkat(dirfd(d), e->d_name, 0) == 0) {
-            fprintf(stderr, "%s: removed %s%s%s, a temporary file left by an interrupted run\n",
-                    cli_progname, dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
-                    cli_quote(e->d_name));
+            if (!quiet)
+                fprintf(stderr,
+                        "%s: removed %s%s%s, a temporary file left by an interrupted run\n",
+                        cli_progname, dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                        cli_quote(e->d_name));
             removed++;
         }
         close(fd);
