@@ -336,6 +336,10 @@ t_batch_json() {
     head -c 5000 "$d/in/ok.hprof" > "$d/in/cut.hprof"
     cp "$d/in/ok.hprof" "$d/in/$(printf 'caf\351\377.hprof')"   # Latin-1, not UTF-8
     mkfifo "$d/in/pipe.hprof"
+    # a pair that would write one output (named to come first): the batch
+    # says so before the children that come after it start, and none of them
+    # may take that for its own error
+    cp "$d/in/ok.hprof" "$d/in/a.hprof"; gzip -c "$d/in/ok.hprof" > "$d/in/a.hprof.gz"
     expect 1 timeout 60 "$B/hprof-shrink" --json -r -o "$d/out" "$d/in"
     python3 - "$T/out" <<'PY' || die "batch --json: $(cat "$T/out")"
 import json, sys
@@ -346,13 +350,16 @@ by = {r.get("status"): [] for r in rows}
 for r in rows:
     by[r.get("status")].append(r)
 assert len(by["shrunk"]) == 2, rows
-f, = by["failed"]
-assert f["input"].endswith("cut.hprof") and f["exit"] == 1 and f["class"] == "invalid input", f
+f, = [r for r in by["failed"] if r["input"].endswith("cut.hprof")]
+assert f["exit"] == 1 and f["class"] == "invalid input", f
 assert isinstance(f["offset"], int) and f["offset"] > 0 and "offset 0x" in f["error"], f
+assert "would write" not in f["error"] and "cut.hprof" in f["error"], f
+twins = [r for r in by["failed"] if "/a.hprof" in r["input"]]
+assert len(twins) == 2 and all("would write" in r["error"] for r in twins), twins
 s, = by["skipped"]
 assert s["input"].endswith("pipe.hprof") and "not a regular file" in s["reason"], s
 assert any(r["input"].endswith("caf\u00e9\u00ff.hprof") for r in by["shrunk"]), rows
-assert rows[-1] == {"shrunk": 2, "failed": 1, "skipped": 1, "exit": 1}, rows[-1]
+assert rows[-1] == {"shrunk": 2, "failed": 3, "skipped": 1, "exit": 1}, rows[-1]
 PY
 }
 

@@ -284,8 +284,10 @@ static int run_one_child(struct batch *b, const struct job *j)
         report_unshrunk(b, j->in, j->out, 1, EXIT_IO, reason);
         return EXIT_IO;
     }
+    /* whatever fails says so on stderr, and its first message is the
+     * error: not one the parent said before the fork */
+    cli_first_error[0] = '\0';
     int code = shrink_file(o);
-    /* whatever failed said so on stderr; the first message is the error */
     if (code != 0 && o->json)
         json_unshrunk(b, j->in, j->out, 1, code, cli_first_error[0] ? cli_first_error : "failed");
     return code;
