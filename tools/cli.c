@@ -175,9 +175,10 @@ void cli_progress_init(struct cli_progress *p, const char *label, int quiet)
 static void progress_draw(struct cli_progress *p, double fraction, uint64_t total)
 {
     double t = now_seconds();
-    if (fraction < p->fraction)
+    if (fraction >= 0 && fraction < p->fraction) /* -1: no fraction to show */
         fraction = p->fraction;
-    p->fraction = fraction;
+    if (fraction >= 0)
+        p->fraction = fraction;
     if (p->drawn && t - p->last_draw < 0.1)
         return;
     p->last_draw = t;
