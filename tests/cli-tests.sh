@@ -593,6 +593,16 @@ t_usage() {
         head -n 1 "$T/err" | grep -q "^$tool: ." || die "$cmd: $(cat "$T/err")"
         tail -n 1 "$T/err" | grep -qx "Try '$tool --help' for more information." || die "$cmd: $(cat "$T/err")"
     done
+    # --redact-fields and --redact-keep without --redact: refused for one
+    # file and for a batch alike (a batch that half-redacted would be
+    # taken for a redacted one), and nothing is written
+    for opt in --redact-fields --redact-keep=a.b; do
+        expect 2 "$B/hprof-shrink" $opt "$d/x.hprof" "$d/r.hprof"
+        grep -q "need --redact" "$T/err" || die "$opt: $(cat "$T/err")"
+        expect 2 "$B/hprof-shrink" $opt -o "$d/rb" "$d/x.hprof"
+        grep -q "need --redact" "$T/err" || die "$opt in batch mode: $(cat "$T/err")"
+        [ ! -e "$d/r.hprof" ] && [ ! -e "$d/rb" ] || die "$opt: an output was written"
+    done
 }
 
 TESTS="$TESTS messages"

@@ -334,6 +334,8 @@ static int parse_operands(int left, char **operands, struct options *o, int z_ba
     if (o->passes == 2 && (o->shrink.window != 0 || o->shrink.spill != 0))
         return cli_usage_error("%s is the one-pass shrink's: not with --multi-pass",
                                o->shrink.window != 0 ? "--window" : "--spill");
+    if ((o->shrink.n_redact_keep > 0 || o->shrink.redact_fields) && !o->shrink.redact)
+        return cli_usage_error("--redact-keep and --redact-fields need --redact");
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0)
             return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
@@ -341,8 +343,6 @@ static int parse_operands(int left, char **operands, struct options *o, int z_ba
         o->n_inputs = left;
         return 0;
     }
-    if ((o->shrink.n_redact_keep > 0 || o->shrink.redact_fields) && !o->shrink.redact)
-        return cli_usage_error("--redact-keep and --redact-fields need --redact");
     if (left == 0) {
         o->in = o->out = "-";
         return 0;
