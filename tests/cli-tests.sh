@@ -820,6 +820,22 @@ t_small_ones() {
         grep -q -- "--$opt" "$d/help" || die "--$opt is in the man page, not in --help"
     done
     grep -q -- '--segment-size' "$d/help" || die "--segment-size not in --help"
+    # every --json key is in the man page: one dump, several, a salvage
+    "$B/hprof-synth" --dumps 2 -f "$d/two.hprof"
+    gzip -dc fixtures/hotspot-synth.hprof.gz | head -c 5000 > "$d/cut.hprof"
+    for run in "fixtures/android-synth.hprof.gz" "$d/two.hprof" "--salvage $d/cut.hprof"; do
+        "$B/hprof-shrink" -q -f --json $run "$d/j.hprof" > "$d/j.json" || die "--json $run"
+        python3 - "$d/j.json" man/hprof-shrink.1 <<'PY' || die "--json $run: a key the man page lacks"
+import json, re, sys
+man = set(re.findall(r"[a-z][a-z0-9_]+", open(sys.argv[2]).read().replace("\\-", "-")))
+def keys(o):
+    for k, v in (o.items() if isinstance(o, dict) else ()):
+        yield k
+        yield from keys(v)
+missing = sorted(set(keys(json.load(open(sys.argv[1])))) - man)
+assert not missing, missing
+PY
+    done
     # the demo writes to a fresh directory and says which
     TMPDIR=$d sh tools/demo.sh "$B" > "$d/demo" 2>&1 || die "demo: $(cat "$d/demo")"
     dir=$(sed -n 's/^outputs in //p' "$d/demo")
