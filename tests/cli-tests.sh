@@ -278,7 +278,7 @@ t_batch_fifo_input() {
             die "batch run $run left the FIFO's writer waiting: $(cat "$T/out" "$T/err")"
         fi
         wait $writer
-        grep -q "skipped, output is newer" "$T/out" "$T/err" && die "batch run $run skipped a FIFO: $(cat "$T/out")"
+        grep -q "skipped, up to date" "$T/out" "$T/err" && die "batch run $run skipped a FIFO: $(cat "$T/out")"
     done
     cat "$d/x.hprof" | "$B/hprof-shrink" -q - "$d/ref.hprof" # a stream: the one pass
     cmp -s "$d/ref.hprof" "$d/out/f.hprof" || die "batch of a FIFO: another output"
@@ -2060,7 +2060,7 @@ done
 set +e
 "$B/hprof-shrink" -r -o "$T/out1" "$T/fleet" > "$T/batch.out" 2> /dev/null
 set -e
-[ "$(grep -c 'skipped, output is newer' "$T/batch.out")" = 3 ] || die "up-to-date outputs not skipped: $(cat "$T/batch.out")"
+[ "$(grep -c 'skipped, up to date' "$T/batch.out")" = 3 ] || die "up-to-date outputs not skipped: $(cat "$T/batch.out")"
 set +e
 "$B/hprof-shrink" -f --json -z -r -o "$T/out1" "$T/fleet" > "$T/batch.json" 2> /dev/null
 set -e

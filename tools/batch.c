@@ -451,7 +451,7 @@ static void start_next(struct batch *b)
         else
             b->tally.skipped++;
     } else if (!b->o->force && up_to_date(j->in, j->out)) {
-        report_unshrunk(b, j->in, j->out, 0, 0, "skipped, output is newer (use -f)");
+        report_unshrunk(b, j->in, j->out, 0, 0, "skipped, up to date (use -f)");
         b->tally.skipped++;
     } else if (start_child(b, i) != 0) {
         char reason[256];
