@@ -603,6 +603,17 @@ t_usage() {
         grep -q "need --redact" "$T/err" || die "$opt in batch mode: $(cat "$T/err")"
         [ ! -e "$d/r.hprof" ] && [ ! -e "$d/rb" ] || die "$opt: an output was written"
     done
+    # --window and --spill size the one pass's window: on a file read in
+    # several passes they do nothing, and a note says so
+    for opt in --window=2M --spill=0; do
+        expect 0 "$B/hprof-shrink" -f $opt "$d/x.hprof" "$d/w.hprof"
+        grep -q "note: ${opt%=*} has no effect: .*x.hprof is read in several passes (add --one-pass)" "$T/err" ||
+            die "$opt on a file: $(cat "$T/err")"
+        expect 0 "$B/hprof-shrink" -f --one-pass $opt "$d/x.hprof" "$d/w.hprof"
+        grep -q "no effect" "$T/err" && die "--one-pass $opt: $(cat "$T/err")"
+        cat "$d/x.hprof" | "$B/hprof-shrink" -f $opt - "$d/w.hprof" 2> "$T/err" || die "$opt from a pipe"
+        if grep -q "no effect" "$T/err"; then die "$opt from a pipe: $(cat "$T/err")"; fi
+    done
 }
 
 TESTS="$TESTS messages"

@@ -664,10 +664,25 @@ static int open_input_or_one_pass(const struct options *o, struct run *run, int 
     return open_input(o, run, 1);
 }
 
+/* --window and --spill size the one pass's window: a file read in several
+ * passes has none, which a silent run would leave its user guessing at. */
+static void note_window_unused(const struct options *o, struct run *run)
+{
+    if (o->quiet || o->batch || (o->shrink.window == 0 && o->shrink.spill == 0) ||
+        (o->json && strcmp(o->out, "-") == 0))
+        return;
+    cli_progress_done(&run->progress);
+    fprintf(stderr, "%s: note: %s has no effect: %s is read in several passes (add --one-pass)\n",
+            cli_progname, o->shrink.window != 0 ? "--window" : "--spill",
+            strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in));
+}
+
 static int run_shrink(struct options *o, struct run *run, const struct cli_output *out)
 {
     int one_pass = one_pass_for(o);
     int rc = open_input_or_one_pass(o, run, &one_pass);
+    if (rc == HPROF_OK && !one_pass)
+        note_window_unused(o, run);
     if (rc == HPROF_OK) {
         run->sink = o->gzip_level ? hprof_sink_new_gzip(out->fd, o->gzip_level, o->threads,
                                                         &run->sink_err)
