@@ -718,7 +718,12 @@ t_progress() {
             grep -aq '%' "$T/lines" && die "$cmd: a percentage: $(cat "$T/lines")" ;;
         esac
     done
-    tr '\r' '\n' < "$T/tty" > /dev/null
+    # -q: none, on a terminal too
+    for cmd in "hprof-shrink -q -f $d/x.hprof $d/a.hprof" "hprof-verify -q $d/x.hprof" \
+               "hprof-info -q $d/x.hprof"; do
+        timeout 20 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/tty" 2>&1 || die "$cmd on a terminal failed"
+        if tr '\r' '\n' < "$T/tty" | grep -aq " read, .*/s"; then die "$cmd: a progress line"; fi
+    done
     timeout 20 script -qec "$B/hprof-shrink -f $d/x.hprof $d/a.hprof" /dev/null < /dev/null > "$T/tty" 2>&1
     tr '\r' '\n' < "$T/tty" | tr -d '\033' | grep -aq "^\[K$d/x.hprof -> $d/a.hprof: " || die "no summary on a terminal: $(cat -v "$T/tty")"
 }

@@ -22,6 +22,7 @@
 static struct hprof_mapping *mapping;
 /* --salvage: read cut dumps as far as they are complete; what each lost. */
 static int salvage;
+static int quiet;
 static struct cli_salvage salvaged;
 
 static void usage(FILE *out)
@@ -32,7 +33,8 @@ static void usage(FILE *out)
             "Usage: %s [options] FILE...\n"
             "\n"
             "Options:\n"
-            "  --top N        classes to list by count and by bytes [Default: 10]\n"
+            "  --top N        classes (and bitmaps) to list by count and by bytes\n"
+            "                 [Default: 10]\n"
             "  --estimate     also run hprof-shrink's passes to report its output\n"
             "                 size in each --arrays mode, and with -z (nothing is\n"
             "                 written)\n"
@@ -40,10 +42,11 @@ static void usage(FILE *out)
             "  --mapping=FILE show the names a ProGuard/R8 mapping.txt restores\n"
             "  --salvage      a dump cut short: report what is complete, and say\n"
             "                 where the input stops and what was lost\n"
+            "  -q, --quiet    no progress line on a terminal\n"
             "  -h, --help     show this help and exit\n"
             "  -V, --version  show the version and exit\n"
             "\n"
-            "FILE may be - for standard input, and may be gzip-compressed.\n"
+            "FILE may be - for standard input, and may be gzip- or zstd-compressed.\n"
             "Exit status: 0 success, 1 invalid input, 2 usage, 3 I/O error.\n",
             cli_progname);
 }
@@ -173,7 +176,7 @@ static int info_file(const char *path, const struct info_options *o)
     struct hprof_reader *r = NULL;
     struct cli_progress progress;
     int fd = -1;
-    cli_progress_init(&progress, path, 0);
+    cli_progress_init(&progress, path, quiet);
     cli_progress_note(&progress, "reading the input");
     cli_set_salvage(salvage);
     int rc = cli_open_reader(path, &fd, &r, &err);
@@ -218,6 +221,7 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, OPT_JSON },
         { "mapping", required_argument, NULL, OPT_MAPPING },
         { "salvage", no_argument, NULL, OPT_SALVAGE },
+        { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -228,7 +232,7 @@ int main(int argc, char **argv)
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
     argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
-    while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_TOP:
             if (cli_parse_uint(optarg, 1000000, &v) != 0) {
@@ -240,6 +244,7 @@ int main(int argc, char **argv)
         case OPT_JSON: o.json = 1; break;
         case OPT_MAPPING: mapping_path = optarg; break;
         case OPT_SALVAGE: salvage = 1; break;
+        case 'q': quiet = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': cli_version(); return EXIT_OK;
         default: return cli_usage_error(NULL);

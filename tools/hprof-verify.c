@@ -25,7 +25,7 @@ static void usage(FILE *out)
             "  -h, --help      show this help and exit\n"
             "  -V, --version   show the version and exit\n"
             "\n"
-            "FILE may be - for standard input, and may be gzip-compressed.\n"
+            "FILE may be - for standard input, and may be gzip- or zstd-compressed.\n"
             "Exit status: 0 all valid, 1 invalid input, 2 usage, 3 I/O error.\n",
             cli_progname);
 }
