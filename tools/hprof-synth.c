@@ -409,8 +409,7 @@ static int number(const char *option, const char *arg, unsigned long long min,
 {
     if (cli_parse_uint(arg, max, v) == 0 && *v >= min)
         return 0;
-    cli_error("--%s: expected %s, got '%s'", option, range, arg);
-    return EXIT_USAGE;
+    return cli_usage_error("--%s: expected %s, got '%s'", option, range, arg);
 }
 
 /* One option; @return 0, or an exit code to leave with (-h and -V: EXIT_OK). */
@@ -457,7 +456,7 @@ static int parse_option(int c, const char *arg, struct options *o)
     case 'f': o->force = 1; break;
     case 'h': usage(stdout); return EXIT_OK;
     case 'V': cli_version(); return EXIT_OK;
-    default: usage(stderr); return EXIT_USAGE;
+    default: return cli_usage_error(NULL);
     }
     return rc;
 }
@@ -471,15 +470,13 @@ static int parse(int argc, char **argv, struct options *o)
         if (rc != 0 || c == 'h' || c == 'V')
             return rc;
     }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (optind != argc - 1)
+        return cli_usage_error(optind == argc ? "no output file" : "one output file, not %d",
+                               argc - optind);
     o->out = argv[optind];
-    if (o->secrets && (!o->android || o->class_chain)) {
-        cli_error("--secrets: only for the Android heap (not with --hotspot or --class-chain)");
-        return EXIT_USAGE;
-    }
+    if (o->secrets && (!o->android || o->class_chain))
+        return cli_usage_error("--secrets: only for the Android heap (not with --hotspot or "
+                               "--class-chain)");
     return -1;
 }
 
@@ -523,6 +520,7 @@ int main(int argc, char **argv)
     struct options o = { .android = 1, .scale = 1, .big_bitmap = 2621440, .dumps = 1 };
     if (cli_init(argv[0]) != 0)
         return EXIT_USAGE;
+    argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     int code = parse(argc, argv, &o);
     if (code >= 0)
         return code;
