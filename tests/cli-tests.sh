@@ -564,6 +564,15 @@ t_stdout_is_input() {
         grep -q "standard input: input file is output file" "$T/err" || die "$cmd < IN >> IN: $(cat "$T/err")"
         cmp -s "$d/ref.hprof" "$d/in.hprof" || die "$cmd < IN >> IN changed IN"
     done
+    # OUT named, standard input its file: refused even with -f, also
+    # through a link, and IN unchanged
+    ln -s in.hprof "$d/link.hprof"
+    for out in "$d/in.hprof" "$d/link.hprof"; do
+        set +e; "$B/hprof-shrink" -f - "$out" < "$d/in.hprof" 2> "$T/err"; got=$?; set -e
+        [ "$got" = 2 ] || die "hprof-shrink -f - $out < IN: exit $got"
+        grep -q "output is the input" "$T/err" || die "hprof-shrink -f - $out < IN: $(cat "$T/err")"
+        cmp -s "$d/ref.hprof" "$d/in.hprof" || die "hprof-shrink -f - $out < IN changed IN"
+    done
     # another file, or the same one read but written elsewhere, is fine
     "$B/hprof-shrink" - - < "$d/in.hprof" > "$d/o2.hprof" || die "stdin to another file"
     "$B/hprof-verify" "$d/in.hprof" >> "$d/o3.txt" || die "verify appending to another file"

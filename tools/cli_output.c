@@ -112,10 +112,15 @@ static int refuse_terminal(int fd, const char *path, int force)
     return EXIT_USAGE;
 }
 
-/* OUT, as `st` says it is, must not be the input.  @return 0, or
- * EXIT_USAGE with the message printed. */
+/* OUT, as `st` says it is, must not be the input.  No `input` means
+ * standard input is IN (its output keeps mode 0600): the regular file it
+ * reads, if it is one, is the input then.  @return 0, or EXIT_USAGE with
+ * the message printed. */
 static int refuse_the_input(const struct stat *st, const struct stat *input, const char *path)
 {
+    struct stat in;
+    if (input == NULL && fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode))
+        input = &in;
     if (input == NULL || st->st_dev != input->st_dev || st->st_ino != input->st_ino)
         return 0;
     cli_error("%s: output is the input; refusing to overwrite it", path);
@@ -190,7 +195,7 @@ int cli_descriptor_named(const char *path)
 static int open_descriptor(struct cli_output *o, const char *path, int fd, int force,
                            const struct stat *input)
 {
-    struct stat st, in;
+    struct stat st;
     if (fstat(fd, &st) != 0) {
         cli_error("%s: descriptor %d is not open", cli_quote(path), fd);
         return EXIT_USAGE;
@@ -199,9 +204,6 @@ static int open_descriptor(struct cli_output *o, const char *path, int fd, int f
         cli_error("%s: standard error takes the messages, not a heap dump", cli_quote(path));
         return EXIT_USAGE;
     }
-    /* standard input as IN (no `input`): the descriptor may be its file */
-    if (input == NULL && fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode))
-        input = &in;
     int code = refuse_the_input(&st, input, path);
     if (code == 0)
         code = refuse_terminal(fd, path, force);
