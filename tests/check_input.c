@@ -301,6 +301,31 @@ START_TEST(zstd_frames_one_after_another_are_one_dump)
 }
 END_TEST
 
+/* A skippable frame first, as pzstd writes one: the dump is the frame
+ * after it, from a file and from a pipe. */
+START_TEST(zstd_a_skippable_frame_first_is_passed_over)
+{
+    struct tbuf b = small_dump(), copy;
+    size_t len;
+    uint8_t *frame = zstd_bytes(b.data, b.len, &len);
+    static const uint8_t skippable[12] = { 0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'p', 'z', 's', 't' };
+    uint8_t *z = malloc(sizeof skippable + len);
+    memcpy(z, skippable, sizeof skippable);
+    memcpy(z + sizeof skippable, frame, len);
+    struct hprof_error err = { 0 };
+    struct input_stats stats;
+    ck_assert_int_eq(open_zstd_file(z, sizeof skippable + len, &err, &copy, &stats), HPROF_OK);
+    ck_assert_uint_eq(copy.len, b.len);
+    ck_assert_mem_eq(copy.data, b.data, b.len);
+    size_t written;
+    ck_assert_int_eq(open_piped(z, sizeof skippable + len, &err, &written), HPROF_OK);
+    tb_free(&copy);
+    free(z);
+    free(frame);
+    tb_free(&b);
+}
+END_TEST
+
 /* Zeros behind a valid header: the copy stops at the first record, not
  * after the 256 MB that 8 KB of zstd inflate to. */
 START_TEST(zstd_zeros_behind_a_header_stop_at_the_first_record)
@@ -1081,6 +1106,7 @@ static Suite *input_suite(void)
     tcase_add_test(t, gzip_truncated_says_so_once_without_the_name);
     tcase_add_test(t, gzip_corrupt_says_where);
     tcase_add_test(t, zstd_frames_one_after_another_are_one_dump);
+    tcase_add_test(t, zstd_a_skippable_frame_first_is_passed_over);
     tcase_add_test(t, zstd_zeros_behind_a_header_stop_at_the_first_record);
     tcase_add_test(t, zstd_truncated_says_where_it_ends);
     tcase_add_test(t, zstd_corrupt_says_where);

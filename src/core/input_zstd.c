@@ -17,9 +17,15 @@
 
 #include "input_spool.h"
 
+/* A zstd frame, or a skippable frame (0x184D2A50-5F, little-endian), which
+ * pzstd writes first and the decoder passes over. */
 int spool_is_zstd(const uint8_t *p, size_t n)
 {
-    return n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd;
+    if (n < 4)
+        return 0;
+    if (p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd)
+        return 1;
+    return (p[0] & 0xf0) == 0x50 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18;
 }
 
 /* Read the next buffer of input after the `in->size` bytes taken.
