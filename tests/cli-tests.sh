@@ -110,6 +110,22 @@ t_permissions() {
     (umask 022; "$B/hprof-shrink" -q -o "$d/made/out" "$d/in.hprof" > /dev/null) || die "batch, new -o"
     [ "$(mode "$d/made")" = 700 ] && [ "$(mode "$d/made/out")" = 700 ] ||
         die "batch: a 0600 input gave directories $(mode "$d/made") $(mode "$d/made/out")"
+    # and the owner may always write in them: a read-only input's outputs
+    # go there (root writes anywhere, so the bits are what is checked)
+    cp "$d/in.hprof" "$d/ro.hprof"; chmod 444 "$d/ro.hprof"
+    (umask 022; "$B/hprof-shrink" -q -o "$d/ro/out" "$d/ro.hprof" > /dev/null) || die "batch, read-only input"
+    [ "$(mode "$d/ro")" = 755 ] && [ "$(mode "$d/ro/out")" = 755 ] ||
+        die "batch: a 0444 input gave directories $(mode "$d/ro") $(mode "$d/ro/out")"
+    # as a user whom the bits bind (the test's own directory is 0700)
+    if [ "$(id -u)" = 0 ] && id nobody > /dev/null 2>&1 &&
+        su nobody -s /bin/sh -c "'$(cd "$B" && pwd)/hprof-shrink' --version" > /dev/null 2>&1; then
+        nb=$(mktemp -d /tmp/hprof-perm.XXXXXX); chmod 755 "$nb"; chown nobody "$nb"
+        cp "$d/ro.hprof" "$nb/in.hprof"; chown nobody "$nb/in.hprof"
+        su nobody -s /bin/sh -c "cd $nb && TMPDIR=$nb '$(cd "$B" && pwd)/hprof-shrink' -q -o out in.hprof" > /dev/null ||
+            { rm -rf "$nb"; die "batch as nobody, a 0444 input: it failed"; }
+        [ -s "$nb/out/in.hprof" ] || { rm -rf "$nb"; die "batch as nobody, a 0444 input: no output"; }
+        rm -rf "$nb"
+    fi
     # the input's bits, whatever the umask (as gzip does)
     chmod 640 "$d/in.hprof"
     (umask 077; "$B/hprof-shrink" -q -f "$d/in.hprof" "$d/out.hprof") || die "shrink 0640"

@@ -143,7 +143,8 @@ int cli_output_commit(struct cli_output *o);
 void cli_output_abort(struct cli_output *o);
 
 /* The mode of a directory made for outputs of `input`: its permission
- * bits plus x where they have r (so that the files in it can be reached),
+ * bits plus x where they have r (so that the files in it can be reached)
+ * and the owner's w and x (a read-only input's outputs still go in it),
  * 0700 without an input (standard input); mkdir() applies the umask. */
 mode_t cli_directory_mode(const struct stat *input);
 

@@ -537,7 +537,7 @@ mode_t cli_directory_mode(const struct stat *input)
     if (input == NULL || !S_ISREG(input->st_mode))
         return 0700;
     mode_t bits = input->st_mode & 0777;
-    return bits | (bits & 0444) >> 2;
+    return bits | (bits & 0444) >> 2 | 0300;
 }
 
 int cli_outdir_open(struct cli_outdir *d, const char *path, int replace, const struct stat *input)
