@@ -695,6 +695,19 @@ line.hprof"
     gzip -dc fixtures/hotspot-synth.hprof.gz | head -c 35 > "$d/cut.hprof"
     expect 1 "$B/hprof-verify" "$d/cut.hprof"
     grep -q 'offset 0x1f: record header: truncated: 9 bytes needed, 4 left' "$T/err" || die "header cut: $(cat "$T/err")"
+    # a record cut in its body, read from a pipe: its offset, as from the
+    # file, and the hint; a sub-record (a pipe cannot know its segment's
+    # end before it comes): the sub-record's
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/full.hprof"
+    head -c 45 "$d/full.hprof" > "$d/cutn.hprof"
+    expect 1 "$B/hprof-shrink" "$d/cutn.hprof" "$d/o.hprof"
+    at=$(grep -o 'offset 0x[0-9a-f]*: [A-Z_]*' "$T/err")
+    cat "$d/cutn.hprof" | "$B/hprof-shrink" - "$d/o.hprof" 2> "$T/err" && die "a cut pipe succeeded"
+    grep -qF "$at: " "$T/err" && grep -q -- '--salvage keeps what is complete$' "$T/err" ||
+        die "a record cut, from a pipe: '$(cat "$T/err")', the file says '$at'"
+    head -c 60000 "$d/full.hprof" | "$B/hprof-shrink" - "$d/o.hprof" 2> "$T/err" && die "a cut pipe succeeded"
+    grep -q "offset 0x[0-9a-f]*: HEAP_DUMP_SEGMENT/[A-Z_]*: the input ends .*; --salvage keeps what is complete$" "$T/err" ||
+        die "a sub-record cut, from a pipe: $(cat "$T/err")"
     expect 1 "$B/hprof-verify" - < "$d/cut.gz"
     grep -q '^hprof-verify: standard input: .*gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
 }

@@ -80,10 +80,18 @@ static size_t avail(const struct hprof_reader *r)
     return window_avail(&r->in);
 }
 
+/* The input ends `n` bytes short of what is read at `offset`: said at
+ * the record (or sub-record) it cuts, as a file's length check says it. */
 static int truncated(struct hprof_reader *r, uint64_t offset, uint64_t n)
 {
-    FAILF(r, HPROF_ERR_FORMAT, offset, "truncated: %" PRIu64 " bytes needed, %" PRIu64 " left",
-          n, r->in.size - offset);
+    uint64_t start = r->in_heap ? r->sub_offset : r->rec_offset;
+    if (start > offset)
+        start = offset;
+    if (offset > r->in.size || n <= r->in.size - offset) /* the end not known yet */
+        FAILF(r, HPROF_ERR_FORMAT, offset, "truncated: %" PRIu64 " bytes needed", n);
+    FAILF(r, HPROF_ERR_FORMAT, start,
+          "the input ends %" PRIu64 " bytes into it, %" PRIu64 " bytes short" SALVAGE_HINT,
+          r->in.size - start, n - (r->in.size - offset));
 }
 
 /* Make `n` bytes available at `cur`; n <= HPROF_MAX_RECORD.  Callers have
