@@ -170,6 +170,14 @@ t_batch_trees() {
     expect 1 "$B/hprof-shrink" -j2 -o "$d/outab" "$d/a/x.hprof" "$d/b/x.hprof"
     [ "$(grep -c 'would write' "$T/err")" = 2 ] || die "-o o a/x b/x: $(cat "$T/err")"
     [ ! -e "$d/outab/x.hprof" ] || die "-o o a/x b/x wrote one of them"
+    # a directory where the batch would name an output fails that file,
+    # run after run: its output never goes inside it
+    mkdir -p "$d/outdir/x.hprof"
+    for run in 1 2; do
+        expect 2 "$B/hprof-shrink" -o "$d/outdir" "$d/x.hprof"
+        grep -q "outdir/x.hprof: is a directory" "$T/err" || die "batch run $run, OUT a directory: $(cat "$T/err")"
+        [ -z "$(ls -A "$d/outdir/x.hprof")" ] || die "batch run $run wrote into the directory at OUT"
+    done
     # a FIFO named *.hprof is skipped, never opened (it would hang)
     mkdir -p "$d/tree/sub"; cp "$d/x.hprof" "$d/tree/sub/"; mkfifo "$d/tree/fifo.hprof"
     # a symbolic link to a dump is followed; a dump with a newline in its

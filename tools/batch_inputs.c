@@ -119,12 +119,13 @@ void record_input_identity(int out_fd, const char *out, const struct stat *in)
  * now (input_identity()).  One without the record (made by an older
  * version, or on a file system without user extended attributes) is up
  * to date when it is newer than its input.  A FIFO or socket never is:
- * what it brings is new each time. */
+ * what it brings is new each time; nor is anything at OUT but a file. */
 int up_to_date(const char *in, const char *out)
 {
     struct stat si, so;
     char now[INPUT_IDENTITY_MAX], recorded[INPUT_IDENTITY_MAX];
-    if (stat(in, &si) != 0 || !S_ISREG(si.st_mode) || stat(out, &so) != 0)
+    if (stat(in, &si) != 0 || !S_ISREG(si.st_mode) || stat(out, &so) != 0 ||
+        !S_ISREG(so.st_mode))
         return 0;
     ssize_t n = getxattr(out, INPUT_IDENTITY_XATTR, recorded, sizeof recorded - 1);
     if (n >= 0) {

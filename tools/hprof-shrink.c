@@ -567,6 +567,10 @@ static int output_into_directory(struct options *o)
     struct stat out_st;
     if (strcmp(o->out, "-") == 0 || stat(o->out, &out_st) != 0 || !S_ISDIR(out_st.st_mode))
         return 0;
+    if (o->batch) { /* the name is the batch's own: a directory there is in its way */
+        cli_error("%s: is a directory", cli_quote(o->out));
+        return EXIT_USAGE;
+    }
     if (strcmp(o->in, "-") == 0)
         return cli_usage_error("%s: is a directory (with standard input, name the output file)",
                                cli_quote(o->out));
