@@ -267,6 +267,34 @@ START_TEST(reader_rejects_unknown_top_level_tag_naming_tag_and_offset)
 }
 END_TEST
 
+/* Segments, then a HEAP_DUMP with no HEAP_DUMP_END between: which heap
+ * dump it is part of has no answer, so it is refused where it begins. */
+START_TEST(reader_rejects_a_heap_dump_inside_open_segments)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    static const uint8_t types[] = { HPROF_TYPE_INT };
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    size_t segments = b.len;
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, types, 1);
+    tb_segment_end(&b);
+    size_t heap_dump = b.len;
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP);
+    tb_instance(&b, 0x110, 0x100, "1234", 4);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    char expect[200];
+    snprintf(expect, sizeof expect, "offset 0x%zx: HEAP_DUMP: inside the HEAP_DUMP_SEGMENTs from "
+             "0x%zx, which no HEAP_DUMP_END closed", heap_dump, segments);
+    ck_assert_str_eq(err.message, expect);
+    tb_free(&b);
+}
+END_TEST
+
 START_TEST(reader_checks_fixed_record_layouts)
 {
     static const struct {
@@ -845,6 +873,7 @@ static Suite *reader_suite(void)
     tcase_add_loop_test(t, reader_rejects_every_truncation_with_an_offset, 0, 2);
     tcase_add_test(t, reader_rejects_unknown_top_level_tag_naming_tag_and_offset);
     tcase_add_test(t, reader_checks_fixed_record_layouts);
+    tcase_add_test(t, reader_rejects_a_heap_dump_inside_open_segments);
     tcase_add_test(t, reader_rejects_unknown_sub_tag_naming_tag_and_offset);
     tcase_add_test(t, reader_rejects_record_length_past_end_of_file);
     tcase_add_test(t, reader_rejects_sub_record_crossing_its_segment);

@@ -590,6 +590,12 @@ static int check_layout(struct hprof_reader *r, const uint8_t *p, uint32_t lengt
  * ends one).  With reader_set_one_dump(), a second one stops the run. */
 static int dump_boundary(struct hprof_reader *r)
 {
+    /* no writer puts one there, and which dump it would belong to is
+     * anyone's guess: every tool refuses it alike */
+    if (r->rec_tag == HPROF_TAG_HEAP_DUMP && r->open_run != 0)
+        FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
+              "inside the HEAP_DUMP_SEGMENTs from 0x%" PRIx64 ", which no HEAP_DUMP_END closed",
+              r->open_run);
     int begins = r->rec_tag == HPROF_TAG_HEAP_DUMP ||
                  (r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT && r->open_run == 0);
     if (r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT && r->open_run == 0)
