@@ -648,7 +648,8 @@ t_usage() {
     for cmd in "hprof-shrink -z 9 $d/x.hprof $d/d.gz" "hprof-shrink --bogus" "hprof-shrink $d/x.hprof" \
                "hprof-shrink --arrays=x $d/x.hprof $d/e" "hprof-verify" "hprof-verify --bogus" \
                "hprof-info" "hprof-info --top x $d/x.hprof" "hprof-bitmaps" "hprof-bitmaps $d/x.hprof" \
-               "hprof-synth" "hprof-synth $d/s1 $d/s2" "hprof-synth --bogus" "hprof-synth --scale x $d/s"; do
+               "hprof-synth" "hprof-synth $d/s1 $d/s2" "hprof-synth --bogus" "hprof-synth --scale x $d/s" \
+               "hprof-shrink --one-pass --multi-pass $d/x.hprof $d/p.hprof"; do
         tool=${cmd%% *}
         expect 2 "$B"/$cmd
         [ "$(wc -l < "$T/err")" = 2 ] || die "$cmd: not two lines: $(cat "$T/err")"

@@ -238,8 +238,12 @@ static int parse_content_option(int c, const char *arg, struct options *o)
     case OPT_JVM: o->shrink.jvm = 1; return 0;
     case OPT_MAPPING: o->mapping_path = arg; return 0;
     case OPT_KEEP_DUPLICATES: o->shrink.keep_duplicates = 1; return 0;
-    case OPT_ONE_PASS: o->passes = 1; return 0;
-    case OPT_MULTI_PASS: o->passes = 2; return 0;
+    case OPT_ONE_PASS:
+    case OPT_MULTI_PASS:
+        if (o->passes != 0 && o->passes != (c == OPT_ONE_PASS ? 1 : 2))
+            return cli_usage_error("--one-pass and --multi-pass: choose one");
+        o->passes = c == OPT_ONE_PASS ? 1 : 2;
+        return 0;
     case OPT_WINDOW: return parse_size("--window", arg, HPROF_WINDOW_MIN, &o->shrink.window);
     case OPT_SPILL: return parse_spill(arg, o);
     case OPT_DUMP:
