@@ -223,6 +223,19 @@ START_TEST(mapping_rejects_a_nul_byte)
 }
 END_TEST
 
+/* A malformed line is shown in the message, its control characters
+ * escaped: an escape sequence in it would otherwise reach the terminal. */
+START_TEST(mapping_shows_a_malformed_line_with_its_control_characters_escaped)
+{
+    static const char text[] = "x.Y -> a:\n    bad\033[31mred\tline\n";
+    struct hprof_mapping *m;
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(mapping_parse(text, sizeof text - 1, "m.txt", &m, &err), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message,
+                     "m.txt:2: malformed mapping line (no ' -> '):     bad\\x1b[31mred\\x09line");
+}
+END_TEST
+
 START_TEST(mapping_load_reports_a_file_it_cannot_read)
 {
     struct hprof_mapping *m = (struct hprof_mapping *)1;
@@ -533,6 +546,7 @@ static Suite *mapping_suite(void)
                         sizeof bad / sizeof bad[0]);
     tcase_add_test(t, mapping_rejects_members_before_a_class_and_a_class_named_twice);
     tcase_add_test(t, mapping_rejects_a_nul_byte);
+    tcase_add_test(t, mapping_shows_a_malformed_line_with_its_control_characters_escaped);
     tcase_add_test(t, mapping_load_reports_a_file_it_cannot_read);
     tcase_add_test(t, mapping_method_picks_among_overloads_by_its_rule);
     tcase_add_test(t, mapping_finds_every_class_and_member_of_a_large_file);

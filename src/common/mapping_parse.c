@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -79,11 +80,24 @@ struct parse {
     uint32_t cls;               /* the class member lines belong to */
 };
 
+/* The line as the message shows it: its first 120 bytes, a control
+ * character (an escape sequence would reach the terminal) as \xNN. */
+#define SHOWN_BYTES 120
+
 static int malformed(struct parse *p, const char *why, const char *s, const char *end)
 {
-    int n = (int)(end - s > 120 ? 120 : end - s);
-    return hprof_error_set(p->err, HPROF_ERR_FORMAT, "%s:%zu: malformed mapping line (%s): %.*s",
-                           p->name, p->line, why, n, s);
+    char shown[SHOWN_BYTES * 4 + 1];
+    size_t n = 0;
+    for (const char *c = s; c < end && c < s + SHOWN_BYTES; c++) {
+        unsigned char u = (unsigned char)*c;
+        if (u < 0x20 || u == 0x7f)
+            n += (size_t)snprintf(shown + n, sizeof shown - n, "\\x%02x", u);
+        else
+            shown[n++] = (char)u;
+    }
+    shown[n] = '\0';
+    return hprof_error_set(p->err, HPROF_ERR_FORMAT, "%s:%zu: malformed mapping line (%s): %s",
+                           p->name, p->line, why, shown);
 }
 
 /* `orig -> obf:` at [s, end), a line without leading blanks. */
