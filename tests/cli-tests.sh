@@ -602,34 +602,6 @@ t_stdout_is_input() {
     "$B/hprof-verify" "$d/in.hprof" >> "$d/o3.txt" || die "verify appending to another file"
 }
 
-TESTS="$TESTS array_counts_add_up"
-t_array_counts_add_up() {
-    # the breakdown of primitive_arrays_in adds up to it, and the copies
-    # merged away are the arrays the output lacks, in both shrinks: with
-    # twin buffers that something else names too (they stay, emptied)
-    d=$T/ac; rm -rf "$d"; mkdir -p "$d"
-    "$B/hprof-synth" --pixels 300000 -f "$d/px.hprof"
-    gzip -dc fixtures/android-synth.hprof.gz > "$d/an.hprof"
-    for f in "$d/px.hprof" "$d/an.hprof"; do
-        for path in --multi-pass --one-pass; do
-            "$B/hprof-shrink" -q -f --json --keep-system-heaps $path "$f" "$d/o.hprof" > "$d/r.json" ||
-                die "$path $f"
-            "$B/hprof-verify" "$f" "$d/o.hprof" > "$d/v.txt" || die "$path $f: verify"
-            python3 - "$d/r.json" "$d/v.txt" <<'PY' || die "$path $f: the array counts do not add up"
-import json, re, sys
-j = json.load(open(sys.argv[1]))
-c = lambda k: j[k]["count"]
-parts = ["string_values_kept", "bitmap_buffers_kept", "natives_kept", "bitmap_duplicates",
-         "arrays_emptied", "arrays_zeroed", "arrays_removed"]
-assert sum(c(k) for k in parts) == c("primitive_arrays_in"), {k: c(k) for k in parts + ["primitive_arrays_in"]}
-n_in, n_out = [int(x) for x in re.findall(r"(\d+) primitive arrays", open(sys.argv[2]).read())]
-assert n_in == c("primitive_arrays_in"), (n_in, j["primitive_arrays_in"])
-assert n_in - n_out == c("bitmap_duplicates") + c("arrays_removed"), (n_in, n_out, j["bitmap_duplicates"])
-PY
-        done
-    done
-}
-
 TESTS="$TESTS usage"
 t_usage() {
     d=$T/us; rm -rf "$d"; mkdir -p "$d"

@@ -210,9 +210,7 @@ static void find_groups(struct bitmaps *b, struct merge_work *mw, uint64_t *byte
 }
 
 /* What the comparisons decided, in candidate order: the remap, the
- * records that go, and the counts.  A copy something else names (pinned)
- * stays, emptied, and is counted so: only the copies that go are
- * bitmap_duplicates, so that the arrays' counts add up. */
+ * records that go, and the counts. */
 static int apply_merges(struct bitmaps *b)
 {
     struct hprof_shrink_stats *st = b->ctx->stats;
@@ -220,17 +218,14 @@ static int apply_merges(struct bitmaps *b)
         struct candidate *copy = &b->cand[m], *original = copy->merges_into;
         if (original == NULL)
             continue;
-        int stays = idmap_has(&b->pinned, copy->id);
         if (idmap_put(&b->remap, copy->id, original->id) != HPROF_OK ||
-            (!stays && idmap_put(&b->dropped, copy->id, 0) != HPROF_OK))
+            (!idmap_has(&b->pinned, copy->id) && idmap_put(&b->dropped, copy->id, 0) != HPROF_OK))
             return nomem(b);
         if (!original->has_copies)
             st->bitmap_groups++;
         original->has_copies = 1;
-        if (!stays) {
-            st->bitmap_duplicates.count++;
-            st->bitmap_duplicates.bytes += copy->bytes;
-        }
+        st->bitmap_duplicates.count++;
+        st->bitmap_duplicates.bytes += copy->bytes;
     }
     return HPROF_OK;
 }

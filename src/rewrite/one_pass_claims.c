@@ -296,13 +296,13 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
         return rc;
     op->st->bitmap_groups += !e->merged;
     e->merged = 1;
+    count_add(&op->st->bitmap_duplicates, bytes);
     /* named by another object too: its Bitmaps take the twin, and it stays
-     * as an array of nobody's (counted as such, not as a copy that went) */
+     * as an array of nobody's */
     if (op->tracking_pins && idfilter_maybe_now(&op->pins, a->id)) {
         *keep = ARRAY_NOT_KEPT;
         return HPROF_OK;
     }
-    count_add(&op->st->bitmap_duplicates, bytes);
     if (idmap_put(&p->bitmaps.dropped, a->id, 0) != HPROF_OK)
         return nomem(op);
     *keep = ARRAY_DUPLICATE;
