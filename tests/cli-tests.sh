@@ -602,6 +602,39 @@ t_stdout_is_input() {
     "$B/hprof-verify" "$d/in.hprof" >> "$d/o3.txt" || die "verify appending to another file"
 }
 
+TESTS="$TESTS array_counts_add_up"
+t_array_counts_add_up() {
+    # what each primitive array became adds up to the arrays read, in both
+    # shrinks and every --arrays mode, with twin Bitmap buffers that
+    # something else names too (merged for their Bitmaps, the record stays
+    # as --arrays says: one of the duplicates, not counted again); the
+    # arrays the output lacks are among the duplicates and the removed
+    d=$T/ac; rm -rf "$d"; mkdir -p "$d"
+    "$B/hprof-synth" --pixels 300000 -f "$d/px.hprof"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/an.hprof"
+    for f in "$d/px.hprof" "$d/an.hprof"; do
+        for opts in "--multi-pass" "--one-pass" "--multi-pass --arrays=zero" "--one-pass --arrays=remove"; do
+            "$B/hprof-shrink" -q -f --json --keep-system-heaps $opts "$f" "$d/o.hprof" > "$d/r.json" ||
+                die "$opts $f"
+            "$B/hprof-verify" "$f" "$d/o.hprof" > "$d/v.txt" || die "$opts $f: verify"
+            python3 - "$d/r.json" "$d/v.txt" "$opts" <<'PY' || die "$opts $f: the array counts do not add up"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+c = lambda k: j[k]["count"]
+parts = ["string_values_kept", "bitmap_buffers_kept", "natives_kept", "bitmap_duplicates",
+         "arrays_emptied", "arrays_zeroed", "arrays_removed"]
+assert sum(c(k) for k in parts) == c("primitive_arrays_in"), {k: c(k) for k in parts + ["primitive_arrays_in"]}
+n_in, n_out = [int(x) for x in re.findall(r"(\d+) primitive arrays", open(sys.argv[2]).read())]
+assert n_in == c("primitive_arrays_in"), (n_in, j["primitive_arrays_in"])
+gone = n_in - n_out
+assert gone <= c("bitmap_duplicates") + c("arrays_removed"), (n_in, n_out, j["bitmap_duplicates"])
+if "remove" in sys.argv[3]:     # then a duplicate that stays goes too
+    assert gone == c("bitmap_duplicates") + c("arrays_removed"), (n_in, n_out, j["bitmap_duplicates"])
+PY
+        done
+    done
+}
+
 TESTS="$TESTS usage"
 t_usage() {
     d=$T/us; rm -rf "$d"; mkdir -p "$d"

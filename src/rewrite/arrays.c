@@ -146,22 +146,30 @@ static int forward_empty(struct rewrite_filter *f, const struct hprof_primitive_
     return forward_primitive_array(f, &empty);
 }
 
-/* An array nothing keeps, as --arrays says. */
+/* An array nothing keeps, as --arrays says.  A merged Bitmap buffer that
+ * stays (another object names it: its Bitmaps took the twin) is one of
+ * bitmap_duplicates already: not counted again, so that the fates of the
+ * arrays add up to the arrays read. */
 static int apply_mode(struct arrays_filter *z, const struct hprof_primitive_array *a,
                       uint64_t bytes)
 {
     struct rewrite_filter *f = &z->f;
+    const struct idmap *merged = &f->plan->bitmaps.remap;
+    int counted = merged->count == 0 || !idmap_has(merged, a->id);
     int rc = HPROF_OK;
     switch (f->plan->arrays) {
     case HPROF_ARRAYS_ZERO:
-        count_add(&f->st->arrays_zeroed, bytes);
+        if (counted)
+            count_add(&f->st->arrays_zeroed, bytes);
         rc = forward_zeros(z, a, bytes);
         break;
     case HPROF_ARRAYS_REMOVE:
-        count_add(&f->st->arrays_removed, bytes);
+        if (counted)
+            count_add(&f->st->arrays_removed, bytes);
         break;
     default:
-        count_add(&f->st->arrays_emptied, bytes);
+        if (counted)
+            count_add(&f->st->arrays_emptied, bytes);
         rc = forward_empty(f, a);
         break;
     }
