@@ -80,18 +80,26 @@ static size_t avail(const struct hprof_reader *r)
     return window_avail(&r->in);
 }
 
-/* The input ends `n` bytes short of what is read at `offset`: said at
- * the record (or sub-record) it cuts, as a file's length check says it. */
+/* The input ends short of the `n` bytes read at `offset`: said at the
+ * record or sub-record it cuts, as a file's length check says it (a
+ * stream's end is known only once reached).  Between two sub-records,
+ * the segment is what the end cuts. */
 static int truncated(struct hprof_reader *r, uint64_t offset, uint64_t n)
 {
-    uint64_t start = r->in_heap ? r->sub_offset : r->rec_offset;
-    if (start > offset)
-        start = offset;
     if (offset > r->in.size || n <= r->in.size - offset) /* the end not known yet */
         FAILF(r, HPROF_ERR_FORMAT, offset, "truncated: %" PRIu64 " bytes needed", n);
-    FAILF(r, HPROF_ERR_FORMAT, start,
-          "the input ends %" PRIu64 " bytes into it, %" PRIu64 " bytes short" SALVAGE_HINT,
-          r->in.size - start, n - (r->in.size - offset));
+    int between = r->in_heap && r->sub_tag == 0;
+    uint64_t start = r->in_heap && !between ? r->sub_offset : r->rec_offset;
+    if (start > offset)
+        start = offset;
+    uint64_t into = r->in.size - start;
+    if (between)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": %s: the input ends %" PRIu64 " byte%s "
+                               "into it, before the end its length says" SALVAGE_HINT,
+                               start, hprof_tag_name(r->rec_tag), into, into == 1 ? "" : "s");
+    FAILF(r, HPROF_ERR_FORMAT, start, "the input ends %" PRIu64 " byte%s into it" SALVAGE_HINT,
+          into, into == 1 ? "" : "s");
 }
 
 /* Make `n` bytes available at `cur`; n <= HPROF_MAX_RECORD.  Callers have
