@@ -682,6 +682,11 @@ t_usage() {
         cat "$d/x.hprof" | "$B/hprof-shrink" -f $opt - "$d/w.hprof" 2> "$T/err" || die "$opt from a pipe"
         if grep -q "no effect" "$T/err"; then die "$opt from a pipe: $(cat "$T/err")"; fi
     done
+    # --salvage takes several passes from a pipe too: no advice it refuses
+    cat "$d/x.hprof" | "$B/hprof-shrink" -f --salvage --window=2M - "$d/w.hprof" 2> "$T/err" ||
+        die "--salvage --window from a pipe"
+    grep -q "note: --window has no effect: --salvage reads the input in several passes$" "$T/err" ||
+        die "--salvage --window: $(cat "$T/err")"
 }
 
 TESTS="$TESTS messages"

@@ -680,10 +680,16 @@ static void note_window_unused(const struct options *o, struct run *run)
     if (o->quiet || o->batch || (o->shrink.window == 0 && o->shrink.spill == 0) ||
         (o->json && strcmp(o->out, "-") == 0))
         return;
+    const char *what = o->shrink.window == 0  ? "--spill has"
+                       : o->shrink.spill == 0 ? "--window has"
+                                              : "--window and --spill have";
     cli_progress_done(&run->progress);
-    fprintf(stderr, "%s: note: %s has no effect: %s is read in several passes (add --one-pass)\n",
-            cli_progname, o->shrink.window != 0 ? "--window" : "--spill",
-            strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in));
+    if (o->salvage || o->mapping_path != NULL) /* which the one pass cannot do */
+        fprintf(stderr, "%s: note: %s no effect: %s reads the input in several passes\n",
+                cli_progname, what, o->salvage ? "--salvage" : "--mapping");
+    else
+        fprintf(stderr, "%s: note: %s no effect: %s is read in several passes (add --one-pass)\n",
+                cli_progname, what, strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in));
 }
 
 static int run_shrink(struct options *o, struct run *run, const struct cli_output *out)
