@@ -111,7 +111,8 @@ uint64_t cli_writeback_step(uint64_t input_size);
 
 /* Opens the temporary file for `path`, in a descriptor of its directory
  * opened now.  Refuses when `path` is the input (`input` is the input's
- * stat, or NULL), a directory, or exists and !force (and the commit will
+ * stat, or NULL: none, or standard input, see cli_output_set_input_stdin()),
+ * a directory, or exists and !force (and the commit will
  * not replace a file that appears meanwhile).  A character device or FIFO is opened and written in place (no
  * -f needed), and so is a descriptor named by path (/dev/stdout).  Refuses a terminal unless force.  @return 0, or an exit code (message
  * printed). */
@@ -186,6 +187,9 @@ int cli_remove_stale_temps(const char *dir, int quiet);
  * does unless told otherwise: a batch run has removed them from every
  * output directory once, before its files), and whether it says so. */
 void cli_output_set_sweep(int on, int quiet);
+/* IN is standard input: the file it reads, if a regular one, is the input
+ * cli_output_open() refuses as OUT (its `input` stays NULL, for the mode). */
+void cli_output_set_input_stdin(int on);
 
 /* `s` as it is when every byte is printable, else double-quoted with C
  * escapes (a newline becomes \n).  The result lives until the fourth next

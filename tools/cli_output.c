@@ -112,14 +112,21 @@ static int refuse_terminal(int fd, const char *path, int force)
     return EXIT_USAGE;
 }
 
-/* OUT, as `st` says it is, must not be the input.  No `input` means
- * standard input is IN (its output keeps mode 0600): the regular file it
- * reads, if it is one, is the input then.  @return 0, or EXIT_USAGE with
- * the message printed. */
+static int input_is_stdin;
+
+void cli_output_set_input_stdin(int on)
+{
+    input_is_stdin = on;
+}
+
+/* OUT, as `st` says it is, must not be the input: `input`, or with no
+ * `input` (then OUT keeps mode 0600) and IN standard input, the regular
+ * file standard input reads.  @return 0, or EXIT_USAGE with the message
+ * printed. */
 static int refuse_the_input(const struct stat *st, const struct stat *input, const char *path)
 {
     struct stat in;
-    if (input == NULL && fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode))
+    if (input == NULL && input_is_stdin && fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode))
         input = &in;
     if (input == NULL || st->st_dev != input->st_dev || st->st_ino != input->st_ino)
         return 0;

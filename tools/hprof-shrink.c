@@ -593,6 +593,7 @@ static int output_into_directory(struct options *o)
 static int open_output(struct options *o, struct cli_output *out, const struct stat *in_st)
 {
     cli_output_set_sweep(!o->batch, o->quiet);
+    cli_output_set_input_stdin(strcmp(o->in, "-") == 0);
     int code = cli_output_open(out, o->out, o->force, strcmp(o->in, "-") ? in_st : NULL);
     /* A batch run takes an output newer than its input for done: after a
      * crash, one the disk never got would pass for it. */
