@@ -247,6 +247,42 @@ START_TEST(redact_fields_zeroes_numbers_but_not_booleans_or_references)
 }
 END_TEST
 
+/* The first instance redaction sees has no field bytes (a plain Object:
+ * ZGC dumps open with one): it goes out as it is and the next instance is
+ * redacted (loop: multi-pass, one pass). */
+START_TEST(redact_fields_takes_an_instance_without_field_bytes)
+{
+    static const uint8_t one_int[] = { HPROF_TYPE_INT };
+    struct tbuf b;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_string(&b, 0x10, "java/lang/Object");
+    tb_string(&b, 0x11, "com/example/Counter");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_load_class(&b, 2, 0x200, 0x11);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_class(&b, 0x200, 0x100, one_int, 1);
+    tb_instance(&b, 0x1000, 0x100, NULL, 0);
+    tb_instance(&b, 0x2000, 0x200, "\x12\x34\x56\x78", 4);
+    tb_segment_end(&b);
+    tb_record(&b, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char *path = tl_temp_file(b.data, b.len, ".hprof");
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_fields = 1 };
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out =
+        tl_shrink_file_by(_i ? hprof_shrink_one_pass : hprof_shrink, path, &o, &len, &st, 0);
+    ck_assert_uint_eq(st.instances_out.count, 2);
+    ck_assert_uint_eq(st.fields_zeroed, 1);
+    ck_assert_ptr_null(memmem(out, len, "\x12\x34\x56\x78", 4));
+    free(out);
+    unlink(path);
+    free(path);
+    tb_free(&b);
+}
+END_TEST
+
 /* A hierarchy 100k classes deep, each with a field, listed leaf first:
  * redaction works out each class's exempt fields once per class (the keep
  * rules' classes up its chain are memoised), where a walk of the whole
@@ -926,6 +962,7 @@ static Suite *redact_suite(void)
     tcase_add_test(t, redact_keep_rule_never_exempts_a_field_it_does_not_name);
     tcase_add_loop_test(t, redact_keep_rule_keeps_no_text_of_an_array_its_substring_shares, 0, 2);
     tcase_add_loop_test(t, redact_keep_rule_keeps_a_whole_array_a_later_substring_shares, 0, 2);
+    tcase_add_loop_test(t, redact_fields_takes_an_instance_without_field_bytes, 0, 2);
     tcase_add_test(t, redact_keep_rule_still_applies_to_the_rule_class_itself);
     tcase_add_test(t, redact_clears_the_hash_of_a_redacted_string);
     tcase_add_test(t, redact_clears_the_hash_code_of_an_android_6_string);

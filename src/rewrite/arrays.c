@@ -20,7 +20,9 @@
 
 uint8_t *filter_scratch(uint8_t **buf, size_t *cap, size_t n, struct hprof_error *err)
 {
-    if (n > *cap) {
+    if (n > *cap || *buf == NULL) {
+        if (n == 0)
+            n = 1;
         uint8_t *grown = realloc(*buf, n);
         if (grown == NULL) {
             hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");

@@ -69,7 +69,8 @@ static inline void count_add(struct hprof_count *c, uint64_t bytes)
 }
 
 /* A buffer grown to at least `n` bytes (*buf of *cap, realloc()ed).
- * @return it, or NULL with `err` set. */
+ * @return it, never NULL for 0 bytes (an instance of a class with no
+ * fields), or NULL with `err` set. */
 uint8_t *filter_scratch(uint8_t **buf, size_t *cap, size_t n, struct hprof_error *err);
 
 /* Each rewrite's filter (NULL when out of memory).  Strings have none:
