@@ -1185,6 +1185,143 @@ START_TEST(of_twins_around_an_array_of_buffers_the_first_stays)
 }
 END_TEST
 
+/* An Android dump of twin Bitmap buffers 0x1001 and 0x1002 (equal
+ * pixels), Bitmaps 0x2001 and 0x2002 naming them, and roots, in the order
+ * `plan` gives: "aN" buffer N, "bN" the Bitmap of buffer N, "rN" a root
+ * naming buffer N. */
+static uint8_t *twins_dump(const char *plan, size_t *len)
+{
+    static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    uint8_t pixels[3000];
+    for (size_t i = 0; i < sizeof pixels; i++)
+        pixels[i] = (uint8_t)(i * 7 + 3);
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_string(&d, 0x10, "android.graphics.Bitmap");
+    tb_string(&d, 0x900, "mBuffer");
+    tb_load_class(&d, 1, 0x100, 0x10);
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    for (const char *p = plan; p[0] != '\0'; p += p[2] == ' ' ? 3 : 2) {
+        uint32_t buffer = 0x1000u + (uint32_t)(p[1] - '0');
+        const uint8_t ref[4] = { 0, 0, (uint8_t)(buffer >> 8), (uint8_t)buffer };
+        if (p[0] == 'a')
+            tb_prim_array(&d, buffer, HPROF_TYPE_BYTE, sizeof pixels, pixels);
+        else if (p[0] == 'b')
+            tb_instance(&d, 0x1000 + buffer, 0x100, ref, 4);
+        else {
+            tb_u1(&d, HPROF_ROOT_UNKNOWN);
+            tb_id(&d, buffer);
+        }
+    }
+    return end_heap_dump(&d, len);
+}
+
+/* Every key of `a` is in `b` with the same value (a map) or at all. */
+static int map_within(const struct idmap *a, const struct idmap *b)
+{
+    for (size_t i = 0; i <= a->mask; i++) {
+        uint64_t v;
+        if (a->keys[i] != 0 &&
+            (!idmap_get(b, a->keys[i], &v) || (a->values != NULL && v != a->values[i])))
+            return 0;
+    }
+    return 1;
+}
+
+/* The same objects, and every instance's fields (its references) the same. */
+static int same_objects(const struct facts *a, const struct facts *b)
+{
+    return a->objects.count == b->objects.count && map_within(&a->objects, &b->objects) &&
+           a->instance_hash.count == b->instance_hash.count &&
+           map_within(&a->instance_hash, &b->instance_hash);
+}
+
+/* The one pass and the multi-pass shrink of twins_dump(plan), through a
+ * file it can read back: the one pass's window_late, and whether an
+ * analyzer sees the same objects and references in both. */
+static uint64_t twins_late(const char *plan, int *same_view)
+{
+    size_t len;
+    uint8_t *in = twins_dump(plan, &len);
+    struct hprof_shrink_options o = { 0 };
+    struct hprof_error err = { 0 };
+    struct shrunk one, multi;
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    shrink_to_readable_file_with(in, len, &o, &one);
+    struct facts a, b;
+    ck_assert_int_eq(facts_load_memory(multi.data, multi.len, &a, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(one.data, one.len, &b, &err), HPROF_OK);
+    ck_assert_uint_eq(b.dangling.count, a.dangling.count);
+    *same_view = same_objects(&a, &b);
+    uint64_t late = one.stats.window_late;
+    facts_free(&a);
+    facts_free(&b);
+    free(one.data);
+    free(multi.data);
+    free(in);
+    return late;
+}
+
+/* A root names a twin before its Bitmap claims it: the twin stays, as the
+ * multi-pass shrink keeps it (its Bitmap takes the first). */
+START_TEST(a_root_pins_a_twin_buffer)
+{
+    int same;
+    ck_assert_uint_eq(twins_late("a1 b1 r2 a2 b2", &same), 0);
+    ck_assert(same);
+    ck_assert_uint_eq(twins_late("a1 a2 r2 b1 b2", &same), 0);
+    ck_assert(same);
+}
+END_TEST
+
+/* Every order of two twins, their Bitmaps and a root naming either (or
+ * none): no dangling reference the multi-pass output lacks, and where the
+ * one pass reports nothing late, the same objects and references. */
+START_TEST(twins_in_any_order_are_the_multi_pass_ones_unless_late)
+{
+    static const char *const items[] = { "a1", "a2", "b1", "b2" };
+    static const int perms[24][4] = {
+        { 0, 1, 2, 3 }, { 0, 1, 3, 2 }, { 0, 2, 1, 3 }, { 0, 2, 3, 1 }, { 0, 3, 1, 2 },
+        { 0, 3, 2, 1 }, { 1, 0, 2, 3 }, { 1, 0, 3, 2 }, { 1, 2, 0, 3 }, { 1, 2, 3, 0 },
+        { 1, 3, 0, 2 }, { 1, 3, 2, 0 }, { 2, 0, 1, 3 }, { 2, 0, 3, 1 }, { 2, 1, 0, 3 },
+        { 2, 1, 3, 0 }, { 2, 3, 0, 1 }, { 2, 3, 1, 0 }, { 3, 0, 1, 2 }, { 3, 0, 2, 1 },
+        { 3, 1, 0, 2 }, { 3, 1, 2, 0 }, { 3, 2, 0, 1 }, { 3, 2, 1, 0 },
+    };
+    for (int p = 0; p < 24; p++)
+        for (int root = 0; root <= 2; root++)
+            for (int at = 0; at <= (root ? 4 : 0); at++) {
+                char plan[32] = "";
+                for (int i = 0; i <= 4; i++) {
+                    if (root && i == at)
+                        strcat(plan, root == 1 ? "r1 " : "r2 ");
+                    if (i < 4) {
+                        strcat(plan, items[perms[p][i]]);
+                        strcat(plan, " ");
+                    }
+                }
+                plan[strlen(plan) - 1] = '\0';
+                int same;
+                uint64_t late = twins_late(plan, &same);
+                ck_assert_msg(same || late > 0, "%s: another view, nothing late", plan);
+            }
+}
+END_TEST
+
+/* Twins whose Bitmaps come in another order than the buffers: the multi-
+ * pass shrink keeps the first buffer read, the one pass the first
+ * claimed; the one pass says so. */
+START_TEST(twins_claimed_out_of_order_are_late)
+{
+    int same;
+    ck_assert_uint_eq(twins_late("a1 a2 b1 b2", &same), 0);
+    ck_assert(same);
+    ck_assert_uint_eq(twins_late("a1 a2 b2 b1", &same), 1);
+    ck_assert(!same);
+}
+END_TEST
+
 /* Twin buffers larger than the window, named by an array of buffers read
  * before them, cannot be compared: the second is counted late. */
 START_TEST(twin_buffers_past_the_window_after_their_array_are_late)
@@ -1504,6 +1641,9 @@ static Suite *one_pass_suite(void)
     tcase_add_loop_test(same, dump_data_buffers_after_their_array_merge_where_the_output_can_be_patched, 0, 2);
     tcase_add_test(same, of_twins_around_an_array_of_buffers_the_first_stays);
     tcase_add_test(same, twin_buffers_past_the_window_after_their_array_are_late);
+    tcase_add_test(same, a_root_pins_a_twin_buffer);
+    tcase_add_test(same, twins_in_any_order_are_the_multi_pass_ones_unless_late);
+    tcase_add_test(same, twins_claimed_out_of_order_are_late);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text);

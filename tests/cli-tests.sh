@@ -1659,7 +1659,7 @@ cat "$T/late.hprof" | "$B/hprof-shrink" -q -f --json --window=1M - "$T/late-1m.h
 # without -q, a warning says that the output is not the multi-pass one
 cat "$T/late.hprof" | "$B/hprof-shrink" -f --window=1M - "$T/late-w.hprof" > /dev/null \
     2> "$T/late.err" || die "--window=1M without -q"
-grep -q "^hprof-shrink: warning: standard input: [0-9]* records came after the window had let go of what they needed (window_late)" \
+grep -q "^hprof-shrink: warning: standard input: [0-9]* records decided otherwise than by the multi-pass shrink (window_late)" \
     "$T/late.err" || die "--window=1M: no warning of what came late: $(cat "$T/late.err")"
 "$B/hprof-verify" "$T/late-1m.hprof" > /dev/null || die "--window=1M output does not verify"
 python3 - "$T/late.json" <<'PY' || die "--window=1M report: $(cat "$T/late.json")"

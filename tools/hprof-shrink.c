@@ -760,10 +760,9 @@ static void report_success(const struct options *o, const struct run *run, const
         cli_salvage_print(name, &o->salvaged);
     /* the one pass's output then differs from the multi-pass one: say so */
     if (s->window_late > 0 && !o->quiet)
-        cli_error("warning: %s: %" PRIu64 " record%s came after the window had let go of "
-                  "what %s needed (window_late); a larger --window or --multi-pass avoids it",
-                  cli_quote(name), s->window_late, s->window_late == 1 ? "" : "s",
-                  s->window_late == 1 ? "it" : "they");
+        cli_error("warning: %s: %" PRIu64 " record%s decided otherwise than by the multi-pass "
+                  "shrink (window_late); --multi-pass avoids it, a larger --window mostly",
+                  cli_quote(name), s->window_late, s->window_late == 1 ? "" : "s");
     if (!o->batch && !o->quiet && !o->json && !o->stats)
         print_summary(o, s, run->written, cli_progress_seconds(&run->progress));
     if (o->stats)

@@ -151,12 +151,15 @@ static int walk_ref(void *ctx, uint32_t at, uint64_t name_id, uint64_t ref)
     return one_pass_system_refer(w->op, ref);
 }
 
+/* Any reference but a Bitmap's to its own buffer (an object's field, an
+ * array's element, a root, a static), as the multi-pass shrink's pins
+ * take them: one to a merged copy already dropped comes too late. */
 void one_pass_note_ref(struct one_pass *op, uint64_t ref)
 {
-    if (!op->tracking_pins)
+    if (!op->tracking_pins || ref == 0)
         return;
     idfilter_add(&op->pins, ref);
-    if (op->plan.bitmaps.remap.count > 0 && idmap_has(&op->plan.bitmaps.remap, ref))
+    if (op->plan.bitmaps.dropped.count > 0 && idmap_has(&op->plan.bitmaps.dropped, ref))
         op->st->window_late++;
 }
 
@@ -275,6 +278,9 @@ static int on_class_dump(struct hprof_visitor *v, const struct hprof_class_dump 
 {
     struct one_pass *op = (struct one_pass *)v;
     int rc = one_pass_dumped_once(op, cd->id, cd->offset, HPROF_CLASS_DUMP);
+    for (unsigned i = 0; i < cd->n_statics; i++)
+        if (cd->statics[i].type == HPROF_TYPE_OBJECT)
+            one_pass_note_ref(op, cd->statics[i].value);
     if (rc == HPROF_OK && op->hold_values)
         rc = note_device_strings(op, cd);
     if (rc == HPROF_OK)
@@ -501,6 +507,7 @@ static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i
 static int on_root(struct hprof_visitor *v, const struct hprof_root *r)
 {
     struct one_pass *op = (struct one_pass *)v;
+    one_pass_note_ref(op, r->id);
     if (op->prelude && op->system == NULL)
         return one_pass_prelude_root(op, r);
     return one_pass_system_root(op, r);

@@ -86,11 +86,13 @@ static int kept_uncompared(struct one_pass *op, uint8_t type, uint32_t count)
     return HPROF_OK;
 }
 
-/* Buffer `id` is kept: later copies merge into it, unless an earlier kept
+/* Buffer `a` is kept: later copies merge into it, unless an earlier kept
  * buffer holds the same bytes (then it is the one). */
-static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t type,
-                          uint32_t count, uint64_t id)
+static int merge_register(struct one_pass *op, const uint8_t sha[32],
+                          const struct hprof_primitive_array *a)
 {
+    uint8_t type = a->type;
+    uint32_t count = a->count;
     if (note_size(op, type, count) < 0)
         return HPROF_ERR_NOMEM;
     uint64_t key = merge_key(sha, type, count);
@@ -106,8 +108,9 @@ static int merge_register(struct one_pass *op, const uint8_t sha[32], uint8_t ty
     if (grown == NULL)
         return HPROF_ERR_NOMEM;
     op->merges = grown;
-    op->merges[op->n_merges] =
-        (struct merge_entry){ .id = id, .out_at = UINT64_MAX, .type = type, .count = count };
+    op->merges[op->n_merges] = (struct merge_entry){ .id = a->id, .data_offset = a->data_offset,
+                                                     .out_at = UINT64_MAX, .type = type,
+                                                     .count = count };
     memcpy(op->merges[op->n_merges].sha, sha, 32);
     if (last != NULL) {
         op->merges[at].next = ++op->n_merges;
@@ -281,8 +284,7 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
         return rc;
     if (e == NULL) {
         (void)patch_slots(op, a->id, 0); /* kept: its slots name it */
-        return merge_register(op, sha, a->type, a->count, a->id) != HPROF_OK ? nomem(op)
-                                                                               : HPROF_OK;
+        return merge_register(op, sha, a) != HPROF_OK ? nomem(op) : HPROF_OK;
     }
     if (pinned) { /* what names it went out already (a Bitmap by the rule, an array of
                    * DumpData's buffers read before it): it stays, where the multi-pass
@@ -290,6 +292,10 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
         op->st->window_late++;
         return HPROF_OK;
     }
+    /* the multi-pass shrink keeps the first of twins read; here the first
+     * claimed stays, and a twin read before it merges into it */
+    if (a->data_offset < e->data_offset)
+        op->st->window_late++;
     if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
         return nomem(op);
     if ((rc = patch_slots(op, a->id, e->id)) != HPROF_OK)

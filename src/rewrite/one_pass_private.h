@@ -43,6 +43,7 @@ struct heap_name {
 
 struct merge_entry {
     uint64_t id;                /* the buffer kept */
+    uint64_t data_offset;       /* where its data is in the input */
     uint64_t out_at;            /* where its data went in the output (UINT64_MAX: unknown) */
     uint8_t sha[32];            /* SHA-256, or a fingerprint (confirm_by_reading) */
     uint32_t count;
