@@ -345,6 +345,42 @@ START_TEST(stream_read_error_ends_the_run_with_its_message)
 }
 END_TEST
 
+static int read_fails_silently(void *ctx, void *buf, size_t len, size_t *got,
+                               struct hprof_error *err)
+{
+    struct mem_stream *m = ctx;
+    if (m->at >= m->len)
+        return HPROF_ERR_IO; /* its message forgotten */
+    return read_mem(ctx, buf, len, got, err);
+}
+
+/* A read function that fails without a message: the open (when the header
+ * cannot be read) or the run fails with its code and a message that says
+ * where, never HPROF_OK or an empty message. */
+START_TEST(stream_read_error_without_a_message_gets_one)
+{
+    size_t len;
+    uint8_t *data = tl_read_dump(tl_fixtures[0], &len);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = (struct hprof_reader *)&err;
+    struct mem_stream none = { data, 0, 0, PIECE_LARGE, 0 };
+    ck_assert_int_eq(hprof_reader_open_stream(&r, read_fails_silently, &none, &err),
+                     HPROF_ERR_IO);
+    ck_assert_ptr_null(r);
+    ck_assert_str_eq(err.message, "offset 0x0: the read function failed (-2)");
+    memset(&err, 0, sizeof err);
+    struct mem_stream m = { data, 5000, 0, PIECE_LARGE, 0 };
+    ck_assert_int_eq(hprof_reader_open_stream(&r, read_fails_silently, &m, &err), HPROF_OK);
+    struct tl_counter c;
+    tl_counter_init(&c);
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_ERR_IO);
+    ck_assert_int_eq(err.code, HPROF_ERR_IO);
+    ck_assert_str_eq(err.message, "offset 0x1388: the read function failed (-2)");
+    hprof_reader_free(r);
+    free(data);
+}
+END_TEST
+
 /* ---- Inputs as streams ---------------------------------------------------------- */
 
 /* The gzip sink's members, one per MiB. */
@@ -758,6 +794,7 @@ int main(void)
     tcase_add_test(t, truncated_stream_fails_with_an_offset_and_the_record);
     tcase_add_test(t, stream_reader_runs_once_and_refuses_what_needs_the_input_again);
     tcase_add_test(t, stream_read_error_ends_the_run_with_its_message);
+    tcase_add_test(t, stream_read_error_without_a_message_gets_one);
     suite_add_tcase(s, t);
     TCase *i = tcase_create("input");
     tcase_set_timeout(i, 600);

@@ -104,6 +104,9 @@ static int stream_read(struct read_window *w, struct hprof_error *err)
     size_t got = 0;
     uint8_t *end = w->buf + w->cap;
     int rc = s->read(s->ctx, (uint8_t *)w->lim, (size_t)(end - w->lim), &got, err);
+    if (rc != HPROF_OK && err->code == HPROF_OK) /* a read function that said nothing */
+        return hprof_error_set(err, rc < 0 ? rc : HPROF_ERR_IO,
+                               "offset 0x%" PRIx64 ": the read function failed (%d)", s->got, rc);
     if (rc != HPROF_OK)
         return rc;
     if (got == 0) {

@@ -39,8 +39,9 @@ static int parse_header(struct hprof_reader *r)
 {
     uint8_t head[MAX_HEADER];
     size_t len;
-    if (read_head(r, head, &len) != HPROF_OK)
-        return r->err->code;
+    int rc = read_head(r, head, &len);
+    if (rc != HPROF_OK)
+        return r->err->code != HPROF_OK ? r->err->code : rc;
     if (len == 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT, "offset 0x0: header: empty file");
 
