@@ -749,7 +749,8 @@ struct hprof_shrink_stats {
 /* hprof_shrink() :
  * Reads `r` in several passes and writes the shrunk dump to `sink` (see
  * hprof-shrink(1) for what is kept, dropped and merged).  Deterministic:
- * the same input and options give the same bytes.  `stats` may be NULL.
+ * the same input and options give the same bytes.  `options` may be NULL
+ * (the defaults), and so may `stats`.
  * @return HPROF_OK, or an error (the sink then holds a partial dump). */
 HPROF_API int hprof_shrink(struct hprof_reader *r, struct hprof_sink *sink,
                            const struct hprof_shrink_options *options,

@@ -491,6 +491,40 @@ START_TEST(shrink_is_deterministic)
 }
 END_TEST
 
+/* No options are the defaults, in both shrinks; no reader or no sink is a
+ * usage error, never a crash. */
+START_TEST(shrink_takes_no_options_for_the_defaults_and_refuses_no_sink)
+{
+    static const struct hprof_shrink_options defaults;
+    tl_shrink_fn *const shrinks[] = { hprof_shrink, hprof_shrink_one_pass };
+    for (int i = 0; i < 2; i++) {
+        size_t want_len, len;
+        struct hprof_shrink_stats st;
+        uint8_t *want = tl_shrink_file_by(shrinks[i], fixtures[0], &defaults, &want_len, &st, 0);
+        uint8_t *got = tl_shrink_file_by(shrinks[i], fixtures[0], NULL, &len, &st, 0);
+        ck_assert_uint_eq(len, want_len);
+        ck_assert_mem_eq(got, want, len);
+        free(want);
+        free(got);
+        struct hprof_error err = { 0 };
+        struct hprof_reader *r;
+        int fd;
+        ck_assert_int_eq(tl_open_reader(fixtures[0], &fd, &r, &err), HPROF_OK);
+        ck_assert_int_eq(shrinks[i](r, NULL, NULL, NULL, &err), HPROF_ERR_USAGE);
+        ck_assert_str_eq(err.message, "shrink: no sink");
+        tl_close_reader(fd, r);
+        struct hprof_sink *sink = hprof_sink_new_null(&err);
+        ck_assert_int_eq(shrinks[i](NULL, sink, NULL, NULL, &err), HPROF_ERR_USAGE);
+        hprof_sink_free(sink);
+    }
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_push *p;
+    ck_assert_int_eq(hprof_shrink_push_new(&p, NULL, NULL, &err), HPROF_ERR_USAGE);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_null(hprof_writer_new(NULL, &err));
+}
+END_TEST
+
 /* PRIMITIVE_ARRAY_NODATA never reaches the output; in zero mode it becomes
  * an array of zeros of its length. */
 START_TEST(arrays_never_write_primitive_array_nodata)
@@ -1722,6 +1756,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, shrink_adds_no_dangling_reference, 0, n);
     tcase_add_loop_test(t, shrink_matches_the_generators_bookkeeping, 0, N_MODES);
     tcase_add_loop_test(t, shrink_is_deterministic, 0, N_MODES);
+    tcase_add_test(t, shrink_takes_no_options_for_the_defaults_and_refuses_no_sink);
     tcase_add_loop_test(t, shrink_through_a_mapping_writes_the_same_bytes, 0, n);
     tcase_add_loop_test(t, shrink_into_a_file_writes_the_bytes_it_writes_into_memory, 0, 5);
     return s;

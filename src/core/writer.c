@@ -645,6 +645,10 @@ int writer_put_segments(struct hprof_writer *w, const uint8_t *bytes, size_t len
 
 struct hprof_writer *hprof_writer_new(struct hprof_sink *sink, struct hprof_error *err)
 {
+    if (sink == NULL) {
+        hprof_error_set(err, HPROF_ERR_USAGE, "writer: no sink");
+        return NULL;
+    }
     struct hprof_writer *w = calloc(1, sizeof *w);
     if (w == NULL) {
         hprof_error_set(err, HPROF_ERR_NOMEM, "writer: out of memory");

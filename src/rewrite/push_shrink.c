@@ -26,6 +26,8 @@ int hprof_shrink_push_new(struct hprof_shrink_push **out, struct hprof_sink *sin
                           const struct hprof_shrink_options *opt, struct hprof_error *err)
 {
     *out = NULL;
+    if (sink == NULL)
+        return hprof_error_set(err, HPROF_ERR_USAGE, "shrink: no sink");
     struct hprof_shrink_push *p = calloc(1, sizeof *p);
     if (p == NULL)
         return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
