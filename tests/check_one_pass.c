@@ -1188,7 +1188,8 @@ END_TEST
 /* An Android dump of twin Bitmap buffers 0x1001 and 0x1002 (equal
  * pixels), Bitmaps 0x2001 and 0x2002 naming them, and roots, in the order
  * `plan` gives: "aN" buffer N, "bN" the Bitmap of buffer N, "rN" a root
- * naming buffer N. */
+ * naming buffer N, "fN" an array of 600 KiB nobody claims (filling a
+ * window of 1 MiB). */
 static uint8_t *twins_dump(const char *plan, size_t *len)
 {
     static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
@@ -1203,10 +1204,13 @@ static uint8_t *twins_dump(const char *plan, size_t *len)
     tb_load_class(&d, 1, 0x100, 0x10);
     tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
     tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    uint8_t *filler = calloc(600 << 10, 1);
     for (const char *p = plan; p[0] != '\0'; p += p[2] == ' ' ? 3 : 2) {
         uint32_t buffer = 0x1000u + (uint32_t)(p[1] - '0');
         const uint8_t ref[4] = { 0, 0, (uint8_t)(buffer >> 8), (uint8_t)buffer };
-        if (p[0] == 'a')
+        if (p[0] == 'f')
+            tb_prim_array(&d, 0x8000 + buffer, HPROF_TYPE_BYTE, 600 << 10, filler);
+        else if (p[0] == 'a')
             tb_prim_array(&d, buffer, HPROF_TYPE_BYTE, sizeof pixels, pixels);
         else if (p[0] == 'b')
             tb_instance(&d, 0x1000 + buffer, 0x100, ref, 4);
@@ -1215,6 +1219,7 @@ static uint8_t *twins_dump(const char *plan, size_t *len)
             tb_id(&d, buffer);
         }
     }
+    free(filler);
     return end_heap_dump(&d, len);
 }
 
@@ -1238,30 +1243,53 @@ static int same_objects(const struct facts *a, const struct facts *b)
            map_within(&a->instance_hash, &b->instance_hash);
 }
 
-/* The one pass and the multi-pass shrink of twins_dump(plan), through a
- * file it can read back: the one pass's window_late, and whether an
- * analyzer sees the same objects and references in both. */
-static uint64_t twins_late(const char *plan, int *same_view)
+/* The one pass's output `one` of a dump whose multi-pass output is
+ * `multi`: whether an analyzer sees the same objects and references in
+ * both (and no dangling reference the multi-pass output lacks). */
+static int same_view_as(const struct shrunk *one, const struct shrunk *multi)
+{
+    struct hprof_error err = { 0 };
+    struct facts a, b;
+    ck_assert_int_eq(facts_load_memory(multi->data, multi->len, &a, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(one->data, one->len, &b, &err), HPROF_OK);
+    ck_assert_uint_eq(b.dangling.count, a.dangling.count);
+    int same = same_objects(&a, &b);
+    facts_free(&a);
+    facts_free(&b);
+    return same;
+}
+
+/* The one pass (with a window of `window` bytes, 0: the default) and the
+ * multi-pass shrink of twins_dump(plan): the one pass's window_late, the
+ * same through a file it can read back (twins confirmed byte for byte)
+ * and into memory (by SHA-256), and whether an analyzer sees the same
+ * objects and references as in the multi-pass output, in both. */
+static uint64_t twins_late_in(const char *plan, uint64_t window, int *same_view)
 {
     size_t len;
     uint8_t *in = twins_dump(plan, &len);
-    struct hprof_shrink_options o = { 0 };
+    struct hprof_shrink_options o = { .window = window };
     struct hprof_error err = { 0 };
-    struct shrunk one, multi;
+    struct shrunk file, memory, multi;
     ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
-    shrink_to_readable_file_with(in, len, &o, &one);
-    struct facts a, b;
-    ck_assert_int_eq(facts_load_memory(multi.data, multi.len, &a, &err), HPROF_OK);
-    ck_assert_int_eq(facts_load_memory(one.data, one.len, &b, &err), HPROF_OK);
-    ck_assert_uint_eq(b.dangling.count, a.dangling.count);
-    *same_view = same_objects(&a, &b);
-    uint64_t late = one.stats.window_late;
-    facts_free(&a);
-    facts_free(&b);
-    free(one.data);
+    shrink_to_readable_file_with(in, len, &o, &file);
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &memory, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(file.stats.window_late == memory.stats.window_late, "%s: %llu late, %llu",
+                  plan, (unsigned long long)file.stats.window_late,
+                  (unsigned long long)memory.stats.window_late);
+    *same_view = same_view_as(&file, &multi);
+    ck_assert_int_eq(same_view_as(&memory, &multi), *same_view);
+    uint64_t late = file.stats.window_late;
+    free(file.data);
+    free(memory.data);
     free(multi.data);
     free(in);
     return late;
+}
+
+static uint64_t twins_late(const char *plan, int *same_view)
+{
+    return twins_late_in(plan, 0, same_view);
 }
 
 /* A root names a twin before its Bitmap claims it: the twin stays, as the
@@ -1277,9 +1305,9 @@ START_TEST(a_root_pins_a_twin_buffer)
 END_TEST
 
 /* Every order of two twins, their Bitmaps and a root naming either (or
- * none): no dangling reference the multi-pass output lacks, and where the
- * one pass reports nothing late, the same objects and references. */
-START_TEST(twins_in_any_order_are_the_multi_pass_ones_unless_late)
+ * none), in a window that holds them all: nothing late, and the objects
+ * and references of the multi-pass output. */
+START_TEST(twins_in_any_order_are_the_multi_pass_ones)
 {
     static const char *const items[] = { "a1", "a2", "b1", "b2" };
     static const int perms[24][4] = {
@@ -1304,20 +1332,25 @@ START_TEST(twins_in_any_order_are_the_multi_pass_ones_unless_late)
                 plan[strlen(plan) - 1] = '\0';
                 int same;
                 uint64_t late = twins_late(plan, &same);
-                ck_assert_msg(same || late > 0, "%s: another view, nothing late", plan);
+                ck_assert_msg(late == 0, "%s: %llu late", plan, (unsigned long long)late);
+                ck_assert_msg(same, "%s: another view", plan);
             }
 }
 END_TEST
 
-/* Twins whose Bitmaps come in another order than the buffers: the multi-
- * pass shrink keeps the first buffer read, the one pass the first
- * claimed; the one pass says so. */
-START_TEST(twins_claimed_out_of_order_are_late)
+/* Twins whose Bitmaps come in another order than the buffers: the first
+ * read is kept, as in the multi-pass shrink, while the window holds it.
+ * Once a full window decided the second (a buffer claimed waits only for
+ * pins), a claim of the first comes too late, and says so. */
+START_TEST(twins_claimed_out_of_order_keep_the_first_read_unless_late)
 {
+    const uint64_t small = 1 << 20;
     int same;
-    ck_assert_uint_eq(twins_late("a1 a2 b1 b2", &same), 0);
+    ck_assert_uint_eq(twins_late("a1 a2 b2 b1", &same), 0);
     ck_assert(same);
-    ck_assert_uint_eq(twins_late("a1 a2 b2 b1", &same), 1);
+    ck_assert_uint_eq(twins_late_in("a1 a2 b2 f1 b1", small, &same), 0);
+    ck_assert(same);
+    ck_assert_uint_eq(twins_late_in("a1 a2 b2 f1 f2 b1", small, &same), 1);
     ck_assert(!same);
 }
 END_TEST
@@ -1642,8 +1675,8 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, of_twins_around_an_array_of_buffers_the_first_stays);
     tcase_add_test(same, twin_buffers_past_the_window_after_their_array_are_late);
     tcase_add_test(same, a_root_pins_a_twin_buffer);
-    tcase_add_test(same, twins_in_any_order_are_the_multi_pass_ones_unless_late);
-    tcase_add_test(same, twins_claimed_out_of_order_are_late);
+    tcase_add_test(same, twins_in_any_order_are_the_multi_pass_ones);
+    tcase_add_test(same, twins_claimed_out_of_order_keep_the_first_read_unless_late);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text);

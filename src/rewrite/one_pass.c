@@ -405,6 +405,7 @@ int one_pass_reset_dump(struct one_pass *op)
     }
     id_table_free(&op->claims);
     one_pass_slots_free(op);
+    one_pass_twins_free(op);
     one_pass_value_owners_free(op);
     if (rc == HPROF_OK)
         rc = one_pass_value_owners_init(op);

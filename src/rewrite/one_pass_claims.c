@@ -266,6 +266,29 @@ static int add_candidate(struct one_pass *op, uint64_t id)
     return idmap_put(&op->plan.bitmaps.candidates, id, 0) == HPROF_OK ? HPROF_OK : nomem(op);
 }
 
+static int decide_group(struct one_pass *op, uint64_t key, int evicted, int *by_rule);
+
+/* Buffer `a` would be the first kept of its bytes: a twin read before it
+ * that waits in the window is decided first, kept as the first read
+ * (*twin its entry then), as the multi-pass shrink keeps it. */
+static int decide_earlier_twin(struct one_pass *op, const struct hprof_primitive_array *a,
+                               const uint8_t sha[32], struct merge_entry **twin)
+{
+    uint64_t print;
+    if (op->twins.key_of.count == 0)
+        return HPROF_OK;
+    if (op->confirm_by_reading) /* its digest is the fingerprint */
+        memcpy(&print, sha, sizeof print);
+    else
+        print = fingerprint64(a->data, a->length);
+    struct held *first = one_pass_twins_earlier(op, a, print);
+    int by_rule;
+    if (first == NULL)
+        return HPROF_OK;
+    int rc = decide_group(op, first->key, 0, &by_rule);
+    return rc == HPROF_OK ? find_twin(op, a, sha, twin) : rc;
+}
+
 static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array *a, int pinned,
                          enum array_keep *keep)
 {
@@ -282,6 +305,8 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
     struct merge_entry *e;
     if ((rc = find_twin(op, a, sha, &e)) != HPROF_OK)
         return rc;
+    if (e == NULL && (rc = decide_earlier_twin(op, a, sha, &e)) != HPROF_OK)
+        return rc;
     if (e == NULL) {
         (void)patch_slots(op, a->id, 0); /* kept: its slots name it */
         return merge_register(op, sha, a) != HPROF_OK ? nomem(op) : HPROF_OK;
@@ -292,8 +317,8 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
         op->st->window_late++;
         return HPROF_OK;
     }
-    /* the multi-pass shrink keeps the first of twins read; here the first
-     * claimed stays, and a twin read before it merges into it */
+    /* the multi-pass shrink keeps the first of twins read; one read
+     * before it that left the window unclaimed merges into it here */
     if (a->data_offset < e->data_offset)
         op->st->window_late++;
     if (idmap_put(&p->bitmaps.remap, a->id, e->id) != HPROF_OK)
@@ -401,6 +426,8 @@ static int decide_group(struct one_pass *op, uint64_t key, int evicted, int *by_
         if (h->wait == WAIT_DECIDE)
             buffer = h;
     *by_rule = buffer == NULL;
+    if (buffer != NULL)
+        one_pass_twins_remove(op, key);
     if (buffer == NULL) {
         int moved = 0;
         rc = evicted ? wait_longer(op, list, key, &moved) : HPROF_OK;
@@ -432,8 +459,10 @@ static int buffer_claimed(struct one_pass *op, struct held *h, unsigned claim)
     /* Bitmaps waiting apart have waited long enough: it is decided now */
     int waited_for = op->long_wait.index.count > 0 && wait_window_has(&op->long_wait, id);
     h->pinned = (claim & CLAIM_PINNED) != 0;
-    if (!h->pinned && !(claim & CLAIM_DECIDE_NOW) && !op->opt.keep_duplicates && !waited_for)
-        return one_pass_hold(op, h, id, WAIT_DECIDE);
+    if (!h->pinned && !(claim & CLAIM_DECIDE_NOW) && !op->opt.keep_duplicates && !waited_for) {
+        int rc = one_pass_hold(op, h, id, WAIT_DECIDE);
+        return rc == HPROF_OK ? one_pass_twins_add(op, h) : rc;
+    }
     enum array_keep keep;
     int rc = decide_buffer(op, &h->rec.array, h->pinned, &keep);
     if (rc == HPROF_OK)
@@ -732,7 +761,9 @@ int one_pass_pin_waiting(struct one_pass *op, uint64_t id)
     struct held *h = wait_window_take(&op->window, id); /* alone under its id */
     h->pinned = 1;
     /* the same bytes back in: no room to make, nothing sent */
-    return wait_window_hold(&op->window, h, id, WAIT_DECIDE) == HPROF_OK ? HPROF_OK : nomem(op);
+    if (wait_window_hold(&op->window, h, id, WAIT_DECIDE) != HPROF_OK)
+        return nomem(op);
+    return one_pass_twins_add(op, h);
 }
 
 int one_pass_pin_buffer(struct one_pass *op, uint64_t id)

@@ -92,6 +92,14 @@ struct buffer_slots {
     size_t n_pending, cap_pending;
 };
 
+/* The buffers Bitmaps claimed that wait in the window, by their bytes
+ * (one_pass_twins.c): a list under each key, newest first. */
+struct waiting_twins {
+    struct id_table newest;     /* key of type, length and fingerprint -> a buffer's id */
+    struct id_table older;      /* buffer id -> the one claimed before it under its key */
+    struct id_table key_of;     /* buffer id -> its key */
+};
+
 /* A root or class dump held before a heap dump's first object (its
  * tables follow), with the heap it was read in. */
 struct held_sub {
@@ -143,6 +151,7 @@ struct one_pass {
     int hold_names;
     struct id_table claims;         /* array id -> CLAIM_* */
     struct buffer_slots slots;
+    struct waiting_twins twins;     /* the buffers among `window`'s WAIT_DECIDE records */
     struct idfilter kept_out;       /* arrays written with their contents */
     struct id_pages dumped;         /* this heap dump's objects: one dumped twice is refused */
     struct idmap dumped_odd;        /* ... those whose id is not 8-byte aligned */
@@ -276,6 +285,15 @@ int one_pass_pin_buffer(struct one_pass *op, uint64_t id);
  * (named by an array going out in chunks): it waits on as one, and
  * nothing is sent. */
 int one_pass_pin_waiting(struct one_pass *op, uint64_t id);
+/* one_pass_twins.c: buffer `h`, claimed, waits in the window (_add) or
+ * leaves it (_remove, by id); _earlier gives the first read of those
+ * waiting with the bytes of buffer `a` (whose fingerprint64() is `print`)
+ * and read before it, or NULL. */
+int one_pass_twins_add(struct one_pass *op, const struct held *h);
+void one_pass_twins_remove(struct one_pass *op, uint64_t id);
+struct held *one_pass_twins_earlier(struct one_pass *op, const struct hprof_primitive_array *a,
+                                    uint64_t print);
+void one_pass_twins_free(struct one_pass *op);
 /* The heap dump ends: the Bitmaps waiting apart go as they are. */
 int one_pass_long_wait_end(struct one_pass *op);
 /* The heap dump ends: the arrays set aside go (the values that waited for

@@ -101,6 +101,7 @@ static void release(struct one_pass *op)
     one_pass_prelude_free(op);
     id_table_free(&op->claims);
     one_pass_slots_free(op);
+    one_pass_twins_free(op);
     one_pass_value_owners_free(op);
     free(op->gather);
     free(op->gather_objects);
