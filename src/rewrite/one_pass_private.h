@@ -3,7 +3,8 @@
  * files, each calling only those after it: one_pass_run.c (setting up and
  * tearing down), one_pass.c (the records as they come, the end of each
  * heap dump), one_pass_claims.c (the window at work: claims, merges, the
- * rule, primitive arrays), one_pass_prelude.c (a heap dump before its
+ * rule, primitive arrays), one_pass_twins.c (claimed buffers waiting, by
+ * their bytes), one_pass_prelude.c (a heap dump before its
  * first object), one_pass_names.c (STRING records), one_pass_system.c (the
  * zygote and image heaps), one_pass_spill.c (large arrays set aside in
  * the output file while they wait), one_pass_out.c (what goes down the chain, and
