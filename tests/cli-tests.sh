@@ -121,9 +121,12 @@ t_permissions() {
         su nobody -s /bin/sh -c "'$(cd "$B" && pwd)/hprof-shrink' --version" > /dev/null 2>&1; then
         nb=$(mktemp -d /tmp/hprof-perm.XXXXXX); chmod 755 "$nb"; chown nobody "$nb"
         cp "$d/ro.hprof" "$nb/in.hprof"; chown nobody "$nb/in.hprof"
-        su nobody -s /bin/sh -c "cd $nb && TMPDIR=$nb '$(cd "$B" && pwd)/hprof-shrink' -q -o out in.hprof" > /dev/null ||
-            { rm -rf "$nb"; die "batch as nobody, a 0444 input: it failed"; }
+        su nobody -s /bin/sh -c "cd $nb && TMPDIR=$nb '$(cd "$B" && pwd)/hprof-shrink' -q -o out in.hprof" \
+            > /dev/null 2> "$T/err" || { rm -rf "$nb"; die "batch as nobody, a 0444 input: it failed"; }
         [ -s "$nb/out/in.hprof" ] || { rm -rf "$nb"; die "batch as nobody, a 0444 input: no output"; }
+        # its input's identity recorded, with the output's bits as they were
+        [ ! -s "$T/err" ] || { rm -rf "$nb"; die "batch as nobody, a 0444 input: $(cat "$T/err")"; }
+        [ "$(mode "$nb/out/in.hprof")" = 444 ] || { rm -rf "$nb"; die "batch as nobody: output $(mode "$nb/out/in.hprof")"; }
         rm -rf "$nb"
     fi
     # the input's bits, whatever the umask (as gzip does)

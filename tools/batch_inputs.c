@@ -106,11 +106,30 @@ static void input_identity(char *buf, size_t len, const struct stat *st)
              st->st_ctim.tv_nsec);
 }
 
+/* A user attribute needs write permission, which the output of a
+ * read-only input lacks (it has the input's bits): lent for the write. */
+static int set_identity(int out_fd, const char *id)
+{
+    struct stat st;
+    if (fsetxattr(out_fd, INPUT_IDENTITY_XATTR, id, strlen(id), 0) == 0)
+        return 0;
+    if (errno != EACCES || fstat(out_fd, &st) != 0 || (st.st_mode & S_IWUSR) ||
+        fchmod(out_fd, (st.st_mode & 07777) | S_IWUSR) != 0) {
+        errno = EACCES;
+        return -1;
+    }
+    int rc = fsetxattr(out_fd, INPUT_IDENTITY_XATTR, id, strlen(id), 0);
+    int error = errno;
+    (void)fchmod(out_fd, st.st_mode & 07777);
+    errno = error;
+    return rc;
+}
+
 void record_input_identity(int out_fd, const char *out, const struct stat *in)
 {
     char id[INPUT_IDENTITY_MAX];
     input_identity(id, sizeof id, in);
-    if (fsetxattr(out_fd, INPUT_IDENTITY_XATTR, id, strlen(id), 0) != 0 && errno != ENOTSUP)
+    if (set_identity(out_fd, id) != 0 && errno != ENOTSUP)
         cli_error("warning: %s: cannot record its input's identity: %s", cli_quote(out),
                   strerror(errno));
 }
