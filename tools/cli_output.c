@@ -99,8 +99,6 @@ static void set_output_mode(int fd, const struct stat *input)
     fchmod(fd, input->st_mode & 0777);
 }
 
-/* A character device (/dev/null) or a FIFO is written as it is: nothing
- * to rename over it, nothing to remove on failure. */
 /* A terminal takes a heap dump only with -f.  @return 0, or EXIT_USAGE
  * with the message printed. */
 static int refuse_terminal(int fd, const char *path, int force)
@@ -134,6 +132,8 @@ static int refuse_the_input(const struct stat *st, const struct stat *input, con
     return EXIT_USAGE;
 }
 
+/* A character device (/dev/null) or a FIFO is written as it is: nothing
+ * to rename over it, nothing to remove on failure. */
 static int open_direct(struct cli_output *o, const char *path, int force)
 {
     o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);

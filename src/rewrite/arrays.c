@@ -157,24 +157,17 @@ static int apply_mode(struct arrays_filter *z, const struct hprof_primitive_arra
 {
     struct rewrite_filter *f = &z->f;
     const struct idmap *merged = &f->plan->bitmaps.remap;
-    int counted = merged->count == 0 || !idmap_has(merged, a->id);
+    enum hprof_arrays_mode mode = f->plan->arrays;
+    if (merged->count == 0 || !idmap_has(merged, a->id))
+        count_add(mode == HPROF_ARRAYS_ZERO     ? &f->st->arrays_zeroed
+                  : mode == HPROF_ARRAYS_REMOVE ? &f->st->arrays_removed
+                                                : &f->st->arrays_emptied,
+                  bytes);
     int rc = HPROF_OK;
-    switch (f->plan->arrays) {
-    case HPROF_ARRAYS_ZERO:
-        if (counted)
-            count_add(&f->st->arrays_zeroed, bytes);
+    if (mode == HPROF_ARRAYS_ZERO)
         rc = forward_zeros(z, a, bytes);
-        break;
-    case HPROF_ARRAYS_REMOVE:
-        if (counted)
-            count_add(&f->st->arrays_removed, bytes);
-        break;
-    default:
-        if (counted)
-            count_add(&f->st->arrays_emptied, bytes);
+    else if (mode != HPROF_ARRAYS_REMOVE)
         rc = forward_empty(f, a);
-        break;
-    }
     return rc == HPROF_OK ? HPROF_SKIP : rc;
 }
 

@@ -398,18 +398,13 @@ int shrink_with_limits(struct hprof_reader *r, struct hprof_sink *sink,
                        struct hprof_error *err)
 {
     struct hprof_shrink_stats scratch_stats;
-    static const struct hprof_shrink_options defaults;
     struct shrink_run run;
     if (stats == NULL)
         stats = &scratch_stats;
     memset(stats, 0, sizeof *stats);
-    if (r == NULL || sink == NULL)
-        return hprof_error_set(err, HPROF_ERR_USAGE, "shrink: no %s", r ? "sink" : "reader");
-    if (options == NULL)
-        options = &defaults;
-    if ((unsigned)options->arrays > HPROF_ARRAYS_REMOVE)
-        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d",
-                               (int)options->arrays);
+    int checked = rewrite_check_call(r, sink, &options, err);
+    if (checked != HPROF_OK)
+        return checked;
     struct hprof_writer *w = hprof_writer_new(sink, err);
     if (w == NULL)
         return err->code;

@@ -139,16 +139,11 @@ int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
                           struct hprof_shrink_stats *stats, struct hprof_error *err)
 {
     struct hprof_shrink_stats scratch;
-    static const struct hprof_shrink_options defaults;
     stats = stats != NULL ? stats : &scratch;
     memset(stats, 0, sizeof *stats);
-    if (r == NULL || sink == NULL)
-        return hprof_error_set(err, HPROF_ERR_USAGE, "shrink: no %s", r ? "sink" : "reader");
-    if (options == NULL)
-        options = &defaults;
-    if ((unsigned)options->arrays > HPROF_ARRAYS_REMOVE)
-        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d",
-                               (int)options->arrays);
+    int checked = rewrite_check_call(r, sink, &options, err);
+    if (checked != HPROF_OK)
+        return checked;
     if (options->mapping != NULL)
         return hprof_error_set(err, HPROF_ERR_USAGE, "a mapping restores names in a pass of "
                                "its own: it needs the multi-pass shrink");

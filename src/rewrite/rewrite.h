@@ -33,4 +33,22 @@ struct module_visitor {
     void *state;
 };
 
+/* What both shrinks check of their arguments: no reader or sink is a
+ * usage error, and so is an unknown --arrays mode; no options are the
+ * defaults (*options then points at them). */
+static inline int rewrite_check_call(const struct hprof_reader *r, const struct hprof_sink *sink,
+                                     const struct hprof_shrink_options **options,
+                                     struct hprof_error *err)
+{
+    static const struct hprof_shrink_options defaults;
+    if (r == NULL || sink == NULL)
+        return hprof_error_set(err, HPROF_ERR_USAGE, "shrink: no %s", r ? "sink" : "reader");
+    if (*options == NULL)
+        *options = &defaults;
+    if ((unsigned)(*options)->arrays > HPROF_ARRAYS_REMOVE)
+        return hprof_error_set(err, HPROF_ERR_USAGE, "unknown arrays mode %d",
+                               (int)(*options)->arrays);
+    return HPROF_OK;
+}
+
 #endif
