@@ -638,6 +638,25 @@ PY
     done
 }
 
+TESTS="$TESTS jvm_counts_are_the_inputs_in_both_shrinks"
+t_jvm_counts_are_the_inputs_in_both_shrinks() {
+    # --jvm counts what it converted of the input: the HEAP_DUMP_INFO
+    # records dropped are the input's (hprof-verify counts them), not the
+    # heap switches the one pass makes for records it writes late
+    d=$T/jc; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/an.hprof"
+    "$B/hprof-synth" --dumps 3 -f "$d/three.hprof" > /dev/null
+    for f in "$d/an.hprof" "$d/three.hprof"; do
+        want=$("$B/hprof-verify" "$f" | sed -nE 's/.* ([0-9]+) heap infos.*/\1/p' | awk '{n += $1} END {print n}')
+        [ -n "$want" ] && [ "$want" -gt 0 ] || die "$f: no heap infos counted by hprof-verify"
+        for m in --multi-pass --one-pass; do
+            "$B/hprof-shrink" -q -f --jvm --json $m "$f" "$d/o.hprof" > "$d/r.json" || die "$m $f"
+            got=$(sed -nE 's/.*"jvm_heap_infos_dropped":([0-9]+).*/\1/p' "$d/r.json")
+            [ "$got" = "$want" ] || die "$m $f: jvm_heap_infos_dropped $got, the input has $want"
+        done
+    done
+}
+
 TESTS="$TESTS usage"
 t_usage() {
     d=$T/us; rm -rf "$d"; mkdir -p "$d"

@@ -199,6 +199,7 @@ struct one_pass {
     uint32_t out_heap;              /* the heap the writer's segment is in */
     struct heap_name heap_names[ONE_PASS_HEAPS];
     unsigned n_heap_names;
+    uint64_t heap_infos_in;         /* HEAP_DUMP_INFO records read */
 
     struct one_pass_spill spill;
     struct one_pass_system *system; /* NULL unless zygote and image objects go */

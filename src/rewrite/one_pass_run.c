@@ -128,6 +128,11 @@ static void fill_stats(struct one_pass *op, struct hprof_reader *r, struct hprof
     st->window_waited.count = op->window.waited;
     st->window_waited.bytes = op->window.waited_bytes;
     st->window_peak_bytes = op->window.peak;
+    /* --jvm's filter also drops the heap switches made for records written
+     * after their neighbours: the report counts the input's records, as the
+     * multi-pass shrink's does */
+    if (op->opt.jvm)
+        st->jvm_heap_infos_dropped = op->heap_infos_in;
     if (st->dumps == 0)
         st->dumps = 1;
     st->bytes_in = hprof_reader_size(r);
