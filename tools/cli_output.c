@@ -28,6 +28,33 @@
 #include "cli_private.h"
 
 #define MAX_TEMPS 64
+
+/* How long a directory lock is waited for.  Our runs hold one for a few
+ * system calls; a lock held longer is someone else's, and the work goes on
+ * without it rather than hang (it only keeps a sweep off a file being
+ * created or renamed, and a sweep holds it for one readdir). */
+#define DIR_LOCK_WAIT_MS 2000
+#define DIR_LOCK_POLL_MS 10
+
+/* flock(fd, how) given up after DIR_LOCK_WAIT_MS, and after one try once
+ * a wait has been given up (the same holder, most likely).
+ * @return 0 once locked. */
+static int lock_dir_briefly(int fd, int how)
+{
+    static int given_up;
+    for (int waited = 0;; waited += DIR_LOCK_POLL_MS) {
+        if (flock(fd, how | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        if (given_up || waited >= DIR_LOCK_WAIT_MS) {
+            given_up = 1;
+            return -1;
+        }
+        struct timespec pause = { 0, DIR_LOCK_POLL_MS * 1000000L };
+        nanosleep(&pause, NULL);
+    }
+}
 /* A temporary file: its name in the directory of descriptor temp_dirs[i]. */
 static const char *volatile temp_names[MAX_TEMPS];
 static volatile int temp_dirs[MAX_TEMPS];
@@ -348,7 +375,7 @@ int cli_output_open_at(struct cli_output *o, int at, const char *name, const cha
      * cleaner exclusively (a directory's flock is advisory, as is ours). */
     int lock_fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (lock_fd >= 0)
-        flock(lock_fd, LOCK_SH);
+        lock_dir_briefly(lock_fd, LOCK_SH);
     /* A stop signal between the file's creation and remember_temp() would
      * leave it behind: held until the handler knows the file. */
     sigset_t stop_signals, before;
@@ -483,7 +510,7 @@ int cli_output_commit(struct cli_output *o)
      * directory is held shared meanwhile, as at the file's creation. */
     int lock_fd = openat(o->at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (lock_fd >= 0)
-        flock(lock_fd, LOCK_SH);
+        lock_dir_briefly(lock_fd, LOCK_SH);
     if (close(o->fd) != 0 && rc == 0) {
         cli_error("%s: %s", cli_quote(o->path), strerror(errno));
         rc = EXIT_IO;
@@ -654,7 +681,12 @@ int cli_remove_stale_temps(const char *dir, int quiet)
     int removed = 0;
     if (d == NULL)
         return 0;
-    flock(dirfd(d), LOCK_EX); /* no temporary file between creation and lock */
+    /* no temporary file between creation and lock; a directory someone
+     * keeps locked is not swept this time */
+    if (lock_dir_briefly(dirfd(d), LOCK_EX) != 0) {
+        closedir(d);
+        return 0;
+    }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
