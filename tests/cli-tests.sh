@@ -153,6 +153,27 @@ t_permissions() {
     fi
 }
 
+TESTS="$TESTS batch_shrinks_a_file_named_twice_once"
+t_batch_shrinks_a_file_named_twice_once() {
+    # the same file by two paths, or a directory given twice, is one input:
+    # shrunk once, the other name skipped naming it; a different file that
+    # would write the same output still fails, with the names it collides with
+    d=$T/tw; rm -rf "$d"; mkdir -p "$d/in" "$d/other"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/x.hprof"
+    expect 0 "$B/hprof-shrink" -o "$d/o1" "$d/in/x.hprof" "$d/in/../in/x.hprof"
+    grep -qx "1 shrunk, 0 failed, 1 skipped" "$T/out" || die "named twice: $(cat "$T/out")"
+    grep -q "in/../in/x.hprof -> .*: skipped, the same file as .*in/x.hprof" "$T/out" ||
+        die "named twice: $(cat "$T/out")"
+    "$B/hprof-verify" "$d/o1/x.hprof" > /dev/null || die "named twice: the output does not verify"
+    expect 0 "$B/hprof-shrink" -r -o "$d/o2" "$d/in" "$d/in/"
+    grep -qx "1 shrunk, 0 failed, 1 skipped" "$T/out" || die "directory twice: $(cat "$T/out")"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/other/x.hprof"
+    expect 1 "$B/hprof-shrink" -o "$d/o3" "$d/in/x.hprof" "$d/other/x.hprof" "$d/in/../in/x.hprof"
+    grep -qx "0 shrunk, 2 failed, 1 skipped" "$T/out" || die "named twice beside another: $(cat "$T/out")"
+    [ "$(grep -c 'would write' "$T/err")" = 2 ] || die "named twice beside another: $(cat "$T/err")"
+    [ ! -e "$d/o3/x.hprof" ] || die "a colliding output was written"
+}
+
 TESTS="$TESTS batch_trees"
 t_batch_trees() {
     d=$T/bt; rm -rf "$d"; mkdir -p "$d"

@@ -453,8 +453,46 @@ static int fail_collision(struct job **group, size_t n)
     return 0;
 }
 
+/* Jobs group[0..n), which would all write one output: a file named again
+ * (by another path, or by a directory given twice) is skipped, naming the
+ * first of its names.  @return how many jobs are left in group[0..), the
+ * skipped moved past them, or -1 out of memory. */
+static long skip_same_files(struct job **group, size_t n)
+{
+    struct stat *st = malloc(n * sizeof *st);
+    size_t left = 0;
+    if (st == NULL)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        struct job *j = group[k];
+        size_t first = left;
+        if (stat(j->in, &st[left]) == 0)
+            for (first = 0; first < left; first++)
+                if (st[first].st_dev == st[left].st_dev && st[first].st_ino == st[left].st_ino)
+                    break;
+        if (first == left) { /* a file of its own */
+            group[k] = group[left];
+            group[left++] = j;
+            continue;
+        }
+        size_t len = strlen(group[first]->in) + 64;
+        char *reason = malloc(len);
+        if (reason == NULL) {
+            free(st);
+            return -1;
+        }
+        snprintf(reason, len, "skipped, the same file as %s", cli_quote(group[first]->in));
+        free(j->reason);
+        j->reason = reason;
+        j->state = JOB_SKIPPED;
+    }
+    free(st);
+    return (long)left;
+}
+
 /* Two inputs must never write one output: every input of such a group is
- * marked failed (naming the others) before anything is written. */
+ * marked failed (naming the others) before anything is written, but a file
+ * named twice is shrunk once. */
 static int find_collisions(struct file_list *l)
 {
     struct job **todo = malloc((l->n + 1) * sizeof *todo);
@@ -469,7 +507,8 @@ static int find_collisions(struct file_list *l)
         size_t b = a + 1;
         while (b < m && strcmp(todo[a]->out, todo[b]->out) == 0)
             b++;
-        if (b - a > 1 && fail_collision(todo + a, b - a) != 0) {
+        long left = b - a > 1 ? skip_same_files(todo + a, b - a) : 1;
+        if (left < 0 || (left > 1 && fail_collision(todo + a, (size_t)left) != 0)) {
             free(todo);
             return -1;
         }
