@@ -593,6 +593,38 @@ START_TEST(reader_skips_a_segment_when_heap_begin_says_skip)
 }
 END_TEST
 
+/* A visitor that runs out of memory at the first instance, saying only
+ * that, as the rewrites' tables do. */
+struct starved {
+    struct hprof_visitor base;
+    struct hprof_error *err;
+};
+
+static int starve_at_instance(struct hprof_visitor *v, const struct hprof_instance *o)
+{
+    (void)o;
+    return hprof_error_set(((struct starved *)v)->err, HPROF_ERR_NOMEM, "out of memory");
+}
+
+static const struct hprof_visitor_ops starved_ops = { .instance = starve_at_instance };
+
+START_TEST(reader_says_where_a_visitor_ran_out_of_memory)
+{
+    struct tbuf b;
+    struct hprof_error err = { 0 };
+    struct starved v = { .base.ops = &starved_ops, .err = &err };
+    struct hprof_reader *r = NULL;
+    tb_small_dump(&b, 4);
+    ck_assert_int_eq(hprof_reader_open_memory(&r, b.data, b.len, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_run(r, &v.base), HPROF_ERR_NOMEM);
+    ck_assert_msg(strncmp(err.message, "offset 0x", 9) == 0 &&
+                  strstr(err.message, ": HEAP_DUMP_SEGMENT/INSTANCE_DUMP: out of memory") != NULL,
+                  "%s", err.message);
+    hprof_reader_free(r);
+    tb_free(&b);
+}
+END_TEST
+
 /* The write pass's dispatcher skips every segment and needs only their
  * headers: through a mapping, reading one must not map the pages around
  * it (the kernel maps 64 KiB around a fault), so a walk over 256 segments
@@ -893,6 +925,7 @@ static Suite *reader_suite(void)
     tcase_add_test(t, readahead_thread_gives_back_what_it_maps_behind_the_reader);
     tcase_add_test(t, reader_of_memory_cannot_be_mapped);
     tcase_add_test(t, reader_skips_a_segment_when_heap_begin_says_skip);
+    tcase_add_test(t, reader_says_where_a_visitor_ran_out_of_memory);
     tcase_add_loop_test(t, reader_goes_on_where_a_skipping_visitor_says, 0, 2);
     tcase_add_test(t, reader_runs_again_from_the_start);
     tcase_add_test(t, reader_reads_android_only_sub_records);

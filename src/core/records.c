@@ -59,7 +59,18 @@ int reader_failf(struct hprof_reader *r, int code, uint64_t offset, const char *
 
 int reader_visitor_failed(struct hprof_reader *r, int rc)
 {
-    return reader_fail(r, rc, r->in_heap ? r->sub_offset : r->rec_offset, "a visitor failed");
+    uint64_t at = r->in_heap ? r->sub_offset : r->rec_offset;
+    if (r->err->code == HPROF_OK)
+        return reader_fail(r, rc, at, "a visitor failed");
+    /* a visitor runs out of memory where the input holds more than it can
+     * keep track of: where that is tells the user which dump and how far */
+    if (r->err->code == HPROF_ERR_NOMEM && strncmp(r->err->message, "offset ", 7) != 0) {
+        char what[sizeof r->err->message];
+        snprintf(what, sizeof what, "%s", r->err->message);
+        r->err->code = HPROF_OK;
+        reader_fail(r, HPROF_ERR_NOMEM, at, what);
+    }
+    return r->err->code;
 }
 
 void reader_checkpoint(struct hprof_reader *r)
@@ -443,7 +454,7 @@ int reader_sub_records(struct hprof_reader *r, struct hprof_visitor *v, uint64_t
         r->sub_tag = *p;
         rc = read_sub_record(r, v, limit);
         if (rc < 0)
-            return r->err->code != HPROF_OK ? r->err->code : reader_visitor_failed(r, rc);
+            return reader_visitor_failed(r, rc);
         if (scan != NULL) {
             scan->kept = r->in.pos;
             scan->subs++;
