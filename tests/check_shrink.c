@@ -1450,6 +1450,43 @@ START_TEST(stats_add_up_every_counter_of_the_table)
 }
 END_TEST
 
+/* A file of several heap dumps counts each dump once: what the collect
+ * passes count (Bitmaps found, Strings a keep rule names) is the sum of
+ * the dumps' counts, as in the one-pass shrink, though the first run over
+ * the file stops at the second dump and its counts are not written. */
+START_TEST(stats_of_several_heap_dumps_count_each_dump_once)
+{
+    char *path = tl_temp_path(".hprof");
+    char *tool = tl_tool("hprof-synth");
+    ck_assert_int_eq(tl_system("%s --dumps 3 -f %s", tool, path), 0);
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL };
+    struct hprof_shrink_stats whole, one_pass, dump;
+    uint64_t candidates = 0, kept_by_rule = 0, digested = 0;
+    size_t len;
+    free(tl_shrink_file(path, &o, &len, &whole));
+    ck_assert_uint_eq(whole.dumps, 3);
+    for (unsigned n = 1; n <= 3; n++) {
+        o.dump = n;
+        free(tl_shrink_file(path, &o, &len, &dump));
+        candidates += dump.bitmap_candidates;
+        kept_by_rule += dump.strings_kept_by_rule;
+        digested += dump.bitmap_digested;
+    }
+    o.dump = 0;
+    free(tl_shrink_file_by(hprof_shrink_one_pass, path, &o, &len, &one_pass, 0));
+    ck_assert_uint_gt(candidates, 0);
+    ck_assert_uint_gt(kept_by_rule, 0);
+    ck_assert_uint_eq(whole.bitmap_candidates, candidates);
+    ck_assert_uint_eq(whole.strings_kept_by_rule, kept_by_rule);
+    ck_assert_uint_eq(whole.bitmap_digested, digested);
+    ck_assert_uint_eq(one_pass.bitmap_candidates, candidates);
+    ck_assert_uint_eq(one_pass.strings_kept_by_rule, kept_by_rule);
+    unlink(path);
+    free(path);
+    free(tool);
+}
+END_TEST
+
 /* A dump of about 13 MB makes a dozen jobs of about 1 MiB: with two workers
  * (four slots) the ring of jobs wraps three times, so every slot, its
  * offsets and its output buffer are used again (the fixtures make fewer
@@ -1742,6 +1779,7 @@ static Suite *shrink_suite(void)
 
     t = test_case(s, "write_pass");
     tcase_add_test(t, stats_add_up_every_counter_of_the_table);
+    tcase_add_test(t, stats_of_several_heap_dumps_count_each_dump_once);
     tcase_add_loop_test(t, write_pass_writes_and_counts_the_same_for_every_thread_count, 0, n);
     tcase_add_loop_test(t, write_pass_writes_big_segments_itself_in_their_place, 0, n);
     tcase_add_test(t, write_pass_reuses_its_job_slots_and_writes_the_same);

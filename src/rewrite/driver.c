@@ -427,6 +427,11 @@ int shrink_with_limits(struct hprof_reader *r, struct hprof_sink *sink,
     stats->dumps = 1;
     run_end(&run, r);
     if (several) {
+        /* The run stopped at the second heap dump, before its write pass:
+         * what its collect passes counted (Bitmaps found, Strings a keep
+         * rule names) the run of each dump counts again.  The time it
+         * took was spent, and stays. */
+        shrink_stats_clear_counters(stats);
         memset(err, 0, sizeof *err);
         rc = shrink_each_dump(r, w, options, limits, stats, err);
     }

@@ -3,6 +3,8 @@
  * table of counters so that none is left out of them, and the names of the
  * passes.
  */
+#include <string.h>
+
 #include "shrink_stats.h"
 
 #define ADD_COUNT(field)                          \
@@ -15,6 +17,13 @@ void shrink_stats_add_counters(struct hprof_shrink_stats *to,
                                const struct hprof_shrink_stats *from)
 {
     HPROF_SHRINK_COUNTERS(ADD_COUNTER)
+}
+
+#define CLEAR_COUNTER(kind, field, ...) memset(&s->field, 0, sizeof s->field);
+
+void shrink_stats_clear_counters(struct hprof_shrink_stats *s)
+{
+    HPROF_SHRINK_COUNTERS(CLEAR_COUNTER)
 }
 
 void shrink_stats_add_dump(struct hprof_shrink_stats *to, const struct hprof_shrink_stats *from)

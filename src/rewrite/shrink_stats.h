@@ -12,6 +12,9 @@
 void shrink_stats_add_counters(struct hprof_shrink_stats *to,
                                const struct hprof_shrink_stats *from);
 
+/* Every counter of `s` back to 0; the pass times stay. */
+void shrink_stats_clear_counters(struct hprof_shrink_stats *s);
+
 /* A heap dump's run added to its file's: the counters, and the pass times
  * by position. */
 void shrink_stats_add_dump(struct hprof_shrink_stats *to, const struct hprof_shrink_stats *from);
