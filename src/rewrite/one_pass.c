@@ -174,6 +174,8 @@ static int instance_ready(struct one_pass *op, const struct hprof_instance *o,
     const struct kind_layout *k;
     int waits = 0;
     int rc = one_pass_redact_instance(op, o);
+    if (idmap_has(&op->redact.blind, o->class_id))
+        op->st->window_late++; /* every number zero, where the multi-pass shrink keeps some */
     int kind = rc == HPROF_OK ? model_kind(&op->model, o->class_id, &k) : NAME_NONE;
     if (kind == NAME_CLASS_STRING)
         rc = string_read(op, k, o);
@@ -399,7 +401,8 @@ int one_pass_reset_dump(struct one_pass *op)
         rc = model_forget_kinds(&op->model, op->ctx.err);
     if (rc == HPROF_OK && one_pass_redacting(op)) {
         rc = redact_forget(&op->redact);
-        if (rc == HPROF_OK && idmap_reset(&op->redact.exempt_values) != HPROF_OK)
+        if (rc == HPROF_OK && (idmap_reset(&op->redact.exempt_values) != HPROF_OK ||
+                               idmap_reset(&op->names_unread) != HPROF_OK))
             rc = HPROF_ERR_NOMEM;
         one_pass_sync_redact_plan(op);
     }

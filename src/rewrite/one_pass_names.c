@@ -196,6 +196,9 @@ static int write_filled(struct one_pass *op, const struct hprof_string *s)
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
 {
     struct held_names *n = &op->names;
+    uint64_t unused;
+    if (n->unread.count > 0)
+        id_table_take(&n->unread, s->id, &unused);
     if (!op->hold_names || idmap_has(&n->used, s->id))
         return hprof_visit_string(op->head, s);
     int rc = hold(op, s);
@@ -221,7 +224,7 @@ int one_pass_names_use(struct one_pass *op, uint64_t id)
         return nomem(op);
     if (!id_table_take(&n->index, id, &at)) { /* not read yet: written as it comes */
         op->st->window_late += op->heap_open;
-        return HPROF_OK;
+        return id_table_put(&n->unread, id, 1) == HPROF_OK ? HPROF_OK : nomem(op);
     }
     struct hprof_string s;
     int rc = name_at(op, at - 1, 0, &s);
@@ -240,6 +243,14 @@ int one_pass_names_use(struct one_pass *op, uint64_t id)
     n->n_after += NAME_HEAD + s.length;
     op->st->window_late++;
     return HPROF_OK;
+}
+
+int one_pass_name_unread(const struct one_pass *op, uint64_t id)
+{
+    const struct held_names *n = &op->names;
+    if (!op->hold_names || id == 0 || id_table_find(&n->index, id) != NULL)
+        return 0; /* held: read */
+    return !idmap_has(&n->used, id) || id_table_find(&n->unread, id) != NULL;
 }
 
 int one_pass_names_record(struct one_pass *op, const struct hprof_record *r)
@@ -297,6 +308,7 @@ void one_pass_names_free(struct one_pass *op)
     free(n->read);
     free(n->after);
     id_table_free(&n->index);
+    id_table_free(&n->unread);
     idmap_free(&n->used);
     memset(n, 0, sizeof *n);
 }

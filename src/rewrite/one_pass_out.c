@@ -77,6 +77,7 @@ void one_pass_sync_redact_plan(struct one_pass *op)
     p->field_classes = op->redact.field_classes;
     p->field_names = op->redact.table_fields;
     p->clearing = op->redact.clearing;
+    p->blind = op->redact.blind;
 }
 
 int one_pass_redacting(const struct one_pass *op)
@@ -93,11 +94,59 @@ int one_pass_redact_string(struct one_pass *op, const struct hprof_string *s)
     return rc < 0 ? rc : HPROF_OK;
 }
 
+/* Has class `k`, or a field it declares, a name not read yet? */
+static int own_names_unread(const struct one_pass *op, const struct class_info *k)
+{
+    const struct classes *c = &op->model.classes;
+    uint64_t name;
+    if (idmap_get(&op->model.class_names, k->id, &name) && one_pass_name_unread(op, name))
+        return 1;
+    for (unsigned i = 0; i < k->n_fields; i++)
+        if (one_pass_name_unread(op, c->fields[k->first_field + i].name_id))
+            return 1;
+    return 0;
+}
+
+/* Has a class up `ci`'s chain, or a field of one, a name not read yet?
+ * Then the field table, which goes by names, cannot say which of its
+ * fields are hash caches of redacted texts.  Memoised for every class
+ * the walk passes, so that each class is looked at once whatever the
+ * depth of the hierarchy.  @return HPROF_OK and *unread, or an error. */
+static int chain_names_unread(struct one_pass *op, const struct class_info *ci, int *unread)
+{
+    const struct classes *c = &op->model.classes;
+    size_t n = 0;
+    uint64_t memo = 0;
+    const struct class_info *k = ci;
+    for (; k != NULL && !idmap_get(&op->names_unread, k->id, &memo); k = classes_up(c, k)) {
+        if (n == op->cap_walk) {
+            size_t cap = op->cap_walk ? 2 * op->cap_walk : 64;
+            const struct class_info **grown = realloc(op->walk, cap * sizeof *grown);
+            if (grown == NULL)
+                return rewrite_nomem(&op->ctx);
+            op->walk = grown;
+            op->cap_walk = cap;
+        }
+        op->walk[n++] = k;
+    }
+    *unread = k != NULL && memo == 2;
+    while (n-- > 0) { /* from the top down: each class's answer */
+        *unread = *unread || own_names_unread(op, op->walk[n]);
+        if (idmap_put(&op->names_unread, op->walk[n]->id, 1 + (uint64_t)*unread) != HPROF_OK)
+            return rewrite_nomem(&op->ctx);
+    }
+    return HPROF_OK;
+}
+
 int one_pass_redact_class(struct one_pass *op, struct class_info *ci)
 {
     if (!one_pass_redacting(op))
         return HPROF_OK;
-    int rc = redact_resolve_class(&op->redact, ci);
+    int rc = redact_resolve_class(&op->redact, ci), unread = 0;
+    if (rc == HPROF_OK && op->opt.redact != HPROF_REDACT_NONE)
+        rc = chain_names_unread(op, ci, &unread);
+    if (rc == HPROF_OK && unread && idmap_put(&op->redact.blind, ci->id, 0) != HPROF_OK)
+        rc = rewrite_nomem(&op->ctx);
     one_pass_sync_redact_plan(op);
     return rc;
 }

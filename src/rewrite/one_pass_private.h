@@ -128,6 +128,7 @@ struct held_names {
     size_t read_cap, read_len;
     uint64_t read_at;           /* the place of read[0] */
     struct idmap used;          /* ids something referred to */
+    struct id_table unread;     /* ... before a STRING of theirs was read */
     uint8_t *after;             /* copies of the names to write after the heap dump */
     size_t n_after, cap_after;  /* (bytes, as in `bytes`) */
     int keep_unused;            /* at a decision point: JAVA PROFILE 1.0.3 */
@@ -168,6 +169,11 @@ struct one_pass {
      * rule naming one later comes too late for its text */
     struct idfilter values_gone;
     struct idmap device;            /* Strings android.os.Build's statics name */
+    /* class id -> 1 + whether a name up its chain was not read when it was
+     * resolved (redaction's blind classes), and the walk's scratch */
+    struct idmap names_unread;
+    const struct class_info **walk;
+    size_t cap_walk;
     struct held *gather;            /* the array read in chunks, or NULL */
     unsigned gather_claim;
     uint64_t gather_have;
@@ -344,6 +350,9 @@ void one_pass_spill_reset(struct one_pass *op);
  * heap dump's decision point (its first object); its end; the input's. */
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s);
 int one_pass_names_use(struct one_pass *op, uint64_t id);
+/* Is name `id` one whose STRING has not been read yet (0: it has, or the
+ * names are not held, and then nobody knows)? */
+int one_pass_name_unread(const struct one_pass *op, uint64_t id);
 int one_pass_names_record(struct one_pass *op, const struct hprof_record *r);
 int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd);
 int one_pass_names_decide(struct one_pass *op);

@@ -23,6 +23,7 @@ static int init_plan(struct one_pass *op)
         idmap_init(&p->bitmaps.dropped, 0) != HPROF_OK ||
         idmap_init(&p->bitmaps.dump_buffers, 0) != HPROF_OK ||
         idmap_init(&op->merge_index, 1) != HPROF_OK || idmap_init(&op->device, 0) != HPROF_OK ||
+        idmap_init(&op->names_unread, 1) != HPROF_OK ||
         idmap_init(&op->buffer_sizes, 0) != HPROF_OK ||
         idmap_init(&op->names.used, 0) != HPROF_OK)
         return HPROF_ERR_NOMEM;
@@ -116,6 +117,8 @@ static void release(struct one_pass *op)
     idmap_free(&op->merge_index);
     idmap_free(&op->buffer_sizes);
     idmap_free(&op->device);
+    idmap_free(&op->names_unread);
+    free(op->walk);
 }
 
 static void fill_stats(struct one_pass *op, struct hprof_reader *r, struct hprof_sink *sink,

@@ -32,6 +32,7 @@ void plan_free(struct shrink_plan *p)
     idmap_free(&p->redact.field_classes);
     idmap_free(&p->redact.field_names);
     idmap_free(&p->redact.clearing);
+    idmap_free(&p->redact.blind);
     names_plan_free(&p->names);
     deobf_plan_free(&p->deobf);
 }

@@ -44,6 +44,7 @@ struct redact_plan {
     struct idmap field_classes; /* class id -> 1 + its first field-table entry */
     struct idmap field_names;   /* STRING id -> 1 + an entry of the field table of that name */
     struct idmap clearing;      /* classes whose instances hold a field --redact clears */
+    struct idmap blind;         /* classes whose every number goes (redact.h) */
 };
 
 struct shrink_plan {

@@ -66,7 +66,7 @@ int redact_init(struct redaction *r, const struct rewrite_ctx *ctx, struct dump_
         idmap_init(&r->exempt_strings, 1) || idmap_init(&r->exempt_values, 1) ||
         idmap_init(&r->table_classes, 1) || idmap_init(&r->table_fields, 1) ||
         idmap_init(&r->field_classes, 1) || idmap_init(&r->clear_memo, 1) ||
-        idmap_init(&r->clearing, 0))
+        idmap_init(&r->clearing, 0) || idmap_init(&r->blind, 0))
         return nomem(r);
     index_field_table(r);
     return parse_rules(r);
@@ -87,6 +87,7 @@ void redact_free(struct redaction *r)
     idmap_free(&r->field_classes);
     idmap_free(&r->clear_memo);
     idmap_free(&r->clearing);
+    idmap_free(&r->blind);
 }
 
 /* ---- Pass 1 ------------------------------------------------------------------- */
@@ -412,7 +413,7 @@ int redact_forget(struct redaction *r)
     r->n_exempt_at = 0;
     if (idmap_reset(&r->exempt_fields) || idmap_reset(&r->rule_class) ||
         idmap_reset(&r->exempt_strings) || idmap_reset(&r->field_classes) ||
-        idmap_reset(&r->clear_memo) || idmap_reset(&r->clearing))
+        idmap_reset(&r->clear_memo) || idmap_reset(&r->clearing) || idmap_reset(&r->blind))
         return nomem(r);
     return HPROF_OK;
 }
@@ -471,8 +472,10 @@ void redact_publish(struct redaction *r, struct redact_plan *plan)
     plan->field_classes = r->field_classes;
     plan->field_names = r->table_fields;
     plan->clearing = r->clearing;
+    plan->blind = r->blind;
     memset(&r->exempt_values, 0, sizeof r->exempt_values);
     memset(&r->field_classes, 0, sizeof r->field_classes);
     memset(&r->table_fields, 0, sizeof r->table_fields);
     memset(&r->clearing, 0, sizeof r->clearing);
+    memset(&r->blind, 0, sizeof r->blind);
 }

@@ -96,6 +96,9 @@ struct redaction {
     struct idmap field_classes; /* class id -> 1 + first field-table entry of its name */
     struct idmap clear_memo;    /* class id -> 1 + whether a class up its chain has a cleared field */
     struct idmap clearing;      /* classes whose instances hold a field --redact clears */
+    /* Classes the field table could not be read for: a name of their chain
+     * came after them (the one pass).  Every number of theirs goes. */
+    struct idmap blind;
     struct module_visitor exempt;
 };
 

@@ -67,14 +67,14 @@ static enum field_role field_role(const struct redact_plan *p, uint64_t first, u
  * structural ones; booleans are the flags leak detectors read
  * (Activity.mDestroyed) and references are structure. */
 static int zeroed(const struct redact_plan *p, uint8_t type, enum field_role role,
-                  const uint8_t *value)
+                  const uint8_t *value, int blind)
 {
     if (role == REDACT_CLEAR_KEY_HASH &&
         (value == NULL || type != HPROF_TYPE_INT || (value[0] & 0x80) != 0))
         return 0; /* a node's marker (big-endian: the sign is in the first byte) */
     if ((role == REDACT_CLEAR || role == REDACT_CLEAR_KEY_HASH) && p->mode != HPROF_REDACT_NONE)
         return 1;
-    return p->fields && type != HPROF_TYPE_OBJECT && type != HPROF_TYPE_BOOLEAN &&
+    return (p->fields || blind) && type != HPROF_TYPE_OBJECT && type != HPROF_TYPE_BOOLEAN &&
            role != REDACT_KEEP;
 }
 
@@ -104,7 +104,7 @@ static int filter_class_dump(struct hprof_visitor *v, const struct hprof_class_d
     for (unsigned i = 0; i < c->n_statics; i++) {
         const struct hprof_static_field *sf = &c->statics[i];
         rf->statics[i] = *sf;
-        if (sf->value != 0 && zeroed(p, sf->type, field_role(p, first, sf->name_id), NULL)) {
+        if (sf->value != 0 && zeroed(p, sf->type, field_role(p, first, sf->name_id), NULL, 0)) {
             rf->statics[i].value = 0;
             rf->f.st->fields_zeroed++;
         }
@@ -119,6 +119,7 @@ static void zero_fields(struct redact_filter *rf, const struct hprof_instance *o
     const struct shrink_plan *p = rf->f.plan;
     const struct classes *c = &p->model->classes;
     struct class_info *k = classes_find(c, o->class_id);
+    int blind = idmap_has(&p->redact.blind, o->class_id);
     uint64_t at = 0;
     for (size_t steps = 0; k != NULL && steps <= c->n_info; steps++) {
         uint64_t first = table_first(&p->redact, k->id);
@@ -128,7 +129,7 @@ static void zero_fields(struct redact_filter *rf, const struct hprof_instance *o
             if (at + size > o->length)
                 return;
             if (zeroed(&p->redact, fl->type, field_role(&p->redact, first, fl->name_id),
-                       values + at)) {
+                       values + at, blind)) {
                 memset(values + at, 0, size);
                 rf->f.st->fields_zeroed++;
             }
@@ -143,7 +144,8 @@ static int filter_instance(struct hprof_visitor *v, const struct hprof_instance 
     struct redact_filter *rf = (struct redact_filter *)v;
     const struct shrink_plan *p = rf->f.plan;
     /* a stand-in is hollow already */
-    if ((!p->redact.fields && !idmap_has(&p->redact.clearing, o->class_id)) ||
+    if ((!p->redact.fields && !idmap_has(&p->redact.clearing, o->class_id) &&
+         !idmap_has(&p->redact.blind, o->class_id)) ||
         plan_in_system(p, o->id))
         return forward_instance(&rf->f, o);
     struct hprof_instance changed = *o;
