@@ -388,6 +388,60 @@ START_TEST(system_heaps_keep_the_text_of_builds_strings)
 }
 END_TEST
 
+/* The records of `d` (a dump with 4-byte ids) with its STRING records
+ * moved after everything else, as a writer that names things once it is
+ * done may write them. */
+static void move_names_last(struct tbuf *d)
+{
+    size_t at = strlen((const char *)d->data) + 1 + 4 + 8;
+    struct tbuf rest, names;
+    tb_init(&rest, 4);
+    tb_init(&names, 4);
+    tb_bytes(&rest, d->data, at);
+    while (at < d->len) {
+        size_t n = 9 + ((size_t)d->data[at + 5] << 24 | (size_t)d->data[at + 6] << 16 |
+                        (size_t)d->data[at + 7] << 8 | d->data[at + 8]);
+        tb_bytes(d->data[at] == HPROF_TAG_STRING ? &names : &rest, d->data + at, n);
+        at += n;
+    }
+    tb_bytes(&rest, names.data, names.len);
+    tb_free(d);
+    tb_free(&names);
+    *d = rest;
+}
+
+/* The multi-pass shrink reads the whole dump before it decides: with
+ * the names after the heap, android.os.Build.MANUFACTURER keeps its text
+ * under --redact as it does with them first. */
+START_TEST(system_heaps_keep_the_text_of_builds_strings_named_after_the_heap)
+{
+    static const char maker[] = "samsung-maker";
+    static const char *const names[] = { "MANUFACTURER" };
+    static const uint64_t values[] = { 0x2000 };
+    const uint8_t maker_ref[4] = { 0, 0, 0x10, 0 };
+    struct tbuf d;
+    tb_device_dump(&d, names, values, 1);
+    tb_instance(&d, 0x2000, 0x100, maker_ref, 4);
+    tb_prim_array(&d, 0x1000, HPROF_TYPE_BYTE, sizeof maker - 1, maker);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    move_names_last(&d);
+    char *path = tl_temp_file(d.data, d.len, ".hprof");
+    for (int keep = 0; keep <= 1; keep++) {
+        struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .keep_system_heaps = keep };
+        struct hprof_shrink_stats st;
+        size_t len;
+        uint8_t *out = tl_shrink_file(path, &o, &len, &st);
+        ck_assert_int_eq(st.resolved_in_pass_1, 0);
+        ck_assert_ptr_nonnull(memmem(out, len, maker, sizeof maker - 1));
+        free(out);
+    }
+    unlink(path);
+    free(path);
+    tb_free(&d);
+}
+END_TEST
+
 /* Only the statics that say what the device is keep their Strings:
  * Build.SERIAL (a persistent identifier on old Android) is redacted under
  * --redact, and hollowed like any zygote String when the heap is dropped. */
@@ -1763,6 +1817,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, system_heaps_keep_instances_per_class_outside_dropped_heaps, 0, n);
     tcase_add_test(t, system_heaps_keep_referenced_objects_as_hollow_stand_ins);
     tcase_add_test(t, system_heaps_keep_the_text_of_builds_strings);
+    tcase_add_test(t, system_heaps_keep_the_text_of_builds_strings_named_after_the_heap);
     tcase_add_test(t, system_heaps_keep_builds_device_text_but_not_its_serial);
     tcase_add_test(t, system_heaps_keep_every_object_when_asked);
     tcase_add_loop_test(t, system_heaps_refuse_an_object_whose_class_is_not_dumped, 0, 2);

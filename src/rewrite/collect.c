@@ -477,7 +477,13 @@ int collect_prepare_resolve(struct collect *c)
 static int resolve_class_dump(struct hprof_visitor *v, const struct hprof_class_dump *cd)
 {
     struct collect *c = from_resolve(v);
-    return system_heaps_refer_class_dump(&c->rw->system, cd) == HPROF_OK ? HPROF_OK : nomem(c);
+    struct rewrites *rw = c->rw;
+    /* pass 1 met android.os.Build before its names when they come after
+     * the heap: now that every name is known, its device texts are found */
+    if (system_heaps_note_class_dump(&rw->system, cd, model_class_name_code(&rw->model, cd->id),
+                                     &rw->model.names) != HPROF_OK)
+        return nomem(c);
+    return system_heaps_refer_class_dump(&rw->system, cd) == HPROF_OK ? HPROF_OK : nomem(c);
 }
 
 static int resolve_instance(struct hprof_visitor *v, const struct hprof_instance *o)
