@@ -790,6 +790,12 @@ line.hprof"
         die "a sub-record cut, from a pipe: $(cat "$T/err")"
     expect 1 "$B/hprof-verify" - < "$d/cut.gz"
     grep -q '^hprof-verify: standard input: .*gzip input is truncated' "$T/err" || die "stdin gzip: $(cat "$T/err")"
+    # hprof-bitmaps has no --salvage: its message names the cut, not the option
+    for cut in "$d/cutn.hprof" "$d/cut.gz"; do
+        expect 1 "$B/hprof-bitmaps" "$cut" "$d/bm"
+        grep -q 'offset 0x[0-9a-f]*' "$T/err" && ! grep -q -- '--salvage' "$T/err" ||
+            die "hprof-bitmaps on a cut dump: $(cat "$T/err")"
+    done
 }
 
 TESTS="$TESTS formats"
