@@ -413,15 +413,17 @@ HPROF_API void hprof_writer_free(struct hprof_writer *w);
 HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);
 
 /* hprof_input_open_flags() :
- * The same, with `flags`: HPROF_INPUT_SALVAGE keeps what a gzip stream cut
- * short inflated to (a dump cut short, for a reader with
+ * The same, with `flags`: HPROF_INPUT_SALVAGE keeps what a gzip or zstd
+ * stream cut short decompressed to (a dump cut short, for a reader with
  * hprof_reader_set_salvage()) instead of failing, and says where the
  * compressed input stopped in *info. */
 #define HPROF_INPUT_SALVAGE 1u
 struct hprof_input_info {
-    int spooled;                /* a copy was made (pipe or gzip) */
+    int spooled;                /* a copy was made (pipe, gzip or zstd) */
     int gzip_cut;               /* the gzip stream was cut short (salvage) */
     uint64_t gzip_cut_offset;   /* where, in the compressed input */
+    int zstd_cut;               /* the same for a zstd stream */
+    uint64_t zstd_cut_offset;
 };
 HPROF_API int hprof_input_open_flags(const char *path, unsigned flags, int *fd,
                                      struct hprof_input_info *info, struct hprof_error *err);

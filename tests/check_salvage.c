@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hprof_private.h"
@@ -664,6 +665,48 @@ START_TEST(salvage_keeps_what_a_cut_gzip_input_inflated_to)
 }
 END_TEST
 
+/* The same for a zstd input cut short: what it decompressed to (its cut
+ * block lost) and where it stopped; without, an error. */
+START_TEST(salvage_keeps_what_a_cut_zstd_input_decompressed_to)
+{
+    size_t len;
+    uint8_t *data = load_fixture(2, &len); /* blocks of 128 KiB: a few of them */
+    char *plain = tl_temp_file(data, len, ".hprof");
+    char *zst = tl_temp_path(".hprof.zst");
+    ck_assert_int_eq(tl_system("zstd -q -c '%s' > '%s.all' && head -c $(($(wc -c < '%s.all') "
+                               "* 9 / 10)) '%s.all' > '%s'; rm -f '%s.all'",
+                               plain, zst, zst, zst, zst, zst), 0);
+    struct hprof_error err = { 0 };
+    struct hprof_input_info info;
+    int fd = -1;
+    ck_assert_int_eq(hprof_input_open_flags(zst, 0, &fd, &info, &err), HPROF_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "zstd input is truncated; --salvage") != NULL, "%s",
+                  err.message);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(hprof_input_open_flags(zst, HPROF_INPUT_SALVAGE, &fd, &info, &err),
+                     HPROF_OK);
+    ck_assert_int_eq(info.zstd_cut, 1);
+    ck_assert_int_eq(info.gzip_cut, 0);
+    struct stat st;
+    ck_assert_int_eq(stat(zst, &st), 0);
+    ck_assert_uint_le(info.zstd_cut_offset, (uint64_t)st.st_size);
+    off_t n = lseek(fd, 0, SEEK_END);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_lt(n, (off_t)len);
+    uint8_t *got = malloc((size_t)n);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(pread(fd, got, (size_t)n, 0), n);
+    ck_assert_msg(memcmp(got, data, (size_t)n) == 0, "not a prefix of the dump");
+    close(fd);
+    unlink(plain);
+    unlink(zst);
+    free(got);
+    free(plain);
+    free(zst);
+    free(data);
+}
+END_TEST
+
 static Suite *salvage_suite(void)
 {
     Suite *s = suite_create("salvage");
@@ -682,6 +725,7 @@ static Suite *salvage_suite(void)
     tcase_add_loop_test(t, salvage_fixture_cuts_shrink_to_valid_dumps, 0, TL_N_FIXTURES);
     tcase_add_test(t, salvage_mapped_file_gives_the_same_output);
     tcase_add_test(t, salvage_keeps_what_a_cut_gzip_input_inflated_to);
+    tcase_add_test(t, salvage_keeps_what_a_cut_zstd_input_decompressed_to);
     suite_add_tcase(s, t);
     return s;
 }

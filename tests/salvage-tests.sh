@@ -97,6 +97,25 @@ run "$B/hprof-verify" "$T/gz.out"
 run "$B/hprof-verify" --salvage "$T/cut.hprof.gz"
 [ "$rc" = 0 ] || die "hprof-verify --salvage of a cut gzip input: exit $rc: $(cat "$T/err")"
 
+banner "salvage: a zstd input cut short, from a file and from a pipe"
+zstd -q -c "$f" > "$T/whole.hprof.zst"
+zsize=$(wc -c < "$T/whole.hprof.zst")
+head -c $((zsize * 9 / 10)) "$T/whole.hprof.zst" > "$T/cut.hprof.zst"
+run "$B/hprof-shrink" -f "$T/cut.hprof.zst" "$T/zst.out"
+[ "$rc" = 1 ] || die "a cut zstd input without --salvage: exit $rc"
+grep -q 'zstd input is truncated; --salvage keeps what is complete' "$T/err" ||
+    die "cut zstd: $(cat "$T/err")"
+run "$B/hprof-shrink" -f --salvage --json "$T/cut.hprof.zst" "$T/zst.out"
+[ "$rc" = 0 ] || die "a cut zstd input with --salvage: exit $rc: $(cat "$T/err")"
+grep -q "cut.hprof.zst: zstd input cut at offset 0x[0-9a-f]* (compressed): what it held is salvaged" "$T/err" ||
+    die "cut zstd report: $(cat "$T/err")"
+grep -q '"zstd_cut_offset":[0-9]' "$T/out" || die "cut zstd --json: $(cat "$T/out")"
+run "$B/hprof-verify" "$T/zst.out"
+[ "$rc" = 0 ] || die "the output of a cut zstd input does not verify: $(cat "$T/err")"
+run sh -c "'$B/hprof-shrink' -f --salvage - '$T/zst-pipe.out' < '$T/cut.hprof.zst'"
+[ "$rc" = 0 ] || die "a cut zstd input from a pipe with --salvage: exit $rc: $(cat "$T/err")"
+cmp -s "$T/zst.out" "$T/zst-pipe.out" || die "a cut zstd input: another output from a pipe"
+
 banner "salvage: every fixture cut at 40 offsets and more"
 cuts=0 boundaries=0 loaded=0 before=0
 for f in $inputs; do

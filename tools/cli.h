@@ -235,8 +235,8 @@ struct cli_salvage {
     int counted;                /* `dangling` is known */
     uint64_t dangling;
     char why[512];              /* why not, when counting failed */
-    int gzip_cut;               /* the gzip input was cut short */
-    uint64_t gzip_cut_offset;   /* where, compressed */
+    const char *cut_format;     /* "gzip" or "zstd": the compressed input was cut short */
+    uint64_t cut_offset;        /* where, compressed */
 };
 /* --salvage for every cli_open_reader() after it: a gzip input cut short
  * keeps what it inflated to, and readers salvage (hprof_reader_set_salvage). */

@@ -212,8 +212,13 @@ void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int coun
 {
     memset(s, 0, sizeof *s);
     s->report = *hprof_reader_salvage_report(r);
-    s->gzip_cut = last_input.gzip_cut;
-    s->gzip_cut_offset = last_input.gzip_cut_offset;
+    if (last_input.gzip_cut) {
+        s->cut_format = "gzip";
+        s->cut_offset = last_input.gzip_cut_offset;
+    } else if (last_input.zstd_cut) {
+        s->cut_format = "zstd";
+        s->cut_offset = last_input.zstd_cut_offset;
+    }
     if (!s->report.cut || !count)
         return;
     struct hprof_verify_report v;
@@ -249,9 +254,9 @@ static void salvage_what(char *out, size_t len, const struct hprof_salvage_repor
 void cli_salvage_print(const char *name, const struct cli_salvage *s)
 {
     const struct hprof_salvage_report *p = &s->report;
-    if (s->gzip_cut)
-        fprintf(stderr, "%s: %s: gzip input cut at offset 0x%" PRIx64 " (compressed): what it "
-                "held is salvaged%s\n", cli_progname, name, s->gzip_cut_offset,
+    if (s->cut_format != NULL)
+        fprintf(stderr, "%s: %s: %s input cut at offset 0x%" PRIx64 " (compressed): what it "
+                "held is salvaged%s\n", cli_progname, name, s->cut_format, s->cut_offset,
                 p->cut ? "" : " (it ends between two records)");
     if (p->zero_tail)
         fprintf(stderr, "%s: %s: %" PRIu64 " zero byte%s at offset 0x%" PRIx64 " taken as the "
@@ -293,8 +298,8 @@ void cli_salvage_json(FILE *f, const struct cli_salvage *s)
 {
     const struct hprof_salvage_report *p = &s->report;
     fprintf(f, ",\"salvage\":{\"cut\":%s", p->cut ? "true" : "false");
-    if (s->gzip_cut)
-        fprintf(f, ",\"gzip_cut_offset\":%" PRIu64, s->gzip_cut_offset);
+    if (s->cut_format != NULL)
+        fprintf(f, ",\"%s_cut_offset\":%" PRIu64, s->cut_format, s->cut_offset);
     if (p->zero_tail)
         fprintf(f, ",\"zero_tail\":%" PRIu64 ",\"zero_tail_offset\":%" PRIu64, p->zero_tail,
                 p->input_end);

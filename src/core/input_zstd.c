@@ -8,7 +8,7 @@
  * window, which it refuses past 2^27 bytes (its default limit, zstd(1)'s
  * too), and the spool's two buffers.  Concatenated frames are one input,
  * as zstd(1) reads them; bytes after the last frame that are not another
- * frame, and a frame cut short, are errors.
+ * frame are an error, and so is a frame cut short, unless salvaged.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +43,21 @@ static int refill(struct spool *s, ZSTD_inBuffer *in, struct hprof_error *err)
     return n > 0;
 }
 
+/* The zstd stream ends inside a frame.  With salvage, what was
+ * decompressed stays (its last block, cut, is lost; the reader then
+ * salvages the dump it holds), and `info` says where the compressed input
+ * stopped; else an error. */
+static int zstd_cut(struct spool *s, uint64_t at, struct hprof_error *err)
+{
+    if (!s->salvage)
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 " (compressed): zstd input is truncated"
+                               "; --salvage keeps what is complete", at);
+    s->info->zstd_cut = 1;
+    s->info->zstd_cut_offset = at;
+    return HPROF_OK;
+}
+
 int spool_unzstd(struct spool *s, size_t prefix, struct hprof_error *err)
 {
     ZSTD_DStream *d = ZSTD_createDStream();
@@ -59,9 +74,7 @@ int spool_unzstd(struct spool *s, size_t prefix, struct hprof_error *err)
         }
         if (in.pos == in.size && !more && flushed) {
             if (hint != 0)
-                rc = hprof_error_set(err, HPROF_ERR_FORMAT,
-                                     "offset 0x%" PRIx64 " (compressed): zstd input is truncated",
-                                     s->in_offset + in.pos);
+                rc = zstd_cut(s, s->in_offset + in.pos, err);
             break;
         }
         ZSTD_outBuffer out = { s->out_buf, SPOOL_BUFFER, 0 };
