@@ -861,7 +861,7 @@ t_progress() {
     # counter, a percentage that never goes back; the summary stays
     for cmd in "hprof-shrink -f $d/x.hprof $d/a.hprof" "hprof-shrink -f -z fixtures/android-synth.hprof.gz $d/b.gz" \
                "hprof-verify $d/x.hprof" "hprof-info $d/x.hprof"; do
-        timeout 20 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/tty" 2>&1 || die "$cmd on a terminal failed"
+        timeout 60 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/tty" 2>&1 || die "$cmd on a terminal failed"
         tr '\r' '\n' < "$T/tty" | grep -a "^${cmd%% *}: [^ ]*: .* read, .*/s" > "$T/lines" ||
             die "$cmd: no progress line: $(tr '\r' '\n' < "$T/tty" | head -5)"
         grep -aq 'pass' "$T/lines" && die "$cmd: a pass counter: $(cat "$T/lines")"
@@ -874,10 +874,10 @@ t_progress() {
     # -q: none, on a terminal too
     for cmd in "hprof-shrink -q -f $d/x.hprof $d/a.hprof" "hprof-verify -q $d/x.hprof" \
                "hprof-info -q $d/x.hprof"; do
-        timeout 20 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/tty" 2>&1 || die "$cmd on a terminal failed"
+        timeout 60 script -qec "$B/$cmd" /dev/null < /dev/null > "$T/tty" 2>&1 || die "$cmd on a terminal failed"
         if tr '\r' '\n' < "$T/tty" | grep -aq " read, .*/s"; then die "$cmd: a progress line"; fi
     done
-    timeout 20 script -qec "$B/hprof-shrink -f $d/x.hprof $d/a.hprof" /dev/null < /dev/null > "$T/tty" 2>&1
+    timeout 60 script -qec "$B/hprof-shrink -f $d/x.hprof $d/a.hprof" /dev/null < /dev/null > "$T/tty" 2>&1
     tr '\r' '\n' < "$T/tty" | tr -d '\033' | grep -aq "^\[K$d/x.hprof -> $d/a.hprof: " || die "no summary on a terminal: $(cat -v "$T/tty")"
 }
 
