@@ -80,41 +80,29 @@ run "$B/hprof-shrink" -f --salvage "$T/tiny.hprof" "$T/tiny.out"
 [ "$rc" = 1 ] || die "nothing to salvage: exit $rc"
 grep -q 'nothing to salvage' "$T/err" || die "nothing to salvage: $(cat "$T/err")"
 
-banner "salvage: a gzip input cut short"
-gzip -c "$f" > "$T/whole.hprof.gz"
-gsize=$(wc -c < "$T/whole.hprof.gz")
-head -c $((gsize * 9 / 10)) "$T/whole.hprof.gz" > "$T/cut.hprof.gz"
-run "$B/hprof-shrink" -f "$T/cut.hprof.gz" "$T/gz.out"
-[ "$rc" = 1 ] || die "a cut gzip input without --salvage: exit $rc"
-grep -q 'gzip input is truncated; --salvage keeps what is complete' "$T/err" ||
-    die "cut gzip: $(cat "$T/err")"
-run "$B/hprof-shrink" -f --salvage "$T/cut.hprof.gz" "$T/gz.out"
-[ "$rc" = 0 ] || die "a cut gzip input with --salvage: exit $rc: $(cat "$T/err")"
-grep -q "cut.hprof.gz: gzip input cut at offset 0x[0-9a-f]* (compressed): what it held is salvaged" "$T/err" ||
-    die "cut gzip report: $(cat "$T/err")"
-run "$B/hprof-verify" "$T/gz.out"
-[ "$rc" = 0 ] || die "the output of a cut gzip input does not verify: $(cat "$T/err")"
-run "$B/hprof-verify" --salvage "$T/cut.hprof.gz"
-[ "$rc" = 0 ] || die "hprof-verify --salvage of a cut gzip input: exit $rc: $(cat "$T/err")"
-
-banner "salvage: a zstd input cut short, from a file and from a pipe"
-zstd -q -c "$f" > "$T/whole.hprof.zst"
-zsize=$(wc -c < "$T/whole.hprof.zst")
-head -c $((zsize * 9 / 10)) "$T/whole.hprof.zst" > "$T/cut.hprof.zst"
-run "$B/hprof-shrink" -f "$T/cut.hprof.zst" "$T/zst.out"
-[ "$rc" = 1 ] || die "a cut zstd input without --salvage: exit $rc"
-grep -q 'zstd input is truncated; --salvage keeps what is complete' "$T/err" ||
-    die "cut zstd: $(cat "$T/err")"
-run "$B/hprof-shrink" -f --salvage --json "$T/cut.hprof.zst" "$T/zst.out"
-[ "$rc" = 0 ] || die "a cut zstd input with --salvage: exit $rc: $(cat "$T/err")"
-grep -q "cut.hprof.zst: zstd input cut at offset 0x[0-9a-f]* (compressed): what it held is salvaged" "$T/err" ||
-    die "cut zstd report: $(cat "$T/err")"
-grep -q '"zstd_cut_offset":[0-9]' "$T/out" || die "cut zstd --json: $(cat "$T/out")"
-run "$B/hprof-verify" "$T/zst.out"
-[ "$rc" = 0 ] || die "the output of a cut zstd input does not verify: $(cat "$T/err")"
-run sh -c "'$B/hprof-shrink' -f --salvage - '$T/zst-pipe.out' < '$T/cut.hprof.zst'"
-[ "$rc" = 0 ] || die "a cut zstd input from a pipe with --salvage: exit $rc: $(cat "$T/err")"
-cmp -s "$T/zst.out" "$T/zst-pipe.out" || die "a cut zstd input: another output from a pipe"
+for z in gzip zstd; do
+    banner "salvage: a $z input cut short, from a file and from a pipe"
+    ext=$([ $z = gzip ] && echo gz || echo zst)
+    $z -q -c "$f" > "$T/whole.hprof.$ext"
+    zsize=$(wc -c < "$T/whole.hprof.$ext")
+    head -c $((zsize * 9 / 10)) "$T/whole.hprof.$ext" > "$T/cut.hprof.$ext"
+    run "$B/hprof-shrink" -f "$T/cut.hprof.$ext" "$T/$ext.out"
+    [ "$rc" = 1 ] || die "a cut $z input without --salvage: exit $rc"
+    grep -q "$z input is truncated; --salvage keeps what is complete" "$T/err" ||
+        die "cut $z: $(cat "$T/err")"
+    run "$B/hprof-shrink" -f --salvage --json "$T/cut.hprof.$ext" "$T/$ext.out"
+    [ "$rc" = 0 ] || die "a cut $z input with --salvage: exit $rc: $(cat "$T/err")"
+    grep -q "cut.hprof.$ext: $z input cut at offset 0x[0-9a-f]* (compressed): what it held is salvaged" "$T/err" ||
+        die "cut $z report: $(cat "$T/err")"
+    grep -q "\"${z}_cut_offset\":[0-9]" "$T/out" || die "cut $z --json: $(cat "$T/out")"
+    run "$B/hprof-verify" "$T/$ext.out"
+    [ "$rc" = 0 ] || die "the output of a cut $z input does not verify: $(cat "$T/err")"
+    run "$B/hprof-verify" --salvage "$T/cut.hprof.$ext"
+    [ "$rc" = 0 ] || die "hprof-verify --salvage of a cut $z input: exit $rc: $(cat "$T/err")"
+    run sh -c "'$B/hprof-shrink' -f --salvage - '$T/$ext-pipe.out' < '$T/cut.hprof.$ext'"
+    [ "$rc" = 0 ] || die "a cut $z input from a pipe with --salvage: exit $rc: $(cat "$T/err")"
+    cmp -s "$T/$ext.out" "$T/$ext-pipe.out" || die "a cut $z input: another output from a pipe"
+done
 
 banner "salvage: every fixture cut at 40 offsets and more"
 cuts=0 boundaries=0 loaded=0 before=0

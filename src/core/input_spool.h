@@ -60,6 +60,11 @@ struct spool {
     struct input_stats *stats;
 };
 
+enum spool_format { SPOOL_GZIP, SPOOL_ZSTD };
+/* The compressed stream ends inside a member or frame.  With salvage, what
+ * was decompressed stays (the reader then salvages the dump it holds), and
+ * s->info says where the compressed input stopped; else an error. */
+int spool_cut(struct spool *s, enum spool_format format, uint64_t at, struct hprof_error *err);
 /* Bytes free where `fd` is. */
 uint64_t spool_free_bytes(int fd);
 /* Append `n` bytes of plain dump to the copy, checked (input_stream.c). */

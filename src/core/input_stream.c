@@ -28,18 +28,26 @@
 #include "input_spool.h"
 #include "sink_private.h"
 
-/* The gzip stream ends before its last member does.  With salvage, what
- * was inflated stays (the reader then salvages the dump it holds), and
- * `info` says where the compressed input stopped; else an error. */
-static int gzip_cut(struct spool *s, uint64_t at, struct hprof_error *err)
+int spool_cut(struct spool *s, enum spool_format format, uint64_t at, struct hprof_error *err)
 {
+    int zstd = format == SPOOL_ZSTD;
     if (!s->salvage)
         return hprof_error_set(err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 " (compressed): gzip input is truncated"
-                               "; --salvage keeps what is complete", at);
-    s->info->gzip_cut = 1;
-    s->info->gzip_cut_offset = at;
+                               "offset 0x%" PRIx64 " (compressed): %s input is truncated"
+                               "; --salvage keeps what is complete", at, zstd ? "zstd" : "gzip");
+    if (zstd) {
+        s->info->zstd_cut = 1;
+        s->info->zstd_cut_offset = at;
+    } else {
+        s->info->gzip_cut = 1;
+        s->info->gzip_cut_offset = at;
+    }
     return HPROF_OK;
+}
+
+static int gzip_cut(struct spool *s, uint64_t at, struct hprof_error *err)
+{
+    return spool_cut(s, SPOOL_GZIP, at, err);
 }
 
 /* What is free for us in the temporary file's file system. */

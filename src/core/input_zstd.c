@@ -43,21 +43,6 @@ static int refill(struct spool *s, ZSTD_inBuffer *in, struct hprof_error *err)
     return n > 0;
 }
 
-/* The zstd stream ends inside a frame.  With salvage, what was
- * decompressed stays (its last block, cut, is lost; the reader then
- * salvages the dump it holds), and `info` says where the compressed input
- * stopped; else an error. */
-static int zstd_cut(struct spool *s, uint64_t at, struct hprof_error *err)
-{
-    if (!s->salvage)
-        return hprof_error_set(err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 " (compressed): zstd input is truncated"
-                               "; --salvage keeps what is complete", at);
-    s->info->zstd_cut = 1;
-    s->info->zstd_cut_offset = at;
-    return HPROF_OK;
-}
-
 int spool_unzstd(struct spool *s, size_t prefix, struct hprof_error *err)
 {
     ZSTD_DStream *d = ZSTD_createDStream();
@@ -74,7 +59,7 @@ int spool_unzstd(struct spool *s, size_t prefix, struct hprof_error *err)
         }
         if (in.pos == in.size && !more && flushed) {
             if (hint != 0)
-                rc = zstd_cut(s, s->in_offset + in.pos, err);
+                rc = spool_cut(s, SPOOL_ZSTD, s->in_offset + in.pos, err); /* its cut block lost */
             break;
         }
         ZSTD_outBuffer out = { s->out_buf, SPOOL_BUFFER, 0 };
