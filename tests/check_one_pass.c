@@ -617,6 +617,62 @@ START_TEST(a_keep_rule_after_its_strings_value_left_the_window_is_late)
 }
 END_TEST
 
+/* A String (0x600) and a Bitmap (0x610) whose value and buffer are
+ * PRIMITIVE_ARRAY_NODATA records (an obsolete Android form) read before
+ * them, in a window that holds everything. */
+static uint8_t *nodata_before_its_holders(size_t *len)
+{
+    static const uint8_t object[1] = { HPROF_TYPE_OBJECT };
+    static const uint64_t value_name[1] = { 0x12 }, buffer_name[1] = { 0x13 };
+    uint8_t ref[4] = { 0, 0, 0x07, 0 }; /* 0x700 */
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 0x10, "java.lang.String");
+    tb_string(&b, 0x11, "android.graphics.Bitmap");
+    tb_string(&b, 0x12, "value");
+    tb_string(&b, 0x13, "mBuffer");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_load_class(&b, 2, 0x110, 0x11);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class_named(&b, 0x100, 0, value_name, object, 1);
+    tb_class_named(&b, 0x110, 0, buffer_name, object, 1);
+    for (uint64_t id = 0x700; id <= 0x710; id += 0x10) {
+        tb_u1(&b, HPROF_PRIMITIVE_ARRAY_NODATA);
+        tb_id(&b, id);
+        tb_u4(&b, 0);
+        tb_u4(&b, 16);
+        tb_u1(&b, id == 0x700 ? HPROF_TYPE_CHAR : HPROF_TYPE_BYTE);
+    }
+    tb_instance(&b, 0x600, 0x100, ref, 4);
+    ref[3] = 0x10;
+    tb_instance(&b, 0x610, 0x110, ref, 4);
+    return end_heap_dump(&b, len);
+}
+
+/* Neither shrink keeps anything of a NODATA array, whoever claims it: a
+ * String or Bitmap that comes after one is decided as by the multi-pass
+ * shrink, and the one pass must not warn that it was not. */
+START_TEST(a_holder_after_its_nodata_array_is_not_late)
+{
+    size_t len;
+    uint8_t *in = nodata_before_its_holders(&len);
+    struct hprof_error err = { 0 };
+    const struct hprof_shrink_options o = { 0 };
+    struct shrunk one, multi;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(one.stats.window_late, 0);
+    ck_assert_uint_eq(one.stats.arrays_emptied.count, 2);
+    ck_assert_uint_eq(multi.stats.arrays_emptied.count, 2);
+    ck_assert_uint_eq(one.stats.string_values_kept.count + one.stats.bitmap_buffers_kept.count,
+                      0);
+    free(one.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
 /* Where it has none, the rule keeps them; under --redact with a filler for
  * their text, so that no literal goes out, while the names that come
  * after them wait again, and keep theirs when used. */
@@ -1662,6 +1718,7 @@ static Suite *one_pass_suite(void)
     tcase_add_loop_test(same, names_past_the_window_wait_in_a_compressed_output_file, 0, 2);
     tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
     tcase_add_test(same, a_keep_rule_after_its_strings_value_left_the_window_is_late);
+    tcase_add_test(same, a_holder_after_its_nodata_array_is_not_late);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);

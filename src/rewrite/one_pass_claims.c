@@ -864,8 +864,13 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
         gather = 0;
     }
     if (!gather) {
-        if (a->tag == HPROF_PRIMITIVE_ARRAY_NODATA)
+        if (a->tag == HPROF_PRIMITIVE_ARRAY_NODATA) {
             keep = ARRAY_NOT_KEPT;
+            /* the multi-pass shrink keeps nothing of it either, whoever
+             * claims it: a String or Bitmap that comes after it is not
+             * late (late_claims() passes over the ids of this filter) */
+            idfilter_add(&op->kept_out, a->id);
+        }
         if ((rc = one_pass_live_heap(op)) != HPROF_OK)
             return rc;
         one_pass_give_verdict(op, a, keep);

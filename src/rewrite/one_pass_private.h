@@ -154,7 +154,8 @@ struct one_pass {
     struct id_table claims;         /* array id -> CLAIM_* */
     struct buffer_slots slots;
     struct waiting_twins twins;     /* the buffers among `window`'s WAIT_DECIDE records */
-    struct idfilter kept_out;       /* arrays written with their contents */
+    struct idfilter kept_out;       /* arrays written with their contents, and
+                                       PRIMITIVE_ARRAY_NODATA ones (nothing to keep) */
     struct id_pages dumped;         /* this heap dump's objects: one dumped twice is refused */
     struct idmap dumped_odd;        /* ... those whose id is not 8-byte aligned */
     int hold_values;                /* Strings' values wait for keep rules (redaction) */
