@@ -624,6 +624,46 @@ START_TEST(arrays_never_write_primitive_array_nodata)
 }
 END_TEST
 
+/* A NODATA record's count is all there is of it: one of 2^29 + 1 longs
+ * is 4 GiB and 8 bytes of zeros, more than a heap segment holds.  Both
+ * shrinks refuse it as invalid input, with its offset and kind, before
+ * writing any of it (the writer found it first, as a misuse of the API). */
+START_TEST(a_nodata_array_too_large_to_zero_is_refused_with_its_offset)
+{
+    struct tbuf d;
+    tb_init(&d, 4);
+    tb_header(&d, "JAVA PROFILE 1.0.3");
+    tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    size_t at = d.len;
+    tb_u1(&d, HPROF_PRIMITIVE_ARRAY_NODATA);
+    tb_id(&d, 0x1000);
+    tb_u4(&d, 0);
+    tb_u4(&d, (1u << 29) + 1);
+    tb_u1(&d, HPROF_TYPE_LONG);
+    tb_segment_end(&d);
+    tb_record(&d, HPROF_TAG_HEAP_DUMP_END, NULL, 0);
+    char where[64];
+    snprintf(where, sizeof where, "offset 0x%zx: PRIMITIVE_ARRAY_NODATA:", at);
+    for (int one_pass = 0; one_pass <= 1; one_pass++) {
+        struct hprof_error err = { 0 };
+        struct hprof_reader *r = NULL;
+        struct hprof_sink *out = hprof_sink_new_memory(&err);
+        struct hprof_shrink_options o = { .arrays = HPROF_ARRAYS_ZERO };
+        ck_assert_int_eq(hprof_reader_open_memory(&r, d.data, d.len, &err), HPROF_OK);
+        int rc = one_pass ? hprof_shrink_one_pass(r, out, &o, NULL, &err)
+                          : hprof_shrink(r, out, &o, NULL, &err);
+        ck_assert_msg(rc == HPROF_ERR_FORMAT, "%d: %s", rc, err.message);
+        ck_assert_msg(strstr(err.message, where) != NULL, "%s", err.message);
+        size_t written;
+        (void)hprof_sink_memory_data(out, &written);
+        ck_assert_uint_lt(written, 1u << 20);
+        hprof_reader_free(r);
+        hprof_sink_free(out);
+    }
+    tb_free(&d);
+}
+END_TEST
+
 /* Two different 128-byte blocks with the same MD5 (Wang and Yu, 2004, the
  * collision published with "How to Break MD5"). */
 static const char COLLIDING_A[] =
@@ -1826,6 +1866,7 @@ static Suite *shrink_suite(void)
     tcase_add_loop_test(t, arrays_leave_no_other_array_contents, 0, n);
     tcase_add_loop_test(t, arrays_keep_types_and_zero_mode_keeps_lengths, 0, n);
     tcase_add_loop_test(t, arrays_never_write_primitive_array_nodata, 0, N_MODES);
+    tcase_add_test(t, a_nodata_array_too_large_to_zero_is_refused_with_its_offset);
 
     t = test_case(s, "collect");
     tcase_add_loop_test(t, collect_resolving_in_pass_1_writes_what_pass_2_writes, 0, N_FIXTURES);

@@ -11,12 +11,17 @@
  * chunk (and answered with HPROF_SKIP), so later chunks of an array that
  * reach a filter are always forwarded.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "filter.h"
 #include "visitor_private.h"
 
 #define ZERO_CHUNK (1u << 20)
+/* The most contents bytes a zeroed array may have: it goes out in a heap
+ * segment of its own, whose u4 length also counts the array's sub-record
+ * header and, in an Android dump, the HEAP_DUMP_INFO it repeats. */
+#define ZEROED_MAX ((uint64_t)UINT32_MAX - 64)
 
 uint8_t *filter_scratch(uint8_t **buf, size_t *cap, size_t n, struct hprof_error *err)
 {
@@ -158,6 +163,16 @@ static int apply_mode(struct arrays_filter *z, const struct hprof_primitive_arra
     struct rewrite_filter *f = &z->f;
     const struct idmap *merged = &f->plan->bitmaps.remap;
     enum hprof_arrays_mode mode = f->plan->arrays;
+    /* An array read from a segment fits one; a NODATA record has no
+     * contents, and its count may give more zeros than any segment holds:
+     * the input's fault, said with its place (not the writer's, later) */
+    if (mode == HPROF_ARRAYS_ZERO && bytes > ZEROED_MAX)
+        return hprof_error_set(f->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": %s: %" PRIu32 " %s elements (%" PRIu64
+                               " bytes) do not fit a heap segment once zeroed; --arrays=empty "
+                               "writes the array empty",
+                               a->offset, hprof_subtag_name(a->tag), a->count,
+                               hprof_type_name(a->type), bytes);
     if (merged->count == 0 || !idmap_has(merged, a->id))
         count_add(mode == HPROF_ARRAYS_ZERO     ? &f->st->arrays_zeroed
                   : mode == HPROF_ARRAYS_REMOVE ? &f->st->arrays_removed
