@@ -94,10 +94,12 @@ struct buffer_slots {
 };
 
 /* The buffers Bitmaps claimed that wait in the window, by their bytes
- * (one_pass_twins.c): a list under each key, newest first. */
+ * (one_pass_twins.c): a list under each key, newest first, linked both
+ * ways. */
 struct waiting_twins {
     struct id_table newest;     /* key of type, length and fingerprint -> a buffer's id */
     struct id_table older;      /* buffer id -> the one claimed before it under its key */
+    struct id_table newer;      /* buffer id -> the one claimed after it under its key */
     struct id_table key_of;     /* buffer id -> its key */
 };
 

@@ -15,7 +15,11 @@
  *
  * Only claimed buffers are indexed, by type, length and a fingerprint
  * (memory speed): a key's list is its twins, or a fingerprint made to
- * collide, and the bytes, both in memory, are compared.
+ * collide, and the bytes, both in memory, are compared.  The list is
+ * linked both ways: buffers leave the window oldest first, from the far
+ * end of a list that may hold every buffer of the window (a dump of many
+ * small identical ones), and one walk from the newest per buffer made
+ * the shrink quadratic.
  */
 #include <string.h>
 
@@ -37,7 +41,8 @@ int one_pass_twins_add(struct one_pass *op, const struct held *h)
         return HPROF_OK;
     uint64_t key = twin_key(a, fingerprint64(a->data, a->length));
     uint64_t *newest = id_table_find(&t->newest, key);
-    if ((newest != NULL && id_table_put(&t->older, a->id, *newest) != HPROF_OK) ||
+    if ((newest != NULL && (id_table_put(&t->older, a->id, *newest) != HPROF_OK ||
+                            id_table_put(&t->newer, *newest, a->id) != HPROF_OK)) ||
         id_table_put(&t->newest, key, a->id) != HPROF_OK ||
         id_table_put(&t->key_of, a->id, key) != HPROF_OK)
         return rewrite_nomem(&op->ctx);
@@ -47,23 +52,24 @@ int one_pass_twins_add(struct one_pass *op, const struct held *h)
 void one_pass_twins_remove(struct one_pass *op, uint64_t id)
 {
     struct waiting_twins *t = &op->twins;
-    uint64_t key, older = 0, at;
+    uint64_t key, older = 0, newer = 0, unused;
     if (t->key_of.count == 0 || !id_table_take(&t->key_of, id, &key))
         return;
     int has_older = id_table_take(&t->older, id, &older);
-    uint64_t *newer = id_table_find(&t->newest, key);
-    if (*newer != id) { /* one claimed after it: the link to it moves on */
-        for (at = *newer; (newer = id_table_find(&t->older, at)) != NULL && *newer != id;)
-            at = *newer;
-        if (!has_older) {
-            (void)id_table_take(&t->older, at, &older);
-            return;
-        }
-    } else if (!has_older) {
-        (void)id_table_take(&t->newest, key, &older);
-        return;
-    }
-    *newer = older; /* no growth: the slot is there */
+    int has_newer = id_table_take(&t->newer, id, &newer);
+    /* no growth below: every slot written is there */
+    if (has_newer && has_older) /* the one claimed after it: the link to it moves on */
+        *id_table_find(&t->older, newer) = older;
+    else if (has_newer)
+        (void)id_table_take(&t->older, newer, &unused);
+    else if (has_older)
+        *id_table_find(&t->newest, key) = older;
+    else
+        (void)id_table_take(&t->newest, key, &unused);
+    if (has_older && has_newer)
+        *id_table_find(&t->newer, older) = newer;
+    else if (has_older)
+        (void)id_table_take(&t->newer, older, &unused);
 }
 
 /* The buffer waiting under its own id in the window. */
@@ -100,5 +106,6 @@ void one_pass_twins_free(struct one_pass *op)
 {
     id_table_free(&op->twins.newest);
     id_table_free(&op->twins.older);
+    id_table_free(&op->twins.newer);
     id_table_free(&op->twins.key_of);
 }
