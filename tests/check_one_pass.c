@@ -1799,7 +1799,7 @@ static Suite *one_pass_suite(void)
     suite_add_tcase(s, same);
     TCase *many = tcase_create("many bitmaps");
     suite_add_tcase(s, many);
-    tcase_add_loop_test(many, many_bitmaps_waiting_under_one_key_take_linear_time, 0, 1);
+    tcase_add_loop_test(many, many_bitmaps_waiting_under_one_key_take_linear_time, 0, 2);
     tcase_set_timeout(many, 60);
 
     TCase *table = tcase_create("id table");

@@ -83,6 +83,10 @@ int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);
 struct wait_window {
     struct held_list list[HELD_LISTS];
     struct id_table index;      /* key -> the first held under it */
+    /* key -> the last held under it, once two were (every Bitmap of a
+     * shared buffer waits under its id): appended to at once, and not
+     * counted in what each record holds */
+    struct id_table tails;
     uint64_t bytes, limit, peak;
     uint64_t waited, waited_bytes;
     struct held *spare;         /* large blocks given back, newest first (held_free()) */

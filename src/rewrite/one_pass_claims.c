@@ -639,8 +639,11 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
         return HPROF_OK;
     struct held *first = wait_window_first(&op->window, id);
     if (first != NULL && first->wait != WAIT_CLAIM) { /* a buffer claimed before */
-        for (struct held *h = first; h != NULL; h = h->next_same)
-            h->pinned |= (claim & CLAIM_PINNED) != 0;
+        /* a claim that pins walks the records under the id, every Bitmap
+         * of a shared buffer among them; one that does not would change
+         * nothing, once per Bitmap */
+        for (struct held *h = first; (claim & CLAIM_PINNED) && h != NULL; h = h->next_same)
+            h->pinned = 1;
         first = NULL;
     }
     if (first == NULL || first->kind != HELD_PRIMITIVE_ARRAY) {

@@ -115,6 +115,7 @@ void wait_window_free(struct wait_window *w)
     for (unsigned i = 0; i < HELD_SMALL_CLASSES; i++)
         free_list(w->small[i]);
     id_table_free(&w->index);
+    id_table_free(&w->tails);
     memset(w, 0, sizeof *w);
 }
 
@@ -313,9 +314,14 @@ int wait_window_hold(struct wait_window *w, struct held *h, uint64_t key, uint8_
     h->wait = wait;
     h->next_same = NULL;
     if (head != NULL) { /* last of those under the key: taken out oldest first */
-        struct held *last = as_held(*head);
-        while (last->next_same != NULL)
-            last = last->next_same;
+        uint64_t *tail = id_table_find(&w->tails, key);
+        struct held *last = as_held(tail != NULL ? *tail : *head);
+        if (tail != NULL) {
+            *tail = (uint64_t)(uintptr_t)h;
+        } else if (id_table_put(&w->tails, key, (uint64_t)(uintptr_t)h) != HPROF_OK) {
+            held_free(w, h);
+            return HPROF_ERR_NOMEM;
+        }
         last->next_same = h;
     } else if (id_table_put(&w->index, key, (uint64_t)(uintptr_t)h) != HPROF_OK) {
         held_free(w, h);
@@ -358,9 +364,11 @@ static void unlink_order(struct wait_window *w, struct held *h)
 
 struct held *wait_window_take(struct wait_window *w, uint64_t key)
 {
-    uint64_t head;
+    uint64_t head, tail;
     if (!id_table_take(&w->index, key, &head))
         return NULL;
+    if (w->tails.count > 0)
+        (void)id_table_take(&w->tails, key, &tail);
     struct held *list = as_held(head);
     for (struct held *h = list; h != NULL; h = h->next_same)
         unlink_order(w, h);
@@ -373,16 +381,23 @@ struct held *wait_window_take_oldest(struct wait_window *w)
     if (h == NULL)
         return NULL;
     uint64_t *head = id_table_find(&w->index, h->key);
+    uint64_t unused;
     if (as_held(*head) == h) { /* the oldest is the first under its key */
-        if (h->next_same != NULL)
+        if (h->next_same != NULL) {
             *head = (uint64_t)(uintptr_t)h->next_same;
-        else
+        } else {
             id_table_take(&w->index, h->key, head);
+            if (w->tails.count > 0)
+                (void)id_table_take(&w->tails, h->key, &unused);
+        }
     } else {
         struct held *p = as_held(*head);
         while (p->next_same != h)
             p = p->next_same;
         p->next_same = h->next_same;
+        uint64_t *tail = p->next_same == NULL ? id_table_find(&w->tails, h->key) : NULL;
+        if (tail != NULL)
+            *tail = (uint64_t)(uintptr_t)p;
     }
     h->next_same = NULL;
     unlink_order(w, h);
