@@ -501,6 +501,17 @@ static uint64_t *page_for(struct id_pages *p, uint64_t key)
     return page;
 }
 
+int id_pages_test(const struct id_pages *p, uint64_t id)
+{
+    uint64_t index;
+    if (id & ((1u << ID_STEP_SHIFT) - 1))
+        return -1;
+    if (!idmap_get(&p->page_of, (id >> ID_PAGE_SHIFT) + 1, &index))
+        return p->n_pages == p->max_pages ? -1 : 0; /* full: its page may not be made */
+    uint64_t bit = (id >> ID_STEP_SHIFT) & ((1u << (ID_PAGE_SHIFT - ID_STEP_SHIFT)) - 1);
+    return (int)(p->pages[index][bit >> 6] >> (bit & 63) & 1);
+}
+
 int id_pages_test_and_set(struct id_pages *p, uint64_t id)
 {
     if (id & ((1u << ID_STEP_SHIFT) - 1))

@@ -164,6 +164,9 @@ void id_pages_free(struct id_pages *p);
  * when the pages do not hold it (not 8-byte aligned, or no page for it),
  * or HPROF_ERR_NOMEM. */
 int id_pages_test_and_set(struct id_pages *p, uint64_t id);
+/* Test `id` alone.  @return 1 when it is set, 0 when not, -1 when the
+ * pages cannot tell (not 8-byte aligned, or past `max_pages`). */
+int id_pages_test(const struct id_pages *p, uint64_t id);
 
 /* Set aligned `id`'s bit in its `page`.  @return 1 when it was set. */
 static inline int id_page_test_and_set(uint64_t *page, uint64_t id)

@@ -53,11 +53,12 @@ static int string_read(struct one_pass *op, const struct kind_layout *k,
     int rc = one_pass_exempt_value(op, o->id, value, covers);
     if (rc == HPROF_OK && op->device.count > 0 && idmap_has(&op->device, o->id))
         rc = one_pass_keep_device_text(op, value);
+    int shared = op->hold_values && value != 0 && id_table_find(&op->value_owner, value) != NULL;
     if (rc == HPROF_OK && op->hold_values && value != 0)
         rc = one_pass_note_value_owner(op, value, o->id, covers);
-    if (rc != HPROF_OK)
-        return rc;
-    return one_pass_claim(op, value, utf16 ? ARRAY_STRING_UTF16 : ARRAY_STRING_VALUE);
+    if (rc == HPROF_OK)
+        rc = one_pass_claim(op, value, utf16 ? ARRAY_STRING_UTF16 : ARRAY_STRING_VALUE);
+    return rc == HPROF_OK && shared ? one_pass_charge_owner(op, value) : rc;
 }
 
 /* A Bitmap: it waits for its buffer's verdict unless that is known. */

@@ -55,6 +55,14 @@ static int odd_test_and_set(struct one_pass *op, uint64_t id)
     return 0;
 }
 
+int one_pass_dumped_already(const struct one_pass *op, uint64_t id)
+{
+    int seen = id_pages_test(&op->dumped, id);
+    if (seen == -1 && (id & ((1u << ID_STEP_SHIFT) - 1)))
+        seen = idmap_has(&op->dumped_odd, id);
+    return seen == 1;
+}
+
 int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint8_t subtag)
 {
     if (id_pages_fast(&op->dumped, id) == 0)

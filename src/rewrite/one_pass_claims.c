@@ -493,18 +493,34 @@ static int hold_value(struct one_pass *op, struct held *h, unsigned claim)
 int one_pass_note_value_owner(struct one_pass *op, uint64_t value, uint64_t owner,
                               uint64_t covers)
 {
+    /* A value read already that waits neither in the window nor set aside
+     * went out: no rule can exempt it any more, and its owners would stay
+     * noted to the end of the heap dump, a String each where many share
+     * it (G1's String deduplication, new String(s)): memory without bound.
+     * Its text went redacted, as when it leaves with its owners noted. */
+    if (one_pass_dumped_already(op, value) && !wait_window_has(&op->window, value) &&
+        one_pass_spill_find(op, value) == NULL) {
+        idfilter_add(&op->values_gone, owner);
+        return HPROF_OK;
+    }
     uint64_t *was = id_table_find(&op->value_owner, value), was_covers = UINT64_MAX, last = 0;
     if (was != NULL) { /* another String holds it too: it stays in line */
-        struct value_owner *grown = grow_array(op->more_owners, &op->cap_more_owners,
-                                               op->n_more_owners + 1, sizeof *grown);
-        if (grown == NULL)
-            return nomem(op);
-        op->more_owners = grown;
+        size_t at = op->free_owners - 1; /* an entry given back, if any */
+        if (op->free_owners != 0) {
+            op->free_owners = op->more_owners[at].next;
+        } else {
+            struct value_owner *grown = grow_array(op->more_owners, &op->cap_more_owners,
+                                                   op->n_more_owners + 1, sizeof *grown);
+            if (grown == NULL)
+                return nomem(op);
+            op->more_owners = grown;
+            at = op->n_more_owners++;
+        }
         (void)id_table_take(&op->value_covers, value, &was_covers);
         (void)id_table_take(&op->more_owners_last, value, &last);
-        op->more_owners[op->n_more_owners] = (struct value_owner){
+        op->more_owners[at] = (struct value_owner){
             .value = value, .owner = *was, .covers = was_covers, .next = (size_t)last };
-        if (id_table_put(&op->more_owners_last, value, ++op->n_more_owners) != HPROF_OK)
+        if (id_table_put(&op->more_owners_last, value, at + 1) != HPROF_OK)
             return nomem(op);
     }
     if (id_table_put(&op->value_owner, value, owner) != HPROF_OK ||
@@ -542,7 +558,7 @@ void one_pass_value_owners_free(struct one_pass *op)
     id_table_free(&op->more_owners_last);
     free(op->more_owners);
     op->more_owners = NULL;
-    op->n_more_owners = op->cap_more_owners = 0;
+    op->n_more_owners = op->cap_more_owners = op->free_owners = 0;
 }
 
 /* String `owner` holds `value`, which leaves the window: exempt if a rule
@@ -561,7 +577,7 @@ static int exempt_for(struct one_pass *op, uint64_t value, uint64_t owner, uint6
  * that holds it. */
 static int exempt_if_named(struct one_pass *op, uint64_t value)
 {
-    uint64_t owner, covers, k = 0;
+    uint64_t owner, covers, k = 0, next;
     int rc = HPROF_OK;
     if (!id_table_take(&op->value_covers, value, &covers))
         covers = UINT64_MAX;
@@ -569,8 +585,17 @@ static int exempt_if_named(struct one_pass *op, uint64_t value)
         rc = exempt_for(op, value, owner, covers);
     if (op->more_owners_last.count > 0)
         (void)id_table_take(&op->more_owners_last, value, &k);
-    for (; rc == HPROF_OK && k != 0; k = op->more_owners[k - 1].next)
-        rc = exempt_for(op, value, op->more_owners[k - 1].owner, op->more_owners[k - 1].covers);
+    /* each entry is given back for the next String that shares a value:
+     * the entries in use are those of the values waiting, not of every
+     * String read that shared one */
+    for (; k != 0; k = next) {
+        struct value_owner *e = &op->more_owners[k - 1];
+        next = e->next;
+        if (rc == HPROF_OK)
+            rc = exempt_for(op, value, e->owner, e->covers);
+        e->next = op->free_owners;
+        op->free_owners = (size_t)k;
+    }
     return rc;
 }
 
@@ -757,6 +782,22 @@ int one_pass_hold(struct one_pass *op, struct held *h, uint64_t key, uint8_t wai
     if (rc != HPROF_OK)
         held_free(&op->window, h);
     return rc;
+}
+
+/* What a String's note costs (its entry and the slots of the tables that
+ * find it), counted in the window. */
+#define OWNER_NOTE_BYTES 64u
+
+int one_pass_charge_owner(struct one_pass *op, uint64_t id)
+{
+    struct held *h = wait_window_first(&op->window, id);
+    if (h == NULL || h->wait != WAIT_EXEMPT)
+        return HPROF_OK;
+    h->bytes += OWNER_NOTE_BYTES;
+    op->window.bytes += OWNER_NOTE_BYTES;
+    if (op->window.bytes > op->window.peak)
+        op->window.peak = op->window.bytes;
+    return make_room(op, 0);
 }
 
 int one_pass_pin_waiting(struct one_pass *op, uint64_t id)

@@ -167,6 +167,7 @@ struct one_pass {
      * substring, a deduplicated JDK String) */
     struct value_owner { uint64_t value, owner, covers; size_t next; } *more_owners;
     size_t n_more_owners, cap_more_owners;
+    size_t free_owners;             /* 1 + the first entry given back (linked by next), or 0 */
     struct id_table more_owners_last; /* value -> 1 + its last entry */
     /* Strings whose value left the window before a rule named them: a
      * rule naming one later comes too late for its text */
@@ -232,6 +233,9 @@ int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, 
 /* one_pass_checks.c: object `id`, dumped at `offset` by a sub-record
  * `subtag`, refused (HPROF_ERR_FORMAT) if its heap dump dumped it already. */
 int one_pass_dumped_once(struct one_pass *op, uint64_t id, uint64_t offset, uint8_t subtag);
+/* Whether this heap dump dumped object `id` already, as far as its ids
+ * are held (not past their limits). */
+int one_pass_dumped_already(const struct one_pass *op, uint64_t id);
 /* The ids of a heap dump: none yet (init, and again for the next heap
  * dump: reset), and their storage given back (free).  @return HPROF_OK or
  * HPROF_ERR_NOMEM. */
@@ -274,6 +278,11 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim);
 /* String `owner` holds `value` (`covers` of it, model_string_covers()),
  * which waits for the keep rules: remembered with the others that hold
  * it, each looked at when the value leaves. */
+/* Another String noted as holding value `id`, which waits: what the note
+ * costs counts in the window, so that a value thousands of Strings share
+ * (G1's String deduplication) leaves it by the rule rather than keep their
+ * notes in memory without bound.  @return as one_pass_hold(). */
+int one_pass_charge_owner(struct one_pass *op, uint64_t id);
 int one_pass_note_value_owner(struct one_pass *op, uint64_t value, uint64_t owner,
                               uint64_t covers);
 int one_pass_value_owners_init(struct one_pass *op);
