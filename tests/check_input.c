@@ -140,6 +140,28 @@ START_TEST(gzip_input_that_is_not_a_dump_fails_at_its_first_bytes)
 }
 END_TEST
 
+/* Two dumps joined, gzipped and piped: the copy stops at the second one's
+ * header, and says what it is, as the reader of a file does. */
+START_TEST(gzip_of_two_joined_dumps_stops_at_the_second_header_and_says_so)
+{
+    struct tbuf b;
+    tb_small_dump(&b, 4);
+    size_t first = b.len;
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    size_t gz_len, written;
+    uint8_t *gz = tl_gzip_bytes(b.data, b.len, 0, &gz_len);
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(open_piped(gz, gz_len, &err, &written), HPROF_ERR_FORMAT);
+    char want[160];
+    snprintf(want, sizeof want,
+             "offset 0x%zx: a heap dump's header (\"JAVA PROFILE\") where a record should start: "
+             "two dump files joined into one? The first ends here", first);
+    ck_assert_str_eq(err.message, want);
+    free(gz);
+    tb_free(&b);
+}
+END_TEST
+
 /* Zeros behind a valid header read as records of tag 0: the copy stops at
  * the first, not after the 32 MB they inflate to. */
 START_TEST(gzip_zeros_behind_a_header_stop_at_the_first_record)
@@ -1109,6 +1131,7 @@ static Suite *input_suite(void)
     tcase_add_test(t, zstd_frames_one_after_another_are_one_dump);
     tcase_add_test(t, zstd_a_skippable_frame_first_is_passed_over);
     tcase_add_test(t, zstd_zeros_behind_a_header_stop_at_the_first_record);
+    tcase_add_test(t, gzip_of_two_joined_dumps_stops_at_the_second_header_and_says_so);
     tcase_add_test(t, zstd_truncated_says_where_it_ends);
     tcase_add_test(t, zstd_corrupt_says_where);
     tcase_add_test(t, gzip_copy_larger_than_the_temporary_directory_names_it);

@@ -267,6 +267,26 @@ START_TEST(reader_rejects_unknown_top_level_tag_naming_tag_and_offset)
 }
 END_TEST
 
+/* cat a.hprof b.hprof > c.hprof: where a record should start comes b's
+ * header, which the message names, not as the unknown tag 0x4a. */
+START_TEST(reader_names_a_second_dump_header_as_files_joined)
+{
+    struct tbuf b;
+    struct counter c = { 0 };
+    struct hprof_error err;
+    tb_small_dump(&b, 4);
+    size_t first = b.len;
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    ck_assert_int_eq(run_memory(&b, &c, &err), HPROF_ERR_FORMAT);
+    char want[160];
+    snprintf(want, sizeof want,
+             "offset 0x%zx: a heap dump's header (\"JAVA PROFILE\") where a record should start: "
+             "two dump files joined into one? The first ends here", first);
+    ck_assert_str_eq(err.message, want);
+    tb_free(&b);
+}
+END_TEST
+
 /* Segments, then a HEAP_DUMP with no HEAP_DUMP_END between: which heap
  * dump it is part of has no answer, so it is refused where it begins. */
 START_TEST(reader_rejects_a_heap_dump_inside_open_segments)
@@ -904,6 +924,7 @@ static Suite *reader_suite(void)
     tcase_add_test(t, reader_accepts_a_file_that_is_only_a_header);
     tcase_add_loop_test(t, reader_rejects_every_truncation_with_an_offset, 0, 2);
     tcase_add_test(t, reader_rejects_unknown_top_level_tag_naming_tag_and_offset);
+    tcase_add_test(t, reader_names_a_second_dump_header_as_files_joined);
     tcase_add_test(t, reader_checks_fixed_record_layouts);
     tcase_add_test(t, reader_rejects_a_heap_dump_inside_open_segments);
     tcase_add_test(t, reader_rejects_unknown_sub_tag_naming_tag_and_offset);

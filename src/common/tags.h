@@ -42,6 +42,17 @@ static inline int hprof_tag_known(uint8_t tag)
 #undef HPROF_TAG_CASE
 }
 
+/* Are a record's tag, time and length the first 9 bytes of a heap dump
+ * file, "JAVA PROF"?  Then two files were joined (cat a.hprof b.hprof),
+ * which "unknown tag 0x4a" would not say. */
+static inline int hprof_head_is_file_header(uint8_t tag, uint32_t time, uint32_t length)
+{
+    return tag == 'J' && time == 0x41564120u /* "AVA " */ && length == 0x50524f46u /* "PROF" */;
+}
+
+#define HPROF_FILE_HEADER_HERE "a heap dump's header (\"JAVA PROFILE\") where a record should " \
+                               "start: two dump files joined into one? The first ends here"
+
 /* Monotonic seconds, for the passes' timings. */
 double hprof_now(void);
 

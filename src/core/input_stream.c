@@ -105,6 +105,11 @@ static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error
             if (s->n_rec == 9) {
                 s->n_rec = 0;
                 s->unknown_tag = !hprof_tag_known(s->rec[0]);
+                if (s->unknown_tag && hprof_head_is_file_header(s->rec[0], get_u4(s->rec + 1),
+                                                                get_u4(s->rec + 5)))
+                    return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                           "offset 0x%" PRIx64 ": " HPROF_FILE_HEADER_HERE,
+                                           at + used - 9);
                 if (s->unknown_tag)
                     return hprof_error_set(err, HPROF_ERR_FORMAT,
                                            "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",

@@ -530,8 +530,11 @@ int reader_read_heap(struct hprof_reader *r, struct hprof_visitor *v,
 
 /* A tag the format does not define: an error, before its length is
  * trusted for anything. */
-static int unknown_tag(struct hprof_reader *r)
+static int unknown_tag(struct hprof_reader *r, uint32_t time, uint32_t length)
 {
+    if (hprof_head_is_file_header(r->rec_tag, time, length))
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               "offset 0x%" PRIx64 ": " HPROF_FILE_HEADER_HERE, r->rec_offset);
     if (r->rec_tag >= HPROF_CLASS_DUMP && strcmp(hprof_subtag_name(r->rec_tag), "unknown") != 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": tag 0x%02x: heap sub-record %s "
@@ -596,7 +599,7 @@ static int check_layout(struct hprof_reader *r, const uint8_t *p, uint32_t lengt
     case HPROF_TAG_CONTROL_SETTINGS: want = 6; break;
     case HPROF_TAG_HEAP_DUMP_END: want = 0; break;
     default:
-        return unknown_tag(r);
+        return unknown_tag(r, 0, length);
     }
     if (length != want)
         FAILF(r, HPROF_ERR_FORMAT, r->rec_offset, "length %" PRIu32 ", expected %" PRIu64,
@@ -730,7 +733,7 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
             return rc;
     }
     if (!hprof_tag_known(r->rec_tag))
-        return unknown_tag(r);
+        return unknown_tag(r, time, length);
     if (length > r->in.size - r->in.pos && r->set.salvage) {
         r->cut_time = time;
         r->cut_length = length;
