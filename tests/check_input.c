@@ -140,6 +140,25 @@ START_TEST(gzip_input_that_is_not_a_dump_fails_at_its_first_bytes)
 }
 END_TEST
 
+/* A .hprof.gz gzipped again (by a web server, an upload) and piped: the
+ * copy stops at once and says what is inside. */
+START_TEST(gzip_of_a_gzip_says_it_is_compressed_twice)
+{
+    struct tbuf b;
+    tb_small_dump(&b, 4);
+    size_t inner_len, gz_len, written;
+    uint8_t *inner = tl_gzip_bytes(b.data, b.len, 0, &inner_len);
+    uint8_t *gz = tl_gzip_bytes(inner, inner_len, 0, &gz_len);
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(open_piped(gz, gz_len, &err, &written), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message, "offset 0x0: header: not a heap dump but gzip-compressed data "
+                                  "(compressed twice? decompress it first: gzip -d)");
+    free(gz);
+    free(inner);
+    tb_free(&b);
+}
+END_TEST
+
 /* Two dumps joined, gzipped and piped: the copy stops at the second one's
  * header, and says what it is, as the reader of a file does. */
 START_TEST(gzip_of_two_joined_dumps_stops_at_the_second_header_and_says_so)
@@ -1132,6 +1151,7 @@ static Suite *input_suite(void)
     tcase_add_test(t, zstd_a_skippable_frame_first_is_passed_over);
     tcase_add_test(t, zstd_zeros_behind_a_header_stop_at_the_first_record);
     tcase_add_test(t, gzip_of_two_joined_dumps_stops_at_the_second_header_and_says_so);
+    tcase_add_test(t, gzip_of_a_gzip_says_it_is_compressed_twice);
     tcase_add_test(t, zstd_truncated_says_where_it_ends);
     tcase_add_test(t, zstd_corrupt_says_where);
     tcase_add_test(t, gzip_copy_larger_than_the_temporary_directory_names_it);

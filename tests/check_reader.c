@@ -186,6 +186,28 @@ START_TEST(reader_rejects_bad_magic)
 }
 END_TEST
 
+/* Compressed data where the header should be is named by its compressor:
+ * a dump compressed twice, its outer layer taken off by the input. */
+START_TEST(reader_names_compressed_data_in_place_of_a_header)
+{
+    static const struct {
+        const char *bytes, *message;
+    } cases[] = {
+        { "\x1f\x8b\x08\0\0\0\0\0\0\xff", "gzip-compressed data (compressed twice? "
+                                          "decompress it first: gzip -d)" },
+        { "\x28\xb5\x2f\xfd\x24\0\0\0\0\0", "zstd-compressed data (compressed twice? "
+                                          "decompress it first: zstd -d)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct hprof_reader *r;
+        struct hprof_error err = { 0 };
+        ck_assert_int_eq(hprof_reader_open_memory(&r, cases[i].bytes, 10, &err), HPROF_ERR_FORMAT);
+        ck_assert_ptr_nonnull(strstr(err.message, "offset 0x0: header: not a heap dump but "));
+        ck_assert_msg(strstr(err.message, cases[i].message) != NULL, "%s", err.message);
+    }
+}
+END_TEST
+
 START_TEST(reader_rejects_identifier_sizes_other_than_4_and_8)
 {
     static const unsigned sizes[] = { 0, 3, 16, 5 };
@@ -920,6 +942,7 @@ static Suite *reader_suite(void)
     tcase_add_loop_test(t, reader_accepts_every_version_and_id_size, 0, 6);
     tcase_add_test(t, reader_rejects_empty_file);
     tcase_add_test(t, reader_rejects_bad_magic);
+    tcase_add_test(t, reader_names_compressed_data_in_place_of_a_header);
     tcase_add_loop_test(t, reader_rejects_identifier_sizes_other_than_4_and_8, 0, 4);
     tcase_add_test(t, reader_accepts_a_file_that_is_only_a_header);
     tcase_add_loop_test(t, reader_rejects_every_truncation_with_an_offset, 0, 2);

@@ -50,6 +50,31 @@ static inline int hprof_head_is_file_header(uint8_t tag, uint32_t time, uint32_t
     return tag == 'J' && time == 0x41564120u /* "AVA " */ && length == 0x50524f46u /* "PROF" */;
 }
 
+/* The compressor whose magic number the `n` bytes at `p` begin with, or
+ * NULL: what a dump compressed twice (a .hprof.gz gzipped again by a web
+ * server or an upload) looks like once the outer layer is off. */
+static inline const char *hprof_compressed_by(const uint8_t *p, size_t n)
+{
+    if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+        return "gzip";
+    if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd)
+        return "zstd";
+    if (n >= 6 && p[0] == 0xfd && p[1] == '7' && p[2] == 'z' && p[3] == 'X' && p[4] == 'Z' &&
+        p[5] == 0)
+        return "xz";
+    if (n >= 4 && p[0] == 'B' && p[1] == 'Z' && p[2] == 'h' && p[3] >= '1' && p[3] <= '9')
+        return "bzip2";
+    if (n >= 4 && p[0] == 0x04 && p[1] == 0x22 && p[2] == 0x4d && p[3] == 0x18)
+        return "lz4";
+    return NULL;
+}
+
+#define HPROF_NOT_A_DUMP "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)"
+/* HPROF_NOT_A_DUMP for bytes that hprof_compressed_by() names: printf
+ * arguments, that name twice. */
+#define HPROF_COMPRESSED_INSIDE "offset 0x0: header: not a heap dump but %s-compressed data " \
+                                "(compressed twice? decompress it first: %s -d)"
+
 #define HPROF_FILE_HEADER_HERE "a heap dump's header (\"JAVA PROFILE\") where a record should " \
                                "start: two dump files joined into one? The first ends here"
 

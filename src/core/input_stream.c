@@ -67,10 +67,13 @@ static int no_room(const struct spool *s, struct hprof_error *err)
                            "temporary directory)", s->written, s->room, s->dir);
 }
 
-static int not_a_dump(struct hprof_error *err)
+static int not_a_dump(const struct spool *s, struct hprof_error *err)
 {
-    return hprof_error_set(err, HPROF_ERR_FORMAT,
-                           "offset 0x0: header: not a heap dump (no \"" MAGIC "x\" magic)");
+    const char *compressor = hprof_compressed_by(s->head, s->n_head);
+    if (compressor != NULL)
+        return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE, compressor,
+                               compressor);
+    return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_NOT_A_DUMP);
 }
 
 /* Follow the top-level records through the bytes of the copy from offset
@@ -150,7 +153,7 @@ int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *e
         memcpy(s->head + s->n_head, p, take);
         s->n_head += take;
         if (memcmp(s->head, MAGIC, s->n_head) != 0)
-            return not_a_dump(err);
+            return not_a_dump(s, err);
         s->checked = s->n_head == MAGIC_LEN;
     }
     int rc = frame(s, p, n, err);

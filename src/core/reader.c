@@ -47,9 +47,12 @@ static int parse_header(struct hprof_reader *r)
 
     const char magic[] = "JAVA PROFILE 1.0.";
     const uint8_t *nul = memchr(head, 0, len);
+    const char *compressor = hprof_compressed_by(head, len);
+    if (compressor != NULL)
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE, compressor,
+                               compressor);
     if (len < sizeof magic - 1 || memcmp(head, magic, sizeof magic - 1) != 0)
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
-                               "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)");
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT, HPROF_NOT_A_DUMP);
     /* The hprof agent's format=a writes "JAVA PROFILE 1.0.1, created ..."
      * and text lines: the version is followed by a comma, not a NUL. */
     if (len > sizeof magic && (head[sizeof magic] == ',' || head[sizeof magic] == '\n'))
