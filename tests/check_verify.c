@@ -318,6 +318,36 @@ START_TEST(idfilter_never_forgets_and_rarely_says_maybe_wrongly)
 }
 END_TEST
 
+/* With exact pages, a filter far too small for its ids (64 KiB for 2
+ * million, where nearly every bit would be set) never says maybe for an
+ * aligned id it was not given, in place or with its adds on a thread, and
+ * still never forgets: an id past the pages' budget and an odd one go to
+ * the bits. */
+START_TEST(idfilter_with_exact_pages_says_maybe_only_for_ids_it_was_given)
+{
+    struct idfilter f;
+    ck_assert_int_eq(idfilter_init(&f, 64u << 10), HPROF_OK);
+    /* 128 pages of 256 KiB of heap: the 32 MiB that the ids below span */
+    ck_assert_int_eq(idfilter_use_exact(&f, 128), HPROF_OK);
+    if (_i)
+        ck_assert_int_eq(idfilter_use_thread(&f), HPROF_OK);
+    const uint64_t n = 2000000, heap = 0x12c00000, past = 0x7000000000;
+    for (uint64_t i = 0; i < n; i++)
+        idfilter_add(&f, heap + 16 * i); /* every other 8-byte step */
+    idfilter_add(&f, past);
+    idfilter_add(&f, heap + 3);
+    for (uint64_t i = 0; i < n; i += 997)
+        ck_assert(idfilter_maybe_now(&f, heap + 16 * i));
+    ck_assert(idfilter_maybe_now(&f, heap + 16 * (n - 1)));
+    ck_assert(idfilter_maybe_now(&f, past) && idfilter_maybe_now(&f, heap + 3));
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < n; i++)
+        wrong += idfilter_maybe_now(&f, heap + 16 * i + 8);
+    ck_assert_msg(wrong == 0, "%" PRIu64 " of %" PRIu64 " absent ids said maybe", wrong, n);
+    idfilter_free(&f);
+}
+END_TEST
+
 /* Handing the adds to a thread sets exactly the bits adding in place does,
  * whatever the batches (full ones, a last partial one, adds queued before
  * the thread started), and whether the thread is settled explicitly or by
@@ -379,6 +409,7 @@ static Suite *verify_suite(void)
     tcase_add_test(t, idlist_finds_exactly_the_ids_added_in_any_order_of_lookup);
     tcase_add_test(t, idlist_that_is_empty_or_cleared_finds_nothing);
     tcase_add_test(t, idfilter_never_forgets_and_rarely_says_maybe_wrongly);
+    tcase_add_loop_test(t, idfilter_with_exact_pages_says_maybe_only_for_ids_it_was_given, 0, 2);
     tcase_add_loop_test(t, idfilter_on_a_thread_sets_the_bits_it_sets_in_place, 0, 2);
     tcase_add_test(t, idfilter_with_a_thread_can_be_freed_at_once);
     tcase_add_test(t, verify_finds_every_reference_however_long_the_class_chain);

@@ -298,12 +298,48 @@ void idfilter_free(struct idfilter *f)
 {
     idfilter_settle(f);
     filter_words_free(f->words, (f->block_mask + 1) * 64);
+    if (f->exact != NULL) {
+        id_pages_free(f->exact);
+        free(f->exact);
+    }
     memset(f, 0, sizeof *f);
 }
 
-static void apply_adds(uint64_t *words, size_t block_mask, const uint64_t *ids, unsigned n)
+int idfilter_use_exact(struct idfilter *f, size_t max_pages)
+{
+    if (f->exact != NULL)
+        return HPROF_OK;
+    idfilter_flush(f); /* what is queued goes to the bits, as before */
+    struct id_pages *p = malloc(sizeof *p);
+    if (p == NULL || id_pages_init(p, max_pages) != HPROF_OK) {
+        free(p);
+        return HPROF_ERR_NOMEM;
+    }
+    f->exact = p;
+    return HPROF_OK;
+}
+
+/* The ids the exact pages hold go there; the others, moved to the front
+ * of `ids`, are left for the bits.  An id whose page could not be made for
+ * want of memory goes to the bits too: a maybe is never lost.
+ * @return how many are left. */
+static unsigned apply_exact(struct id_pages *exact, uint64_t *ids, unsigned n)
+{
+    unsigned left = 0;
+    for (unsigned i = 0; i < n; i++) {
+        int was = id_pages_test_and_set(exact, ids[i]);
+        if (was != 0 && was != 1)
+            ids[left++] = ids[i];
+    }
+    return left;
+}
+
+static void apply_adds(uint64_t *words, size_t block_mask, struct id_pages *exact, uint64_t *ids,
+                       unsigned n)
 {
     uint64_t h[IDFILTER_BATCH];
+    if (exact != NULL)
+        n = apply_exact(exact, ids, n);
     for (unsigned i = 0; i < n; i++) {
         h[i] = filter_hash(ids[i]);
         __builtin_prefetch(block_of(words, block_mask, h[i]), 1);
@@ -327,6 +363,7 @@ struct idfilter_thread {
     struct ordered_pool *pool;
     uint64_t *words;
     size_t block_mask;
+    struct id_pages *exact;     /* the filter's, applied here alone */
     _Atomic uint64_t produced, consumed;
     _Atomic int stop;
     unsigned n[RING_BATCHES];
@@ -351,7 +388,7 @@ static void apply_until_stopped(void *worker, void *job)
         }
         for (; done < ready; done++) {
             unsigned slot = (unsigned)(done % RING_BATCHES);
-            apply_adds(t->words, t->block_mask, t->ids[slot], t->n[slot]);
+            apply_adds(t->words, t->block_mask, t->exact, t->ids[slot], t->n[slot]);
             atomic_store_explicit(&t->consumed, done + 1, memory_order_release);
         }
     }
@@ -367,6 +404,7 @@ int idfilter_use_thread(struct idfilter *f)
     idfilter_flush(f); /* what is queued goes in first, in place */
     t->words = f->words;
     t->block_mask = f->block_mask;
+    t->exact = f->exact;
     struct hprof_error ignored;
     void *job = t;
     if ((t->pool = pool_new(1, &job, 1, &job, apply_until_stopped, &ignored)) == NULL) {
@@ -411,7 +449,7 @@ void idfilter_flush(struct idfilter *f)
     if (f->thread != NULL && f->n_queued > 0)
         hand_over(f->thread, f->queued, f->n_queued);
     else
-        apply_adds(f->words, f->block_mask, f->queued, f->n_queued);
+        apply_adds(f->words, f->block_mask, f->exact, f->queued, f->n_queued);
     f->n_queued = 0;
 }
 
@@ -429,6 +467,8 @@ static void sync_adds(struct idfilter *f)
 
 static int test_bits(const struct idfilter *f, uint64_t id)
 {
+    if (f->exact != NULL && id_pages_test(f->exact, id) == 1)
+        return 1; /* else it may be among the ids the pages could not hold */
     uint64_t h = filter_hash(id);
     const uint64_t *block = filter_block(f, h);
     for (int k = 0; k < 3; k++, h >>= 9)

@@ -59,11 +59,14 @@ static inline int idmap_has(const struct idmap *m, uint64_t key)
  * one cache line; adds are queued and applied in batches whose lines are
  * prefetched together, so that their cache misses overlap.  With 8 MiB and
  * 5 million ids, about 1 test in 100 says maybe for an id never added; the
- * rate grows with the ids added. */
+ * rate grows with the ids added.  With idfilter_use_exact(), the ids that
+ * id pages (below) hold are kept exactly, and only the others (not 8-byte
+ * aligned, or past the pages' budget) go to the filter's bits. */
 
 #define IDFILTER_BATCH 32
 
 struct idfilter_thread;
+struct id_pages;
 
 struct idfilter {
     uint64_t *words;        /* 8 per block */
@@ -71,6 +74,7 @@ struct idfilter {
     uint64_t queued[IDFILTER_BATCH];
     unsigned n_queued;
     struct idfilter_thread *thread; /* idfilter_use_thread(), or NULL */
+    struct id_pages *exact;         /* idfilter_use_exact(), or NULL */
 };
 
 /* `bytes` zeroed for a filter's words (mmap: freed with
@@ -97,6 +101,11 @@ int idfilter_maybe_now(struct idfilter *f, uint64_t id);
 int idfilter_use_thread(struct idfilter *f);
 /* Wait until every add is applied, and stop the thread (if any). */
 void idfilter_settle(struct idfilter *f);
+/* From now on (called before idfilter_use_thread()), ids that id pages of
+ * up to `max_pages` hold are kept there, exactly: a test of such an id
+ * never says maybe wrongly.  Fails only for want of memory, and then the
+ * filter goes on as it was. */
+int idfilter_use_exact(struct idfilter *f, size_t max_pages);
 
 static inline void idfilter_add(struct idfilter *f, uint64_t id)
 {

@@ -389,6 +389,21 @@ static int on_object_array(struct hprof_visitor *v, const struct hprof_object_ar
 
 /* ---- The end of a heap dump ----------------------------------------------------- */
 
+/* The pins' filter: every reference of every object goes in, a cache miss
+ * each, taken on another core when there is one.  A twin merges only if
+ * nothing named it, and the filter's maybe keeps its record where the
+ * multi-pass shrink drops it, unnoticed: the ids of heap addresses are
+ * kept exactly (a bit per 8 bytes of heap, within PINS_EXACT_PAGES). */
+static int start_pins(struct one_pass *op)
+{
+    int rc = idfilter_init(&op->pins, PINS_BYTES);
+    if (rc == HPROF_OK)
+        (void)idfilter_use_exact(&op->pins, PINS_EXACT_PAGES);
+    if (rc == HPROF_OK && op->ctx.helper_threads)
+        idfilter_use_thread(&op->pins);
+    return rc;
+}
+
 /* Object ids are unique within a heap dump only: what was learnt of the
  * last one's objects and classes is forgotten. */
 int one_pass_reset_dump(struct one_pass *op)
@@ -431,10 +446,8 @@ int one_pass_reset_dump(struct one_pass *op)
         rc = idfilter_init(&op->kept_out, KEPT_OUT_BYTES);
     if (rc == HPROF_OK && op->tracking_pins) {
         idfilter_free(&op->pins);
-        rc = idfilter_init(&op->pins, PINS_BYTES);
+        rc = start_pins(op);
         op->tracking_pins = rc == HPROF_OK;
-        if (rc == HPROF_OK && op->ctx.helper_threads)
-            idfilter_use_thread(&op->pins);
     }
     if (rc == HPROF_OK)
         rc = one_pass_system_reset(op);
@@ -447,13 +460,8 @@ void one_pass_start_heap(struct one_pass *op)
 {
     if (!op->tracking_bitmaps && (op->model.names_seen & (1u << NAME_CLASS_BITMAP))) {
         op->tracking_bitmaps = 1;
-        if (!op->opt.keep_duplicates && idfilter_init(&op->pins, PINS_BYTES) == HPROF_OK) {
+        if (!op->opt.keep_duplicates && start_pins(op) == HPROF_OK)
             op->tracking_pins = 1;
-            /* every reference of every object goes in, a cache miss each:
-             * taken on another core when there is one */
-            if (op->ctx.helper_threads)
-                idfilter_use_thread(&op->pins);
-        }
     }
 }
 
