@@ -466,9 +466,12 @@ static long skip_same_files(struct job **group, size_t n)
     for (size_t k = 0; k < n; k++) {
         struct job *j = group[k];
         size_t first = left;
-        if (stat(j->in, &st[left]) == 0)
+        if (stat(j->in, &st[left]) != 0) /* no inode is 0: matches nothing */
+            memset(&st[left], 0, sizeof st[left]);
+        else
             for (first = 0; first < left; first++)
-                if (st[first].st_dev == st[left].st_dev && st[first].st_ino == st[left].st_ino)
+                if (st[first].st_ino != 0 && st[first].st_dev == st[left].st_dev &&
+                    st[first].st_ino == st[left].st_ino)
                     break;
         if (first == left) { /* a file of its own */
             group[k] = group[left];
