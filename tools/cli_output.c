@@ -36,25 +36,38 @@
 #define DIR_LOCK_WAIT_MS 2000
 #define DIR_LOCK_POLL_MS 10
 
-/* flock(fd, how) given up after DIR_LOCK_WAIT_MS, and after one try once
- * a wait has been given up (the same holder, most likely).
+/* flock(fd, how) given up after DIR_LOCK_WAIT_MS, and after one try on
+ * the directory of the last wait given up (the same holder, most likely).
+ * Only that directory: elsewhere, and there once a lock is had again, the
+ * holder is one of our runs, whose lock keeps a sweep off our file.
  * @return 0 once locked. */
 static int lock_dir_briefly(int fd, int how)
 {
-    static int given_up;
+    static dev_t given_up_dev;
+    static ino_t given_up_ino; /* 0: none given up */
+    struct stat st;
+    int known = fstat(fd, &st) == 0;
+    int given_up = known && st.st_ino == given_up_ino && st.st_dev == given_up_dev;
     for (int waited = 0;; waited += DIR_LOCK_POLL_MS) {
-        if (flock(fd, how | LOCK_NB) == 0)
+        if (flock(fd, how | LOCK_NB) == 0) {
+            if (given_up)
+                given_up_ino = 0;
             return 0;
+        }
         if (errno != EWOULDBLOCK && errno != EINTR)
             return -1;
         if (given_up || waited >= DIR_LOCK_WAIT_MS) {
-            given_up = 1;
+            if (known) {
+                given_up_dev = st.st_dev;
+                given_up_ino = st.st_ino;
+            }
             return -1;
         }
         struct timespec pause = { 0, DIR_LOCK_POLL_MS * 1000000L };
         nanosleep(&pause, NULL);
     }
 }
+
 /* A temporary file: its name in the directory of descriptor temp_dirs[i]. */
 static const char *volatile temp_names[MAX_TEMPS];
 static volatile int temp_dirs[MAX_TEMPS];
