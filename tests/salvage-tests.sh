@@ -99,7 +99,8 @@ for z in gzip zstd; do
     [ "$rc" = 0 ] || die "the output of a cut $z input does not verify: $(cat "$T/err")"
     run "$B/hprof-verify" --salvage "$T/cut.hprof.$ext"
     [ "$rc" = 0 ] || die "hprof-verify --salvage of a cut $z input: exit $rc: $(cat "$T/err")"
-    run sh -c "'$B/hprof-shrink' -f --salvage - '$T/$ext-pipe.out' < '$T/cut.hprof.$ext'"
+    # through cat: standard input redirected from the file would be read as the file
+    run sh -c "cat '$T/cut.hprof.$ext' | '$B/hprof-shrink' -f --salvage - '$T/$ext-pipe.out'"
     [ "$rc" = 0 ] || die "a cut $z input from a pipe with --salvage: exit $rc: $(cat "$T/err")"
     cmp -s "$T/$ext.out" "$T/$ext-pipe.out" || die "a cut $z input: another output from a pipe"
 done
