@@ -238,8 +238,9 @@ struct cli_salvage {
     const char *cut_format;     /* "gzip" or "zstd": the compressed input was cut short */
     uint64_t cut_offset;        /* where, compressed */
 };
-/* --salvage for every cli_open_reader() after it: a gzip input cut short
- * keeps what it inflated to, and readers salvage (hprof_reader_set_salvage). */
+/* --salvage for every cli_open_reader() after it: a gzip or zstd input cut
+ * short keeps what it decompressed to, and readers salvage
+ * (hprof_reader_set_salvage). */
 void cli_set_salvage(int on);
 /* Threads that inflate a gzip input in every cli_open_reader() after it:
  * 0 (the default) one per core, 1 the calling thread alone. */
