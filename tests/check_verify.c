@@ -348,6 +348,20 @@ START_TEST(idfilter_with_exact_pages_says_maybe_only_for_ids_it_was_given)
 }
 END_TEST
 
+/* Exact pages asked for after the thread started would never be filled:
+ * refused, and the filter still never forgets. */
+START_TEST(idfilter_refuses_exact_pages_once_its_thread_runs)
+{
+    struct idfilter f;
+    ck_assert_int_eq(idfilter_init(&f, 64u << 10), HPROF_OK);
+    ck_assert_int_eq(idfilter_use_thread(&f), HPROF_OK);
+    ck_assert_int_eq(idfilter_use_exact(&f, 16), HPROF_ERR_USAGE);
+    idfilter_add(&f, 0x12c00008);
+    ck_assert(idfilter_maybe_now(&f, 0x12c00008));
+    idfilter_free(&f);
+}
+END_TEST
+
 /* Handing the adds to a thread sets exactly the bits adding in place does,
  * whatever the batches (full ones, a last partial one, adds queued before
  * the thread started), and whether the thread is settled explicitly or by
@@ -410,6 +424,7 @@ static Suite *verify_suite(void)
     tcase_add_test(t, idlist_that_is_empty_or_cleared_finds_nothing);
     tcase_add_test(t, idfilter_never_forgets_and_rarely_says_maybe_wrongly);
     tcase_add_loop_test(t, idfilter_with_exact_pages_says_maybe_only_for_ids_it_was_given, 0, 2);
+    tcase_add_test(t, idfilter_refuses_exact_pages_once_its_thread_runs);
     tcase_add_loop_test(t, idfilter_on_a_thread_sets_the_bits_it_sets_in_place, 0, 2);
     tcase_add_test(t, idfilter_with_a_thread_can_be_freed_at_once);
     tcase_add_test(t, verify_finds_every_reference_however_long_the_class_chain);

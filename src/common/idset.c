@@ -309,6 +309,8 @@ int idfilter_use_exact(struct idfilter *f, size_t max_pages)
 {
     if (f->exact != NULL)
         return HPROF_OK;
+    if (f->thread != NULL) /* it would never fill pages it was not given */
+        return HPROF_ERR_USAGE;
     idfilter_flush(f); /* what is queued goes to the bits, as before */
     struct id_pages *p = malloc(sizeof *p);
     if (p == NULL || id_pages_init(p, max_pages) != HPROF_OK) {

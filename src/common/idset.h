@@ -101,10 +101,12 @@ int idfilter_maybe_now(struct idfilter *f, uint64_t id);
 int idfilter_use_thread(struct idfilter *f);
 /* Wait until every add is applied, and stop the thread (if any). */
 void idfilter_settle(struct idfilter *f);
-/* From now on (called before idfilter_use_thread()), ids that id pages of
- * up to `max_pages` hold are kept there, exactly: a test of such an id
- * never says maybe wrongly.  Fails only for want of memory, and then the
- * filter goes on as it was. */
+/* From now on, ids that id pages of up to `max_pages` hold are kept
+ * there, exactly: a test of such an id says maybe wrongly only as often as
+ * the bits do for the few ids they still get (added before, not aligned,
+ * or past the pages' budget).  Fails for want of memory, or
+ * (HPROF_ERR_USAGE) after idfilter_use_thread(), whose thread applies the
+ * adds; the filter then goes on as it was. */
 int idfilter_use_exact(struct idfilter *f, size_t max_pages);
 
 static inline void idfilter_add(struct idfilter *f, uint64_t id)
