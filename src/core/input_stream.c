@@ -45,11 +45,6 @@ int spool_cut(struct spool *s, enum spool_format format, uint64_t at, struct hpr
     return HPROF_OK;
 }
 
-static int gzip_cut(struct spool *s, uint64_t at, struct hprof_error *err)
-{
-    return spool_cut(s, SPOOL_GZIP, at, err);
-}
-
 /* What is free for us in the temporary file's file system. */
 uint64_t spool_free_bytes(int fd)
 {
@@ -320,7 +315,7 @@ static void prefer_gzip_error(struct spool *s, z_stream *z, int zrc, int more,
         if (z->avail_in == 0) {
             if (!s->salvage) {
                 memset(err, 0, sizeof *err);
-                gzip_cut(s, in_at(s, z), err);
+                spool_cut(s, SPOOL_GZIP, in_at(s, z), err);
             }
             return;
         }
@@ -367,7 +362,7 @@ int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, u
                 break;
             }
             if (z.avail_in < 2 && !more && z.next_in[0] == 0x1f) { /* half a magic */
-                rc = gzip_cut(s, in_at(s, &z), err);
+                rc = spool_cut(s, SPOOL_GZIP, in_at(s, &z), err);
                 *done = 1;
                 break;
             }
@@ -382,7 +377,7 @@ int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, u
             in_member = 1;
         }
         if (z.avail_in == 0) {
-            rc = gzip_cut(s, in_at(s, &z), err);
+            rc = spool_cut(s, SPOOL_GZIP, in_at(s, &z), err);
             *done = 1;
             break;
         }
@@ -413,7 +408,7 @@ int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, u
                                  in_at(s, &z), z.msg != NULL ? z.msg : "bad data");
             break;
         } else if (zrc == Z_BUF_ERROR && !more && z.avail_in == 0) {
-            rc = gzip_cut(s, in_at(s, &z), err);
+            rc = spool_cut(s, SPOOL_GZIP, in_at(s, &z), err);
             *done = 1;
             break;
         }

@@ -119,14 +119,10 @@ static int chain_names_unread(struct one_pass *op, const struct class_info *ci, 
     uint64_t memo = 0;
     const struct class_info *k = ci;
     for (; k != NULL && !idmap_get(&op->names_unread, k->id, &memo); k = classes_up(c, k)) {
-        if (n == op->cap_walk) {
-            size_t cap = op->cap_walk ? 2 * op->cap_walk : 64;
-            const struct class_info **grown = realloc(op->walk, cap * sizeof *grown);
-            if (grown == NULL)
-                return rewrite_nomem(&op->ctx);
-            op->walk = grown;
-            op->cap_walk = cap;
-        }
+        const struct class_info **grown = grow_array(op->walk, &op->cap_walk, n + 1, sizeof *grown);
+        if (grown == NULL)
+            return rewrite_nomem(&op->ctx);
+        op->walk = grown;
         op->walk[n++] = k;
     }
     *unread = k != NULL && memo == 2;
