@@ -1081,6 +1081,52 @@ START_TEST(bitmaps_run_the_digest_pass_only_when_they_must)
 }
 END_TEST
 
+/* Whether anything but its Bitmap names a copy is known exactly for ids
+ * that are heap addresses (8-byte aligned), however many references the
+ * dump holds: eight pairs of equal buffers behind 1.5 million references
+ * to other objects, which a filter of bits alone answers "maybe" for, and
+ * the copies merge without a digest pass to look for their referrers. */
+START_TEST(bitmaps_rule_out_referrers_of_heap_addresses_exactly)
+{
+    enum { PAIRS = 8, SIZE = 2048 };
+    const uint32_t others = 1500000;
+    struct tbuf d;
+    begin_bitmap_dump(&d);
+    tb_class(&d, 0x300, 0, NULL, 0);
+    for (uint32_t pair = 0; pair < PAIRS; pair++) {
+        uint8_t pixels[SIZE];
+        for (uint32_t i = 0; i < SIZE; i++)
+            pixels[i] = (uint8_t)(i * 7 + pair);
+        for (uint32_t copy = 0; copy < 2; copy++) {
+            uint32_t buffer = 0x1000 + 0x20 * pair + 0x10 * copy;
+            uint8_t ref[4] = { 0, 0, (uint8_t)(buffer >> 8), (uint8_t)buffer };
+            tb_prim_array(&d, buffer, HPROF_TYPE_BYTE, SIZE, pixels);
+            tb_instance(&d, 0x2000 + 0x20 * pair + 0x10 * copy, 0x100, ref, 4);
+        }
+    }
+    tb_u1(&d, HPROF_OBJECT_ARRAY_DUMP);
+    tb_id(&d, 0x4000);
+    tb_u4(&d, 0);
+    tb_u4(&d, others);
+    tb_id(&d, 0x300);
+    for (uint32_t i = 0; i < others; i++)
+        tb_id(&d, 0x1000000 + 8 * (uint64_t)i);
+    char *path;
+    struct hprof_shrink_stats st;
+    size_t len;
+    uint8_t *out = end_and_shrink_dump(&d, &path, &len, &st);
+    ck_assert_uint_eq(st.bitmap_duplicates.count, PAIRS);
+    ck_assert_int_eq(st.passes, 2);
+    for (uint32_t pair = 0; pair < PAIRS; pair++) {
+        uint32_t copy = 0x1010 + 0x20 * pair;
+        const uint8_t record[5] = { HPROF_PRIMITIVE_ARRAY_DUMP, 0, 0, (uint8_t)(copy >> 8),
+                                    (uint8_t)copy };
+        ck_assert_ptr_null(memmem(out, len, record, sizeof record));
+    }
+    assert_bitmaps_shrunk_then_free(path, out, len, &d);
+}
+END_TEST
+
 /* Same-length buffers are told apart by a fingerprint (the first, middle
  * and last 4 KiB) before any MD5: of four 64 KiB buffers A, A2 (a copy of
  * A), N (A but for one byte outside those blocks) and U (another first
@@ -1846,6 +1892,7 @@ static Suite *shrink_suite(void)
     tcase_add_test(t, bitmaps_merge_copies_that_differ_from_their_groups_first_member);
     tcase_add_test(t, info_tells_md5_colliding_buffers_apart_as_the_shrink_does);
     tcase_add_loop_test(t, bitmaps_run_the_digest_pass_only_when_they_must, 0, N_DIGEST_CASES);
+    tcase_add_test(t, bitmaps_rule_out_referrers_of_heap_addresses_exactly);
     tcase_add_test(t, bitmaps_hash_only_buffers_whose_fingerprint_has_a_twin);
     tcase_add_loop_test(t, bitmaps_hash_in_the_digest_pass_only_what_could_not_be_located, 0, 2);
     tcase_add_test(t, bitmaps_compare_a_bunch_piece_by_piece_up_to_a_difference);

@@ -158,6 +158,9 @@ int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id);
 #define ID_PAGE_SHIFT 18
 #define ID_STEP_SHIFT 3
 #define ID_PAGE_BYTES 4096u
+/* A budget of pages for the references of a heap of up to 4 GiB (64 MiB);
+ * the pages are made only where ids land. */
+#define ID_PAGES_4GIB_HEAP ((size_t)(64u << 20) / ID_PAGE_BYTES)
 
 struct id_pages {
     struct idmap page_of;       /* (id >> ID_PAGE_SHIFT) + 1 -> index in `pages` */

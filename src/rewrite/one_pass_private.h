@@ -329,7 +329,7 @@ void one_pass_start_heap(struct one_pass *op);
 #define PINS_BYTES (8u << 20)      /* the pins' filter: as the multi-pass's largest */
 /* ... and its exact part: 4 KiB pages, each a bit per 8 bytes of 256 KiB
  * of heap, up to 64 MiB of them (a heap of 4 GiB). */
-#define PINS_EXACT_PAGES ((size_t)(64u << 20) / 4096)
+#define PINS_EXACT_PAGES ID_PAGES_4GIB_HEAP
 #define KEPT_OUT_BYTES (2u << 20)
 /* values_gone: of the Strings a rule names, about 1 in 6,000 is counted
  * late falsely when 2.5 million values left redacted, 1 in 120 at 10
