@@ -326,7 +326,7 @@ int one_pass_reset_dump(struct one_pass *op);
 void one_pass_start_heap(struct one_pass *op);
 
 /* The filters one_pass.c and one_pass_run.c make. */
-#define PINS_BYTES (8u << 20)      /* the pins' filter: as the multi-pass's largest */
+#define PINS_BYTES (8u << 20)      /* the pins' filter, for ids its exact part does not hold */
 /* ... and its exact part: 4 KiB pages, each a bit per 8 bytes of 256 KiB
  * of heap, up to 64 MiB of them (a heap of 4 GiB). */
 #define PINS_EXACT_PAGES ID_PAGES_4GIB_HEAP
