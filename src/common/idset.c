@@ -321,27 +321,12 @@ int idfilter_use_exact(struct idfilter *f, size_t max_pages)
     return HPROF_OK;
 }
 
-/* The ids the exact pages hold go there; the others, moved to the front
- * of `ids`, are left for the bits.  An id whose page could not be made for
- * want of memory goes to the bits too: a maybe is never lost.
- * @return how many are left. */
-static unsigned apply_exact(struct id_pages *exact, uint64_t *ids, unsigned n)
-{
-    unsigned left = 0;
-    for (unsigned i = 0; i < n; i++) {
-        int was = id_pages_test_and_set(exact, ids[i]);
-        if (was != 0 && was != 1)
-            ids[left++] = ids[i];
-    }
-    return left;
-}
-
 static void apply_adds(uint64_t *words, size_t block_mask, struct id_pages *exact, uint64_t *ids,
                        unsigned n)
 {
     uint64_t h[IDFILTER_BATCH];
     if (exact != NULL)
-        n = apply_exact(exact, ids, n);
+        n = id_pages_set_batch(exact, ids, n);
     for (unsigned i = 0; i < n; i++) {
         h[i] = filter_hash(ids[i]);
         __builtin_prefetch(block_of(words, block_mask, h[i]), 1);
@@ -554,7 +539,9 @@ int id_pages_test(const struct id_pages *p, uint64_t id)
     return (int)(p->pages[index][bit >> 6] >> (bit & 63) & 1);
 }
 
-int id_pages_test_and_set(struct id_pages *p, uint64_t id)
+/* The word and mask of `id`'s bit, its page made if need be.  @return 0,
+ * -1 when the pages do not hold it, or HPROF_ERR_NOMEM. */
+static int locate(struct id_pages *p, uint64_t id, uint64_t **word, uint64_t *mask)
 {
     if (id & ((1u << ID_STEP_SHIFT) - 1))
         return -1;
@@ -569,5 +556,34 @@ int id_pages_test_and_set(struct id_pages *p, uint64_t id)
     }
     if (p->last_page == NULL)
         return -1;
-    return id_page_test_and_set(p->last_page, id);
+    uint64_t bit = (id >> ID_STEP_SHIFT) & ((1u << (ID_PAGE_SHIFT - ID_STEP_SHIFT)) - 1);
+    *word = &p->last_page[bit >> 6];
+    *mask = 1ull << (bit & 63);
+    return 0;
+}
+
+int id_pages_test_and_set(struct id_pages *p, uint64_t id)
+{
+    uint64_t *word, mask;
+    int rc = locate(p, id, &word, &mask);
+    if (rc != 0)
+        return rc;
+    int seen = (*word & mask) != 0;
+    *word |= mask;
+    return seen;
+}
+
+unsigned id_pages_set_batch(struct id_pages *p, uint64_t *ids, unsigned n)
+{
+    uint64_t *words[IDFILTER_BATCH], masks[IDFILTER_BATCH];
+    unsigned held = 0, left = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (held < IDFILTER_BATCH && locate(p, ids[i], &words[held], &masks[held]) == 0)
+            __builtin_prefetch(words[held++], 1);
+        else
+            ids[left++] = ids[i];
+    }
+    for (unsigned i = 0; i < held; i++)
+        *words[i] |= masks[i];
+    return left;
 }

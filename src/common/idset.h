@@ -178,6 +178,11 @@ void id_pages_free(struct id_pages *p);
  * when the pages do not hold it (not 8-byte aligned, or no page for it),
  * or HPROF_ERR_NOMEM. */
 int id_pages_test_and_set(struct id_pages *p, uint64_t id);
+/* Set the bits of the ids among `ids` (at most IDFILTER_BATCH) that the
+ * pages hold, their cache misses overlapped; the others (not aligned, no
+ * page for them, or none to be had for want of memory: a maybe is never
+ * lost) are moved to the front of `ids`.  @return how many those are. */
+unsigned id_pages_set_batch(struct id_pages *p, uint64_t *ids, unsigned n);
 /* Test `id` alone.  @return 1 when it is set, 0 when not, -1 when the
  * pages cannot tell (not 8-byte aligned, or past `max_pages`). */
 int id_pages_test(const struct id_pages *p, uint64_t id);
