@@ -752,6 +752,7 @@ static char *model_dump(int names_last)
 struct model_out {
     struct hprof_visitor base;
     uint8_t values[0x500][32];
+    uint64_t class_of[0x500];
     uint8_t arrays[S_N][32];
     size_t array_len[S_N];
     uint64_t statics[N_STATIC_CLASSES][2];
@@ -775,6 +776,7 @@ static int model_out_instance(struct hprof_visitor *v, const struct hprof_instan
     ck_assert_uint_lt(o->id, 0x500);
     ck_assert_uint_le(o->length, 32);
     memcpy(m->values[o->id], o->values, o->length);
+    m->class_of[o->id] = o->class_id;
     return HPROF_OK;
 }
 
@@ -795,20 +797,17 @@ static const struct hprof_visitor_ops model_out_ops = {
     .primitive_array = model_out_array,
 };
 
-/* The model dump shrunk with --redact (and --redact-fields); with
- * `names_last`, its names after the heap, in one pass, whose stats go to
- * *late_st. */
-static struct model_out *shrink_model_as(int redact_fields, int names_last,
-                                         struct hprof_shrink_stats *late_st)
+/* The model dump (its names after the heap with `names_last`) shrunk with
+ * `o`, in one pass with `one_pass`, whose stats go to *st. */
+static struct model_out *shrink_model_with(const struct hprof_shrink_options *o, int names_last,
+                                           int one_pass, struct hprof_shrink_stats *st)
 {
-    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_fields = redact_fields };
-    struct hprof_shrink_stats st;
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
     size_t len;
     char *path = model_dump(names_last);
-    uint8_t *out = names_last ? tl_shrink_file_by(hprof_shrink_one_pass, path, &o, &len, late_st, 0)
-                              : tl_shrink_file(path, &o, &len, &st);
+    uint8_t *out = tl_shrink_file_by(one_pass ? hprof_shrink_one_pass : hprof_shrink, path, o,
+                                     &len, st, 0);
     struct model_out *m = calloc(1, sizeof *m);
     m->base.ops = &model_out_ops;
     ck_assert_int_eq(hprof_reader_open_memory(&r, out, len, &err), HPROF_OK);
@@ -818,6 +817,17 @@ static struct model_out *shrink_model_as(int redact_fields, int names_last,
     free(path);
     free(out);
     return m;
+}
+
+/* The model dump shrunk with --redact (and --redact-fields); with
+ * `names_last`, its names after the heap, in one pass, whose stats go to
+ * *late_st. */
+static struct model_out *shrink_model_as(int redact_fields, int names_last,
+                                         struct hprof_shrink_stats *late_st)
+{
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .redact_fields = redact_fields };
+    struct hprof_shrink_stats st;
+    return shrink_model_with(&o, names_last, names_last, names_last ? late_st : &st);
 }
 
 static struct model_out *shrink_model(int redact_fields)
@@ -868,6 +878,42 @@ START_TEST(redact_in_one_pass_clears_the_hashes_of_classes_named_after_the_heap)
     ck_assert_uint_eq(field_at(m, O_NODE, 4, 4), M_STR(S_PIN));
     ck_assert_uint_ge(st.window_late, M_N_CLASSES - 1);
     free(m);
+}
+END_TEST
+
+/* --keep-names writes every name as it comes, yet in one pass the names
+ * of a class that come after its instances are no more known when they
+ * go out: every number the multi-pass --redact --keep-names zeroes, the
+ * hash caches among them, is zero in the one pass's output too. */
+START_TEST(redact_keep_names_in_one_pass_zeroes_what_the_multi_pass_zeroes_of_classes_named_after_the_heap)
+{
+    struct hprof_shrink_options o = { .redact = HPROF_REDACT_ALL, .keep_names = 1 };
+    struct hprof_shrink_stats one_st, multi_st;
+    struct model_out *one = shrink_model_with(&o, 1, 1, &one_st);
+    struct model_out *multi = shrink_model_with(&o, 1, 0, &multi_st);
+    ck_assert_uint_eq(field_at(multi, M_STR(S_PIN), 5, 4), 0);
+    ck_assert_uint_eq(field_at(multi, O_NODE, 0, 4), 0);
+    for (unsigned id = 0; id < 0x500; id++) {
+        unsigned at = 0;
+        for (unsigned c = (unsigned)(one->class_of[id] - M_CLASS(0)); one->class_of[id] != 0 && c != 0;
+             c = model_classes[c].super)
+            for (unsigned i = 0; i < 4 && model_classes[c].fields[i] != NULL; i++) {
+                uint8_t type = model_classes[c].types[i];
+                unsigned size = type_size(type, 4);
+                if (type != F_OBJ && type != F_BOOL && field_at(multi, id, at, size) == 0)
+                    ck_assert_msg(field_at(one, id, at, size) == 0,
+                                  "%s.%s of 0x%x kept, which the multi-pass shrink zeroes",
+                                  model_classes[c].name, model_classes[c].fields[i], id);
+                at += size;
+            }
+    }
+    for (unsigned c = 0; c < N_STATIC_CLASSES; c++)
+        for (unsigned i = 0; i < 2; i++)
+            ck_assert(multi->statics[c][i] != 0 || one->statics[c][i] == 0);
+    ck_assert_uint_eq(field_at(one, O_NODE, 4, 4), M_STR(S_PIN)); /* references stay */
+    ck_assert_uint_ge(one_st.window_late, M_N_CLASSES - 1);
+    free(one);
+    free(multi);
 }
 END_TEST
 
@@ -1007,6 +1053,7 @@ static Suite *redact_suite(void)
     tcase_add_test(t, redact_keep_rule_still_applies_to_the_rule_class_itself);
     tcase_add_test(t, redact_clears_the_hash_of_a_redacted_string);
     tcase_add_test(t, redact_in_one_pass_clears_the_hashes_of_classes_named_after_the_heap);
+    tcase_add_test(t, redact_keep_names_in_one_pass_zeroes_what_the_multi_pass_zeroes_of_classes_named_after_the_heap);
     tcase_add_test(t, redact_clears_the_hash_code_of_an_android_6_string);
     tcase_add_test(t, redact_clears_the_hash_a_hash_map_node_keeps_of_its_key);
     tcase_add_test(t, redact_fields_zeroes_the_numbers_of_jdk_classes);

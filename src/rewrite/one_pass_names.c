@@ -24,6 +24,12 @@
  * with a filler of the same length for their text (a literal may be
  * private; a class or field name so kept reads as asterisks) and the
  * names after them are held again.
+ *
+ * With --keep-names nothing is held: every name goes out as it comes.
+ * Under --redact the ids read are still noted, since which of a class's
+ * fields cache the hash of a text is known by their names: a class named
+ * by a STRING not read yet goes blind (one_pass_out.c), as where names
+ * are held.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +205,8 @@ int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
     uint64_t unused;
     if (n->unread.count > 0)
         id_table_take(&n->unread, s->id, &unused);
+    if (n->note_read && idmap_put(&n->read_ids, s->id, 0) != HPROF_OK)
+        return nomem(op);
     if (!op->hold_names || idmap_has(&n->used, s->id))
         return hprof_visit_string(op->head, s);
     int rc = hold(op, s);
@@ -248,7 +256,11 @@ int one_pass_names_use(struct one_pass *op, uint64_t id)
 int one_pass_name_unread(const struct one_pass *op, uint64_t id)
 {
     const struct held_names *n = &op->names;
-    if (!op->hold_names || id == 0 || id_table_find(&n->index, id) != NULL)
+    if (id == 0)
+        return 0;
+    if (n->note_read)
+        return !idmap_has(&n->read_ids, id);
+    if (!op->hold_names || id_table_find(&n->index, id) != NULL)
         return 0; /* held: read */
     return !idmap_has(&n->used, id) || id_table_find(&n->unread, id) != NULL;
 }
@@ -310,5 +322,6 @@ void one_pass_names_free(struct one_pass *op)
     id_table_free(&n->index);
     id_table_free(&n->unread);
     idmap_free(&n->used);
+    idmap_free(&n->read_ids);
     memset(n, 0, sizeof *n);
 }

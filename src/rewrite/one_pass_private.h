@@ -135,6 +135,11 @@ struct held_names {
     size_t n_after, cap_after;  /* (bytes, as in `bytes`) */
     int keep_unused;            /* at a decision point: JAVA PROFILE 1.0.3 */
     uint64_t limit;
+    /* Where names are not held (--keep-names) under --redact: the ids of
+     * the STRING records read, so that a class named by one not read yet
+     * is still told (redaction's blind classes). */
+    int note_read;
+    struct idmap read_ids;
 };
 
 struct one_pass {
@@ -366,7 +371,7 @@ void one_pass_spill_reset(struct one_pass *op);
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s);
 int one_pass_names_use(struct one_pass *op, uint64_t id);
 /* Is name `id` one whose STRING has not been read yet (0: it has, or the
- * names are not held, and then nobody knows)? */
+ * names are neither held nor noted, and then nobody knows)? */
 int one_pass_name_unread(const struct one_pass *op, uint64_t id);
 int one_pass_names_record(struct one_pass *op, const struct hprof_record *r);
 int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump *cd);

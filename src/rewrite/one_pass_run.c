@@ -25,7 +25,8 @@ static int init_plan(struct one_pass *op)
         idmap_init(&op->merge_index, 1) != HPROF_OK || idmap_init(&op->device, 0) != HPROF_OK ||
         idmap_init(&op->names_unread, 1) != HPROF_OK ||
         idmap_init(&op->buffer_sizes, 0) != HPROF_OK ||
-        idmap_init(&op->names.used, 0) != HPROF_OK)
+        idmap_init(&op->names.used, 0) != HPROF_OK ||
+        (op->names.note_read && idmap_init(&op->names.read_ids, 0) != HPROF_OK))
         return HPROF_ERR_NOMEM;
     p->ids = op->ctx.ids;
     p->arrays = op->opt.arrays;
@@ -53,6 +54,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     wait_window_init(&op->long_wait, op->window.limit / 8);
     op->names.limit = window > NAMES_LIMIT_MIN ? window : NAMES_LIMIT_MIN;
     op->hold_names = !op->opt.keep_names;
+    op->names.note_read = !op->hold_names && op->opt.redact != HPROF_REDACT_NONE;
     if (model_init(&op->model, op->ctx.ids) != HPROF_OK || init_plan(op) != HPROF_OK ||
         one_pass_checks_init(op) != HPROF_OK ||
         (op->sha = sha256_new()) == NULL || idfilter_init(&op->kept_out, KEPT_OUT_BYTES) != HPROF_OK)
