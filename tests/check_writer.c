@@ -1387,6 +1387,50 @@ START_TEST(fd_sink_patches_bytes_in_the_file_and_in_its_buffer)
 }
 END_TEST
 
+/* A hold sink passes writes straight on, holds back what comes once a
+ * hold starts, lets what it holds be overwritten, and lets it go, in
+ * order, when released or past its limit; it cannot patch, so that a
+ * writer never counts on bytes that may have gone on. */
+START_TEST(hold_sink_keeps_bytes_back_until_released_or_past_its_limit)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_sink *mem = hprof_sink_new_memory(&err);
+    struct hprof_sink *h = sink_hold_new(mem, &err);
+    ck_assert_int_eq(sink_can_patch(h), 0);
+    size_t len;
+    ck_assert_int_eq(hprof_sink_write(h, "head ", 5), HPROF_OK);
+    ck_assert_int_eq(sink_holding(h), 0);
+    ck_assert_int_eq(sink_hold_patch(h, 0, "H", 1), 0); /* gone on */
+    ck_assert_int_eq(sink_hold_start(h, 100), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_write(h, "*****", 5), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_write(h, " tail", 5), HPROF_OK);
+    hprof_sink_memory_data(mem, &len);
+    ck_assert_uint_eq(len, 5);
+    ck_assert_uint_eq(hprof_sink_bytes(h), 15);
+    ck_assert_int_eq(sink_hold_patch(h, 5, "names", 5), 1);
+    ck_assert_int_eq(sink_hold_patch(h, 12, "tails", 5), 0); /* past what is held */
+    ck_assert_int_eq(sink_hold_release(h), HPROF_OK);
+    ck_assert_int_eq(sink_holding(h), 0);
+    ck_assert_mem_eq(hprof_sink_memory_data(mem, &len), "head names tail", 15);
+    ck_assert_uint_eq(len, 15);
+    /* past the limit everything held goes on, and what follows */
+    uint8_t big[64];
+    memset(big, 'x', sizeof big);
+    ck_assert_int_eq(sink_hold_start(h, 100), HPROF_OK);
+    ck_assert_int_eq(hprof_sink_write(h, big, sizeof big), HPROF_OK);
+    hprof_sink_memory_data(mem, &len);
+    ck_assert_uint_eq(len, 15);
+    ck_assert_int_eq(hprof_sink_write(h, big, sizeof big), HPROF_OK);
+    ck_assert_int_eq(sink_holding(h), 0);
+    ck_assert_int_eq(sink_hold_patch(h, 15, "y", 1), 0);
+    hprof_sink_memory_data(mem, &len);
+    ck_assert_uint_eq(len, 15 + 2 * sizeof big);
+    ck_assert_uint_eq(hprof_sink_bytes(h), len);
+    hprof_sink_free(h);
+    hprof_sink_free(mem);
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
@@ -1415,6 +1459,7 @@ static Suite *writer_suite(void)
     tcase_add_test(t, writer_ends_a_run_of_segments_before_a_heap_dump);
     tcase_add_loop_test(t, writer_put_segments_opens_a_run_only_after_segments, 0, 2);
     tcase_add_test(t, fd_sink_patches_bytes_in_the_file_and_in_its_buffer);
+    tcase_add_test(t, hold_sink_keeps_bytes_back_until_released_or_past_its_limit);
     tcase_add_test(t, fd_sink_refuses_even_small_writes_once_failed_or_finished);
     tcase_add_test(t, fd_sink_starts_writeback_once_per_step_written);
     tcase_add_test(t, fd_sink_writeback_on_a_pipe_loses_nothing);

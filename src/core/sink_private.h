@@ -158,6 +158,22 @@ static inline int sink_can_patch(const struct hprof_sink *s)
  * writer fills in a segment's length once the segment is complete. */
 int sink_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
 
+/* A sink in front of `next` (not owned: the caller finishes and frees
+ * it) that can hold back what is written to it (sink_hold.c).  Outside a
+ * hold, writes go straight on.  sink_hold_start(): from now on, bytes stay
+ * in memory, up to `limit`; past that, all of them go on and the hold
+ * ends.  sink_hold_patch(): overwrite `len` bytes from output offset `at`
+ * if they are still held (@return 1), else nothing (@return 0).
+ * sink_hold_release(): what is held goes on and the hold ends; finishing
+ * the sink does that too, freeing it drops them.  sink_holding(): whether
+ * a hold is on.  Such a sink cannot patch (sink_can_patch()): the writer
+ * must not count on bytes that may have gone on. */
+struct hprof_sink *sink_hold_new(struct hprof_sink *next, struct hprof_error *err);
+int sink_hold_start(struct hprof_sink *s, size_t limit);
+int sink_hold_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len);
+int sink_hold_release(struct hprof_sink *s);
+int sink_holding(const struct hprof_sink *s);
+
 /* write(2) all of `buf` to `fd`, retrying on EINTR and short writes. */
 int sink_write_fd(int fd, const void *buf, size_t len, struct hprof_error *err);
 
