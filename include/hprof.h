@@ -728,7 +728,11 @@ HPROF_API const char *hprof_shrink_pass_name(enum hprof_shrink_pass p);
          * before they came (or never came): where the one-pass output \
          * differs from the multi-pass one */ \
     X(COUNT, window_names, "window_names", WINDOW, "window: names held", "") \
-        /* STRING records held until the end, to keep those in use */
+        /* STRING records held until the end, to keep those in use */ \
+    X(COUNT, window_names_filled, "window_names_filled", WINDOW, "window: names filled", "") \
+        /* under --redact, names an Android dump's heap dump began without \
+         * using, written with a filler for their text, that nothing used \
+         * after either (the multi-pass shrink drops them) */
 
 /* The field types of the table's kinds. */
 #define HPROF_SHRINK_COUNTER_TYPE_COUNT struct hprof_count

@@ -827,6 +827,126 @@ START_TEST(a_name_used_late_in_a_heap_dump_outlives_the_rule)
 }
 END_TEST
 
+/* ---- An Android dump's names under --redact ------------------------------------------ */
+
+/* An Android dump: a name nothing uses (a secret), class names LOAD_CLASS
+ * uses, the first object, then `gap_segments` segments of a 32 KiB int[]
+ * each (nothing waits for those), then a class dump (ART dumps classes among objects) whose field is
+ * named by a STRING read before the first object. */
+static uint8_t *names_used_among_objects(unsigned gap_segments, size_t *len)
+{
+    static const uint8_t an_int[] = { HPROF_TYPE_INT };
+    static const uint64_t field[] = { 0x902 };
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.3");
+    tb_string(&b, 0x900, "java.lang.Object");
+    tb_string(&b, 0x901, "com.example.Account");
+    tb_string(&b, 0x902, "balanceField");
+    tb_string(&b, 0x903, "jdbc:sqlite:/data/app.db?key=UnusedNameSecret");
+    tb_load_class(&b, 1, 0x100, 0x900);
+    tb_load_class(&b, 2, 0x200, 0x901);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_instance(&b, 0x500, 0x100, NULL, 0);
+    uint8_t *bytes = calloc(1, 32u << 10);
+    for (unsigned i = 0; i < gap_segments; i++) {
+        tb_segment_end(&b);
+        tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+        tb_prim_array(&b, 0x1000 + i, HPROF_TYPE_INT, 8u << 10, bytes);
+    }
+    free(bytes);
+    tb_class_named(&b, 0x200, 0x100, field, an_int, 1);
+    tb_instance(&b, 0x600, 0x200, "\0\0\0\7", 4);
+    return end_heap_dump(&b, len);
+}
+
+/* The one pass of `in` into memory (`sink` 0), a file open for reading
+ * (1), a gzip (2) or a zstd (3) file. */
+static void shrink_one_pass_into(int sink, const uint8_t *in, size_t len,
+                                 const struct hprof_shrink_options *o, struct shrunk *out)
+{
+    struct hprof_error err = { 0 };
+    if (sink == 0)
+        ck_assert_msg(shrink_memory(in, len, o, 1, out, &err) == HPROF_OK, "%s", err.message);
+    else if (sink == 1)
+        shrink_to_readable_file_with(in, len, o, out);
+    else
+        shrink_to_compressed_file(in, len, o, sink == 3, out);
+}
+
+/* ART writes only the names it uses, but a 1.0.3 dump may hold others,
+ * and when its heap dump begins the one pass cannot tell them from the
+ * names of the classes it will dump among its objects.  Under --redact
+ * each goes out with a filler then: a name used later takes its text
+ * back (written over the filler in a file, or in what a pipe's or a
+ * compressed output's sink holds back), while the text of one nothing
+ * uses, which the multi-pass shrink drops, never goes out. */
+START_TEST(an_android_dumps_unused_names_go_out_as_fillers_under_redaction)
+{
+    size_t len;
+    uint8_t *in = names_used_among_objects(0, &len);
+    struct hprof_error err = { 0 };
+    const struct hprof_shrink_options plain = { 0 }, redact = { .redact = HPROF_REDACT_STRINGS };
+    struct shrunk one, multi;
+    struct order_check c;
+    ck_assert_msg(shrink_memory(in, len, &redact, 0, &multi, &err) == HPROF_OK, "%s",
+                  err.message);
+    ck_assert_uint_eq(multi.stats.names_dropped.count, 1);
+    ck_assert_ptr_null(memmem(multi.data, multi.len, "UnusedNameSecret", 16));
+    shrink_one_pass_into(_i, in, len, &redact, &one);
+    ck_assert_ptr_null(memmem(one.data, one.len, "UnusedNameSecret", 16));
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "balanceField", 12));
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "com.example.Account", 19));
+    ck_assert_uint_eq(one.stats.window_late, 0);
+    ck_assert_uint_eq(one.stats.window_names_filled.count, multi.stats.names_dropped.count);
+    ck_assert_uint_eq(one.stats.window_names_filled.bytes, multi.stats.names_dropped.bytes);
+    check_order(&one, &c);
+    ck_assert_uint_eq(c.undefined, 0);
+    ck_assert_int_eq(c.top_level_in_dump, 0);
+    struct hprof_verify_report rep;
+    ck_assert_msg(tl_verify_memory(one.data, one.len, &rep, &err) == HPROF_OK, "%s", err.message);
+    free(one.data);
+    /* without --redact such names are kept as they are */
+    shrink_one_pass_into(_i, in, len, &plain, &one);
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "UnusedNameSecret", 16));
+    ck_assert_uint_eq(one.stats.window_names_filled.count, 0);
+    free(one.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
+/* What a sink that cannot patch holds back is bounded by the window: a
+ * name first used past it reads as its filler, counted late; in a file
+ * it still takes its text back.  The unused name's text goes out in
+ * neither. */
+START_TEST(a_name_used_past_what_the_output_holds_back_keeps_its_filler_and_is_late)
+{
+    size_t len;
+    uint8_t *in = names_used_among_objects(40, &len); /* 1.25 MiB of arrays */
+    const struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN,
+                                            .arrays = HPROF_ARRAYS_ZERO,
+                                            .redact = HPROF_REDACT_STRINGS };
+    struct hprof_error err = { 0 };
+    struct hprof_verify_report rep;
+    struct shrunk one;
+    shrink_one_pass_into(0, in, len, &o, &one);
+    ck_assert_uint_eq(one.stats.window_late, 1);
+    ck_assert_ptr_null(memmem(one.data, one.len, "balanceField", 12));
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "************", 12));
+    ck_assert_ptr_null(memmem(one.data, one.len, "UnusedNameSecret", 16));
+    ck_assert_msg(tl_verify_memory(one.data, one.len, &rep, &err) == HPROF_OK, "%s", err.message);
+    free(one.data);
+    shrink_one_pass_into(1, in, len, &o, &one);
+    ck_assert_uint_eq(one.stats.window_late, 0);
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "balanceField", 12));
+    ck_assert_ptr_null(memmem(one.data, one.len, "UnusedNameSecret", 16));
+    free(one.data);
+    free(in);
+}
+END_TEST
+
 /* ---- Large arrays set aside in the output file ------------------------------------- */
 
 /* An Android dump: buffers A and A2 (equal) and N (nobody's), 128 KiB
@@ -1851,6 +1971,8 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_holder_after_its_nodata_array_is_not_late);
     tcase_add_loop_test(same, strings_sharing_a_waiting_value_stay_within_the_window, 0, 2);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
+    tcase_add_loop_test(same, an_android_dumps_unused_names_go_out_as_fillers_under_redaction, 0, 4);
+    tcase_add_test(same, a_name_used_past_what_the_output_holds_back_keeps_its_filler_and_is_late);
     tcase_add_loop_test(same, a_merge_is_confirmed_byte_for_byte_where_the_output_can_be_read_back,
                         0, TL_N_FIXTURES);
     tcase_add_test(same, a_mapping_is_refused_with_a_usage_error);

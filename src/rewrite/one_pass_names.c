@@ -17,6 +17,18 @@
  * after its decision point is written after that heap dump, and counted
  * (window_late): analyzers that read once miss it.
  *
+ * Under --redact, a 1.0.3 dump's names still held at the decision point
+ * may hold what the multi-pass shrink drops (a name nothing uses) or what
+ * it keeps (the field names of the classes ART dumps later, every one of
+ * the 3,708 held in the ahat test dump): so each is written with a filler
+ * of the same length and stays held (`filled`), and when a record uses it
+ * its text goes over its filler.  That takes an output that can be
+ * rewritten: a file, or, in front of one that cannot (a pipe, gzip, zstd,
+ * memory), a hold (sink_hold.c) that keeps the output back in memory from
+ * the fillers on, up to the window's size, until no filler waits for its
+ * text.  A name first used past that keeps its filler, counted late; the
+ * fillers of the names nothing used are counted (window_names_filled).
+ *
  * Past `limit` bytes held, the names wait in the output file's scratch
  * area where it has one (a HotSpot symbol table, string literals and all,
  * can outgrow any window).  Where it has none, the rule: every name held
@@ -137,9 +149,9 @@ static int to_disk(struct one_pass *op)
     return 1;
 }
 
-/* Calls fn(op, name) for each name still held, in the order read, and
- * forgets them. */
-static int each_held(struct one_pass *op, int (*fn)(struct one_pass *, const struct hprof_string *))
+/* Calls fn(op, name) for each name still held, in the order read. */
+static int visit_held(struct one_pass *op,
+                      int (*fn)(struct one_pass *, const struct hprof_string *))
 {
     struct held_names *n = &op->names;
     int rc = HPROF_OK;
@@ -152,6 +164,18 @@ static int each_held(struct one_pass *op, int (*fn)(struct one_pass *, const str
             rc = fn(op, &s);
         at += NAME_HEAD + s.length;
     }
+    return rc;
+}
+
+/* visit_held(), then the names held are forgotten (those filled with
+ * them: their texts can no longer go over their fillers). */
+static int each_held(struct one_pass *op, int (*fn)(struct one_pass *, const struct hprof_string *))
+{
+    struct held_names *n = &op->names;
+    int rc = visit_held(op, fn);
+    id_table_free(&n->filled);
+    if (rc == HPROF_OK && op->hold != NULL)
+        rc = sink_hold_release(op->hold);
     if (n->disk_bytes > 0)
         sink_scratch_release(op->sink, NAMES_SCRATCH_AT, n->disk_bytes);
     free(n->bytes);
@@ -176,18 +200,26 @@ static int write_kept(struct one_pass *op, const struct hprof_string *s)
     return write_name(op, s);
 }
 
+/* Name `s`, written with a filler at a decision point, and where its
+ * filler is (the output offset of its text, or UINT64_MAX where not
+ * known): taken from those filled.  @return 0 when it is not one. */
+static int take_filled(struct one_pass *op, const struct hprof_string *s, uint64_t *at)
+{
+    struct held_names *n = &op->names;
+    return n->filled.count > 0 && id_table_take(&n->filled, s->id, at);
+}
+
 static int count_dropped(struct one_pass *op, const struct hprof_string *s)
 {
-    count_add(&op->st->names_dropped, s->length);
+    uint64_t at;
+    count_add(take_filled(op, s, &at) ? &op->st->window_names_filled : &op->st->names_dropped,
+              s->length);
     return HPROF_OK;
 }
 
-/* The rule's way to keep a name under --redact: its length, not its text;
- * written, it is in use from now on. */
-static int write_filled(struct one_pass *op, const struct hprof_string *s)
+/* Name `s` written with its length, not its text. */
+static int write_filler(struct one_pass *op, const struct hprof_string *s)
 {
-    if (idmap_put(&op->names.used, s->id, 0) != HPROF_OK)
-        return nomem(op);
     uint8_t *fill = malloc(s->length + 1);
     if (fill == NULL)
         return nomem(op);
@@ -197,6 +229,66 @@ static int write_filled(struct one_pass *op, const struct hprof_string *s)
     int rc = write_name(op, &filled);
     free(fill);
     return rc;
+}
+
+/* The rule's way to keep a name under --redact: its length, not its text;
+ * written, it is in use from now on (one a decision point filled is out
+ * already, and keeps its filler). */
+static int write_filled(struct one_pass *op, const struct hprof_string *s)
+{
+    uint64_t at;
+    if (idmap_put(&op->names.used, s->id, 0) != HPROF_OK)
+        return nomem(op);
+    return take_filled(op, s, &at) ? HPROF_OK : write_filler(op, s);
+}
+
+/* A decision point under --redact: name `s`, not used yet, goes out with
+ * a filler and stays held, its text to go over the filler if a record
+ * uses it later (unfill()).  One an earlier decision point filled is out
+ * already. */
+static int fill(struct one_pass *op, const struct hprof_string *s)
+{
+    struct held_names *n = &op->names;
+    if (n->filled.count > 0 && id_table_find(&n->filled, s->id) != NULL)
+        return HPROF_OK;
+    uint64_t before = hprof_sink_bytes(op->out);
+    int rc = write_filler(op, s);
+    uint64_t after = hprof_sink_bytes(op->out);
+    /* the writer's STRING record ends with the text, unless a filter
+     * changed it: then where the text is is not known */
+    uint64_t at = after - before == 9u + op->ctx.ids + s->length ? after - s->length : UINT64_MAX;
+    if (rc == HPROF_OK && id_table_put(&n->filled, s->id, at) != HPROF_OK)
+        rc = nomem(op);
+    return rc;
+}
+
+/* Name `s`, filled at a decision point (its filler at output offset
+ * `at`), is used: its text goes over the filler while the output can take
+ * it (a file that can be patched, or bytes still held back); else the
+ * name reads as its filler, which analyzers show, counted late.  With no
+ * filler left to write over, what is held back goes on. */
+static int unfill(struct one_pass *op, const struct hprof_string *s, uint64_t at)
+{
+    int rc = HPROF_OK, done = s->length == 0;
+    if (!done && at != UINT64_MAX && sink_can_patch(op->out)) {
+        rc = sink_patch(op->out, at, s->utf8, s->length);
+        done = rc == HPROF_OK;
+    } else if (!done && at != UINT64_MAX && op->hold != NULL) {
+        done = sink_hold_patch(op->hold, at, s->utf8, s->length);
+    }
+    if (rc == HPROF_OK && !done)
+        op->st->window_late++;
+    if (rc == HPROF_OK && op->hold != NULL && op->names.filled.count == 0)
+        rc = sink_hold_release(op->hold);
+    return rc;
+}
+
+/* A name held at the end of the input, in a dump that used no name: it is
+ * kept, as the multi-pass shrink keeps them all, with its text. */
+static int keep_unused(struct one_pass *op, const struct hprof_string *s)
+{
+    uint64_t at;
+    return take_filled(op, s, &at) ? unfill(op, s, at) : write_name(op, s);
 }
 
 int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
@@ -235,7 +327,10 @@ int one_pass_names_use(struct one_pass *op, uint64_t id)
         return id_table_put(&n->unread, id, 1) == HPROF_OK ? HPROF_OK : nomem(op);
     }
     struct hprof_string s;
+    uint64_t filler;
     int rc = name_at(op, at - 1, 0, &s);
+    if (rc == HPROF_OK && take_filled(op, &s, &filler))
+        return unfill(op, &s, filler);
     if (rc != HPROF_OK || !op->heap_open)
         return rc == HPROF_OK ? write_name(op, &s) : rc;
     /* inside a heap dump past its decision point: after it, a copy of its
@@ -287,7 +382,17 @@ int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump
 
 int one_pass_names_decide(struct one_pass *op)
 {
-    return op->hold_names && op->names.keep_unused ? each_held(op, write_kept) : HPROF_OK;
+    struct held_names *n = &op->names;
+    if (!op->hold_names || !n->keep_unused)
+        return HPROF_OK;
+    if (op->opt.redact == HPROF_REDACT_NONE)
+        return each_held(op, write_kept);
+    if (n->index.count == n->filled.count)
+        return HPROF_OK; /* nothing held but what is filled already */
+    /* where the output cannot be patched, it is held back from the
+     * fillers on, as much as the window */
+    int rc = op->hold != NULL ? sink_hold_start(op->hold, op->window.limit) : HPROF_OK;
+    return rc == HPROF_OK ? visit_held(op, fill) : rc;
 }
 
 int one_pass_names_after_dump(struct one_pass *op)
@@ -309,7 +414,7 @@ int one_pass_names_after_dump(struct one_pass *op)
 int one_pass_names_end(struct one_pass *op)
 {
     if (op->hold_names && op->names.used.count == 0)
-        return each_held(op, write_name);
+        return each_held(op, keep_unused);
     return each_held(op, count_dropped);
 }
 
@@ -321,6 +426,7 @@ void one_pass_names_free(struct one_pass *op)
     free(n->after);
     id_table_free(&n->index);
     id_table_free(&n->unread);
+    id_table_free(&n->filled);
     idmap_free(&n->used);
     idmap_free(&n->read_ids);
     memset(n, 0, sizeof *n);

@@ -134,6 +134,10 @@ struct held_names {
     uint8_t *after;             /* copies of the names to write after the heap dump */
     size_t n_after, cap_after;  /* (bytes, as in `bytes`) */
     int keep_unused;            /* at a decision point: JAVA PROFILE 1.0.3 */
+    /* Under --redact, the names held at a decision point, written with a
+     * filler: id -> the output offset of the filler (UINT64_MAX: not
+     * known), until a record uses the name and its text goes over it. */
+    struct id_table filled;
     uint64_t limit;
     /* Where names are not held (--keep-names) under --redact: the ids of
      * the STRING records read, so that a class named by one not read yet
@@ -199,6 +203,11 @@ struct one_pass {
     int confirm_by_reading;
     struct hprof_writer *writer;
     struct hprof_sink *sink;
+    /* What the writer writes to: `sink`, or, where that cannot be patched
+     * under --redact, `hold` in front of it, which holds the output back
+     * while names wait to take their texts over their fillers. */
+    struct hprof_sink *out;
+    struct hprof_sink *hold;
     uint8_t *compare_buf;
     struct merge_entry *merges;
     size_t n_merges, cap_merges;

@@ -158,10 +158,20 @@ int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
         return hprof_error_set(err, HPROF_ERR_USAGE, "a mapping restores names in a pass of "
                                "its own: it needs the multi-pass shrink");
     struct one_pass *op = calloc(1, sizeof *op);
-    struct hprof_writer *w = op != NULL ? hprof_writer_new(sink, err) : NULL;
-    if (op == NULL || w == NULL) {
+    if (op == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
+    /* Under --redact an Android dump's names that nothing has used when a
+     * heap dump begins go out as fillers, and take their texts back when
+     * used (one_pass_names.c): where the sink cannot patch, over the bytes
+     * a hold in front of it keeps back. */
+    op->out = sink;
+    if (options->redact != HPROF_REDACT_NONE && !options->keep_names && !sink_can_patch(sink))
+        op->out = op->hold = sink_hold_new(sink, err);
+    struct hprof_writer *w = op->out != NULL ? hprof_writer_new(op->out, err) : NULL;
+    if (w == NULL) {
+        hprof_sink_free(op->hold);
         free(op);
-        return op == NULL ? hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory") : err->code;
+        return err->code;
     }
     op->opt = *options;
     op->st = stats;
@@ -183,9 +193,12 @@ int hprof_shrink_one_pass(struct hprof_reader *r, struct hprof_sink *sink,
         rc = setup(op, r, w);
     if (rc == HPROF_OK)
         rc = hprof_reader_run(r, &op->base);
+    if (rc == HPROF_OK && op->hold != NULL)
+        rc = sink_hold_release(op->hold);
     fill_stats(op, r, sink, start);
     release(op);
-    free(op);
     hprof_writer_free(w);
+    hprof_sink_free(op->hold);
+    free(op);
     return rc;
 }
