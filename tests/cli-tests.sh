@@ -2622,6 +2622,35 @@ planted_secrets() {
                 ;;
             esac
         done < "$d/modes"
+        # Whatever the order of the records (the dump's, or segments
+        # reversed and names after the heap, as a writer that names things
+        # once done writes them), the one pass, into a file or a pipe,
+        # leaves no kind that the multi-pass shrink removes
+        "$B/tests/hprof-roundtrip" "$in" "$d/split.hprof" 4096 || die "$corpus: round trip"
+        tests/reorder-dump.py "$d/split.hprof" "$d/$corpus-last.hprof" > /dev/null ||
+            die "$corpus: reorder-dump.py"
+        for order in "$in" "$d/$corpus-last.hprof"; do
+            for flags in "--redact" "--redact --keep-names" "--redact --redact-fields"; do
+                # shellcheck disable=SC2086 # the flags are words
+                "$B/hprof-shrink" -q -f --multi-pass $flags "$order" "$d/multi.hprof" ||
+                    { die "$corpus: --multi-pass $flags"; continue; }
+                secrets "$d/multi.hprof"
+                grep '^gone .* found ' "$d/found" | cut -d' ' -f2 | sort > "$d/multi.left"
+                for to in file pipe; do
+                    # shellcheck disable=SC2086
+                    case $to in
+                    file) cat "$order" | TMPDIR=$d/none "$B/hprof-shrink" -q -f $flags - "$d/one.hprof" ;;
+                    pipe) cat "$order" | TMPDIR=$d/none "$B/hprof-shrink" -q $flags - - | cat > "$d/one.hprof" ;;
+                    esac || { die "$corpus: one pass $flags into a $to"; continue; }
+                    secrets "$d/one.hprof"
+                    grep '^gone .* found ' "$d/found" | cut -d' ' -f2 | sort > "$d/one.left"
+                    comm -23 "$d/one.left" "$d/multi.left" > "$d/one.more"
+                    [ ! -s "$d/one.more" ] ||
+                        die "$corpus $(basename "$order") $flags: the one pass into a $to leaves what" \
+                            "the multi-pass shrink removes: $(tr '\n' ' ' < "$d/one.more")"
+                done
+            done
+        done
     done
     # VisualVM: the same classes, instances, roots and references (HotSpot:
     # against the input; Android: against the same conversion unredacted)

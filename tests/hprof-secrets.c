@@ -65,8 +65,14 @@ struct search {
     struct hprof_visitor base;
     struct entry *entries;
     int n_entries;
+    /* The dump is read twice: its names and classes first, so that an
+     * instance's class is known by name wherever its STRING comes (a dump
+     * may write its names after the heap), then the rest. */
+    int names_known;
     struct idmap string_index;   /* STRING id -> index + 1 in names */
     struct idmap class_names;    /* class id -> STRING id */
+    uint64_t *classes;           /* the class ids LOAD_CLASS names, in order */
+    size_t n_classes, cap_classes;
     char **names;
     size_t n_names, cap_names;
     struct span *spans;
@@ -208,6 +214,8 @@ static const char *class_name(const struct search *s, uint64_t class_id)
 static int on_string(struct hprof_visitor *v, const struct hprof_string *str)
 {
     struct search *s = (struct search *)v;
+    if (s->names_known)
+        return add_span(s, 'S', str->offset, 0, 0);
     if (s->n_names == s->cap_names) {
         size_t cap = s->cap_names ? 2 * s->cap_names : 4096;
         char **p = realloc(s->names, cap * sizeof *p);
@@ -223,23 +231,39 @@ static int on_string(struct hprof_visitor *v, const struct hprof_string *str)
     name[str->length] = '\0';
     dotted(name);
     s->names[s->n_names++] = name;
-    if (idmap_put(&s->string_index, str->id, s->n_names) != HPROF_OK)
-        return HPROF_ERR_NOMEM;
-    return add_span(s, 'S', str->offset, 0, 0);
+    return idmap_put(&s->string_index, str->id, s->n_names);
 }
 
 static int on_load_class(struct hprof_visitor *v, const struct hprof_load_class *l)
 {
     struct search *s = (struct search *)v;
-    if (idmap_put(&s->class_names, l->class_id, l->name_id) != HPROF_OK)
-        return HPROF_ERR_NOMEM;
-    const char *name = class_name(s, l->class_id);
-    for (int i = 0; i < s->n_entries; i++) {
-        struct entry *e = &s->entries[i];
-        if (e->type == T_FIELD && strcmp(e->class_name, name) == 0 && e->n_class_ids < MAX_CLASS_IDS)
-            e->class_ids[e->n_class_ids++] = l->class_id;
+    if (s->names_known)
+        return add_span(s, 'L', l->offset, 0, 0);
+    if (s->n_classes == s->cap_classes) {
+        size_t cap = s->cap_classes ? 2 * s->cap_classes : 4096;
+        uint64_t *p = realloc(s->classes, cap * sizeof *p);
+        if (p == NULL)
+            return HPROF_ERR_NOMEM;
+        s->classes = p;
+        s->cap_classes = cap;
     }
-    return add_span(s, 'L', l->offset, 0, 0);
+    s->classes[s->n_classes++] = l->class_id;
+    return idmap_put(&s->class_names, l->class_id, l->name_id);
+}
+
+/* The names read: each field entry learns the ids of its class. */
+static void find_classes(struct search *s)
+{
+    for (size_t c = 0; c < s->n_classes; c++) {
+        const char *name = class_name(s, s->classes[c]);
+        for (int i = 0; i < s->n_entries; i++) {
+            struct entry *e = &s->entries[i];
+            if (e->type == T_FIELD && strcmp(e->class_name, name) == 0 &&
+                e->n_class_ids < MAX_CLASS_IDS)
+                e->class_ids[e->n_class_ids++] = s->classes[c];
+        }
+    }
+    s->names_known = 1;
 }
 
 static int on_record(struct hprof_visitor *v, const struct hprof_record *r)
@@ -437,7 +461,10 @@ int main(int argc, char **argv)
         return 2;
     }
     static struct entry entries[MAX_ENTRIES];
-    struct search s = { .base = { &ops, NULL }, .entries = entries };
+    /* the first run sees names and classes alone */
+    static const struct hprof_visitor_ops names_ops = { .string = on_string,
+                                                        .load_class = on_load_class };
+    struct search s = { .base = { &names_ops, NULL }, .entries = entries };
     if (load_manifest(argv[1], entries, &s.n_entries) != 0)
         return 2;
     size_t len;
@@ -453,6 +480,11 @@ int main(int argc, char **argv)
                  : HPROF_ERR_NOMEM;
     if (rc == HPROF_OK)
         rc = hprof_reader_run(r, &s.base);
+    if (rc == HPROF_OK) {
+        find_classes(&s);
+        s.base.ops = &ops;
+        rc = hprof_reader_run(r, &s.base);
+    }
     if (rc != HPROF_OK) {
         fprintf(stderr, "hprof-secrets: %s: %s\n", argv[2], err.message[0] ? err.message : "out of memory");
     } else {
@@ -464,6 +496,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < s.n_names; i++)
         free(s.names[i]);
     free(s.names);
+    free(s.classes);
     free(s.spans);
     idmap_free(&s.string_index);
     idmap_free(&s.class_names);

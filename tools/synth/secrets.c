@@ -43,6 +43,13 @@ void load_secret_classes(struct synth *s)
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         string_id(s, names[i]);
+    /* A name nothing refers to, such as a writer other than ART may leave
+     * (a literal, a key): the names nothing uses are dropped, and under
+     * --redact no shrink may write its text.  Its text is not drawn from
+     * the secrets' generator, so that the other secrets stay as they were. */
+    static const char unused_name[] = "jdbc:sqlite:/data/data/com.example/app.db?key=PunusedqName7";
+    fprintf(sec->manifest, "gone unused-name text %s\n", unused_name);
+    string_id(s, unused_name);
 }
 
 static uint64_t secret_random(struct secrets *sec)
