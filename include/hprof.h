@@ -24,8 +24,9 @@
  * ------
  * Functions return HPROF_OK (0) or a negative HPROF_ERR_* code and fill the
  * `struct hprof_error` they were given with a one-line message that names the
- * byte offset and the record kind.  The first error wins; later ones do not
- * overwrite it.  The library never prints, exits or aborts.  After an error a
+ * byte offset and the record kind.  HPROF_ERR_TRUNCATED tells an input cut
+ * short from one that is otherwise not a heap dump (HPROF_ERR_FORMAT).  The
+ * first error wins; later ones do not overwrite it.  The library never prints, exits or aborts.  After an error a
  * reader can be run again; a writer or sink that failed must be freed.
  *
  * Memory
@@ -71,6 +72,22 @@ HPROF_API unsigned hprof_version_number(void);
 #define HPROF_ERR_USAGE (-4)    /* the API was called wrongly */
 #define HPROF_ERR_NOROOM (-5)   /* the temporary copy of an input could not be made
                                    in $TMPDIR, or did not fit there */
+#define HPROF_ERR_TRUNCATED (-6) /* the input is not a valid heap dump either, but one
+                                   cut short: see below */
+
+/* HPROF_ERR_TRUNCATED :
+ * The input ends before the dump does (storage full, a process killed
+ * while dumping, a transfer stopped): a record runs past its end, or its
+ * last record is cut, or a run of HEAP_DUMP_SEGMENTs is left without
+ * HEAP_DUMP_END (strict mode), or zeros fill it where a record should
+ * start (a preallocated file), or a gzip or zstd stream of it is cut.  A
+ * reader set to salvage (hprof_reader_set_salvage(), and
+ * HPROF_INPUT_SALVAGE for a compressed input) reads such an input as far
+ * as it is complete: the code tells a caller that offers that to its user
+ * when to say so; the message, as every message, names the offset and the
+ * record and no option of any program.  A cut inside the file header, and
+ * the failures of a salvaging reader ("nothing to salvage"), are
+ * HPROF_ERR_FORMAT: salvage keeps nothing of them. */
 
 struct hprof_error {
     int code;               /* HPROF_OK until the first error */
@@ -130,7 +147,7 @@ typedef int (*hprof_read_fn)(void *ctx, void *buf, size_t len, size_t *got,
  * is unknown until the stream ends: hprof_reader_size() gives the bytes
  * read so far, and the progress callback a total of 0 until the end; a
  * stream cut short fails the run with the offset and record it ends in,
- * as a file cut short does.  What needs the input again or its end first
+ * as a file cut short does (HPROF_ERR_TRUNCATED).  What needs the input again or its end first
  * fails with HPROF_ERR_USAGE: hprof_reader_pread(), hprof_reader_map(),
  * salvage.  Memory: the read buffer (HPROF_READ_BUFFER, grown for a record
  * up to HPROF_MAX_RECORD).  hprof_input_open_stream() opens a path so.
@@ -407,7 +424,8 @@ HPROF_API void hprof_writer_free(struct hprof_writer *w);
  * buffer, not what it inflates to); a zstd frame may use a window of up to
  * 128 MiB (zstd(1)'s limit).  Sets *fd (close it yourself) and, when
  * `spooled` is not NULL, *spooled to 1 if a copy was made.
- * @return HPROF_OK, HPROF_ERR_IO, HPROF_ERR_FORMAT (bad gzip or zstd) or
+ * @return HPROF_OK, HPROF_ERR_IO, HPROF_ERR_FORMAT (bad gzip or zstd),
+ * HPROF_ERR_TRUNCATED (a gzip or zstd stream cut short) or
  * HPROF_ERR_NOROOM: the copy could not be created, written or fitted in
  * $TMPDIR (hprof_input_open_stream() needs no copy). */
 HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct hprof_error *err);

@@ -60,6 +60,15 @@ run "$B/hprof-shrink" -f "$T/half.hprof" "$T/half.out"
 [ "$rc" = 1 ] || die "a cut dump without --salvage: exit $rc"
 grep -q -- '--salvage keeps what is complete' "$T/err" || die "no hint at --salvage: $(cat "$T/err")"
 [ -e "$T/half.out" ] && die "a failed shrink left its output"
+# each tool that has --salvage ends the library's message with it, once;
+# the library's message names no option (check_hostile)
+for tool in hprof-shrink hprof-verify hprof-info; do
+    out=; [ $tool = hprof-shrink ] && out=$T/half.out
+    run "$B/$tool" "$T/half.hprof" $out
+    [ "$rc" = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] &&
+        grep -q "^$tool: .*half.hprof: offset 0x[0-9a-f]*: .*[^;]; --salvage keeps what is complete$" "$T/err" &&
+        [ "$(grep -o -- --salvage "$T/err" | wc -l)" = 1 ] || die "$tool, a cut dump: exit $rc: $(cat "$T/err")"
+done
 run "$B/hprof-shrink" -f --salvage --json "$T/half.hprof" "$T/half.out"
 [ "$rc" = 0 ] || die "--salvage: exit $rc: $(cat "$T/err")"
 grep -q "half.hprof: input cut at offset 0x[0-9a-f]*: [0-9]* bytes lost (.*; \(1 reference points\|[0-9]* references point\) at objects that never arrived$" "$T/err" ||
@@ -170,7 +179,7 @@ for f in $inputs; do
     cp "$f" "$T/zeros.hprof"
     head -c 70000 /dev/zero >> "$T/zeros.hprof"
     run "$B/hprof-verify" "$T/zeros.hprof"
-    [ "$rc" = 1 ] && grep -q "offset 0x$(printf %x "$size"): zero bytes where a record should start (a preallocated or zero-filled tail? try --salvage)" "$T/err" ||
+    [ "$rc" = 1 ] && grep -q "offset 0x$(printf %x "$size"): zero bytes where a record should start (a preallocated or zero-filled tail?); --salvage keeps what is complete$" "$T/err" ||
         die "$n + zeros, no --salvage: exit $rc: $(cat "$T/err")"
     run "$B/hprof-shrink" -f --salvage "$T/zeros.hprof" "$T/zeros.out"
     [ "$rc" = 0 ] || die "$n + zeros: --salvage exit $rc: $(cat "$T/err")"

@@ -88,6 +88,7 @@ int cli_exit_code(int rc)
     switch (rc) {
     case HPROF_OK: return EXIT_OK;
     case HPROF_ERR_FORMAT: return EXIT_INVALID;
+    case HPROF_ERR_TRUNCATED: return EXIT_INVALID;
     case HPROF_ERR_USAGE: return EXIT_USAGE;
     default: return EXIT_IO;
     }
@@ -118,6 +119,17 @@ void cli_file_error(const char *path, const char *msg)
     else if (strcmp(path, "-") == 0 && strncmp(msg, "(stdin): ", 9) == 0)
         msg += 9;
     cli_error("%s: %s", strcmp(path, "-") == 0 ? "standard input" : cli_quote(path), msg);
+}
+
+void cli_input_error(const char *path, const struct hprof_error *err, int suggest_salvage)
+{
+    if (err->code != HPROF_ERR_TRUNCATED || !suggest_salvage) {
+        cli_file_error(path, err->message);
+        return;
+    }
+    char msg[sizeof err->message + 64];
+    snprintf(msg, sizeof msg, "%s; --salvage keeps what is complete", err->message);
+    cli_file_error(path, msg);
 }
 
 int cli_usage_error(const char *fmt, ...)

@@ -39,6 +39,12 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "standard input". */
 void cli_file_error(const char *path, const char *msg);
 
+/* cli_file_error() with the message of `err`, an error of input `path`.
+ * An input cut short (HPROF_ERR_TRUNCATED) is one --salvage reads: with
+ * `suggest_salvage` (a tool that has the option, run without it) the
+ * message ends saying so. */
+void cli_input_error(const char *path, const struct hprof_error *err, int suggest_salvage);
+
 /* A usage error: "prog: what" (unless fmt is NULL: getopt said it) and
  * "Try 'prog --help' for more information.", never the whole help.
  * @return EXIT_USAGE. */

@@ -460,17 +460,6 @@ static int analyse(struct hprof_reader *r, const struct hprof_mapping *mapping, 
     return rc;
 }
 
-/* The reader tells of a dump cut short that --salvage keeps what is
- * complete: an option of the other tools, which this one does not take
- * (its Bitmaps are found by a pass over the whole dump). */
-static void without_salvage_hint(char *msg)
-{
-    static const char hint[] = "; --salvage keeps what is complete";
-    char *at = strstr(msg, hint);
-    if (at != NULL)
-        memmove(at, at + sizeof hint - 1, strlen(at + sizeof hint - 1) + 1);
-}
-
 int main(int argc, char **argv)
 {
     enum { OPT_MAPPING = 256, OPT_DUMP };
@@ -536,10 +525,9 @@ int main(int argc, char **argv)
             cli_outdir_close(&out, rc != HPROF_OK);
         }
     }
-    if (rc != HPROF_OK && err.message[0]) { /* else said already */
-        without_salvage_hint(err.message);
-        cli_file_error(path, err.message);
-    }
+    /* no --salvage here: its Bitmaps are found by a pass over the whole dump */
+    if (rc != HPROF_OK && err.message[0]) /* else said already */
+        cli_input_error(path, &err, 0);
     if (analysed)
         hprof_info_free(&info);
     cli_close_reader(fd, r);

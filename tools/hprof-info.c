@@ -205,7 +205,7 @@ static int info_file(const char *path, const struct info_options *o)
         if (shrank)
             rc = HPROF_ERR_IO;
         else
-            cli_file_error(path, err.message);
+            cli_input_error(path, &err, !salvage);
     }
     cli_close_reader(fd, r);
     return cli_exit_code(rc);

@@ -739,7 +739,7 @@ static int report_failure(const struct options *o, const struct run *run, int rc
         cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
                   run->sink_err.message[0] ? run->sink_err.message : "write failed");
     else
-        cli_file_error(o->in, run->err.message);
+        cli_input_error(o->in, &run->err, !o->salvage);
     return cli_exit_code(rc);
 }
 

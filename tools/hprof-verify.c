@@ -122,7 +122,7 @@ static int verify_file(const char *path, int quiet)
             cli_close_reader(fd, r);
             return shrank;
         }
-        cli_file_error(path, err.message);
+        cli_input_error(path, &err, !salvage);
     }
     cli_close_reader(fd, r);
     return cli_exit_code(rc);

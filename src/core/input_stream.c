@@ -32,9 +32,9 @@ int spool_cut(struct spool *s, enum spool_format format, uint64_t at, struct hpr
 {
     int zstd = format == SPOOL_ZSTD;
     if (!s->salvage)
-        return hprof_error_set(err, HPROF_ERR_FORMAT,
-                               "offset 0x%" PRIx64 " (compressed): %s input is truncated"
-                               "; --salvage keeps what is complete", at, zstd ? "zstd" : "gzip");
+        return hprof_error_set(err, HPROF_ERR_TRUNCATED,
+                               "offset 0x%" PRIx64 " (compressed): %s input is truncated", at,
+                               zstd ? "zstd" : "gzip");
     if (zstd) {
         s->info->zstd_cut = 1;
         s->info->zstd_cut_offset = at;

@@ -354,10 +354,10 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
                                "offset 0x%" PRIx64 ": end of file: cut before any complete heap "
                                "sub-record: nothing to salvage", r->in.size);
     if (r->set.strict && r->open_run != 0 && !r->set.salvage)
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+        return hprof_error_set(r->err, HPROF_ERR_TRUNCATED,
                                "offset 0x%" PRIx64 ": end of file: the HEAP_DUMP_SEGMENTs from "
-                               "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)"
-                               SALVAGE_HINT, r->in.size, r->open_run);
+                               "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)",
+                               r->in.size, r->open_run);
     if (r->progress != NULL)
         r->progress(r->progress_ctx, r->in.size, r->in.size);
     rc = hprof_visit_end(v);

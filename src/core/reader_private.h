@@ -238,8 +238,6 @@ static inline void report_progress(struct hprof_reader *r)
  * salvage_cut_record_header() or salvage_cut_record() takes it from there. */
 #define READER_CUT_HEADER 3
 #define READER_CUT_RECORD 4
-/* What a message about a cut adds, for the tools' users. */
-#define SALVAGE_HINT "; --salvage keeps what is complete"
 
 /* What scan_cut_heap() learns from reader_sub_records(). */
 struct cut_scan {

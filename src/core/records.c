@@ -105,11 +105,11 @@ static int truncated(struct hprof_reader *r, uint64_t offset, uint64_t n)
         start = offset;
     uint64_t into = r->in.size - start;
     if (between)
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+        return hprof_error_set(r->err, HPROF_ERR_TRUNCATED,
                                "offset 0x%" PRIx64 ": %s: the input ends %" PRIu64 " byte%s "
-                               "into it, before the end its length says" SALVAGE_HINT,
+                               "into it, before the end its length says",
                                start, hprof_tag_name(r->rec_tag), into, into == 1 ? "" : "s");
-    FAILF(r, HPROF_ERR_FORMAT, start, "the input ends %" PRIu64 " byte%s into it" SALVAGE_HINT,
+    FAILF(r, HPROF_ERR_TRUNCATED, start, "the input ends %" PRIu64 " byte%s into it",
           into, into == 1 ? "" : "s");
 }
 
@@ -697,9 +697,9 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
     if (r->in.size - r->in.pos < 9) {
         if (r->set.salvage)
             return READER_CUT_HEADER;
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+        return hprof_error_set(r->err, HPROF_ERR_TRUNCATED,
                                "offset 0x%" PRIx64 ": record header: truncated: 9 bytes needed, "
-                               "%" PRIu64 " left" SALVAGE_HINT, r->in.pos, r->in.size - r->in.pos);
+                               "%" PRIu64 " left", r->in.pos, r->in.size - r->in.pos);
     }
     int rc = need(r, 9);
     if (rc != HPROF_OK)
@@ -720,11 +720,12 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
     uint32_t time = get_u4(p + 1), length = get_u4(p + 5);
     consume(r, 9);
     r->records++;
+    /* Zeros that a salvaging run meets were not taken for a zero-filled
+     * tail (salvage.c): salvage does not help with them. */
     if (r->rec_tag == 0 && time == 0 && length == 0)
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+        return hprof_error_set(r->err, r->set.salvage ? HPROF_ERR_FORMAT : HPROF_ERR_TRUNCATED,
                                "offset 0x%" PRIx64 ": zero bytes where a record should start "
-                               "(a preallocated or zero-filled tail?%s)", r->rec_offset,
-                               r->set.salvage ? "" : " try --salvage");
+                               "(a preallocated or zero-filled tail?)", r->rec_offset);
     int heap_record = 0;
     if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT ||
         r->rec_tag == HPROF_TAG_HEAP_DUMP_END) {
@@ -740,9 +741,9 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
         return READER_CUT_RECORD;
     }
     if (length > r->in.size - r->in.pos)
-        FAILF(r, HPROF_ERR_FORMAT, r->rec_offset,
-              "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)"
-              SALVAGE_HINT, length, r->in.size - r->in.pos);
+        FAILF(r, HPROF_ERR_TRUNCATED, r->rec_offset,
+              "length %" PRIu32 " runs past the end of the file (%" PRIu64 " bytes left)",
+              length, r->in.size - r->in.pos);
     if (heap_record && r->selecting != 0) {
         if (r->dumps != r->selecting) { /* another dump's: not this run's */
             return skip(r, length);
