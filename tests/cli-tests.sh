@@ -750,6 +750,32 @@ t_usage() {
         die "--salvage --window: $(cat "$T/err")"
 }
 
+TESTS="$TESTS standard_input_is_named_in_words"
+t_standard_input_is_named_in_words() {
+    # "-" is what the user typed for standard input, not its name: every
+    # heading, report and message that names the input says "standard
+    # input" (and "standard output" for OUT), as the summary line does
+    d=$T/stdin-name; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/x.hprof"
+    expect 0 "$B/hprof-shrink" --stats - "$d/o.hprof" < "$d/x.hprof"
+    head -1 "$T/err" | grep -qx "standard input -> $d/o.hprof" || die "--stats from stdin: $(head -1 "$T/err")"
+    expect 0 "$B/hprof-shrink" --stats - - < "$d/x.hprof"
+    head -1 "$T/err" | grep -qx "standard input -> standard output" || die "--stats, stdin to stdout: $(head -1 "$T/err")"
+    expect 0 "$B/hprof-info" - < "$d/x.hprof"
+    head -1 "$T/out" | grep -qx "standard input" || die "hprof-info heading: $(head -1 "$T/out")"
+    expect 0 "$B/hprof-verify" - < "$d/x.hprof"
+    grep -q "^standard input: OK: " "$T/out" || die "hprof-verify heading: $(cat "$T/out")"
+    # what --salvage reports of a cut input, by each tool
+    head -c $(($(wc -c < "$d/x.hprof") / 2)) "$d/x.hprof" > "$d/cut.hprof"
+    for tool in hprof-shrink hprof-verify hprof-info; do
+        out=; [ $tool = hprof-shrink ] && out=$d/s.hprof
+        expect 0 "$B/$tool" --salvage - $out < "$d/cut.hprof"
+        grep -q "^$tool: standard input: input cut at offset 0x" "$T/err" || die "$tool --salvage from stdin: $(cat "$T/err")"
+        grep -q '^-\|[ :]-[ :]\|[ :]-$' "$T/out" "$T/err" && die "$tool: a '-' left: $(cat "$T/out" "$T/err")"
+    done
+    return 0
+}
+
 TESTS="$TESTS messages"
 t_messages() {
     d=$T/msg; rm -rf "$d"; mkdir -p "$d/dir"
@@ -1120,7 +1146,7 @@ for f in fixtures/*.hprof.gz "$T"/*-synth.hprof; do
     grep -q ': OK: ' "$T/out" || die "verify $f: $(cat "$T/out")"
 done
 gzip -dc fixtures/hotspot-fixture.hprof.gz | "$B/hprof-verify" - > "$T/out" || die "verify from stdin"
-grep -q '^-: OK: JAVA PROFILE 1.0.2, 8-byte ids' "$T/out" || die "verify stdin: $(cat "$T/out")"
+grep -q '^standard input: OK: JAVA PROFILE 1.0.2, 8-byte ids' "$T/out" || die "verify stdin: $(cat "$T/out")"
 # counts agree with the generator's own bookkeeping
 for k in instances class_dumps object_arrays primitive_arrays roots strings; do
     want=$(awk -v k=$k '$1 == k { print $2 }' fixtures/android-synth.manifest)

@@ -118,7 +118,7 @@ void cli_file_error(const char *path, const char *msg)
         msg += n + 2;
     else if (strcmp(path, "-") == 0 && strncmp(msg, "(stdin): ", 9) == 0)
         msg += 9;
-    cli_error("%s: %s", strcmp(path, "-") == 0 ? "standard input" : cli_quote(path), msg);
+    cli_error("%s: %s", cli_input_name(path), msg);
 }
 
 void cli_input_error(const char *path, const struct hprof_error *err, int suggest_salvage)
@@ -201,13 +201,13 @@ static void progress_draw(struct cli_progress *p, double fraction, uint64_t tota
     cli_format_bytes(size, sizeof size, total);
     cli_format_bytes(rate, sizeof rate, secs > 0 ? (uint64_t)((double)(p->read + p->done) / secs) : 0);
     if (total == 0) /* a stream: its size is known at its end */
-        fprintf(stderr, "\r%s: %s: %s read, %s/s\033[K", cli_progname, cli_quote(p->label),
+        fprintf(stderr, "\r%s: %s: %s read, %s/s\033[K", cli_progname, cli_input_name(p->label),
                 read, rate);
     else if (fraction >= 0)
         fprintf(stderr, "\r%s: %s: %3d%% of %s, %s read, %s/s\033[K", cli_progname,
-                cli_quote(p->label), (int)(fraction * 100), size, read, rate);
+                cli_input_name(p->label), (int)(fraction * 100), size, read, rate);
     else
-        fprintf(stderr, "\r%s: %s: %s, %s read, %s/s\033[K", cli_progname, cli_quote(p->label),
+        fprintf(stderr, "\r%s: %s: %s, %s read, %s/s\033[K", cli_progname, cli_input_name(p->label),
                 size, read, rate);
     fflush(stderr);
 }
@@ -246,7 +246,7 @@ void cli_progress_note(struct cli_progress *p, const char *what)
 {
     if (!p->enabled)
         return;
-    fprintf(stderr, "\r%s: %s: %s\033[K", cli_progname, cli_quote(p->label), what);
+    fprintf(stderr, "\r%s: %s: %s\033[K", cli_progname, cli_input_name(p->label), what);
     fflush(stderr);
     p->drawn = 1;
 }
@@ -348,6 +348,18 @@ const char *cli_quote(const char *s)
     *w++ = '"';
     *w = '\0';
     return buf;
+}
+
+/* "-" is the standard stream, which a user never typed as a name: every
+ * message and report says which it is in words, as gzip and cat do. */
+const char *cli_input_name(const char *path)
+{
+    return strcmp(path, "-") == 0 ? "standard input" : cli_quote(path);
+}
+
+const char *cli_output_name(const char *path)
+{
+    return strcmp(path, "-") == 0 ? "standard output" : cli_quote(path);
 }
 
 /* Length of the UTF-8 sequence at p (n bytes left) that JSON may carry as it

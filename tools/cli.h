@@ -35,8 +35,8 @@ int cli_exit_code(int hprof_rc);
 extern char cli_first_error[1024];
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* "prog: FILE: message", FILE once even when `msg` starts with it; "-" is
- * "standard input". */
+/* "prog: FILE: message", FILE once even when `msg` starts with it, named
+ * by cli_input_name(). */
 void cli_file_error(const char *path, const char *msg);
 
 /* cli_file_error() with the message of `err`, an error of input `path`.
@@ -65,6 +65,7 @@ struct cli_progress {
     uint64_t read;              /* bytes of the passes before this one */
     uint64_t done, total;       /* in this pass */
 };
+/* `label`: the input's path, shown by cli_input_name(). */
 void cli_progress_init(struct cli_progress *p, const char *label, int quiet);
 /* hprof_shrink_options.progress */
 void cli_progress_update(struct cli_progress *p, int pass, int passes, uint64_t done,
@@ -202,6 +203,12 @@ void cli_output_set_input_stdin(int on);
  * call. */
 const char *cli_quote(const char *s);
 
+/* What messages and reports call input `path` and output `path`:
+ * "standard input" and "standard output" for "-", else cli_quote(path),
+ * which says how long the result lives. */
+const char *cli_input_name(const char *path);
+const char *cli_output_name(const char *path);
+
 /* `len` bytes of `s` as a JSON string: valid UTF-8 as it is, Java's
  * modified UTF-8 decoded (C0 80 is U+0000, surrogates of three bytes become
  * \uD8xx escapes), control characters escaped, and any other byte that is
@@ -254,8 +261,9 @@ void cli_set_input_threads(unsigned threads);
 /* After a successful run over `r`: its report and, when the input was cut
  * and `count`, the dangling references by hprof_verify() (two passes). */
 void cli_salvage_collect(struct cli_salvage *s, struct hprof_reader *r, int count);
-/* One line on stderr, "NAME: input cut at offset 0x...: ...", when cut. */
-void cli_salvage_print(const char *name, const struct cli_salvage *s);
+/* One line on stderr, "IN: input cut at offset 0x...: ...", when cut
+ * (IN: the input's path, shown by cli_input_name()). */
+void cli_salvage_print(const char *path, const struct cli_salvage *s);
 /* ,"salvage":{...} for a JSON report (keys in hprof-shrink(1)). */
 void cli_salvage_json(FILE *f, const struct cli_salvage *s);
 

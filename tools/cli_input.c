@@ -149,7 +149,7 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     const char *map = getenv("HPROF_MMAP");
     if (rc == HPROF_OK && (map == NULL || strcmp(map, "0") != 0) && mapping_fits(*fd)) {
         if (hprof_reader_map(*r) == HPROF_OK) {
-            snprintf(mapped_input, sizeof mapped_input, "%s", path);
+            snprintf(mapped_input, sizeof mapped_input, "%s", cli_input_name(path));
             install_sigbus_handler();
             /* the tools' passes read every record; hprof-shrink decides
              * for itself, from -j */
@@ -251,9 +251,10 @@ static void salvage_what(char *out, size_t len, const struct hprof_salvage_repor
         snprintf(out, len, "the input ends between two records");
 }
 
-void cli_salvage_print(const char *name, const struct cli_salvage *s)
+void cli_salvage_print(const char *path, const struct cli_salvage *s)
 {
     const struct hprof_salvage_report *p = &s->report;
+    const char *name = cli_input_name(path);
     if (s->cut_format != NULL)
         fprintf(stderr, "%s: %s: %s input cut at offset 0x%" PRIx64 " (compressed): what it "
                 "held is salvaged%s\n", cli_progname, name, s->cut_format, s->cut_offset,

@@ -466,7 +466,7 @@ static void print_stats(FILE *f, const struct options *o, const struct hprof_shr
     double total = 0;
     for (int i = 0; i < s->passes && i < HPROF_SHRINK_MAX_PASSES; i++)
         total += s->pass_seconds[i];
-    fprintf(f, "%s -> %s\n", o->in, o->out);
+    fprintf(f, "%s -> %s\n", cli_input_name(o->in), cli_output_name(o->out));
     fprintf(f, "  %-28s %15" PRIu64 " bytes\n", "input", s->bytes_in);
     if (s->dumps > 1)
         fprintf(f, "  %-28s %15u\n", "heap dumps, each shrunk", s->dumps);
@@ -553,10 +553,8 @@ static void print_summary(const struct options *o, const struct hprof_shrink_sta
     uint64_t n = written ? written : s->bytes_out;
     cli_format_bytes(in, sizeof in, s->bytes_in);
     cli_format_bytes(out, sizeof out, n);
-    fprintf(stderr, "%s -> %s: %s -> %s (%.1f%%), %.2f s\n",
-            strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in),
-            strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out), in, out,
-            ratio(n, s->bytes_in), secs);
+    fprintf(stderr, "%s -> %s: %s -> %s (%.1f%%), %.2f s\n", cli_input_name(o->in),
+            cli_output_name(o->out), in, out, ratio(n, s->bytes_in), secs);
 }
 
 static void on_progress(void *ctx, int pass, int passes, uint64_t done, uint64_t total)
@@ -658,7 +656,6 @@ static int open_input_or_one_pass(const struct options *o, struct run *run, int 
 {
     /* (standard input here is a file, read by offset from its start: the
      * copy's reads do not move it) */
-    int is_stdin = strcmp(o->in, "-") == 0;
     int rc = open_input(o, run, *one_pass);
     if (rc != HPROF_ERR_NOROOM || *one_pass || o->passes != 0 || o->mapping_path != NULL ||
         o->salvage)
@@ -668,7 +665,7 @@ static int open_input_or_one_pass(const struct options *o, struct run *run, int 
     cli_progress_done(&run->progress);
     if (!o->quiet && !(o->json && strcmp(o->out, "-") == 0))
         fprintf(stderr, "%s: note: %s: %s; shrinking in one pass as it inflates instead\n",
-                cli_progname, is_stdin ? "standard input" : cli_quote(o->in), run->err.message);
+                cli_progname, cli_input_name(o->in), run->err.message);
     run->err = (struct hprof_error){ 0 }; /* the failed open closed what it opened */
     *one_pass = 1;
     return open_input(o, run, 1);
@@ -690,7 +687,7 @@ static void note_window_unused(const struct options *o, struct run *run)
                 cli_progname, what, o->salvage ? "--salvage" : "--mapping");
     else
         fprintf(stderr, "%s: note: %s no effect: %s is read in several passes (add --one-pass)\n",
-                cli_progname, what, strcmp(o->in, "-") == 0 ? "standard input" : cli_quote(o->in));
+                cli_progname, what, cli_input_name(o->in));
 }
 
 static int run_shrink(struct options *o, struct run *run, const struct cli_output *out)
@@ -736,7 +733,7 @@ static int report_failure(const struct options *o, const struct run *run, int rc
         return shrank;
     /* the sink's own error is about OUT, anything else about IN */
     if (run->sink_err.code != HPROF_OK)
-        cli_error("%s: %s", strcmp(o->out, "-") == 0 ? "standard output" : cli_quote(o->out),
+        cli_error("%s: %s", cli_output_name(o->out),
                   run->sink_err.message[0] ? run->sink_err.message : "write failed");
     else
         cli_input_error(o->in, &run->err, !o->salvage);
@@ -744,7 +741,7 @@ static int report_failure(const struct options *o, const struct run *run, int rc
 }
 
 /* What a successful shrink prints, by mode. */
-static void report_success(const struct options *o, const struct run *run, const char *name)
+static void report_success(const struct options *o, const struct run *run)
 {
     const struct hprof_shrink_stats *s = &run->stats;
     if (o->batch && !o->json) {
@@ -757,12 +754,12 @@ static void report_success(const struct options *o, const struct run *run, const
         fflush(stdout);
     }
     if (o->salvage && !o->quiet)
-        cli_salvage_print(name, &o->salvaged);
+        cli_salvage_print(o->in, &o->salvaged);
     /* the one pass's output then differs from the multi-pass one: say so */
     if (s->window_late > 0 && !o->quiet)
         cli_error("warning: %s: %" PRIu64 " record%s decided otherwise than by the multi-pass "
                   "shrink (window_late); --multi-pass avoids it, a larger --window mostly",
-                  cli_quote(name), s->window_late, s->window_late == 1 ? "" : "s");
+                  cli_input_name(o->in), s->window_late, s->window_late == 1 ? "" : "s");
     if (!o->batch && !o->quiet && !o->json && !o->stats)
         print_summary(o, s, run->written, cli_progress_seconds(&run->progress));
     if (o->stats)
@@ -790,7 +787,6 @@ int shrink_file(struct options *o)
     struct run run = { .in_fd = -1 };
     struct cli_output out;
     struct stat in_st = { 0 };
-    const char *name = strcmp(o->in, "-") == 0 ? "standard input" : o->in;
 
     if (strcmp(o->in, "-") != 0 && stat(o->in, &in_st) != 0) {
         cli_file_error(o->in, strerror(errno));
@@ -803,7 +799,7 @@ int shrink_file(struct options *o)
         return code;
     /* from here on one progress line: a pipe or a .gz input is spooled
      * (decompressed) first, then the passes read it */
-    cli_progress_init(&run.progress, name, o->quiet || o->batch);
+    cli_progress_init(&run.progress, o->in, o->quiet || o->batch);
     cli_progress_note(&run.progress, "reading the input");
     cli_set_salvage(o->salvage);
     cli_set_input_threads(o->threads);
@@ -823,7 +819,7 @@ int shrink_file(struct options *o)
     int renamed = out.tmp != NULL;
     if ((code = cli_output_commit(&out)) != 0)
         return code;
-    report_success(o, &run, name);
+    report_success(o, &run);
     return unless_the_report_failed(o, renamed);
 }
 

@@ -39,7 +39,7 @@ static void print_report(const char *path, const char *dump, const struct hprof_
            " %s loaded, %" PRIu64 " class dump%s, %" PRIu64 " instance%s, %" PRIu64
            " object array%s, %" PRIu64 " primitive array%s (%" PRIu64 " byte%s), %" PRIu64
            " root%s, %" PRIu64 " heap info%s; %" PRIu64 " dangling reference%s",
-           cli_quote(path), dump, h->version, h->id_size, r->records, cli_s(r->records), r->segments,
+           cli_input_name(path), dump, h->version, h->id_size, r->records, cli_s(r->records), r->segments,
            cli_s(r->segments), r->unknown_records, r->strings, cli_s(r->strings),
            r->load_classes, r->load_classes == 1 ? "class" : "classes", r->class_dumps,
            cli_s(r->class_dumps), r->instances, cli_s(r->instances), r->object_arrays,

@@ -179,7 +179,7 @@ void info_print_report(FILE *f, const char *path, const struct hprof_info *info,
                        const struct info_options *o, const struct info_estimate *e)
 {
     char label[16];
-    fprintf(f, "%s\n", cli_quote(path));
+    fprintf(f, "%s\n", cli_input_name(path));
     fprintf(f, "  %-24s %s, %" PRIu32 "-byte ids, taken ", "format",
             cli_quote(info->header.version), info->header.id_size);
     print_time(f, info->header.timestamp_ms);
