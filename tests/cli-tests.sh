@@ -156,22 +156,51 @@ t_permissions() {
 TESTS="$TESTS batch_shrinks_a_file_named_twice_once"
 t_batch_shrinks_a_file_named_twice_once() {
     # the same file by two paths, or a directory given twice, is one input:
-    # shrunk once, the other name skipped naming it; a different file that
-    # would write the same output still fails, with the names it collides with
+    # shrunk once, under the name given first (whatever the sorted order),
+    # the other name skipped naming it; a different file that would write
+    # the same output still fails, with the names it collides with, and so
+    # does every other name of a file that fails so
     d=$T/tw; rm -rf "$d"; mkdir -p "$d/in" "$d/other"
     gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/in/x.hprof"
-    expect 0 "$B/hprof-shrink" -o "$d/o1" "$d/in/x.hprof" "$d/in/../in/x.hprof"
-    grep -qx "1 shrunk, 0 failed, 1 skipped" "$T/out" || die "named twice: $(cat "$T/out")"
-    grep -q "in/../in/x.hprof -> .*: skipped, the same file as .*in/x.hprof" "$T/out" ||
-        die "named twice: $(cat "$T/out")"
-    "$B/hprof-verify" "$d/o1/x.hprof" > /dev/null || die "named twice: the output does not verify"
+    for first in "$d/in/x.hprof" "$d/in/../in/x.hprof"; do
+        second=$([ "$first" = "$d/in/x.hprof" ] && echo "$d/in/../in/x.hprof" || echo "$d/in/x.hprof")
+        rm -rf "$d/o1"
+        expect 0 "$B/hprof-shrink" -o "$d/o1" "$first" "$second"
+        grep -qx "1 shrunk, 0 failed, 1 skipped" "$T/out" || die "named twice: $(cat "$T/out")"
+        grep -qxF "$second -> $d/o1/x.hprof: skipped, the same file as $first" "$T/out" &&
+            grep -q "^$first -> $d/o1/x.hprof: [0-9]* -> " "$T/out" ||
+            die "named twice, $first first: $(cat "$T/out")"
+        "$B/hprof-verify" "$d/o1/x.hprof" > /dev/null || die "named twice: the output does not verify"
+        # roots: the first given is walked first, its dumps the ones shrunk
+        rm -rf "$d/o2"
+        expect 0 "$B/hprof-shrink" -r -o "$d/o2" "${first%/x.hprof}" "${second%/x.hprof}"
+        grep -qx "1 shrunk, 0 failed, 1 skipped" "$T/out" || die "directory twice: $(cat "$T/out")"
+        grep -qxF "$second -> $d/o2/x.hprof: skipped, the same file as $first" "$T/out" ||
+            die "directory twice, ${first%/x.hprof} first: $(cat "$T/out")"
+    done
+    rm -rf "$d/o2"
     expect 0 "$B/hprof-shrink" -r -o "$d/o2" "$d/in" "$d/in/"
     grep -qx "1 shrunk, 0 failed, 1 skipped" "$T/out" || die "directory twice: $(cat "$T/out")"
     gzip -dc fixtures/android-synth.hprof.gz > "$d/other/x.hprof"
     expect 1 "$B/hprof-shrink" -o "$d/o3" "$d/in/x.hprof" "$d/other/x.hprof" "$d/in/../in/x.hprof"
-    grep -qx "0 shrunk, 2 failed, 1 skipped" "$T/out" || die "named twice beside another: $(cat "$T/out")"
-    [ "$(grep -c 'would write' "$T/err")" = 2 ] || die "named twice beside another: $(cat "$T/err")"
+    grep -qx "0 shrunk, 3 failed, 0 skipped" "$T/out" || die "named twice beside another: $(cat "$T/out")"
+    [ "$(grep -c 'would write' "$T/err")" = 3 ] || die "named twice beside another: $(cat "$T/err")"
+    # the name repeated fails as the name it repeats does, naming the other file
+    grep -qxF "hprof-shrink: $d/in/../in/x.hprof: skipped: $d/other/x.hprof would write $d/o3/x.hprof too" "$T/err" &&
+        grep -qxF "hprof-shrink: $d/in/x.hprof: skipped: $d/other/x.hprof would write $d/o3/x.hprof too" "$T/err" &&
+        grep -qxF "hprof-shrink: $d/other/x.hprof: skipped: $d/in/x.hprof would write $d/o3/x.hprof too" "$T/err" ||
+        die "named twice beside another: $(cat "$T/err")"
+    grep -q "same file" "$T/out" "$T/err" && die "a name said to be the same file as one that failed"
     [ ! -e "$d/o3/x.hprof" ] || die "a colliding output was written"
+    expect 1 "$B/hprof-shrink" --json -o "$d/o3" "$d/in/x.hprof" "$d/other/x.hprof" "$d/in/../in/x.hprof"
+    grep -q '"input":"'"$d"'/in/../in/x.hprof",.*"status":"failed",.*"exit":1,"class":"invalid input"' "$T/out" ||
+        die "named twice beside another, --json: $(cat "$T/out")"
+    # a file named again beside two others: the same, "(and others)"
+    cp "$d/other/x.hprof" "$d/x.hprof"
+    expect 1 "$B/hprof-shrink" -o "$d/o4" "$d/other/x.hprof" "$d/in/x.hprof" "$d/x.hprof" "$d/other/../other/x.hprof"
+    grep -qx "0 shrunk, 4 failed, 0 skipped" "$T/out" || die "named twice beside two: $(cat "$T/out")"
+    grep -qxF "hprof-shrink: $d/other/../other/x.hprof: skipped: $d/in/x.hprof would write $d/o4/x.hprof too (and others)" "$T/err" ||
+        die "named twice beside two: $(cat "$T/err")"
 }
 
 TESTS="$TESTS batch_trees"

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* st_mtim, strndup() */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,9 @@ static int walk_root(struct walk *w, const char *root)
 
 /* ---- Deciding ------------------------------------------------------------- */
 
+/* By output, and among the inputs of one output in the order of the list:
+ * the order of the command line (a directory's dumps sorted by path), so
+ * that the first of a group is the first named. */
 static int compare_by_output(const void *a, const void *b)
 {
     const struct job *x = *(const struct job *const *)a, *y = *(const struct job *const *)b;
@@ -433,69 +437,83 @@ static int compare_by_output(const void *a, const void *b)
     return c ? c : (x < y ? -1 : x > y);
 }
 
-/* Jobs group[0..n), which would all write one output, fail naming another. */
-static int fail_collision(struct job **group, size_t n)
+/* Job `j` decided before any work: `state` with `code`, for the reason
+ * `fmt` formats.  @return 0, or -1 out of memory. */
+static int decide(struct job *j, int state, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int decide(struct job *j, int state, int code, const char *fmt, ...)
 {
-    for (size_t k = 0; k < n; k++) {
-        struct job *j = group[k];
-        const struct job *other = group[k == 0 ? 1 : 0];
-        size_t len = strlen(other->in) + strlen(j->out) + 128;
-        char *reason = malloc(len);
-        if (reason == NULL)
-            return -1;
-        snprintf(reason, len, "skipped: %s would write %s too%s", cli_quote(other->in),
-                 cli_quote(j->out), n > 2 ? " (and others)" : "");
-        free(j->reason);
-        j->reason = reason;
-        j->state = JOB_FAILED;
-        j->code = EXIT_INVALID;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *reason = len < 0 ? NULL : malloc((size_t)len + 1);
+    if (reason == NULL)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(reason, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    free(j->reason);
+    j->reason = reason;
+    j->state = state;
+    j->code = code;
     return 0;
 }
 
-/* Jobs group[0..n), which would all write one output: a file named again
- * (by another path, or by a directory given twice) is skipped, naming the
- * first of its names.  @return how many jobs are left in group[0..), the
- * skipped moved past them, or -1 out of memory. */
-static long skip_same_files(struct job **group, size_t n)
+/* For each job of group[0..n), which would all write one output, the index
+ * of the first in the group that names the same file (device and inode;
+ * its own index when it is the first, or cannot be looked at).  @return
+ * how many files the group names, or -1 out of memory. */
+static long same_files(struct job *const *group, size_t n, size_t *first)
 {
     struct stat *st = malloc(n * sizeof *st);
-    size_t left = 0;
+    long files = 0;
     if (st == NULL)
         return -1;
     for (size_t k = 0; k < n; k++) {
-        struct job *j = group[k];
-        size_t first = left;
-        if (stat(j->in, &st[left]) != 0) /* no inode is 0: matches nothing */
-            memset(&st[left], 0, sizeof st[left]);
-        else
-            for (first = 0; first < left; first++)
-                if (st[first].st_ino != 0 && st[first].st_dev == st[left].st_dev &&
-                    st[first].st_ino == st[left].st_ino)
-                    break;
-        if (first == left) { /* a file of its own */
-            group[k] = group[left];
-            group[left++] = j;
-            continue;
-        }
-        size_t len = strlen(group[first]->in) + 64;
-        char *reason = malloc(len);
-        if (reason == NULL) {
-            free(st);
-            return -1;
-        }
-        snprintf(reason, len, "skipped, the same file as %s", cli_quote(group[first]->in));
-        free(j->reason);
-        j->reason = reason;
-        j->state = JOB_SKIPPED;
+        if (stat(group[k]->in, &st[k]) != 0) /* no inode is 0: matches nothing */
+            memset(&st[k], 0, sizeof st[k]);
+        for (first[k] = 0; first[k] < k; first[k]++)
+            if (st[k].st_ino != 0 && first[first[k]] == first[k] &&
+                st[first[k]].st_dev == st[k].st_dev && st[first[k]].st_ino == st[k].st_ino)
+                break;
+        files += first[k] == k;
     }
     free(st);
-    return (long)left;
+    return files;
 }
 
-/* Two inputs must never write one output: every input of such a group is
- * marked failed (naming the others) before anything is written, but a file
- * named twice is shrunk once. */
+/* Jobs group[0..n), in the order named, which would all write one output.
+ * When they name two files or more, none may write it: every name fails,
+ * naming the first name of another file (a file's other names fail as its
+ * first does, for the same reason: none of them is shrunk).  When they
+ * name one file (by other paths, or in a directory given twice), it is
+ * shrunk once, under its first name, and the others are skipped naming it.
+ * @return 0, or -1 out of memory. */
+static int decide_group(struct job **group, size_t n)
+{
+    size_t *first = malloc(n * sizeof *first), second = 1;
+    long files = first != NULL ? same_files(group, n, first) : -1;
+    int rc = files < 0 ? -1 : 0;
+    while (files > 1 && first[second] != second) /* the second file's first name */
+        second++;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        struct job *j = group[k];
+        if (files > 1) /* the first file's names name the second file, the others the first */
+            rc = decide(j, JOB_FAILED, EXIT_INVALID, "skipped: %s would write %s too%s",
+                        cli_quote(group[first[k] == 0 ? second : 0]->in), cli_quote(j->out),
+                        files > 2 ? " (and others)" : "");
+        else if (first[k] != k)
+            rc = decide(j, JOB_SKIPPED, 0, "skipped, the same file as %s",
+                        cli_quote(group[first[k]]->in));
+    }
+    free(first);
+    return rc;
+}
+
+/* Two files must never write one output: every name of such a group is
+ * marked failed (naming another file) before anything is written, but a
+ * file named twice, alone on its output, is shrunk once. */
 static int find_collisions(struct file_list *l)
 {
     struct job **todo = malloc((l->n + 1) * sizeof *todo);
@@ -510,8 +528,7 @@ static int find_collisions(struct file_list *l)
         size_t b = a + 1;
         while (b < m && strcmp(todo[a]->out, todo[b]->out) == 0)
             b++;
-        long left = b - a > 1 ? skip_same_files(todo + a, b - a) : 1;
-        if (left < 0 || (left > 1 && fail_collision(todo + a, (size_t)left) != 0)) {
+        if (b - a > 1 && decide_group(todo + a, b - a) != 0) {
             free(todo);
             return -1;
         }
