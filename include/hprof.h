@@ -248,7 +248,13 @@ HPROF_API unsigned hprof_reader_dumps(const struct hprof_reader *r);
  * file is still an error.  A cut inside the file header fails at open;
  * one before the first complete record leaves nothing to salvage, an
  * error in strict mode.  A file that ends exactly between two records
- * after a closed heap dump cannot be told from a complete one.  Off by
+ * after a closed heap dump cannot be told from a complete one.  One that
+ * ends between two records with no heap dump, holding only STRING,
+ * LOAD_CLASS, STACK_FRAME and STACK_TRACE records (what runtimes write
+ * before a heap dump), is cut there: the report says so, nothing lost but
+ * the heap, and strict mode has nothing to salvage (at that offset); a
+ * dump that holds other records and no heap dump (a profile of the hprof
+ * agent, which starts with CONTROL_SETTINGS) is read as complete.  Off by
  * default. */
 HPROF_API void hprof_reader_set_salvage(struct hprof_reader *r, int on);
 

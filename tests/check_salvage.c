@@ -290,6 +290,76 @@ START_TEST(salvage_keeps_nothing_when_no_record_is_complete)
 }
 END_TEST
 
+/* Cut between two records before the heap dump (after the STRING, after
+ * the LOAD_CLASS): what is left is what runtimes write before a heap dump,
+ * and no heap dump.  Read without salvage it passes for a complete dump,
+ * as before; a salvaging reader knows it for a cut there, with nothing
+ * lost but the heap: strict, nothing to salvage, said at the cut. */
+START_TEST(salvage_cut_between_records_before_any_heap_dump_has_nothing_to_salvage)
+{
+    struct tbuf b;
+    struct layout l;
+    struct tl_counter s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    struct hprof_verify_report vr;
+    small_dump(&b, _i ? 8 : 4, &l);
+    const size_t cuts[] = { l.load_class_at, l.segment_at };
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        size_t cut = cuts[i];
+        memset(&err, 0, sizeof err);
+        ck_assert_msg(tl_verify_memory(b.data, cut, &vr, &err) == HPROF_OK, "%s", err.message);
+        ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_ERR_FORMAT);
+        char want[128];
+        snprintf(want, sizeof want, "offset 0x%zx: end of file: cut before any complete heap "
+                 "sub-record: nothing to salvage", cut);
+        ck_assert_str_eq(err.message, want);
+        lax = 1;
+        ck_assert_int_eq(salvage_run(&b, cut, &s, &rep, &err), HPROF_OK);
+        lax = 0;
+        ck_assert_int_eq(s.strings, 1);
+        ck_assert_int_eq(s.load_classes, i);
+        ck_assert_int_eq(rep.cut, 1);
+        ck_assert_uint_eq(rep.input_end, cut);
+        ck_assert_uint_eq(rep.kept_end, cut);
+        ck_assert_uint_eq(rep.bytes_lost, 0);
+        ck_assert_uint_eq(rep.records_lost, 0);
+        ck_assert_uint_eq(rep.record_offset, 0);
+    }
+    tb_free(&b);
+}
+END_TEST
+
+/* A dump with no heap dump that is no cut one: the hprof agent's profiles
+ * (CPU samples, allocation sites) start with CONTROL_SETTINGS, which no
+ * heap dumper writes.  Salvaged, it reads as complete, as without salvage;
+ * so do the same records after the end of a heap dump. */
+START_TEST(salvage_reads_a_dump_without_a_heap_dump_as_complete)
+{
+    static const uint8_t settings[6] = { 0, 0, 0, 2, 0, 4 }; /* CPU sampling, depth 4 */
+    struct tbuf b;
+    struct tl_counter s;
+    struct hprof_salvage_report rep;
+    struct hprof_error err;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_record(&b, HPROF_TAG_CONTROL_SETTINGS, settings, sizeof settings);
+    tb_string(&b, 0x10, "Thing");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    ck_assert_msg(salvage_run(&b, b.len, &s, &rep, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_int_eq(s.strings, 1);
+    ck_assert_int_eq(s.load_classes, 1);
+    ck_assert_int_eq(rep.cut, 0);
+    tb_free(&b);
+    struct layout l;
+    small_dump(&b, 4, &l);
+    tb_string(&b, 0x20, "after the heap");
+    ck_assert_msg(salvage_run(&b, b.len, &s, &rep, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_int_eq(rep.cut, 0);
+    tb_free(&b);
+}
+END_TEST
+
 /* Each class after the cut takes its subclasses and their instances:
  * 0x300 extends 0x310 which is dumped after the cut; 0x320's instance
  * 0x330 comes before its class, which is after the cut too. */
@@ -702,6 +772,9 @@ static Suite *salvage_suite(void)
     tcase_add_loop_test(t, salvage_cut_inside_a_sub_record_keeps_those_before_it, 0, 2);
     tcase_add_loop_test(t, salvage_between_records_closes_an_open_heap, 0, 2);
     tcase_add_loop_test(t, salvage_keeps_nothing_when_no_record_is_complete, 0, 2);
+    tcase_add_loop_test(t, salvage_cut_between_records_before_any_heap_dump_has_nothing_to_salvage,
+                        0, 2);
+    tcase_add_test(t, salvage_reads_a_dump_without_a_heap_dump_as_complete);
     tcase_add_test(t, salvage_drops_classes_and_instances_whose_class_never_arrived);
     tcase_add_test(t, salvage_rebuilds_a_primitive_array_class_that_never_arrived);
     tcase_add_test(t, salvage_still_reports_a_corrupt_sub_record_before_the_cut);

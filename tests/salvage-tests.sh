@@ -89,6 +89,48 @@ run "$B/hprof-shrink" -f --salvage "$T/tiny.hprof" "$T/tiny.out"
 [ "$rc" = 1 ] || die "nothing to salvage: exit $rc"
 grep -q 'nothing to salvage' "$T/err" || die "nothing to salvage: $(cat "$T/err")"
 
+banner "salvage: a dump cut between records before its heap dump"
+# the offset of the first heap record: what is before it is what runtimes
+# write before a heap dump, names, classes and stack traces
+first_heap() {
+    python3 - "$1" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+pos = d.index(b"\0") + 13
+while d[pos] not in (0x0c, 0x1c):
+    pos += 9 + struct.unpack(">I", d[pos + 5:pos + 9])[0]
+print(pos)
+PY
+}
+for f in $inputs; do
+    n=$(basename "$f" .hprof)
+    at=$(first_heap "$f")
+    head -c "$at" "$f" > "$T/noheap.hprof"
+    # without --salvage it passes for a complete dump, as it always did
+    run "$B/hprof-shrink" -q -f "$T/noheap.hprof" "$T/noheap.out"
+    [ "$rc" = 0 ] || die "$n cut before its heap, without --salvage: exit $rc: $(cat "$T/err")"
+    rm -f "$T/noheap.out"
+    # with it, the input is cut: one line, at the cut, nothing left behind
+    for tool in hprof-shrink hprof-verify hprof-info; do
+        out=; [ $tool = hprof-shrink ] && out=$T/noheap.out
+        run "$B/$tool" --salvage "$T/noheap.hprof" $out
+        [ "$rc" = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] &&
+            grep -qx "$tool: $T/noheap.hprof: offset 0x$(printf %x "$at"): end of file: cut before any complete heap sub-record: nothing to salvage" "$T/err" ||
+            die "$n cut before its heap, $tool --salvage: exit $rc: $(cat "$T/err")"
+    done
+    [ -e "$T/noheap.out" ] && die "$n cut before its heap: --salvage left an output"
+    ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' && die "$n cut before its heap: a temporary file left"
+done
+# a dump that has no heap dump and is not cut (a profile of the hprof agent,
+# CONTROL_SETTINGS first): salvaged, as without --salvage
+{ printf 'JAVA PROFILE 1.0.2\0\0\0\0\4\0\0\0\0\0\0\0\0'
+  printf '\16\0\0\0\0\0\0\0\6\0\0\0\2\0\4'
+  printf '\1\0\0\0\0\0\0\0\11\0\0\0\20Thing'; } > "$T/profile.hprof"
+for salvage in "" --salvage; do
+    run "$B/hprof-shrink" -q -f $salvage "$T/profile.hprof" "$T/profile.out"
+    [ "$rc" = 0 ] && [ -s "$T/profile.out" ] || die "a profile without a heap dump, $salvage: exit $rc: $(cat "$T/err")"
+done
+
 for z in gzip zstd; do
     banner "salvage: a $z input cut short, from a file and from a pipe"
     ext=$([ $z = gzip ] && echo gz || echo zst)

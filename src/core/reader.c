@@ -343,6 +343,10 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
         r->report.cut = 1;
         r->report.unclosed_run = r->open_run;
     }
+    if (r->set.salvage && r->found.cut_before_heap) { /* nothing lost but the heap */
+        r->report.cut = 1;
+        r->report.input_end = r->report.kept_end = r->in.size;
+    }
     if (r->set.strict && r->records == 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT,
                                "offset 0x%" PRIx64 ": end of file: no %srecord after the header "

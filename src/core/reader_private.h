@@ -108,6 +108,8 @@ struct salvage_found {
     uint8_t cut_sub_tag;        /* tag of the sub-record cut short (0: none) */
     uint64_t zero_tail;         /* zero bytes past `in.size` taken as the end of
                                    the data (find_zero_tail()) */
+    int cut_before_heap;        /* the input ends between records, before the
+                                   heap dump it was to hold (find_cut()) */
     struct salvage_state *sv;   /* the input is cut: what to drop, or NULL */
 };
 
