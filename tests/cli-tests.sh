@@ -332,6 +332,82 @@ t_a_directory_locked_by_another_program_does_not_hang_a_run() {
     return 0
 }
 
+TESTS="$TESTS a_signal_ignored_at_start_stays_ignored"
+t_a_signal_ignored_at_start_stays_ignored() {
+    # nohup(1) ignores SIGHUP, a shell's background job SIGINT: the run
+    # they started goes on through them, alone or in a batch
+    d=$T/ign; rm -rf "$d"; mkdir -p "$d/out"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/x.hprof"
+    for batch in no yes; do
+        rm -f "$d/fifo" "$d/out/"*; mkfifo "$d/fifo"
+        if [ $batch = yes ]; then
+            set -- -j1 -o "$d/out" "$d/fifo.hprof"; ln -sf "$d/fifo" "$d/fifo.hprof"
+        else
+            set -- "$d/fifo" "$d/out/x.hprof"
+        fi
+        sh -c 'trap "" HUP INT; exec "$@"' sh "$B/hprof-shrink" -q "$@" > /dev/null 2> "$d/err" &
+        pid=$!
+        exec 7> "$d/fifo"
+        head -c 100000 "$d/x.hprof" >&7
+        i=0; until ls "$d/out" | grep -q '\.tmp$'; do i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05; done
+        pkill -HUP -P $pid 2> /dev/null || true # a batch's child too
+        kill -HUP $pid 2> /dev/null || true; kill -INT $pid 2> /dev/null || true; sleep 0.2
+        tail -c +100001 "$d/x.hprof" >&7 2> /dev/null || true # the run may be gone
+        exec 7>&-
+        set +e; wait $pid; got=$?; set -e
+        [ "$got" = 0 ] || die "batch=$batch: an ignored signal stopped the run: exit $got: $(cat "$d/err")"
+        "$B/hprof-verify" "$d/out/"*.hprof > /dev/null || die "batch=$batch: the output does not verify"
+    done
+    rm -f "$d/fifo.hprof"
+}
+
+TESTS="$TESTS a_batch_passes_a_hangup_on_to_its_children"
+t_a_batch_passes_a_hangup_on_to_its_children() {
+    # as SIGINT and SIGTERM: a child orphaned by its parent's death would
+    # go on writing into the output directory
+    d=$T/hup; rm -rf "$d"; mkdir -p "$d/out"
+    mkfifo "$d/fifo.hprof"
+    "$B/hprof-shrink" -q -j1 -o "$d/out" "$d/fifo.hprof" > /dev/null 2>&1 &
+    pid=$!
+    exec 7> "$d/fifo.hprof"
+    gzip -dc fixtures/android-synth.hprof.gz | head -c 100000 >&7
+    i=0; until ls "$d/out" | grep -q '\.tmp$'; do i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05; done
+    child=$(pgrep -P $pid) || die "no child running"
+    kill -HUP $pid
+    set +e; wait $pid; got=$?; set -e
+    [ "$got" = 129 ] || die "batch SIGHUP: exit $got"
+    # the input still open: an orphan would wait for the rest of it
+    i=0
+    while kill -0 "$child" 2> /dev/null; do
+        i=$((i + 1)); [ $i -lt 100 ] || { die "the child outlived its batch"; break; }; sleep 0.05
+    done
+    exec 7>&-
+    sleep 0.2
+    ls "$d/out" | grep -q . && die "batch SIGHUP left $(ls "$d/out")"
+    return 0
+}
+
+TESTS="$TESTS a_batch_removes_what_a_killed_child_left"
+t_a_batch_removes_what_a_killed_child_left() {
+    # a child killed outright (SIGKILL, a crash) cannot remove its
+    # temporary file: the batch does, when it reaps the child
+    d=$T/kc; rm -rf "$d"; mkdir -p "$d/out"
+    mkfifo "$d/fifo.hprof"
+    "$B/hprof-shrink" -j1 -o "$d/out" "$d/fifo.hprof" > "$d/out.txt" 2> "$d/err" &
+    pid=$!
+    exec 7> "$d/fifo.hprof"
+    gzip -dc fixtures/android-synth.hprof.gz | head -c 100000 >&7
+    i=0; until ls "$d/out" | grep -q '\.tmp$'; do i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05; done
+    ls "$d/out" | grep -q '\.tmp$' || die "no temporary output while running"
+    kill -KILL "$(pgrep -P $pid)"
+    exec 7>&-
+    set +e; wait $pid; got=$?; set -e
+    [ "$got" = 3 ] || die "a killed child: exit $got"
+    grep -q "killed by signal 9" "$d/out.txt" "$d/err" || die "not reported: $(cat "$d/out.txt" "$d/err")"
+    ls "$d/out" | grep -q . && die "a killed child's file stayed: $(ls "$d/out")"
+    return 0
+}
+
 TESTS="$TESTS single_run_removes_stale_temps"
 t_single_run_removes_stale_temps() {
     # a killed run's temporary file (the one pass's scratch area makes it

@@ -28,6 +28,7 @@ struct child {
 };
 
 #define MAX_CHILDREN 256
+#define N_STOP_SIGNALS 3
 
 /* One batch run. */
 struct tally {
@@ -43,7 +44,7 @@ struct batch {
     struct child *slots;        /* n_slots of them */
     unsigned n_slots, running;
     size_t next;                /* the next job to start */
-    struct sigaction old_int, old_term; /* what the children restore */
+    struct sigaction old_stop[N_STOP_SIGNALS]; /* what the children restore */
     int signal_passed_on;
     /* Standard output has one writer, the parent: children send their
      * lines through a pipe, and each line goes out in one write(), so
@@ -51,6 +52,19 @@ struct batch {
      * write error is kept for the exit status. */
     int out_error;
 };
+
+/* What stops a batch: passed on to the children, whose own handlers
+ * (cli.c) remove their temporary files. */
+static const int stop_signals[N_STOP_SIGNALS] = { SIGINT, SIGTERM, SIGHUP };
+
+static void block_stop_signals(sigset_t *before)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < N_STOP_SIGNALS; i++)
+        sigaddset(&set, stop_signals[i]);
+    sigprocmask(SIG_BLOCK, &set, before);
+}
 
 /* A signal handler has no context: the one signal that stops the batch. */
 static volatile sig_atomic_t batch_signal;
@@ -101,6 +115,19 @@ static int make_dirs(const char *path, int dir, int sync, mode_t mode)
     return rc;
 }
 
+/* The directory of output `out`, in memory of its own ("." for a bare
+ * name), or NULL. */
+static char *output_dir(const char *out)
+{
+    char *slash = strrchr(out, '/');
+    if (slash == NULL)
+        return strdup(".");
+    char *dir = strdup(out);
+    if (dir != NULL)
+        dir[slash == out ? 1 : slash - out] = '\0';
+    return dir;
+}
+
 /* Every directory that will hold outputs, once: stale temporary files of
  * killed runs there are removed. */
 static void clean_output_dirs(const struct file_list *l, int quiet)
@@ -109,14 +136,11 @@ static void clean_output_dirs(const struct file_list *l, int quiet)
     for (size_t i = 0; i < l->n; i++) {
         if (l->jobs[i].out == NULL)
             continue;
-        char *dir = strdup(l->jobs[i].out);
+        char *dir = output_dir(l->jobs[i].out);
         if (dir == NULL)
             break;
-        char *slash = strrchr(dir, '/');
-        if (slash != NULL)
-            slash[slash == dir] = '\0';
         if (last == NULL || strcmp(last, dir) != 0) {
-            cli_remove_stale_temps(slash ? dir : ".", quiet);
+            cli_remove_stale_temps(dir, quiet);
             free(last);
             last = dir;
         } else {
@@ -338,8 +362,8 @@ static int read_child(struct batch *b, struct child *c)
 _Noreturn static void child_main(struct batch *b, size_t i, const int fds[2],
                                  const sigset_t *mask)
 {
-    sigaction(SIGINT, &b->old_int, NULL);
-    sigaction(SIGTERM, &b->old_term, NULL);
+    for (int k = 0; k < N_STOP_SIGNALS; k++)
+        sigaction(stop_signals[k], &b->old_stop[k], NULL);
     sigprocmask(SIG_SETMASK, mask, NULL);
     for (unsigned k = 0; k < b->n_slots; k++)
         if (b->slots[k].pid > 0 && b->slots[k].from >= 0)
@@ -374,11 +398,8 @@ static int start_child(struct batch *b, size_t i)
     /* A signal between fork() and the child's own handlers would reach
      * only the parent's, which a child ignores: held until both sides
      * have theirs, it reaches each. */
-    sigset_t stop_signals, before;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop_signals, &before);
+    sigset_t before;
+    block_stop_signals(&before);
     pid_t pid = fork();
     if (pid == 0)
         child_main(b, i, fds, &before);
@@ -463,6 +484,17 @@ static void start_next(struct batch *b)
     }
 }
 
+/* A child killed by a signal it could not handle (SIGKILL, a crash) left
+ * its temporary file: its lock went with it, so the sweep takes it now
+ * rather than at the next run in that directory. */
+static void remove_temps_of(const struct batch *b, const struct job *j)
+{
+    char *dir = j->out != NULL ? output_dir(j->out) : NULL;
+    if (dir != NULL)
+        cli_remove_stale_temps(dir, b->o->quiet);
+    free(dir);
+}
+
 /* Waits for a child to end and counts it; on a signal, starts nothing
  * more and passes it on to the children (a kill(1) of the parent alone
  * reaches only the parent). */
@@ -493,6 +525,7 @@ static void wait_one(struct batch *b)
         char reason[64];
         snprintf(reason, sizeof reason, "killed by signal %d", WTERMSIG(status));
         report_unshrunk(b, b->list.jobs[which].in, b->list.jobs[which].out, 1, code, reason);
+        remove_temps_of(b, &b->list.jobs[which]);
     }
 }
 
@@ -513,16 +546,13 @@ static int make_out_dir(struct batch *b)
     return 0;
 }
 
-/* Children die of SIGINT/SIGTERM removing their temporary files (the
- * handlers of cli.c); the parent stops starting new ones and waits. */
+/* Children die of a stop signal removing their temporary files (the
+ * handlers of cli.c); the parent stops starting new ones and waits.  One
+ * ignored (nohup, a background job) stays ignored, by children too. */
 static void catch_stop_signals(struct batch *b)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_batch_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &b->old_int);
-    sigaction(SIGTERM, &sa, &b->old_term);
+    for (int i = 0; i < N_STOP_SIGNALS; i++)
+        cli_catch_signal(stop_signals[i], on_batch_signal, &b->old_stop[i]);
 }
 
 static void run_jobs(struct batch *b)

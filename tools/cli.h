@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -216,8 +217,12 @@ const char *cli_output_name(const char *path);
 void cli_json_string(FILE *f, const char *s, size_t len);
 
 /* SIGINT/SIGTERM/SIGHUP remove every open temporary file, then the process
- * dies of the signal as it would have. */
+ * dies of the signal as it would have; one ignored when the program
+ * started (nohup, a background job) stays ignored. */
 void cli_install_signal_handlers(void);
+/* `handler` for `sig` unless it is ignored, *before (if not NULL) what it
+ * had.  @return 1 when installed. */
+int cli_catch_signal(int sig, void (*handler)(int), struct sigaction *before);
 
 /* Open `path` ("-" for stdin; gzip and pipes spooled) and a reader on it.
  * Refuses a terminal as stdin (HPROF_ERR_USAGE) and names zstd, xz, bzip2

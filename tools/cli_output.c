@@ -106,15 +106,27 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+int cli_catch_signal(int sig, void (*handler)(int), struct sigaction *before)
+{
+    struct sigaction sa, old;
+    if (sigaction(sig, NULL, &old) != 0 || old.sa_handler == SIG_IGN) {
+        if (before != NULL)
+            *before = old;
+        return 0;
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, before) == 0;
+}
+
 void cli_install_signal_handlers(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    /* nohup(1) and a shell's background jobs ignore SIGHUP or SIGINT for
+     * us: such a signal stays ignored, and the run goes on */
+    cli_catch_signal(SIGINT, on_signal, NULL);
+    cli_catch_signal(SIGTERM, on_signal, NULL);
+    cli_catch_signal(SIGHUP, on_signal, NULL);
     signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes EPIPE, reported */
     signal(SIGXFSZ, SIG_IGN); /* so does a limit on file size (EFBIG), not a kill */
 }
