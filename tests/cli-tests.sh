@@ -729,6 +729,16 @@ t_stdout_is_input() {
         grep -q "in.hprof: input file is output file" "$T/err" || die "$cmd >> IN: $(cat "$T/err")"
         cmp -s "$d/ref.hprof" "$d/in.hprof" || die "$cmd >> IN changed IN"
     done
+    # standard error too: even the refusal would go into IN, so it goes
+    # nowhere, and the exit status tells
+    for cmd in "hprof-shrink --stats $d/in.hprof $d/o.hprof" "hprof-verify $d/in.hprof" \
+               "hprof-info $d/in.hprof" "hprof-bitmaps $d/in.hprof $d/bm"; do
+        set +e; "$B"/$cmd > /dev/null 2>> "$d/in.hprof"; got=$?; set -e
+        [ "$got" = 2 ] || die "$cmd 2>> IN: exit $got"
+        cmp -s "$d/ref.hprof" "$d/in.hprof" || die "$cmd 2>> IN changed IN"
+        cp "$d/ref.hprof" "$d/in.hprof"
+    done
+    [ ! -e "$d/o.hprof" ] && [ ! -e "$d/bm" ] || die "a run refused for 2>> IN left an output"
     for cmd in "hprof-shrink - -" "hprof-verify -" "hprof-info -"; do
         set +e; "$B"/$cmd < "$d/in.hprof" >> "$d/in.hprof" 2> "$T/err"; got=$?; set -e
         [ "$got" = 2 ] || die "$cmd < IN >> IN: exit $got"

@@ -80,13 +80,14 @@ void cli_set_input_threads(unsigned threads)
     input_threads = threads;
 }
 
-/* Whether standard output is the regular file `path` ("-": standard
- * input) names, as cat checks: `tool IN >> IN` would append to IN what is
- * read from it, and `tool - - < IN >> IN` too. */
-static int is_standard_output(const char *path)
+/* Whether descriptor `fd` writes to the regular file `path` ("-":
+ * standard input) names, as cat checks for standard output: `tool IN >>
+ * IN` would append to IN what is read from it, `tool - - < IN >> IN`
+ * too, and `tool IN 2>> IN` its messages. */
+static int writes_to_input(int fd, const char *path)
 {
     struct stat in, out;
-    if (fstat(STDOUT_FILENO, &out) != 0 || !S_ISREG(out.st_mode))
+    if (fstat(fd, &out) != 0 || !S_ISREG(out.st_mode))
         return 0;
     if (strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &in) != 0 : stat(path, &in) != 0)
         return 0;
@@ -100,10 +101,20 @@ static int refuse_input(const char *path, struct hprof_error *err)
     if (strcmp(path, "-") == 0 && isatty(STDIN_FILENO))
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "is a terminal; refusing to read a heap dump from it");
-    if (is_standard_output(path))
+    if (writes_to_input(STDOUT_FILENO, path))
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "input file is output file (standard output): refusing "
                                "to write into the file being read");
+    if (writes_to_input(STDERR_FILENO, path)) {
+        /* even the message would change the input: it goes nowhere, and
+         * the exit status says why the run stopped */
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0 && dup2(null, STDERR_FILENO) >= 0)
+            close(null);
+        return hprof_error_set(err, HPROF_ERR_USAGE,
+                               "input file is standard error's file: refusing to write "
+                               "messages into the file being read");
+    }
     return HPROF_OK;
 }
 
