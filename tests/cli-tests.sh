@@ -408,6 +408,35 @@ t_a_batch_removes_what_a_killed_child_left() {
     return 0
 }
 
+TESTS="$TESTS batch_counts_an_entry_it_cannot_reach_as_failed"
+t_batch_counts_an_entry_it_cannot_reach_as_failed() {
+    # a dump past PATH_MAX deep in a tree cannot be named: that entry
+    # fails, in the tally and in --json, and the walk goes on
+    d=$T/deep; rm -rf "$d"; mkdir -p "$d/tree/z"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$d/x.hprof"
+    cp "$d/x.hprof" "$d/tree/a.hprof"
+    cp "$d/x.hprof" "$d/tree/z/b.hprof"
+    python3 - "$d/tree" "$d/x.hprof" <<'PY'
+import os, shutil, sys
+os.chdir(sys.argv[1])   # relative steps: a shell's cd stops at PATH_MAX
+for _ in range(25):
+    os.mkdir("d" * 200)
+    os.chdir("d" * 200)
+shutil.copyfile(sys.argv[2], "deep.hprof")
+PY
+    set +e; "$B/hprof-shrink" --json -r -o "$d/out" "$d/tree" > "$d/batch.json" 2> "$T/err"; got=$?; set -e
+    [ "$got" = 3 ] || die "exit $got: $(cat "$T/err")"
+    python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert rows[-1] == {'shrunk': 2, 'failed': 1, 'skipped': 0, 'exit': 3}, rows
+failed = [r for r in rows[:-1] if r.get('status') == 'failed']
+assert len(failed) == 1 and 'File name too long' in failed[0]['error'], failed
+" "$d/batch.json" || die "batch --json: $(cat "$d/batch.json")"
+    [ -s "$d/out/a.hprof" ] && [ -s "$d/out/z/b.hprof" ] || die "the reachable dumps were not shrunk: $(ls -R "$d/out")"
+    rm -rf "$d"
+}
+
 TESTS="$TESTS single_run_removes_stale_temps"
 t_single_run_removes_stale_temps() {
     # a killed run's temporary file (the one pass's scratch area makes it

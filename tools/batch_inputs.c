@@ -306,9 +306,10 @@ static ssize_t read_names(DIR *d, char ***names)
     return -1;
 }
 
-/* Entry `name` of directory `dir`.  An entry that vanished or may not be
- * looked at is reported; any other failure stops the walk.  @return 0, or
- * -1 (errno set). */
+/* Entry `name` of directory `dir`.  An entry that cannot be looked at
+ * (vanished, not allowed, a path past PATH_MAX) fails on its own, counted
+ * and reported as any failed input; only memory running out stops the
+ * walk.  @return 0, or -1 (errno set). */
 static int walk_child(struct walk *w, const char *dir, const char *name, size_t root_len,
                       int level)
 {
@@ -322,7 +323,7 @@ static int walk_child(struct walk *w, const char *dir, const char *name, size_t 
     int rc;
     if (lstat(child, &st) == 0) {
         rc = walk_path(w, child, root_len, level + 1, &st);
-    } else if (errno == ENOENT || errno == EACCES) {
+    } else if (errno != ENOMEM) {
         const char *rel = child + (strlen(child) > root_len ? root_len : strlen(child));
         rc = walk_entry(w, child, rel, WALK_NO_STAT, NULL, errno);
         if (rc != 0)
@@ -376,7 +377,7 @@ static int walk_path(struct walk *w, char *path, size_t root_len, int level,
     }
     DIR *d = opendir(path);
     if (d == NULL) {
-        if (errno != EACCES)
+        if (errno == ENOMEM)
             return -1;
         if (walk_entry(w, path, rel, WALK_UNREADABLE_DIR, st, errno) == 0)
             return 0;
