@@ -437,6 +437,32 @@ assert len(failed) == 1 and 'File name too long' in failed[0]['error'], failed
     rm -rf "$d"
 }
 
+TESTS="$TESTS batch_waits_for_a_slot_under_a_process_limit"
+t_batch_waits_for_a_slot_under_a_process_limit() {
+    # a limit on processes (ulimit -u, a container's pids.max) lets fewer
+    # children run than -j asks: the others wait their turn, none fails.
+    # RLIMIT_NPROC binds every user but root: the batch runs as nobody.
+    if [ "$(id -u)" != 0 ] || ! id nobody > /dev/null 2>&1; then
+        echo "(a process limit: not tried, it needs root to run as nobody)"
+        return 0
+    fi
+    nb=$(mktemp -d /tmp/hprof-nproc.XXXXXX); chmod 755 "$nb"
+    gzip -dc fixtures/hotspot-synth.hprof.gz > "$nb/x.hprof"
+    for i in 1 2 3 4; do cp "$nb/x.hprof" "$nb/f$i.hprof"; done
+    chown -R nobody "$nb"
+    # the limit counts every task of the user: room for the batch and two
+    # children beside what nobody already runs
+    limit=$(( $(ps -L -u nobody --no-headers 2> /dev/null | wc -l) + 3 ))
+    set +e
+    setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --nproc=$limit \
+        "$(cd "$B" && pwd)/hprof-shrink" -j3 -o "$nb/out" "$nb"/f?.hprof > "$T/out" 2> "$T/err"
+    got=$?
+    set -e
+    [ "$got" = 0 ] || die "under a process limit: exit $got: $(cat "$T/out" "$T/err")"
+    grep -q "^4 shrunk, 0 failed, 0 skipped" "$T/out" || die "under a process limit: $(cat "$T/out")"
+    rm -rf "$nb"
+}
+
 TESTS="$TESTS single_run_removes_stale_temps"
 t_single_run_removes_stale_temps() {
     # a killed run's temporary file (the one pass's scratch area makes it

@@ -43,6 +43,7 @@ struct batch {
     struct stat out_dir;        /* the output directory: not walked */
     struct child *slots;        /* n_slots of them */
     unsigned n_slots, running;
+    unsigned max_running;       /* n_slots, or fewer once fork() said EAGAIN */
     size_t next;                /* the next job to start */
     struct sigaction old_stop[N_STOP_SIGNALS]; /* what the children restore */
     int signal_passed_on;
@@ -475,6 +476,13 @@ static void start_next(struct batch *b)
         report_unshrunk(b, j->in, j->out, 0, 0, "skipped, up to date (use -f)");
         b->tally.skipped++;
     } else if (start_child(b, i) != 0) {
+        if ((errno == EAGAIN || errno == ENOMEM) && b->running > 0) {
+            /* a limit on processes (ulimit -u, a cgroup's pids.max): as
+             * many at once as the system lets run, this one again later */
+            b->max_running = b->running;
+            b->next = i;
+            return;
+        }
         char reason[256];
         snprintf(reason, sizeof reason, "cannot start: %s", strerror(errno));
         report_unshrunk(b, j->in, j->out, 1, EXIT_IO, reason);
@@ -565,7 +573,7 @@ static void run_jobs(struct batch *b)
     /* A file's own usage error (say --dump=N past its dumps) fails that
      * file alone: the others go on, and every child is reaped. */
     while (b->next < b->list.n || b->running > 0) {
-        if (b->next < b->list.n && b->running < b->n_slots && !batch_signal)
+        if (b->next < b->list.n && b->running < b->max_running && !batch_signal)
             start_next(b);
         else
             wait_one(b);
@@ -580,6 +588,7 @@ int run_batch(struct options *o)
     struct batch b = { .o = o };
     unsigned jobs = o->threads ? o->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     b.n_slots = jobs < 1 ? 1 : jobs > MAX_CHILDREN ? MAX_CHILDREN : jobs;
+    b.max_running = b.n_slots;
     o->batch = 1;
     int code = make_out_dir(&b);
     if (code != 0)
