@@ -463,6 +463,32 @@ t_batch_waits_for_a_slot_under_a_process_limit() {
     rm -rf "$nb"
 }
 
+TESTS="$TESTS a_limit_on_threads_gives_the_same_bytes"
+t_a_limit_on_threads_gives_the_same_bytes() {
+    # with no thread to be had (ulimit -u, pids.max), the write pass and
+    # the gzip sink run their jobs in the caller: the same bytes as
+    # without a limit, not "cannot start a thread"
+    if [ "$(id -u)" != 0 ] || ! id nobody > /dev/null 2>&1; then
+        echo "(a limit on threads: not tried, it needs root to run as nobody)"
+        return 0
+    fi
+    nb=$(mktemp -d /tmp/hprof-threads.XXXXXX); chmod 755 "$nb"
+    "$B/hprof-synth" --scale 200 -f "$nb/x.hprof"
+    chown -R nobody "$nb"
+    limit=$(( $(ps -L -u nobody --no-headers 2> /dev/null | wc -l) + 1 ))
+    for z in "" -z; do
+        "$B/hprof-shrink" -q -j4 $z "$nb/x.hprof" "$nb/ref$z"
+        set +e
+        setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --nproc=$limit \
+            "$(cd "$B" && pwd)/hprof-shrink" -q -j4 $z "$nb/x.hprof" "$nb/out$z" 2> "$T/err"
+        got=$?
+        set -e
+        [ "$got" = 0 ] || die "no thread to be had ($z): exit $got: $(cat "$T/err")"
+        cmp -s "$nb/ref$z" "$nb/out$z" || die "no thread to be had ($z): other bytes"
+    done
+    rm -rf "$nb"
+}
+
 TESTS="$TESTS single_run_removes_stale_temps"
 t_single_run_removes_stale_temps() {
     # a killed run's temporary file (the one pass's scratch area makes it

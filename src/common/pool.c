@@ -161,6 +161,10 @@ struct ordered_pool *pool_new(unsigned slots, void *const *jobs, unsigned thread
         struct pool_worker *w = &p->workers[p->started];
         *w = (struct pool_worker){ .pool = p, .ctx = worker[p->started] };
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            if (p->started > 0) { /* a limit on threads: fewer share the jobs */
+                p->n_workers = p->started;
+                break;
+            }
             pool_free(p);
             hprof_error_set(err, HPROF_ERR_NOMEM, "cannot start a thread");
             return NULL;

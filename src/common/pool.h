@@ -47,8 +47,9 @@ typedef void (*pool_run_fn)(void *worker, void *job);
 
 /* `slots` jobs (jobs[i], the caller's memory), `threads` workers with
  * contexts worker[0..threads-1], or with threads == 0 the caller alone
- * with context worker[0].  @return NULL when out of memory or threads
- * (with `err` set). */
+ * with context worker[0].  Where the system starts fewer threads (a limit
+ * on them), those share the jobs and the other contexts stay unused.
+ * @return NULL when out of memory or no thread starts (with `err` set). */
 struct ordered_pool *pool_new(unsigned slots, void *const *jobs, unsigned threads,
                               void *const *worker, pool_run_fn run, struct hprof_error *err);
 /* Stops the workers (a job being run is finished first) and frees. */
