@@ -30,9 +30,10 @@ struct zstd_sink {
 
 static int zstd_failed(struct zstd_sink *z, size_t code)
 {
-    return hprof_error_set(z->base.err, ZSTD_getErrorCode(code) == ZSTD_error_memory_allocation
-                                            ? HPROF_ERR_NOMEM : HPROF_ERR_IO,
-                           "zstd: %s", ZSTD_getErrorName(code));
+    /* libzstd says so too when its workers' threads cannot be started */
+    int nomem = ZSTD_getErrorCode(code) == ZSTD_error_memory_allocation;
+    return hprof_error_set(z->base.err, nomem ? HPROF_ERR_NOMEM : HPROF_ERR_IO, "zstd: %s%s",
+                           ZSTD_getErrorName(code), nomem ? " (or no thread for its workers)" : "");
 }
 
 /* Compress `len` bytes with `op` (continue, or end the frame) and write
