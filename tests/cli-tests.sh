@@ -8,6 +8,27 @@ T=$(mktemp -d)
 trap 'umount "$T/small" 2> /dev/null || true; rm -rf "$T"' EXIT
 fails=0
 die() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+# COMMAND... with SIGINT at its default.  A shell without job control
+# starts its background jobs with SIGINT ignored, and hprof-shrink keeps a
+# signal ignored at start ignored, as gzip does: such a job is stopped by
+# SIGINT only when started so.
+with_sigint() {
+    python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+# Signal SIG to PID and wait for it: its exit status in $got.  One that
+# outlives the signal by 60 s is a failure, not a hang of the suite.
+signal_and_wait() { # SIG PID
+    kill -"$1" "$2"
+    i=0
+    while kill -0 "$2" 2> /dev/null && [ $i -lt 1200 ]; do i=$((i + 1)); sleep 0.05; done
+    if kill -0 "$2" 2> /dev/null; then
+        die "SIG$1 did not stop process $2"
+        kill -KILL "$2"
+    fi
+    set +e; wait "$2"; got=$?; set -e
+}
 banner() { echo "===> $*"; }
 finish() {
     if [ "$fails" -ne 0 ]; then
@@ -2084,7 +2105,7 @@ banner "signals: SIGINT and SIGTERM leave no partial output"
 for sig in INT TERM; do
     rm -f "$T/fifo" "$T/sig.hprof"
     mkfifo "$T/fifo"
-    "$B/hprof-shrink" -q "$T/fifo" "$T/sig.hprof" 2> /dev/null &
+    with_sigint "$B/hprof-shrink" -q "$T/fifo" "$T/sig.hprof" 2> /dev/null &
     pid=$!
     exec 7> "$T/fifo"               # the shrinker now waits for input
     gzip -dc fixtures/android-synth.hprof.gz | head -c 100000 >&7
@@ -2093,8 +2114,7 @@ for sig in INT TERM; do
         i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
     done
     ls "$T" | grep -q '^hprof-shrink\..*\.tmp$' || die "no temporary output while running"
-    kill -$sig $pid
-    set +e; wait $pid; got=$?; set -e
+    signal_and_wait $sig $pid
     exec 7>&-
     [ "$got" -gt 128 ] || die "SIG$sig: exit status $got"
     ls "$T" | grep -q '^sig.hprof\|^hprof-shrink\..*\.tmp$' && die "SIG$sig left $(ls "$T" | grep '^sig.hprof\|\.tmp$')"
@@ -2470,15 +2490,14 @@ assert rows[-1] == {'shrunk': 3, 'failed': 1, 'skipped': 0, 'exit': 1}, rows
 # SIGINT: the finished output stays, the unfinished one leaves nothing
 rm -rf "$T/out3" "$T/fifo.hprof"; mkdir -p "$T/out3"
 mkfifo "$T/fifo.hprof"
-"$B/hprof-shrink" -j1 -o "$T/out3" fixtures/hotspot-synth.hprof.gz "$T/fifo.hprof" > /dev/null 2>&1 &
+with_sigint "$B/hprof-shrink" -j1 -o "$T/out3" fixtures/hotspot-synth.hprof.gz "$T/fifo.hprof" > /dev/null 2>&1 &
 pid=$!
 exec 7> "$T/fifo.hprof"
 i=0
 until ls "$T/out3" | grep -q '^hprof-shrink\..*\.tmp$'; do
     i=$((i + 1)); [ $i -lt 100 ] || break; sleep 0.05
 done
-kill -INT $pid
-set +e; wait $pid; got=$?; set -e
+signal_and_wait INT $pid
 exec 7>&-
 [ "$got" -gt 128 ] || die "batch SIGINT: exit $got"
 [ -s "$T/out3/hotspot-synth.hprof" ] || die "batch SIGINT removed a finished output"
