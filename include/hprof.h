@@ -427,7 +427,9 @@ HPROF_API void hprof_writer_free(struct hprof_writer *w);
  * magic), is copied (decompressed) to an unlinked temporary file in $TMPDIR,
  * since the passes need to re-read it.  The copy follows the records as it
  * is written and stops at the first undefined tag (a bomb of zeros costs a
- * buffer, not what it inflates to); a zstd frame may use a window of up to
+ * buffer, not what it inflates to; zeros where a record should start fail
+ * with HPROF_ERR_TRUNCATED, as the reader of a file fails on them: a
+ * zero-filled tail); a zstd frame may use a window of up to
  * 128 MiB (zstd(1)'s limit).  Sets *fd (close it yourself) and, when
  * `spooled` is not NULL, *spooled to 1 if a copy was made.
  * @return HPROF_OK, HPROF_ERR_IO, HPROF_ERR_FORMAT (bad gzip or zstd),
@@ -440,7 +442,10 @@ HPROF_API int hprof_input_open(const char *path, int *fd, int *spooled, struct h
  * The same, with `flags`: HPROF_INPUT_SALVAGE keeps what a gzip or zstd
  * stream cut short decompressed to (a dump cut short, for a reader with
  * hprof_reader_set_salvage()) instead of failing, and says where the
- * compressed input stopped in *info. */
+ * compressed input stopped in *info; and it follows zeros where a record
+ * should start to the end of the input, which the copy then holds as a
+ * file would (a hole: they take no room), so that a salvaging reader takes
+ * a zero-filled tail for the end of the data as it does in a file. */
 #define HPROF_INPUT_SALVAGE 1u
 struct hprof_input_info {
     int spooled;                /* a copy was made (pipe, gzip or zstd) */

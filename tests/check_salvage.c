@@ -12,8 +12,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hprof_private.h"
@@ -761,6 +763,180 @@ START_TEST(salvage_keeps_what_a_cut_compressed_input_decompressed_to)
 }
 END_TEST
 
+/* ---- A zero-filled tail, however the input comes ---------------------------- */
+
+/* The ways an input reaches the tools: the file itself, gzip- or
+ * zstd-compressed, or any of these through a FIFO, read once as a pipe is
+ * (a plain one copied as it comes). */
+enum { FROM_FILE, FROM_GZIP, FROM_ZSTD, FROM_FIFO, FROM_GZIP_FIFO, FROM_ZSTD_FIFO, N_FROM };
+static const char *const from_names[N_FROM] = { "file", ".gz", ".zst", "pipe", ".gz pipe",
+                                                ".zst pipe" };
+
+/* What a tool gets from an input: the first failure's code and message,
+ * the salvage report, and the size of what the reader reads. */
+struct outcome {
+    int rc;
+    char message[sizeof ((struct hprof_error *)0)->message];
+    struct hprof_salvage_report rep;
+    uint64_t size;
+};
+
+/* `path` opened as the tools open it (hprof_input_open_flags()), read by
+ * a reader that salvages when `flags` says so, through hprof_verify(). */
+static void read_as_the_tools_do(const char *path, unsigned flags, struct outcome *o)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_input_info info;
+    struct hprof_reader *r = NULL;
+    struct hprof_verify_report vr;
+    int fd = -1;
+    memset(o, 0, sizeof *o);
+    o->rc = hprof_input_open_flags(path, flags, &fd, &info, &err);
+    if (o->rc == HPROF_OK)
+        o->rc = hprof_reader_open_fd(&r, fd, &err);
+    if (o->rc == HPROF_OK) {
+        o->size = hprof_reader_size(r);
+        hprof_reader_set_salvage(r, (flags & HPROF_INPUT_SALVAGE) != 0);
+        o->rc = hprof_verify(r, &vr, &err);
+        o->rep = *hprof_reader_salvage_report(r);
+    }
+    snprintf(o->message, sizeof o->message, "%s", err.message);
+    hprof_reader_free(r);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* read_as_the_tools_do() on the bytes of `path` written into a FIFO by a
+ * child, which stops when the reader stops reading. */
+static void read_through_a_fifo(const char *path, unsigned flags, struct outcome *o)
+{
+    char *fifo = tl_temp_path(".fifo");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        int in = open(path, O_RDONLY), out = open(fifo, O_WRONLY);
+        char buf[65536];
+        ssize_t n;
+        while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0 &&
+               write(out, buf, (size_t)n) == n)
+            ;
+        _exit(0);
+    }
+    read_as_the_tools_do(fifo, flags, o);
+    waitpid(child, NULL, 0);
+    unlink(fifo);
+    free(fifo);
+}
+
+/* The input `plain` read as it comes from `from`, with `flags`, must give
+ * what the file gives (`want`): the code and message, and when it reads,
+ * the same bytes and salvage report.  Unless `exact`, a failure without
+ * salvage need only be one: the copy stops where the framing meets zeros
+ * (a cut input, which salvage reads), where the reader of the file may
+ * fail earlier, on the zeros inside the record the cut went through. */
+static void same_as_the_file(const char *plain, int from, unsigned flags,
+                             const struct outcome *want, const char *what, int exact)
+{
+    static const char *const suffix[] = { "", ".gz", ".zst" };
+    char *path = tl_temp_path(suffix[from % 3]);
+    if (from % 3 != FROM_FILE)
+        ck_assert_int_eq(tl_system("%s -c '%s' > '%s'", from % 3 == FROM_GZIP ? "gzip" : "zstd -q",
+                                   plain, path), 0);
+    const char *input = from % 3 == FROM_FILE ? plain : path;
+    struct outcome o;
+    if (from >= FROM_FIFO)
+        read_through_a_fifo(input, flags, &o);
+    else
+        read_as_the_tools_do(input, flags, &o);
+    if (!exact && !flags && want->rc != HPROF_OK)
+        ck_assert_msg(o.rc == HPROF_ERR_TRUNCATED &&
+                          strstr(o.message, "zero bytes where a record should start") != NULL,
+                      "%s from a %s: %d \"%s\"", what, from_names[from], o.rc, o.message);
+    else
+        ck_assert_msg(o.rc == want->rc && strcmp(o.message, want->message) == 0,
+                      "%s from a %s%s: %d \"%s\"; from the file: %d \"%s\"", what,
+                      from_names[from], flags ? ", salvaging" : "", o.rc, o.message, want->rc,
+                      want->message);
+    if (o.rc == HPROF_OK) {
+        ck_assert_uint_eq(o.size, want->size);
+        ck_assert_uint_eq(o.rep.zero_tail, want->rep.zero_tail);
+        ck_assert_uint_eq(o.rep.input_end, want->rep.input_end);
+        ck_assert_int_eq(o.rep.cut, want->rep.cut);
+        ck_assert_uint_eq(o.rep.kept_end, want->rep.kept_end);
+        ck_assert_uint_eq(o.rep.sub_records_kept, want->rep.sub_records_kept);
+    }
+    unlink(path);
+    free(path);
+}
+
+static int note_segment(struct hprof_visitor *v, const struct hprof_segment *s)
+{
+    struct marks *m = (struct marks *)v;
+    if (m->n_records < 64)
+        m->records[m->n_records++] = s->offset;
+    return HPROF_OK;
+}
+
+/* A dump whose tail was zero-filled (a download preallocated, a writer
+ * that crashed after fallocate()): whole with zeros after it, cut at the
+ * start of a heap record or inside one and zero-filled past its size, and
+ * zeros that are no tail (a byte follows them).  From a compressed file,
+ * a pipe or both, salvaging, it reads as the file does: the copy holds the
+ * zeros, which salvage takes for the end of the data alike, or it fails
+ * with the file's code and message.  Without salvage it fails as a cut
+ * input, with the file's message where the zeros start at a record. */
+START_TEST(salvage_zero_filled_tail_reads_the_same_however_the_input_comes)
+{
+    if (!tl_fixture_available(_i))
+        return;
+    size_t len;
+    uint8_t *data = load_fixture(_i, &len);
+    struct marks m = { .base = { &(const struct hprof_visitor_ops){ .heap_begin = note_segment },
+                                 NULL } };
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    ck_assert_int_eq(hprof_reader_open_memory(&r, data, len, &err), HPROF_OK);
+    ck_assert_int_eq(hprof_reader_run(r, &m.base), HPROF_OK);
+    hprof_reader_free(r);
+    ck_assert_uint_gt(m.n_records, 0);
+    const struct {
+        const char *what;
+        size_t keep, size;      /* bytes of the dump kept, and the size zero-filled to */
+        int byte_after;         /* a byte that is not zero ends the file */
+        int exact;              /* without salvage too, the file's message */
+    } cases[] = {
+        { "the whole dump and zeros", len, len + 100000, 0, 1 },
+        { "a dump cut at a heap record, zero-filled", (size_t)m.records[m.n_records / 2],
+          len + 4096, 0, 1 },
+        { "a dump cut inside a record, zero-filled", len / 2 + 7, len + 4096, 0, 0 },
+        { "zeros that a byte follows", len, len + 100000, 1, 1 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        uint8_t *bytes = calloc(1, cases[c].size + 1);
+        ck_assert_ptr_nonnull(bytes);
+        memcpy(bytes, data, cases[c].keep);
+        size_t size = cases[c].size;
+        if (cases[c].byte_after)
+            bytes[size++] = 'x';
+        char *plain = tl_temp_file(bytes, size, ".hprof");
+        for (unsigned flags = 0; flags <= HPROF_INPUT_SALVAGE; flags += HPROF_INPUT_SALVAGE) {
+            struct outcome want;
+            read_as_the_tools_do(plain, flags, &want);
+            if (flags && !cases[c].byte_after && want.rc == HPROF_OK)
+                ck_assert_msg(want.rep.zero_tail > 0, "%s: no zero-filled tail", cases[c].what);
+            for (int from = FROM_GZIP; from < N_FROM; from++)
+                same_as_the_file(plain, from, flags, &want, cases[c].what, cases[c].exact);
+        }
+        unlink(plain);
+        free(plain);
+        free(bytes);
+    }
+    free(data);
+}
+END_TEST
+
 static Suite *salvage_suite(void)
 {
     Suite *s = suite_create("salvage");
@@ -782,6 +958,8 @@ static Suite *salvage_suite(void)
     tcase_add_loop_test(t, salvage_fixture_cuts_shrink_to_valid_dumps, 0, TL_N_FIXTURES);
     tcase_add_test(t, salvage_mapped_file_gives_the_same_output);
     tcase_add_loop_test(t, salvage_keeps_what_a_cut_compressed_input_decompressed_to, 0, 2);
+    tcase_add_loop_test(t, salvage_zero_filled_tail_reads_the_same_however_the_input_comes, 0,
+                        TL_N_FIXTURES);
     suite_add_tcase(s, t);
     return s;
 }

@@ -630,9 +630,8 @@ START_TEST(input_stream_stops_a_gzip_bomb_at_its_first_record)
     uint8_t *out;
     size_t out_len;
     uint64_t size = 0;
-    ck_assert_int_eq(stream_roundtrip(path, 4, &out, &out_len, &size, &err), HPROF_ERR_FORMAT);
-    ck_assert_msg(strstr(err.message, "offset 0x1f: tag 0x00") != NULL ||
-                  strstr(err.message, "zero bytes where a record") != NULL, "%s", err.message);
+    ck_assert_int_eq(stream_roundtrip(path, 4, &out, &out_len, &size, &err), HPROF_ERR_TRUNCATED);
+    ck_assert_str_eq(err.message, "offset 0x1f: zero bytes where a record should start (a preallocated or zero-filled tail?)");
     free(out);
     unlink(path);
     free(path);

@@ -1593,7 +1593,7 @@ expect 1 "$B/hprof-verify" "$T/bad.hprof.zst"
 # a bomb behind a valid header stops at its first record
 { gzip -dc fixtures/android-synth.hprof.gz | head -c 31; head -c 1000000000 /dev/zero; } | zstd -q -1 -c > "$T/bomb.hprof.zst"
 expect 1 "$B/hprof-shrink" "$T/bomb.hprof.zst" "$T/bomb.hprof"
-grep -q 'offset 0x1f: tag 0x00: unknown record tag' "$T/err" || die "zstd bomb: $(cat "$T/err")"
+grep -q 'offset 0x1f: zero bytes where a record should start' "$T/err" || die "zstd bomb: $(cat "$T/err")"
 # one compression; a level out of range
 expect 2 "$B/hprof-shrink" -z --zstd "$T/in.hprof.zst" "$T/both"
 grep -q -- '-z (--gzip) and --zstd' "$T/err" || die "-z --zstd: $(cat "$T/err")"

@@ -213,6 +213,45 @@ echo "    $cuts cuts ($boundaries between records, already complete; $before bef
     "sub-record, nothing to salvage), $loaded outputs loaded in VisualVM"
 
 banner "salvage: a zero-filled tail ends the data, after a cut anywhere or a whole dump"
+# the offset of the heap record in the middle of the dump $1
+middle_heap_record() {
+    python3 - "$1" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+pos, heaps = d.index(b"\0") + 13, []
+while pos + 9 <= len(d):
+    if d[pos] in (0x0c, 0x1c):
+        heaps.append(pos)
+    pos += 9 + struct.unpack(">I", d[pos + 5:pos + 9])[0]
+print(heaps[len(heaps) // 2])
+PY
+}
+# hprof-shrink run with the options "$@" on the file $in and then on its
+# bytes from a pipe, a .gz and a .zst file and both through a pipe: each
+# exits as the file does, writes its output and says the same about it
+# (the lines that name the input, but the summary's timing)
+said() { grep "^hprof-shrink: $1: " "$2" | sed "s#^hprof-shrink: $1: ##"; }
+each_stream_as_the_file() {
+    run "$B/hprof-shrink" -f "$@" "$in" "$T/ref.out"
+    want=$rc
+    said "$in" "$T/err" > "$T/ref.said"
+    gzip -c "$in" > "$T/s.hprof.gz"
+    zstd -q -f -c "$in" -o "$T/s.hprof.zst"
+    for way in pipe gz zst gz-pipe zst-pipe; do
+        rm -f "$T/s.out"
+        case $way in
+        pipe) run sh -c "cat '$in' | '$B/hprof-shrink' -f $* - '$T/s.out'" ;;
+        gz|zst) run "$B/hprof-shrink" -f "$@" "$T/s.hprof.$way" "$T/s.out" ;;
+        *) run sh -c "cat '$T/s.hprof.${way%-pipe}' | '$B/hprof-shrink' -f $* - '$T/s.out'" ;;
+        esac
+        name=$T/s.hprof.$way
+        case $way in *pipe) name="standard input" ;; esac
+        [ "$rc" = "$want" ] || { die "$what from a $way, $*: exit $rc, $want from the file: $(cat "$T/err")"; continue; }
+        said "$name" "$T/err" | cmp -s - "$T/ref.said" ||
+            die "$what from a $way, $*: $(cat "$T/err"); from the file: $(cat "$T/ref.said")"
+        [ "$rc" != 0 ] || cmp -s "$T/ref.out" "$T/s.out" || die "$what from a $way: another output"
+    done
+}
 zcuts=0
 for f in $inputs; do
     n=$(basename "$f" .hprof)
@@ -229,6 +268,15 @@ for f in $inputs; do
         die "$n + zeros: $(cat "$T/err")"
     "$B/hprof-shrink" -q -f "$f" "$T/plain.out"
     cmp -s "$T/zeros.out" "$T/plain.out" || die "$n + zeros: not the plain shrink's output"
+    # the same from a pipe, compressed or both; and cut at a heap record, zero-filled
+    in=$T/zeros.hprof what="$n + zeros"
+    each_stream_as_the_file --salvage
+    each_stream_as_the_file
+    head -c "$(middle_heap_record "$f")" "$f" > "$T/zrec.hprof"
+    truncate -s $((size + 4096)) "$T/zrec.hprof"
+    in=$T/zrec.hprof what="$n cut at a heap record, zero-filled"
+    each_stream_as_the_file --salvage
+    each_stream_as_the_file
     # cut anywhere, then zero-filled past the original size: what the cut
     # alone salvages, to the byte
     for k in $(seq 1 12); do
@@ -245,6 +293,10 @@ for f in $inputs; do
         grep -q "zcut.hprof: [0-9]* zero bytes at offset 0x[0-9a-f]* taken as the end of the data" "$T/err" ||
             die "$n cut at $off, zero-filled: $(cat "$T/err")"
         cmp -s "$T/cut.out" "$T/zcut.out" || die "$n cut at $off, zero-filled: not what the cut alone salvages"
+        if [ $((k % 4)) = 0 ]; then
+            in=$T/zcut.hprof what="$n cut at $off, zero-filled"
+            each_stream_as_the_file --salvage
+        fi
     done
 done
 echo "    $zcuts zero-filled cuts"

@@ -75,6 +75,12 @@ static inline const char *hprof_compressed_by(const uint8_t *p, size_t n)
 #define HPROF_COMPRESSED_INSIDE "offset 0x0: header: not a heap dump but %s-compressed data " \
                                 "(compressed twice? decompress it first: %s -d)"
 
+/* Nine zero bytes where a record header should be: no record has tag 0,
+ * and a tail of zeros (a preallocated download, a writer that crashed after
+ * fallocate()) is what leaves them. */
+#define HPROF_ZEROS_HERE "zero bytes where a record should start (a preallocated or " \
+                         "zero-filled tail?)"
+
 #define HPROF_FILE_HEADER_HERE "a heap dump's header (\"JAVA PROFILE\") where a record should " \
                                "start: two dump files joined into one? The first ends here"
 

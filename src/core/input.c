@@ -192,6 +192,8 @@ static int spool(int from, uint64_t file_size, unsigned flags, unsigned threads,
     }
     if (rc == HPROF_OK)
         rc = decompress(s, kind, got, file_size, threads, how, err);
+    if (rc == HPROF_OK)
+        rc = spool_fill_zeros(s, err);
     stats->bytes_spooled = s->written;
     if (rc == HPROF_OK)
         *out = s->out;

@@ -52,6 +52,12 @@ struct spool {
     uint64_t skip;              /* bytes of the current part still to pass */
     uint8_t rec[9];             /* a record header being gathered */
     size_t n_rec;
+    /* With salvage, a record header of zeros (a zero-filled tail?): from
+     * zeros_at on every byte has been zero, and those past the ones
+     * written are counted in `written` but not emitted; spool_fill_zeros()
+     * puts them in the copy. */
+    int in_zeros;
+    uint64_t zeros_at;
     uint8_t *in_buf, *out_buf;
     uint64_t in_offset;         /* of in_buf[0] in the (compressed) input */
     struct in_tape *tape;       /* a pipe read by offset (spool_tape_start()), or NULL */
@@ -69,6 +75,9 @@ int spool_cut(struct spool *s, enum spool_format format, uint64_t at, struct hpr
 uint64_t spool_free_bytes(int fd);
 /* Append `n` bytes of plain dump to the copy, checked (input_stream.c). */
 int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
+/* After the last spool_put() into the temporary file: the zeros of a
+ * zero-filled tail held back, added as a hole (nothing is written). */
+int spool_fill_zeros(struct spool *s, struct hprof_error *err);
 /* The emit of a copy to the temporary file s->out, within its room. */
 int spool_emit_file(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
 /* Up to `len` bytes of the input at offset `at` (a file, or a pipe read

@@ -7,7 +7,9 @@
  *  - checks the hprof magic in the first bytes inflated, and stops there
  *    with "not a heap dump" instead of inflating the rest first;
  *  - follows the top-level records as they come and stops at the first
- *    tag the format does not define (zeros behind a valid header);
+ *    tag the format does not define (zeros behind a valid header), but
+ *    with salvage follows zeros where a record should start to the end
+ *    without writing them: a zero-filled tail (see zeros_here());
  *  - stops with a message naming the temporary directory (and TMPDIR, which
  *    chooses it) when it would exceed the room left there;
  *  - inflates member after member (the JDK writes one per chunk) with zlib's
@@ -71,14 +73,58 @@ static int not_a_dump(const struct spool *s, struct hprof_error *err)
     return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_NOT_A_DUMP);
 }
 
-/* Follow the top-level records through the bytes of the copy from offset
- * s->written: a tag the format does not define stops the copy there, with
- * the reader's message, so that a bomb of zeros behind a valid header costs
- * 31 bytes, not the gigabytes it inflates to.  (Everything else is left to
- * the reader, which sees the whole file.) */
-static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err)
+static int all_zeros(const uint8_t *p, size_t n)
+{
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Bytes that follow a record header of zeros at s->zeros_at, in salvage:
+ * while they are zeros the tail may be a zero-filled one, which the copy
+ * must hold as the file would (the salvage takes the zeros for the end of
+ * the data by where they start and how many they are).  A byte that is not
+ * zero makes them zeros in the middle of the dump: the salvaging reader of
+ * the file fails at the header, with this message. */
+static int follow_zeros(const struct spool *s, const uint8_t *p, size_t n,
+                        struct hprof_error *err)
+{
+    if (all_zeros(p, n))
+        return HPROF_OK;
+    return hprof_error_set(err, HPROF_ERR_FORMAT, "offset 0x%" PRIx64 ": " HPROF_ZEROS_HERE,
+                           s->zeros_at);
+}
+
+/* The framing met a record header of zeros at `at`, which no record has:
+ * a tail of zeros, or zeros over the middle of a dump.  Without salvage the
+ * copy stops there with the reader's message and code (the input is cut,
+ * --salvage may help), so that a bomb of zeros behind a valid header costs
+ * a few bytes, not the gigabytes it inflates to.  With salvage the zeros
+ * are followed to the end (follow_zeros()) and held back: they cost no
+ * room, only the time to inflate them. */
+static int zeros_here(struct spool *s, uint64_t at, struct hprof_error *err)
+{
+    if (!s->salvage)
+        return hprof_error_set(err, HPROF_ERR_TRUNCATED,
+                               "offset 0x%" PRIx64 ": " HPROF_ZEROS_HERE, at);
+    s->in_zeros = 1;
+    s->zeros_at = at;
+    return HPROF_OK;
+}
+
+/* Follow the top-level records through the `n` bytes at `p`, which the copy
+ * holds from offset s->written: a tag the format does not define stops the
+ * copy there, with the reader's message, so that garbage behind a valid
+ * header is not inflated to its end.  (Everything else is left to the
+ * reader, which sees the whole file.)  *emit: how many of the bytes go to
+ * the copy now, the rest being zeros held back (zeros_here()). */
+static int frame(struct spool *s, const uint8_t *p, size_t n, size_t *emit,
+                 struct hprof_error *err)
 {
     uint64_t at = s->written;
+    *emit = n;
+    if (s->in_zeros) {
+        *emit = 0;
+        return follow_zeros(s, p, n, err);
+    }
     while (n > 0 && s->in_header >= 0) {
         size_t used;
         if (s->in_header && !s->nul_seen) { /* the version string and its NUL */
@@ -103,15 +149,24 @@ static int frame(struct spool *s, const uint8_t *p, size_t n, struct hprof_error
             if (s->n_rec == 9) {
                 s->n_rec = 0;
                 s->unknown_tag = !hprof_tag_known(s->rec[0]);
+                uint64_t rec_at = at + used - 9;
+                if (all_zeros(s->rec, sizeof s->rec)) {
+                    int rc = zeros_here(s, rec_at, err);
+                    if (rc != HPROF_OK)
+                        return rc;
+                    /* the header's bytes in earlier chunks went out: zeros too */
+                    *emit = rec_at > s->written ? (size_t)(rec_at - s->written) : 0;
+                    return follow_zeros(s, p + used, n - used, err);
+                }
                 if (s->unknown_tag && hprof_head_is_file_header(s->rec[0], get_u4(s->rec + 1),
                                                                 get_u4(s->rec + 5)))
                     return hprof_error_set(err, HPROF_ERR_FORMAT,
                                            "offset 0x%" PRIx64 ": " HPROF_FILE_HEADER_HERE,
-                                           at + used - 9);
+                                           rec_at);
                 if (s->unknown_tag)
                     return hprof_error_set(err, HPROF_ERR_FORMAT,
                                            "offset 0x%" PRIx64 ": tag 0x%02x: unknown record tag",
-                                           at + used - 9, s->rec[0]);
+                                           rec_at, s->rec[0]);
                 s->skip = get_u4(s->rec + 5);
             }
         }
@@ -151,13 +206,24 @@ int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *e
             return not_a_dump(s, err);
         s->checked = s->n_head == MAGIC_LEN;
     }
-    int rc = frame(s, p, n, err);
-    if (rc == HPROF_OK)
-        rc = s->emit(s, p, n, err);
+    size_t emit;
+    int rc = frame(s, p, n, &emit, err);
+    if (rc == HPROF_OK && emit > 0)
+        rc = s->emit(s, p, emit, err);
     if (rc != HPROF_OK)
         return rc;
     s->written += n;
     return HPROF_OK;
+}
+
+int spool_fill_zeros(struct spool *s, struct hprof_error *err)
+{
+    if (!s->in_zeros || ftruncate(s->out, (off_t)s->written) == 0)
+        return HPROF_OK;
+    return hprof_error_set(err, HPROF_ERR_NOROOM,
+                           "offset 0x%" PRIx64 ": the decompressed copy of the input in %s "
+                           "(TMPDIR chooses the temporary directory): %s", s->zeros_at, s->dir,
+                           strerror(errno));
 }
 
 static ssize_t read_retried(int fd, uint8_t *buf, size_t len)

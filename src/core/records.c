@@ -724,8 +724,7 @@ int reader_read_record(struct hprof_reader *r, struct hprof_visitor *v)
      * tail (salvage.c): salvage does not help with them. */
     if (r->rec_tag == 0 && time == 0 && length == 0)
         return hprof_error_set(r->err, r->set.salvage ? HPROF_ERR_FORMAT : HPROF_ERR_TRUNCATED,
-                               "offset 0x%" PRIx64 ": zero bytes where a record should start "
-                               "(a preallocated or zero-filled tail?)", r->rec_offset);
+                               "offset 0x%" PRIx64 ": " HPROF_ZEROS_HERE, r->rec_offset);
     int heap_record = 0;
     if (r->rec_tag == HPROF_TAG_HEAP_DUMP || r->rec_tag == HPROF_TAG_HEAP_DUMP_SEGMENT ||
         r->rec_tag == HPROF_TAG_HEAP_DUMP_END) {
