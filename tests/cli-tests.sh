@@ -1308,6 +1308,58 @@ PY
     grep -qF 'a\u009bb\u202ec\x9bd-'"$(printf '\303\251')"'.hprof" -> ' "$T/out" || die "batch names: $(cat -v "$T/out")"
 }
 
+TESTS="$TESTS bitmaps_stopped_by_a_signal"
+# hprof-bitmaps stopped by SIGINT, SIGTERM or SIGHUP half way (its writes
+# slowed down by the fault shim; an image placed already) leaves what a
+# failed run leaves: no image, no index, no temporary file, and neither
+# the directory it made nor anything in one that was there; a run after it
+# needs no -f. A signal that was ignored when it started (nohup) stays
+# ignored: the run completes. (A background job of sh starts with SIGINT
+# ignored: env gives it back its default.)
+t_bitmaps_stopped_by_a_signal() {
+    d=$T/bmsig; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/in.hprof"
+    # (run in the background, it becomes the job itself: $! is its pid)
+    slow_bitmaps() {
+        exec env --default-signal=INT HPROF_FAULT=slow LD_PRELOAD="$(pwd)/$B/tests/fault_write.so" \
+            "$B/hprof-bitmaps" "$d/in.hprof" "$d/out" > /dev/null 2>&1
+    }
+    # wait until an image is in place (temporary files end in .tmp)
+    wait_for_an_image() {
+        i=0
+        until ls "$d/out" 2> /dev/null | grep -q '\.png$'; do
+            i=$((i + 1)); [ $i -lt 200 ] || break; sleep 0.05
+        done
+        ls "$d/out" 2> /dev/null | grep -q '\.png$' || die "$1: no image placed while running"
+    }
+    for sig in INT:2 TERM:15 HUP:1; do
+        for outdir in made existing; do
+            rm -rf "$d/out"
+            [ $outdir = made ] || mkdir "$d/out"
+            slow_bitmaps &
+            pid=$!
+            wait_for_an_image "SIG${sig%:*}"
+            kill -"${sig%:*}" $pid
+            set +e; wait $pid; got=$?; set -e
+            [ "$got" = $((128 + ${sig#*:})) ] || die "SIG${sig%:*}, OUTDIR $outdir: exit status $got"
+            if [ $outdir = made ]; then
+                [ ! -e "$d/out" ] || die "SIG${sig%:*} left OUTDIR with $(ls -A "$d/out")"
+            else
+                [ -z "$(ls -A "$d/out")" ] || die "SIG${sig%:*} left $(ls -A "$d/out") in OUTDIR"
+            fi
+        done
+    done
+    expect 0 "$B/hprof-bitmaps" "$d/in.hprof" "$d/out"
+    [ -s "$d/out/index.tsv" ] || die "no index.tsv after a run that followed a stopped one"
+    rm -rf "$d/out"
+    (trap '' HUP; slow_bitmaps) &
+    pid=$!
+    wait_for_an_image "nohup"
+    kill -HUP $pid
+    set +e; wait $pid; got=$?; set -e
+    [ "$got" = 0 ] && [ -s "$d/out/index.tsv" ] || die "SIGHUP ignored at the start: exit status $got, $(ls -A "$d/out")"
+}
+
 if [ $# -gt 0 ]; then
     for t; do banner "$t"; "t_$t"; done
     finish

@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,23 +337,155 @@ static const char *image_name(struct hprof_reader *r, const struct hprof_info_bi
     return "buffer length does not fit width x height x 4 (ARGB_8888): raw bytes";
 }
 
+/* ---- Stopped by a signal: nothing left behind -------------------------------- */
+
+/* A run stopped by SIGINT, SIGTERM or SIGHUP leaves what a failed one
+ * leaves: nothing.  A partial export (some images, no index.tsv) would be
+ * taken for a whole one, and its names would stop the next run.  The
+ * handler removes the files being written, the files placed, and the
+ * directory if this run made it; it reads the state below, which the
+ * run changes only with those signals blocked, so it always finds it
+ * whole (and each call it makes is async-signal-safe). */
+enum { FILE_INDEX, FILE_IMAGE, N_FILES };
+static struct cli_outdir *volatile stop_dir;
+static struct cli_output *volatile stop_files[N_FILES];
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define N_STOP_SIGNALS (sizeof stop_signals / sizeof *stop_signals)
+
+static void stop_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaddset(set, stop_signals[i]);
+}
+
+static void block_stops(sigset_t *before)
+{
+    sigset_t stops;
+    stop_set(&stops);
+    sigprocmask(SIG_BLOCK, &stops, before);
+}
+
+static void unblock_stops(const sigset_t *before)
+{
+    sigprocmask(SIG_SETMASK, before, NULL);
+}
+
+static void on_stop(int sig)
+{
+    for (int i = 0; i < N_FILES; i++) {
+        struct cli_output *o = stop_files[i];
+        if (o != NULL && o->tmp_name != NULL)
+            unlinkat(o->at, o->tmp_name, 0);
+    }
+    struct cli_outdir *d = stop_dir;
+    if (d != NULL) {
+        for (size_t i = 0; i < d->n_placed; i++)
+            unlinkat(d->fd, d->placed[i], 0);
+        if (d->made)
+            rmdir(d->path);
+    }
+    /* the process ends as the signal would have ended it */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* The stop signals go to on_stop(), except one that was ignored when the
+ * program started (nohup, a background job of a shell without job
+ * control): whoever started us asked for it to be ignored. */
+static void install_stop_handlers(void)
+{
+    sigset_t before;
+    int ignored[N_STOP_SIGNALS];
+    block_stops(&before);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++) {
+        struct sigaction old;
+        ignored[i] = sigaction(stop_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN;
+    }
+    cli_install_signal_handlers(); /* a closed pipe, a limit on file size: errors, not deaths */
+    struct sigaction stop, ignore;
+    memset(&stop, 0, sizeof stop);
+    memset(&ignore, 0, sizeof ignore);
+    stop.sa_handler = on_stop;
+    stop_set(&stop.sa_mask);
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaction(stop_signals[i], ignored[i] ? &ignore : &stop, NULL);
+    unblock_stops(&before); /* an ignored one that came meanwhile is discarded */
+}
+
+/* cli_outdir_open(), the directory then known to the stop handler. */
+static int open_outdir(struct cli_outdir *d, const char *path, int replace,
+                       const struct stat *input)
+{
+    sigset_t before;
+    block_stops(&before);
+    int code = cli_outdir_open(d, path, replace, input);
+    if (code == 0)
+        stop_dir = d;
+    unblock_stops(&before);
+    return code;
+}
+
+/* cli_outdir_close(), out of the stop handler's sight first. */
+static void close_outdir(struct cli_outdir *d, int failed)
+{
+    sigset_t before;
+    block_stops(&before);
+    stop_dir = NULL;
+    cli_outdir_close(d, failed);
+    unblock_stops(&before);
+}
+
+/* cli_outdir_create() of `name`, the stop handler's file `slot` until
+ * finish_file().  @return 0 or an exit code (message printed). */
+static int create_file(struct cli_outdir *d, struct cli_output *o, const char *name, int slot)
+{
+    sigset_t before;
+    block_stops(&before);
+    int code = cli_outdir_create(d, o, name);
+    if (code == 0)
+        stop_files[slot] = o;
+    unblock_stops(&before);
+    return code;
+}
+
+/* The file of `slot` renamed into place as `name` and placed in `d`, or,
+ * after a failure (`failed`), removed.  @return 0 or an exit code. */
+static int finish_file(struct cli_outdir *d, struct cli_output *o, const char *name, int slot,
+                       int failed)
+{
+    sigset_t before;
+    int code = 0;
+    block_stops(&before);
+    stop_files[slot] = NULL;
+    if (failed) {
+        cli_output_abort(o);
+    } else {
+        code = cli_output_commit(o);
+        if (code == 0)
+            code = cli_outdir_placed(d, name);
+    }
+    unblock_stops(&before);
+    return code;
+}
+
+/* ---- The export ---------------------------------------------------------------- */
+
 /* One content's file, made in `dir` under a temporary name and renamed. */
 static int export_image(struct cli_outdir *dir, struct hprof_reader *r,
                         const struct hprof_info_bitmap *b, const char *name, int png,
                         struct hprof_error *err)
 {
     struct cli_output o;
-    if (cli_outdir_create(dir, &o, name) != 0)
+    if (create_file(dir, &o, name, FILE_IMAGE) != 0)
         return hprof_error_set(err, HPROF_ERR_IO, "%s", "");
     int rc = png ? write_png(o.path, o.fd, r, b->buffer_offset, b->width, b->height, err)
                  : write_raw(o.path, o.fd, r, b->buffer_offset, b->buffer_bytes, err);
-    if (rc != HPROF_OK) {
-        cli_output_abort(&o);
+    int code = finish_file(dir, &o, name, FILE_IMAGE, rc != HPROF_OK);
+    if (rc != HPROF_OK)
         return rc;
-    }
-    int code = cli_output_commit(&o);
-    if (code == 0)
-        code = cli_outdir_placed(dir, name);
     return code == 0 ? HPROF_OK
                      : hprof_error_set(err, code == EXIT_USAGE ? HPROF_ERR_USAGE : HPROF_ERR_IO,
                                        "%s", "");
@@ -383,7 +516,7 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info,
                       struct cli_outdir *dir, struct hprof_error *err)
 {
     struct cli_output index_out;
-    if (cli_outdir_create(dir, &index_out, "index.tsv") != 0)
+    if (create_file(dir, &index_out, "index.tsv", FILE_INDEX) != 0)
         return hprof_error_set(err, HPROF_ERR_IO, "%s", "");
     /* the index is made in memory (a line per content) and written at the end */
     char *index_text = NULL;
@@ -424,13 +557,9 @@ static int export_all(struct hprof_reader *r, const struct hprof_info *info,
     if (rc == HPROF_OK && write_all(index_out.fd, (const uint8_t *)index_text, index_len) != 0)
         rc = output_error(index_out.path, errno, err);
     free(index_text);
-    if (rc != HPROF_OK) {
-        cli_output_abort(&index_out);
+    int code = finish_file(dir, &index_out, "index.tsv", FILE_INDEX, rc != HPROF_OK);
+    if (rc != HPROF_OK)
         return rc;
-    }
-    int code = cli_output_commit(&index_out);
-    if (code == 0)
-        code = cli_outdir_placed(dir, "index.tsv");
     return code == 0 ? HPROF_OK
                      : hprof_error_set(err, code == EXIT_USAGE ? HPROF_ERR_USAGE : HPROF_ERR_IO,
                                        "%s", "");
@@ -498,7 +627,7 @@ int main(int argc, char **argv)
                                : argc - optind == 1 ? "missing OUTDIR"
                                : "too many arguments");
     const char *path = argv[optind], *dir = argv[optind + 1];
-    cli_install_signal_handlers();
+    install_stop_handlers();
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;
     struct hprof_info info;
@@ -519,10 +648,10 @@ int main(int argc, char **argv)
     struct cli_outdir out;
     int code = 0;
     if (rc == HPROF_OK) {
-        code = cli_outdir_open(&out, dir, force, have_stat ? &in_st : NULL);
+        code = open_outdir(&out, dir, force, have_stat ? &in_st : NULL);
         if (code == 0) {
             rc = export_all(r, &info, &out, &err);
-            cli_outdir_close(&out, rc != HPROF_OK);
+            close_outdir(&out, rc != HPROF_OK);
         }
     }
     /* no --salvage here: its Bitmaps are found by a pass over the whole dump */
