@@ -822,6 +822,43 @@ t_stdout_errors() {
     [ "$got" = 0 ] && "$B/hprof-verify" -q "$T/se-out.hprof" || die "-q with stdout closed: exit $got: $(cat "$T/err")"
 }
 
+TESTS="$TESTS stdout_a_closed_pipe"
+# standard output a pipe whose reader is gone (tool | head -1), closed
+# before a byte is written so that no timing decides: every tool that has
+# something to say there says that it could not (EPIPE) and exits 3, as
+# its man page says, rather than dying of SIGPIPE (141), with any option
+# that prints; with nothing to print, a closed pipe is no error
+t_stdout_a_closed_pipe() {
+    d=$T/cp; rm -rf "$d"; mkdir -p "$d"
+    gzip -dc fixtures/android-synth.hprof.gz > "$d/in.hprof"
+    # to_a_closed_pipe CMD...: the exit status in $got (128 + N: signal N)
+    to_a_closed_pipe() {
+        got=$(python3 - "$@" 2> "$T/err" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+rc = subprocess.call(sys.argv[1:], stdout=w)  # SIGPIPE as the shell leaves it
+print(128 - rc if rc < 0 else rc)
+PY
+)
+    }
+    for cmd in "hprof-info $d/in.hprof" "hprof-info --json $d/in.hprof" \
+               "hprof-info --top 1000 $d/in.hprof" "hprof-info --estimate $d/in.hprof" \
+               "hprof-verify $d/in.hprof" "hprof-shrink -f --json $d/in.hprof $d/out.hprof" \
+               "hprof-shrink -f $d/in.hprof -" \
+               "hprof-info --help" "hprof-verify --help" "hprof-bitmaps --help" \
+               "hprof-shrink --help" "hprof-synth --help" "hprof-info -V" "hprof-bitmaps -V"; do
+        # shellcheck disable=SC2086 # the command's words
+        to_a_closed_pipe "$B"/$cmd
+        [ "$got" = 3 ] && grep -q 'standard output: write' "$T/err" ||
+            die "$cmd into a closed pipe: exit $got: $(cat "$T/err")"
+    done
+    to_a_closed_pipe "$B/hprof-bitmaps" "$d/in.hprof" "$d/images"
+    [ "$got" = 0 ] && [ -s "$d/images/index.tsv" ] || die "hprof-bitmaps, stdout a closed pipe: exit $got: $(cat "$T/err")"
+    to_a_closed_pipe "$B/hprof-verify" -q "$d/in.hprof"
+    [ "$got" = 0 ] || die "hprof-verify -q, stdout a closed pipe: exit $got: $(cat "$T/err")"
+}
+
 TESTS="$TESTS stdout_is_input"
 t_stdout_is_input() {
     # standard output appended to the input is refused as cat refuses it

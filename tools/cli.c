@@ -10,6 +10,7 @@
 #ifdef __GLIBC__
 #include <malloc.h> /* mallopt() */
 #endif
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,11 @@ int cli_init(const char *argv0)
     cli_progname = slash ? slash + 1 : argv0;
     hold_standard_descriptors();
     share_one_arena_under_a_limit();
+    /* A reader of standard output gone (tool | head -1) would kill the
+     * tool with SIGPIPE, status 141: the write fails with EPIPE instead,
+     * which check_stdout_at_exit() reports with EXIT_IO, as every tool's
+     * man page says, from the first thing a tool may print (--help). */
+    signal(SIGPIPE, SIG_IGN);
     atexit(check_stdout_at_exit);
     if (hprof_version_number() != HPROF_VERSION_NUMBER) {
         cli_error("libhprof version %u does not match the headers' %u",
