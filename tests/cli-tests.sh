@@ -1007,6 +1007,22 @@ t_usage() {
         die "--salvage --window from a pipe"
     grep -q "note: --window has no effect: --salvage reads the input in several passes$" "$T/err" ||
         die "--salvage --window: $(cat "$T/err")"
+    # batch mode reads files: standard input among its INs is a usage error,
+    # said before any work (no DIR made, standard input not read); a file
+    # named - is ./-
+    for ins in "-" "$d/x.hprof -"; do
+        # shellcheck disable=SC2086 # the INs
+        expect 2 "$B/hprof-shrink" -o "$d/batch" $ins < "$d/x.hprof"
+        [ "$(wc -l < "$T/err")" = 2 ] &&
+            head -n 1 "$T/err" | grep -qx "hprof-shrink: batch mode (-o DIR) reads files, not standard input: name a file - as ./-, or shrink standard input alone (hprof-shrink - OUT)" ||
+            die "-o DIR $ins: $(cat "$T/err")"
+        [ ! -e "$d/batch" ] || die "-o DIR $ins: DIR made"
+    done
+    expect 2 "$B/hprof-shrink" -r -o "$d/batch" - < /dev/null
+    grep -q "batch mode (-o DIR) reads files, not standard input" "$T/err" || die "-r -o DIR -: $(cat "$T/err")"
+    cp "$d/x.hprof" "$d/-"
+    expect 0 "$B/hprof-shrink" -q -o "$d/batch" "$d/-"
+    [ -s "$d/batch/-" ] || die "-o DIR DIR/-: $(ls -A "$d/batch")"
 }
 
 TESTS="$TESTS standard_input_is_named_in_words"

@@ -344,6 +344,13 @@ static int parse_operands(int left, char **operands, struct options *o, int z_ba
     if (o->out_dir != NULL || o->recursive) {
         if (o->out_dir == NULL || left == 0)
             return cli_usage_error(o->out_dir ? "batch mode needs at least one IN" : "-r needs -o DIR");
+        /* each IN names its output, is skipped when that is up to date and
+         * may be a directory: standard input is none of these */
+        for (int i = 0; i < left; i++)
+            if (strcmp(operands[i], "-") == 0)
+                return cli_usage_error("batch mode (-o DIR) reads files, not standard input: "
+                                       "name a file - as ./-, or shrink standard input alone "
+                                       "(hprof-shrink - OUT)");
         o->inputs = operands;
         o->n_inputs = left;
         return 0;
