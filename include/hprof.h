@@ -221,6 +221,19 @@ HPROF_API void hprof_reader_set_dump(struct hprof_reader *r, unsigned dump);
 /* The heap dumps the last run began (so far, if it failed). */
 HPROF_API unsigned hprof_reader_dumps(const struct hprof_reader *r);
 
+/* hprof_reader_ends_before_heap() :
+ * After a run of the whole input that read every record (a run of its
+ * own, or hprof_shrink(), hprof_shrink_one_pass(), hprof_verify(),
+ * hprof_info_analyze() of `r`): 1 when the input held no heap dump and
+ * nothing but the records runtimes write before one (STRING, LOAD_CLASS,
+ * STACK_FRAME, STACK_TRACE), so that it looks cut just before its heap
+ * dump; else 0.  Without salvage such an input reads as complete (a cut
+ * between records cannot be told from the end), so a caller may warn;
+ * with it, it is cut (hprof_reader_set_salvage()).  A dump that holds
+ * other records and no heap dump (the hprof agent's profiles, CONTROL_SETTINGS
+ * first) gives 0. */
+HPROF_API int hprof_reader_ends_before_heap(const struct hprof_reader *r);
+
 /* hprof_reader_set_salvage() :
  * With `on`, a dump cut short (storage full, a process killed while
  * dumping, a stopped upload) is read as far as it is complete instead of

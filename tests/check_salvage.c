@@ -362,6 +362,86 @@ START_TEST(salvage_reads_a_dump_without_a_heap_dump_as_complete)
 }
 END_TEST
 
+/* Bytes in memory given to a stream reader, as a pipe gives them. */
+struct memory_stream {
+    const uint8_t *data;
+    size_t len, at;
+};
+
+static int read_memory(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error *err)
+{
+    struct memory_stream *m = ctx;
+    (void)err;
+    *got = len < m->len - m->at ? len : m->len - m->at;
+    memcpy(buf, m->data + m->at, *got);
+    m->at += *got;
+    return HPROF_OK;
+}
+
+enum { BY_A_RUN, BY_THE_SHRINK, BY_THE_ONE_PASS_OF_A_STREAM, N_BY };
+
+/* hprof_reader_ends_before_heap() after the first `len` bytes of `data`
+ * are read without salvage, `by` a run of a reader of them, the
+ * multi-pass shrink (whose passes read clones of it) or the one pass of a
+ * stream; the read must succeed. */
+static int ends_before_heap(const uint8_t *data, size_t len, int by)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r = NULL;
+    struct memory_stream m = { data, len, 0 };
+    struct hprof_sink *sink = hprof_sink_new_memory(&err);
+    struct tl_counter c;
+    int rc;
+    if (by == BY_THE_ONE_PASS_OF_A_STREAM)
+        ck_assert_int_eq(hprof_reader_open_stream(&r, read_memory, &m, &err), HPROF_OK);
+    else
+        ck_assert_int_eq(hprof_reader_open_memory(&r, data, len, &err), HPROF_OK);
+    if (by == BY_A_RUN) {
+        tl_counter_init(&c);
+        rc = hprof_reader_run(r, &c.base);
+    } else {
+        rc = by == BY_THE_SHRINK ? hprof_shrink(r, sink, NULL, NULL, &err)
+                                 : hprof_shrink_one_pass(r, sink, NULL, NULL, &err);
+    }
+    ck_assert_msg(rc == HPROF_OK, "%zu bytes, read by %d: %s", len, by, err.message);
+    int ends = hprof_reader_ends_before_heap(r);
+    hprof_reader_free(r);
+    hprof_sink_free(sink);
+    return ends;
+}
+
+/* Cut between two records before its heap dump (after the STRING, after
+ * the LOAD_CLASS), a dump passes for complete without salvage, but its
+ * reader says after a run that it ended before any heap dump, holding
+ * only what runtimes write before one: the caller may warn.  The whole
+ * dump, one with names after its heap, and a profile without a heap dump
+ * (CONTROL_SETTINGS first) did not. */
+START_TEST(reader_says_when_a_dump_ended_before_its_heap_dump)
+{
+    static const uint8_t settings[6] = { 0, 0, 0, 2, 0, 4 };
+    struct tbuf b, after, profile;
+    struct layout l;
+    small_dump(&b, 4, &l);
+    small_dump(&after, 4, &l);
+    tb_string(&after, 0x20, "after the heap");
+    tb_init(&profile, 4);
+    tb_header(&profile, "JAVA PROFILE 1.0.2");
+    tb_record(&profile, HPROF_TAG_CONTROL_SETTINGS, settings, sizeof settings);
+    tb_string(&profile, 0x10, "Thing");
+    tb_load_class(&profile, 1, 0x100, 0x10);
+    for (int by = 0; by < N_BY; by++) {
+        ck_assert_int_eq(ends_before_heap(b.data, l.load_class_at, by), 1);
+        ck_assert_int_eq(ends_before_heap(b.data, l.segment_at, by), 1);
+        ck_assert_int_eq(ends_before_heap(b.data, b.len, by), 0);
+        ck_assert_int_eq(ends_before_heap(after.data, after.len, by), 0);
+        ck_assert_int_eq(ends_before_heap(profile.data, profile.len, by), 0);
+    }
+    tb_free(&b);
+    tb_free(&after);
+    tb_free(&profile);
+}
+END_TEST
+
 /* Each class after the cut takes its subclasses and their instances:
  * 0x300 extends 0x310 which is dumped after the cut; 0x320's instance
  * 0x330 comes before its class, which is after the cut too. */
@@ -951,6 +1031,7 @@ static Suite *salvage_suite(void)
     tcase_add_loop_test(t, salvage_cut_between_records_before_any_heap_dump_has_nothing_to_salvage,
                         0, 2);
     tcase_add_test(t, salvage_reads_a_dump_without_a_heap_dump_as_complete);
+    tcase_add_test(t, reader_says_when_a_dump_ended_before_its_heap_dump);
     tcase_add_test(t, salvage_drops_classes_and_instances_whose_class_never_arrived);
     tcase_add_test(t, salvage_rebuilds_a_primitive_array_class_that_never_arrived);
     tcase_add_test(t, salvage_still_reports_a_corrupt_sub_record_before_the_cut);

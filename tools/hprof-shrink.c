@@ -632,6 +632,7 @@ struct run {
     struct cli_progress progress;
     int in_fd;
     uint64_t written;           /* bytes written to OUT (a file's size) */
+    int ended_before_heap;      /* hprof_reader_ends_before_heap() */
 };
 
 /* One pass for what cannot be read twice without a copy in $TMPDIR (a
@@ -727,6 +728,8 @@ static int run_shrink(struct options *o, struct run *run, const struct cli_outpu
         rc = hprof_sink_finish(run->sink);
     if (rc == HPROF_OK && o->salvage) /* before the reader goes */
         cli_salvage_collect(&o->salvaged, run->r, 1);
+    if (rc == HPROF_OK)
+        run->ended_before_heap = hprof_reader_ends_before_heap(run->r);
     cli_progress_done(&run->progress);
     if (rc == HPROF_OK) /* a file's size too: its writes all go through the sink */
         run->written = hprof_sink_file_bytes(run->sink);
@@ -762,6 +765,13 @@ static void report_success(const struct options *o, const struct run *run)
     }
     if (o->salvage && !o->quiet)
         cli_salvage_print(o->in, &o->salvaged);
+    /* Without --salvage a dump cut between records before its heap dump
+     * passes for a complete one, and its output has no heap, which
+     * analyzers refuse: the output stays as it is, a warning says why. */
+    if (run->ended_before_heap && !o->quiet)
+        cli_error("warning: %s: no heap dump, only the names, classes and stack traces "
+                  "written before one: it looks cut before its heap dump, and analyzers "
+                  "refuse a dump without one", cli_input_name(o->in));
     /* the one pass's output then differs from the multi-pass one: say so */
     if (s->window_late > 0 && !o->quiet)
         cli_error("warning: %s: %" PRIu64 " record%s decided otherwise than by the multi-pass "

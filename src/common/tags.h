@@ -75,6 +75,17 @@ static inline const char *hprof_compressed_by(const uint8_t *p, size_t n)
 #define HPROF_COMPRESSED_INSIDE "offset 0x0: header: not a heap dump but %s-compressed data " \
                                 "(compressed twice? decompress it first: %s -d)"
 
+/* What a runtime writes before its heap dump: the names, the classes
+ * loaded, the stack traces (HotSpot's heap dumper and ART write nothing
+ * else there).  A dump that holds no heap dump legitimately is a profile of
+ * the hprof agent, which starts with CONTROL_SETTINGS and holds threads,
+ * CPU samples or allocation sites. */
+static inline int hprof_tag_before_heap(uint8_t tag)
+{
+    return tag == HPROF_TAG_STRING || tag == HPROF_TAG_LOAD_CLASS ||
+           tag == HPROF_TAG_STACK_FRAME || tag == HPROF_TAG_STACK_TRACE;
+}
+
 /* Nine zero bytes where a record header should be: no record has tag 0,
  * and a tail of zeros (a preallocated download, a writer that crashed after
  * fallocate()) is what leaves them. */

@@ -195,6 +195,11 @@ unsigned hprof_reader_dumps(const struct hprof_reader *r)
     return r->dumps_seen;
 }
 
+int hprof_reader_ends_before_heap(const struct hprof_reader *r)
+{
+    return r->ended_before_heap;
+}
+
 void reader_set_one_dump(struct hprof_reader *r, int on)
 {
     r->set.one_dump = on;
@@ -312,6 +317,8 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
     r->selecting = r->set.only_dump;
     r->guarding = r->set.one_dump && r->set.only_dump == 0;
     r->stopped_at_dump = 0;
+    r->before_heap_only = 1;
+    r->ended_before_heap = 0;
     memset(&r->report, 0, sizeof r->report);
     r->report.zero_tail = r->found.zero_tail;
     if (r->found.zero_tail != 0)
@@ -331,6 +338,7 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
             break;
         if (rc != HPROF_OK)
             return rc;
+        r->before_heap_only &= hprof_tag_before_heap(r->rec_tag);
         report_progress(r);
     }
     r->dumps_seen = r->dumps;
@@ -362,6 +370,9 @@ static int run_records(struct hprof_reader *r, struct hprof_visitor *v)
                                "offset 0x%" PRIx64 ": end of file: the HEAP_DUMP_SEGMENTs from "
                                "0x%" PRIx64 " are not closed by HEAP_DUMP_END (truncated?)",
                                r->in.size, r->open_run);
+    /* (a run over part of the input knows nothing of the rest) */
+    r->ended_before_heap = r->before_heap_only && r->records > 0 && r->dumps == 0 &&
+                           r->set.range_start == 0 && r->set.range_end == 0;
     if (r->progress != NULL)
         r->progress(r->progress_ctx, r->in.size, r->in.size);
     rc = hprof_visit_end(v);

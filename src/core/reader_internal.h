@@ -18,8 +18,9 @@ int reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
                        void (*close)(void *ctx), struct hprof_error *err);
 /* A second reader of the same input (file or memory), as strict as `r`. */
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
-/* What the runs of `from` (a clone) found of a cut input, as `to`'s own:
- * a caller asks its reader, not the clones a shrink reads through. */
+/* What the runs of `from` (a clone) found of a cut input (the salvage
+ * report, hprof_reader_ends_before_heap()), as `to`'s own: a caller asks
+ * its reader, not the clones a shrink reads through. */
 void reader_copy_salvage_report(struct hprof_reader *to, const struct hprof_reader *from);
 /* Read the top-level records (HEAP_DUMPs or segments) from `start`, one at
  * least, until one ends at or past `end`. */

@@ -151,6 +151,10 @@ struct hprof_reader {
     unsigned dumps;             /* heap dumps begun so far in this run */
     unsigned dumps_seen;        /* ... in the last run */
     uint64_t dump_end;          /* where the selected dump's last record ends */
+    /* hprof_reader_ends_before_heap(): the records of this run so far are
+     * all of the kinds runtimes write before a heap dump */
+    int before_heap_only;
+    int ended_before_heap;      /* ... and the last whole run ended so */
 
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;

@@ -314,24 +314,14 @@ void salvage_state_release(struct salvage_state *sv)
     }
 }
 
-/* What a runtime writes before its heap dump: the names, the classes
- * loaded, the stack traces (HotSpot's heap dumper and ART write nothing
- * else there).  A dump that holds no heap dump legitimately is a profile of
- * the hprof agent, which starts with CONTROL_SETTINGS and holds threads,
- * CPU samples or allocation sites. */
-static int before_a_heap_dump(uint8_t tag)
-{
-    return tag == HPROF_TAG_STRING || tag == HPROF_TAG_LOAD_CLASS ||
-           tag == HPROF_TAG_STACK_FRAME || tag == HPROF_TAG_STACK_TRACE;
-}
-
 /* The record headers from the top, read with pread() even when mapped:
  * touching each header in the mapping would map most of an ART dump (a
  * segment every few KiB).  Is the input cut (a record runs past its end,
  * or a run of segments is left open)?  A heap record cut is scanned
  * (scan_cut_heap()).  An input that ends between two records with no heap
- * dump, after nothing but what runtimes write before one, is cut before
- * its heap dump (r->found.cut_before_heap): a complete one would hold it.
+ * dump, after nothing but what runtimes write before one
+ * (hprof_tag_before_heap()), is cut before its heap dump
+ * (r->found.cut_before_heap): a complete one would hold it.
  * *first_heap: the first heap record's offset, or 0. */
 static int find_cut(struct hprof_reader *r, int *cut, uint64_t *first_heap)
 {
@@ -350,7 +340,7 @@ static int find_cut(struct hprof_reader *r, int *cut, uint64_t *first_heap)
             return rc;
         uint32_t length = get_u4(h + 5);
         int heap = h[0] == HPROF_TAG_HEAP_DUMP || h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT;
-        prelude_only &= before_a_heap_dump(h[0]);
+        prelude_only &= hprof_tag_before_heap(h[0]);
         if (heap && *first_heap == 0)
             *first_heap = pos;
         if (h[0] == HPROF_TAG_HEAP_DUMP_SEGMENT && open_run == 0)
@@ -500,5 +490,6 @@ const struct hprof_salvage_report *hprof_reader_salvage_report(const struct hpro
 void reader_copy_salvage_report(struct hprof_reader *to, const struct hprof_reader *from)
 {
     to->report = from->report;
+    to->ended_before_heap = from->ended_before_heap;
 }
 
