@@ -28,7 +28,6 @@ struct child {
 };
 
 #define MAX_CHILDREN 256
-#define N_STOP_SIGNALS 3
 
 /* One batch run. */
 struct tally {
@@ -45,7 +44,7 @@ struct batch {
     unsigned n_slots, running;
     unsigned max_running;       /* n_slots, or fewer once fork() said EAGAIN */
     size_t next;                /* the next job to start */
-    struct sigaction old_stop[N_STOP_SIGNALS]; /* what the children restore */
+    struct sigaction old_stop[CLI_N_STOP_SIGNALS]; /* what the children restore */
     int signal_passed_on;
     /* Standard output has one writer, the parent: children send their
      * lines through a pipe, and each line goes out in one write(), so
@@ -53,19 +52,6 @@ struct batch {
      * write error is kept for the exit status. */
     int out_error;
 };
-
-/* What stops a batch: passed on to the children, whose own handlers
- * (cli.c) remove their temporary files. */
-static const int stop_signals[N_STOP_SIGNALS] = { SIGINT, SIGTERM, SIGHUP };
-
-static void block_stop_signals(sigset_t *before)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    for (int i = 0; i < N_STOP_SIGNALS; i++)
-        sigaddset(&set, stop_signals[i]);
-    sigprocmask(SIG_BLOCK, &set, before);
-}
 
 /* A signal handler has no context: the one signal that stops the batch. */
 static volatile sig_atomic_t batch_signal;
@@ -363,9 +349,9 @@ static int read_child(struct batch *b, struct child *c)
 _Noreturn static void child_main(struct batch *b, size_t i, const int fds[2],
                                  const sigset_t *mask)
 {
-    for (int k = 0; k < N_STOP_SIGNALS; k++)
-        sigaction(stop_signals[k], &b->old_stop[k], NULL);
-    sigprocmask(SIG_SETMASK, mask, NULL);
+    for (int k = 0; k < CLI_N_STOP_SIGNALS; k++)
+        sigaction(cli_stop_signals[k], &b->old_stop[k], NULL);
+    cli_unblock_stop_signals(mask);
     for (unsigned k = 0; k < b->n_slots; k++)
         if (b->slots[k].pid > 0 && b->slots[k].from >= 0)
             close(b->slots[k].from);
@@ -400,20 +386,20 @@ static int start_child(struct batch *b, size_t i)
      * only the parent's, which a child ignores: held until both sides
      * have theirs, it reaches each. */
     sigset_t before;
-    block_stop_signals(&before);
+    cli_block_stop_signals(&before);
     pid_t pid = fork();
     if (pid == 0)
         child_main(b, i, fds, &before);
     int error = errno;
     close(fds[1]);
     if (pid < 0) {
-        sigprocmask(SIG_SETMASK, &before, NULL);
+        cli_unblock_stop_signals(&before);
         close(fds[0]);
         errno = error;
         return -1;
     }
     take_slot(b, pid, i, fds[0]);
-    sigprocmask(SIG_SETMASK, &before, NULL);
+    cli_unblock_stop_signals(&before);
     return 0;
 }
 
@@ -559,8 +545,8 @@ static int make_out_dir(struct batch *b)
  * ignored (nohup, a background job) stays ignored, by children too. */
 static void catch_stop_signals(struct batch *b)
 {
-    for (int i = 0; i < N_STOP_SIGNALS; i++)
-        cli_catch_signal(stop_signals[i], on_batch_signal, &b->old_stop[i]);
+    for (int i = 0; i < CLI_N_STOP_SIGNALS; i++)
+        cli_catch_signal(cli_stop_signals[i], on_batch_signal, &b->old_stop[i]);
 }
 
 static void run_jobs(struct batch *b)

@@ -220,9 +220,23 @@ void cli_json_string(FILE *f, const char *s, size_t len);
  * dies of the signal as it would have; one ignored when the program
  * started (nohup, a background job) stays ignored. */
 void cli_install_signal_handlers(void);
-/* `handler` for `sig` unless it is ignored, *before (if not NULL) what it
- * had.  @return 1 when installed. */
+/* The signals that stop a run. */
+#define CLI_N_STOP_SIGNALS 3
+extern const int cli_stop_signals[CLI_N_STOP_SIGNALS];
+/* `handler` for `sig`, the stop signals blocked while it runs, unless
+ * `sig` is ignored; *before (if not NULL) what it had.  @return 1 when
+ * installed. */
 int cli_catch_signal(int sig, void (*handler)(int), struct sigaction *before);
+/* The stop signals held in the calling thread (the tools' handlers run
+ * while no other thread is), *before the mask to give back. */
+void cli_block_stop_signals(sigset_t *before);
+void cli_unblock_stop_signals(const sigset_t *before);
+
+/* Whether standard error writes into one of `paths` (inputs; "-" is
+ * standard input), as `tool IN 2>> IN` would make it: then EXIT_USAGE,
+ * standard error pointed at /dev/null first (the refusal itself would
+ * change the input), else 0.  Called before any work. */
+int cli_refuse_messages_into_inputs(char *const *paths, int n);
 
 /* Open `path` ("-" for stdin; gzip and pipes spooled) and a reader on it.
  * Refuses a terminal as stdin (HPROF_ERR_USAGE) and names zstd, xz, bzip2

@@ -94,6 +94,23 @@ static int writes_to_input(int fd, const char *path)
     return in.st_dev == out.st_dev && in.st_ino == out.st_ino;
 }
 
+int cli_refuse_messages_into_inputs(char *const *paths, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!writes_to_input(STDERR_FILENO, paths[i]))
+            continue;
+        /* even the refusal would change that input: standard error goes
+         * nowhere from here, and the exit status says why nothing ran */
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, STDERR_FILENO);
+            close(null);
+        }
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* Inputs refused before a byte is read. */
 static int refuse_input(const char *path, struct hprof_error *err)
 {
@@ -105,16 +122,6 @@ static int refuse_input(const char *path, struct hprof_error *err)
         return hprof_error_set(err, HPROF_ERR_USAGE,
                                "input file is output file (standard output): refusing "
                                "to write into the file being read");
-    if (writes_to_input(STDERR_FILENO, path)) {
-        /* even the message would change the input: it goes nowhere, and
-         * the exit status says why the run stopped */
-        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (null >= 0 && dup2(null, STDERR_FILENO) >= 0)
-            close(null);
-        return hprof_error_set(err, HPROF_ERR_USAGE,
-                               "input file is standard error's file: refusing to write "
-                               "messages into the file being read");
-    }
     return HPROF_OK;
 }
 

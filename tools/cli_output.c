@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,9 +107,32 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+const int cli_stop_signals[CLI_N_STOP_SIGNALS] = { SIGINT, SIGTERM, SIGHUP };
+
+static void stop_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (int i = 0; i < CLI_N_STOP_SIGNALS; i++)
+        sigaddset(set, cli_stop_signals[i]);
+}
+
+void cli_block_stop_signals(sigset_t *before)
+{
+    sigset_t stops;
+    stop_signal_set(&stops);
+    pthread_sigmask(SIG_BLOCK, &stops, before);
+}
+
+void cli_unblock_stop_signals(const sigset_t *before)
+{
+    pthread_sigmask(SIG_SETMASK, before, NULL);
+}
+
 int cli_catch_signal(int sig, void (*handler)(int), struct sigaction *before)
 {
     struct sigaction sa, old;
+    memset(&old, 0, sizeof old);
+    old.sa_handler = SIG_DFL;
     if (sigaction(sig, NULL, &old) != 0 || old.sa_handler == SIG_IGN) {
         if (before != NULL)
             *before = old;
@@ -116,7 +140,7 @@ int cli_catch_signal(int sig, void (*handler)(int), struct sigaction *before)
     }
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
-    sigemptyset(&sa.sa_mask);
+    stop_signal_set(&sa.sa_mask);
     return sigaction(sig, &sa, before) == 0;
 }
 
@@ -124,10 +148,8 @@ void cli_install_signal_handlers(void)
 {
     /* nohup(1) and a shell's background jobs ignore SIGHUP or SIGINT for
      * us: such a signal stays ignored, and the run goes on */
-    cli_catch_signal(SIGINT, on_signal, NULL);
-    cli_catch_signal(SIGTERM, on_signal, NULL);
-    cli_catch_signal(SIGHUP, on_signal, NULL);
-    signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes EPIPE, reported */
+    for (int i = 0; i < CLI_N_STOP_SIGNALS; i++)
+        cli_catch_signal(cli_stop_signals[i], on_signal, NULL);
     signal(SIGXFSZ, SIG_IGN); /* so does a limit on file size (EFBIG), not a kill */
 }
 
@@ -403,12 +425,8 @@ int cli_output_open_at(struct cli_output *o, int at, const char *name, const cha
         lock_dir_briefly(lock_fd, LOCK_SH);
     /* A stop signal between the file's creation and remember_temp() would
      * leave it behind: held until the handler knows the file. */
-    sigset_t stop_signals, before;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGHUP);
-    sigprocmask(SIG_BLOCK, &stop_signals, &before);
+    sigset_t before;
+    cli_block_stop_signals(&before);
     o->fd = create_temp_at(at, o->tmp_name, len - prefix);
     int error = errno;
     if (o->fd >= 0)
@@ -416,7 +434,7 @@ int cli_output_open_at(struct cli_output *o, int at, const char *name, const cha
     if (lock_fd >= 0)
         close(lock_fd); /* and the shared lock with it */
     if (o->fd < 0) {
-        sigprocmask(SIG_SETMASK, &before, NULL);
+        cli_unblock_stop_signals(&before);
         cli_error("%s: cannot create a temporary file in its directory: %s", cli_quote(path),
                   strerror(error));
         release_output_names(o);
@@ -424,7 +442,7 @@ int cli_output_open_at(struct cli_output *o, int at, const char *name, const cha
     }
     set_output_mode(o->fd, input);
     int remembered = remember_temp(at, o->tmp_name);
-    sigprocmask(SIG_SETMASK, &before, NULL);
+    cli_unblock_stop_signals(&before);
     if (remembered != 0) {
         cli_error("too many outputs open at once");
         cli_output_abort(o);

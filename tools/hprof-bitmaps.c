@@ -349,27 +349,6 @@ static const char *image_name(struct hprof_reader *r, const struct hprof_info_bi
 enum { FILE_INDEX, FILE_IMAGE, N_FILES };
 static struct cli_outdir *volatile stop_dir;
 static struct cli_output *volatile stop_files[N_FILES];
-static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
-#define N_STOP_SIGNALS (sizeof stop_signals / sizeof *stop_signals)
-
-static void stop_set(sigset_t *set)
-{
-    sigemptyset(set);
-    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
-        sigaddset(set, stop_signals[i]);
-}
-
-static void block_stops(sigset_t *before)
-{
-    sigset_t stops;
-    stop_set(&stops);
-    sigprocmask(SIG_BLOCK, &stops, before);
-}
-
-static void unblock_stops(const sigset_t *before)
-{
-    sigprocmask(SIG_SETMASK, before, NULL);
-}
 
 static void on_stop(int sig)
 {
@@ -395,24 +374,9 @@ static void on_stop(int sig)
  * control): whoever started us asked for it to be ignored. */
 static void install_stop_handlers(void)
 {
-    sigset_t before;
-    int ignored[N_STOP_SIGNALS];
-    block_stops(&before);
-    for (size_t i = 0; i < N_STOP_SIGNALS; i++) {
-        struct sigaction old;
-        ignored[i] = sigaction(stop_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN;
-    }
     cli_install_signal_handlers(); /* a closed pipe, a limit on file size: errors, not deaths */
-    struct sigaction stop, ignore;
-    memset(&stop, 0, sizeof stop);
-    memset(&ignore, 0, sizeof ignore);
-    stop.sa_handler = on_stop;
-    stop_set(&stop.sa_mask);
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
-        sigaction(stop_signals[i], ignored[i] ? &ignore : &stop, NULL);
-    unblock_stops(&before); /* an ignored one that came meanwhile is discarded */
+    for (int i = 0; i < CLI_N_STOP_SIGNALS; i++)
+        cli_catch_signal(cli_stop_signals[i], on_stop, NULL);
 }
 
 /* cli_outdir_open(), the directory then known to the stop handler. */
@@ -420,11 +384,11 @@ static int open_outdir(struct cli_outdir *d, const char *path, int replace,
                        const struct stat *input)
 {
     sigset_t before;
-    block_stops(&before);
+    cli_block_stop_signals(&before);
     int code = cli_outdir_open(d, path, replace, input);
     if (code == 0)
         stop_dir = d;
-    unblock_stops(&before);
+    cli_unblock_stop_signals(&before);
     return code;
 }
 
@@ -432,10 +396,10 @@ static int open_outdir(struct cli_outdir *d, const char *path, int replace,
 static void close_outdir(struct cli_outdir *d, int failed)
 {
     sigset_t before;
-    block_stops(&before);
+    cli_block_stop_signals(&before);
     stop_dir = NULL;
     cli_outdir_close(d, failed);
-    unblock_stops(&before);
+    cli_unblock_stop_signals(&before);
 }
 
 /* cli_outdir_create() of `name`, the stop handler's file `slot` until
@@ -443,11 +407,11 @@ static void close_outdir(struct cli_outdir *d, int failed)
 static int create_file(struct cli_outdir *d, struct cli_output *o, const char *name, int slot)
 {
     sigset_t before;
-    block_stops(&before);
+    cli_block_stop_signals(&before);
     int code = cli_outdir_create(d, o, name);
     if (code == 0)
         stop_files[slot] = o;
-    unblock_stops(&before);
+    cli_unblock_stop_signals(&before);
     return code;
 }
 
@@ -458,7 +422,7 @@ static int finish_file(struct cli_outdir *d, struct cli_output *o, const char *n
 {
     sigset_t before;
     int code = 0;
-    block_stops(&before);
+    cli_block_stop_signals(&before);
     stop_files[slot] = NULL;
     if (failed) {
         cli_output_abort(o);
@@ -467,7 +431,7 @@ static int finish_file(struct cli_outdir *d, struct cli_output *o, const char *n
         if (code == 0)
             code = cli_outdir_placed(d, name);
     }
-    unblock_stops(&before);
+    cli_unblock_stop_signals(&before);
     return code;
 }
 
@@ -627,6 +591,8 @@ int main(int argc, char **argv)
                                : argc - optind == 1 ? "missing OUTDIR"
                                : "too many arguments");
     const char *path = argv[optind], *dir = argv[optind + 1];
+    if (cli_refuse_messages_into_inputs(argv + optind, 1) != 0)
+        return EXIT_USAGE;
     install_stop_handlers();
     struct hprof_error err = { 0 };
     struct hprof_reader *r = NULL;

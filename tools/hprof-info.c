@@ -252,6 +252,8 @@ int main(int argc, char **argv)
     }
     if (optind == argc)
         return cli_usage_error("no input file");
+    if (cli_refuse_messages_into_inputs(argv + optind, argc - optind) != 0)
+        return EXIT_USAGE;
     if (mapping_path != NULL) {
         struct hprof_error err = { 0 };
         if (hprof_mapping_load(mapping_path, &mapping, &err) != HPROF_OK) {

@@ -849,6 +849,9 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     argv[0] = (char *)cli_progname; /* getopt's messages name the tool as ours do */
     int code = parse(argc, argv, &o);
+    if (code == 0)
+        code = o.out_dir ? cli_refuse_messages_into_inputs(o.inputs, o.n_inputs)
+                         : cli_refuse_messages_into_inputs((char *[]){ (char *)o.in }, 1);
     if (code != 0)
         return code;
     /* the names in use are code; the others are HotSpot's symbol table,

@@ -153,6 +153,8 @@ int main(int argc, char **argv)
     if (optind == argc) {
         return cli_usage_error("no input file");
     }
+    if (cli_refuse_messages_into_inputs(argv + optind, argc - optind) != 0)
+        return EXIT_USAGE;
     for (int i = optind; i < argc; i++) {
         int code = verify_file(argv[i], quiet);
         /* The worst outcome decides; I/O trouble outranks invalid input. */

@@ -3,6 +3,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -157,20 +158,48 @@ struct ordered_pool *pool_new(unsigned slots, void *const *jobs, unsigned thread
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
+    /* Workers take no asynchronous signal: a program's handlers run in its
+     * own threads, where it can hold them off while it changes what they
+     * read.  A fault (SIGBUS from a mapping cut short) still reaches the
+     * thread that made it. */
+    sigset_t async, before;
+    sigfillset(&async);
+    static const int faults[] = { SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        sigdelset(&async, faults[i]);
+    pthread_sigmask(SIG_BLOCK, &async, &before);
     for (; p->started < threads; p->started++) {
         struct pool_worker *w = &p->workers[p->started];
         *w = (struct pool_worker){ .pool = p, .ctx = worker[p->started] };
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-            if (p->started > 0) { /* a limit on threads: fewer share the jobs */
-                p->n_workers = p->started;
-                break;
-            }
-            pool_free(p);
-            hprof_error_set(err, HPROF_ERR_NOMEM, "cannot start a thread");
-            return NULL;
-        }
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            break;
     }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    if (p->started == 0) {
+        pool_free(p);
+        hprof_error_set(err, HPROF_ERR_NOMEM, "cannot start a thread");
+        return NULL;
+    }
+    p->n_workers = p->started; /* a limit on threads: fewer share the jobs */
     return p;
+}
+
+struct ordered_pool *pool_new_or_inline(unsigned slots, void *const *jobs, unsigned threads,
+                                        void *const *worker, pool_run_fn run,
+                                        struct hprof_error *err)
+{
+    struct hprof_error first = { 0 };
+    struct ordered_pool *p = pool_new(slots, jobs, threads, worker, run, &first);
+    if (p == NULL && threads > 0)
+        return pool_new(slots, jobs, 0, worker, run, err); /* no thread to be had */
+    if (p == NULL)
+        hprof_error_set(err, first.code, "%s", first.message);
+    return p;
+}
+
+unsigned pool_workers(const struct ordered_pool *p)
+{
+    return p->n_workers;
 }
 
 /* Workers look at every slot's state and number while they wait: they

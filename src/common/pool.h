@@ -52,6 +52,14 @@ typedef void (*pool_run_fn)(void *worker, void *job);
  * @return NULL when out of memory or no thread starts (with `err` set). */
 struct ordered_pool *pool_new(unsigned slots, void *const *jobs, unsigned threads,
                               void *const *worker, pool_run_fn run, struct hprof_error *err);
+/* The same, but where no thread starts the caller runs the jobs (with
+ * worker[0]), as with threads == 0: for work whose result is the same
+ * whoever runs it.  @return NULL only when out of memory. */
+struct ordered_pool *pool_new_or_inline(unsigned slots, void *const *jobs, unsigned threads,
+                                        void *const *worker, pool_run_fn run,
+                                        struct hprof_error *err);
+/* The workers it has (0: the caller runs the jobs). */
+unsigned pool_workers(const struct ordered_pool *p);
 /* Stops the workers (a job being run is finished first) and frees. */
 void pool_free(struct ordered_pool *p);
 

@@ -288,12 +288,8 @@ static int gzip_start(struct gzip_sink *g, int level, enum gzip_backend backend)
             rc = HPROF_ERR_NOMEM;
     }
     if (rc == HPROF_OK) {
-        g->pool = pool_new(g->n_jobs, jobs, g->threads, coders, compress_job, g->base.err);
-        /* no thread to be had (a limit on them): the caller compresses,
-         * into the same bytes */
-        if (g->pool == NULL && g->threads > 0 && g->base.err->code == HPROF_ERR_NOMEM &&
-            (g->pool = pool_new(g->n_jobs, jobs, 0, coders, compress_job, g->base.err)) != NULL)
-            *g->base.err = (struct hprof_error){ 0 };
+        g->pool = pool_new_or_inline(g->n_jobs, jobs, g->threads, coders, compress_job,
+                                     g->base.err);
         rc = g->pool ? HPROF_OK : g->base.err->code;
     } else {
         hprof_error_set(g->base.err, HPROF_ERR_NOMEM, "gzip: out of memory");

@@ -387,18 +387,12 @@ int spool_inflate_members(struct spool *s, uint64_t size, unsigned threads,
             goto out;
         }
     }
-    p.pool = pool_new(p.n_jobs, jobs, workers, ctx, inflate_job, err);
-    /* no thread to be had (a limit on them): the members are inflated here */
-    if (p.pool == NULL && workers > 0 && err->code == HPROF_ERR_NOMEM &&
-        (p.pool = pool_new(p.n_jobs, jobs, 0, ctx, inflate_job, err)) != NULL) {
-        *err = (struct hprof_error){ 0 };
-        workers = 0;
-    }
+    p.pool = pool_new_or_inline(p.n_jobs, jobs, workers, ctx, inflate_job, err);
     if (p.pool == NULL) {
         rc = err->code;
         goto out;
     }
-    s->stats->workers = workers;
+    s->stats->workers = pool_workers(p.pool);
     while (rc == HPROF_OK && !p.done) {
         int filled;
         rc = fill_one(&p, &filled, err);

@@ -47,10 +47,10 @@ static int let_go(struct hold_sink *h)
 }
 
 /* The room holds `need` bytes or more, within the limit.  @return 0 when
- * that would pass it. */
-static int room_for(struct hold_sink *h, size_t need, int *rc)
+ * that would pass it, or memory for it is not to be had: holding is a
+ * help, not a need (what could not wait keeps its filler, counted). */
+static int room_for(struct hold_sink *h, size_t need)
 {
-    *rc = HPROF_OK;
     if (need > h->limit)
         return 0;
     size_t cap = h->base.room_cap ? h->base.room_cap : HOLD_FIRST;
@@ -59,10 +59,8 @@ static int room_for(struct hold_sink *h, size_t need, int *rc)
     while (cap < need)
         cap = cap > h->limit / 2 ? h->limit : cap * 2;
     uint8_t *grown = realloc(h->held, cap);
-    if (grown == NULL) {
-        *rc = hprof_error_set(h->base.err, HPROF_ERR_NOMEM, "out of memory");
+    if (grown == NULL)
         return 0;
-    }
     h->held = h->base.room = grown;
     h->base.room_cap = cap;
     return 1;
@@ -73,14 +71,12 @@ static int room_for(struct hold_sink *h, size_t need, int *rc)
 static int hold_write(struct hprof_sink *s, const void *buf, size_t len)
 {
     struct hold_sink *h = self(s);
-    int rc = HPROF_OK;
-    if (h->holding && room_for(h, s->room_len + len, &rc)) {
+    if (h->holding && room_for(h, s->room_len + len)) {
         memcpy(h->held + s->room_len, buf, len);
         s->room_len += len;
         return HPROF_OK;
     }
-    if (rc == HPROF_OK && h->holding)
-        rc = let_go(h);
+    int rc = h->holding ? let_go(h) : HPROF_OK;
     return rc == HPROF_OK ? hprof_sink_write(h->next, buf, len) : rc;
 }
 
@@ -120,13 +116,12 @@ int sink_hold_start(struct hprof_sink *s, size_t limit)
         return hprof_error_set(s->err, HPROF_ERR_USAGE, "hold on a failed or finished sink");
     if (h->holding)
         return HPROF_OK;
-    int rc;
     h->holding = 1;
     h->limit = limit;
     h->from = s->bytes;
-    if (!room_for(h, limit < HOLD_FIRST ? limit : HOLD_FIRST, &rc))
-        h->holding = 0;
-    return rc;
+    if (!room_for(h, limit < HOLD_FIRST ? limit : HOLD_FIRST))
+        h->holding = 0; /* nothing held: the fillers stay, counted */
+    return HPROF_OK;
 }
 
 int sink_hold_patch(struct hprof_sink *s, uint64_t at, const void *buf, size_t len)

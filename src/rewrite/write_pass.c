@@ -281,12 +281,8 @@ static int start_pool(struct write_pass *wp)
             jobs[i] = &wp->jobs[i];
         for (unsigned i = 0; i < wp->n_workers; i++)
             workers[i] = &wp->workers[i];
-        wp->pool = pool_new(wp->n_jobs, jobs, wp->n_workers, workers, run_job, cfg->err);
-        /* no thread to be had (a limit on them): the caller runs the jobs,
-         * as with -j1 */
-        if (wp->pool == NULL && cfg->err->code == HPROF_ERR_NOMEM &&
-            (wp->pool = pool_new(wp->n_jobs, jobs, 0, workers, run_job, cfg->err)) != NULL)
-            *cfg->err = (struct hprof_error){ 0 }; /* the first try's, not an error now */
+        wp->pool = pool_new_or_inline(wp->n_jobs, jobs, wp->n_workers, workers, run_job,
+                                      cfg->err);
         if (wp->pool == NULL)
             rc = cfg->err->code;
     }
