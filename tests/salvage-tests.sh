@@ -312,6 +312,23 @@ for f in $inputs; do
 done
 echo "    $zcuts zero-filled cuts"
 
+banner "salvage: a zero tail that is a hole (sparse file, zstd bomb) is not read through"
+# A preallocated tail can be a hole of gigabytes, and the copy of a
+# compressed zero bomb ends in one as long as it inflates to: where the
+# zeros start is found from the file's last data, a few reads, not a read
+# of every zero backwards (65,536 of 64 KiB for this 4 GiB).
+command -v strace > /dev/null || { echo "FAIL: strace missing (apt-get install strace)" >&2; exit 1; }
+gzip -dc fixtures/hotspot-synth.hprof.gz > "$T/hole.hprof"
+truncate -s +4G "$T/hole.hprof"
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -qq -e trace=pread64,read -o "$T/hole.strace" \
+    "$B/hprof-shrink" -q -f --salvage "$T/hole.hprof" "$T/hole.out" || die "a sparse zero tail: exit $?"
+reads=$(grep -c 'read' "$T/hole.strace" || true)
+[ "$reads" -lt 2000 ] || die "a sparse zero tail of 4 GiB took $reads reads"
+gzip -dc fixtures/hotspot-synth.hprof.gz > "$T/hole.ref"
+"$B/hprof-shrink" -q -f "$T/hole.ref" "$T/hole.ref.out"
+cmp -s "$T/hole.out" "$T/hole.ref.out" || die "a sparse zero tail: not the whole dump's output"
+rm -f "$T/hole.hprof" "$T/hole.strace"
+
 banner "salvage: a file of several heap dumps cut anywhere keeps each dump's complete records"
 mcuts=0
 # what hprof-verify counts of each dump, a line each: "INSTANCES OBJ_ARRAYS PRIM_ARRAYS"

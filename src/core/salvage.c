@@ -9,9 +9,11 @@
  * instances, and arrays of a type whose class is missing, unless that
  * array class is rebuilt.
  */
+#define _GNU_SOURCE /* SEEK_DATA, SEEK_HOLE */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "reader_private.h"
 
@@ -21,12 +23,34 @@ static int read_at(struct hprof_reader *r, uint64_t offset, uint8_t *dst, size_t
     return window_read_at(&r->in, offset, dst, len, r->err);
 }
 
+/* Where the file's last data ends: past it is a hole, zeros not stored
+ * (the copy of a stream ends with one where the input ends in zeros, and
+ * a compressed zero bomb makes it as long as it inflates to).  The size,
+ * where holes are not told apart or there is no file. */
+static uint64_t last_data_end(const struct hprof_reader *r)
+{
+#ifdef SEEK_HOLE
+    int fd = r->in.fd;
+    if (fd < 0)
+        return r->in.size;
+    off_t hole = lseek(fd, (off_t)r->header.length, SEEK_HOLE);
+    while (hole >= 0 && (uint64_t)hole < r->in.size) {
+        off_t data = lseek(fd, hole, SEEK_DATA);
+        if (data < 0)
+            return (uint64_t)hole; /* ENXIO: no data after this hole */
+        hole = lseek(fd, data, SEEK_HOLE);
+    }
+#endif
+    return r->in.size;
+}
+
 /* Where the run of zero bytes that ends the input starts, no earlier than
- * the header's end. */
+ * the header's end: read backwards from the last data, not through a
+ * hole. */
 static int trailing_zeros_start(struct hprof_reader *r, uint64_t *start)
 {
     uint8_t buf[64 << 10];
-    uint64_t end = r->in.size;
+    uint64_t end = last_data_end(r);
     while (end > r->header.length) {
         size_t n = end - r->header.length < sizeof buf ? (size_t)(end - r->header.length)
                                                      : sizeof buf;
