@@ -294,8 +294,8 @@ END_TEST
 
 /* Cut between two records before the heap dump (after the STRING, after
  * the LOAD_CLASS): what is left is what runtimes write before a heap dump,
- * and no heap dump.  Read without salvage it passes for a complete dump,
- * as before; a salvaging reader knows it for a cut there, with nothing
+ * and no heap dump.  Read without salvage it passes for a complete dump;
+ * a salvaging reader knows it for a cut there, with nothing
  * lost but the heap: strict, nothing to salvage, said at the cut. */
 START_TEST(salvage_cut_between_records_before_any_heap_dump_has_nothing_to_salvage)
 {

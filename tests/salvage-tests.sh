@@ -106,8 +106,8 @@ for f in $inputs; do
     n=$(basename "$f" .hprof)
     at=$(first_heap "$f")
     head -c "$at" "$f" > "$T/noheap.hprof"
-    # without --salvage it passes for a complete dump, as it always did, and
-    # is shrunk as it was (exit 0), but one line warns that it looks cut,
+    # without --salvage it passes for a complete dump and is shrunk (exit
+    # 0, the same output with -q or not), but one line warns that it looks cut,
     # from a file or a pipe (the one pass); -q silences it
     warning="warning: $T/noheap.hprof: no heap dump, only the names, classes and stack traces written before one: it looks cut before its heap dump, and analyzers refuse a dump without one"
     run "$B/hprof-shrink" -q -f "$T/noheap.hprof" "$T/noheap-q.out"
