@@ -120,6 +120,14 @@ for f in $inputs; do
     [ "$rc" = 0 ] && grep -qxF "hprof-shrink: $(echo "$warning" | sed "s#$T/noheap.hprof#standard input#")" "$T/err" ||
         die "$n cut before its heap, from a pipe: exit $rc: $(cat "$T/err")"
     rm -f "$T/noheap.out" "$T/noheap-q.out" "$T/noheap-pipe.out"
+    # hprof-verify and hprof-info read it as valid too, and warn the same
+    for tool in hprof-verify hprof-info; do
+        run "$B/$tool" "$T/noheap.hprof"
+        [ "$rc" = 0 ] && [ "$(grep -c warning "$T/err")" = 1 ] && grep -qxF "$tool: $warning" "$T/err" ||
+            die "$n cut before its heap, $tool: exit $rc: $(cat "$T/err")"
+    done
+    run "$B/hprof-verify" -q "$T/noheap.hprof"
+    [ "$rc" = 0 ] && [ ! -s "$T/err" ] || die "$n cut before its heap, hprof-verify -q: $(cat "$T/err")"
     # with it, the input is cut: one line, at the cut, nothing left behind
     for tool in hprof-shrink hprof-verify hprof-info; do
         out=; [ $tool = hprof-shrink ] && out=$T/noheap.out

@@ -232,6 +232,11 @@ int cli_catch_signal(int sig, void (*handler)(int), struct sigaction *before);
 void cli_block_stop_signals(sigset_t *before);
 void cli_unblock_stop_signals(const sigset_t *before);
 
+/* The warning for an input that held no heap dump, only what runtimes
+ * write before one (hprof_reader_ends_before_heap()): valid as far as it
+ * goes, but likely cut, and analyzers refuse a dump without a heap. */
+void cli_warn_cut_before_heap(const char *path);
+
 /* Whether standard error writes into one of `paths` (inputs; "-" is
  * standard input), as `tool IN 2>> IN` would make it: then EXIT_USAGE,
  * standard error pointed at /dev/null first (the refusal itself would

@@ -94,6 +94,13 @@ static int writes_to_input(int fd, const char *path)
     return in.st_dev == out.st_dev && in.st_ino == out.st_ino;
 }
 
+void cli_warn_cut_before_heap(const char *path)
+{
+    cli_error("warning: %s: no heap dump, only the names, classes and stack traces "
+              "written before one: it looks cut before its heap dump, and analyzers "
+              "refuse a dump without one", cli_input_name(path));
+}
+
 int cli_refuse_messages_into_inputs(char *const *paths, int n)
 {
     for (int i = 0; i < n; i++) {

@@ -199,6 +199,8 @@ static int info_file(const char *path, const struct info_options *o)
         }
     }
     cli_progress_done(&progress);
+    if (rc == HPROF_OK && !salvage && hprof_reader_ends_before_heap(r))
+        cli_warn_cut_before_heap(path);
     if (rc != HPROF_OK) {
         fflush(stdout);
         int shrank = cli_input_shrank(path, fd, r);

@@ -769,9 +769,7 @@ static void report_success(const struct options *o, const struct run *run)
      * passes for a complete one, and its output has no heap, which
      * analyzers refuse: the output stays as it is, a warning says why. */
     if (run->ended_before_heap && !o->quiet)
-        cli_error("warning: %s: no heap dump, only the names, classes and stack traces "
-                  "written before one: it looks cut before its heap dump, and analyzers "
-                  "refuse a dump without one", cli_input_name(o->in));
+        cli_warn_cut_before_heap(o->in);
     /* the one pass's output then differs from the multi-pass one: say so */
     if (s->window_late > 0 && !o->quiet)
         cli_error("warning: %s: %" PRIu64 " record%s decided otherwise than by the multi-pass "

@@ -108,6 +108,8 @@ static int verify_file(const char *path, int quiet)
     if (rc == HPROF_OK) {
         if (!quiet && !several)
             print_report(path, "", hprof_reader_header(r), &report);
+        if (!quiet && !salvage && hprof_reader_ends_before_heap(r))
+            cli_warn_cut_before_heap(path);
         if (salvage) {
             struct cli_salvage s;
             cli_salvage_collect(&s, r, 0);
