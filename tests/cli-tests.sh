@@ -518,6 +518,30 @@ t_a_limit_on_threads_gives_the_same_bytes() {
     rm -rf "$nb"
 }
 
+TESTS="$TESTS a_stalled_input_costs_no_core"
+t_a_stalled_input_costs_no_core() {
+    # a dump that stops coming for a while (a slow pipe, a JVM at its
+    # safepoint): the helper threads that poll for work sleep longer and
+    # longer, up to 1 ms, instead of waking every 20 us for as long as it
+    # lasts (about 30,000 wakeups in 2 s under strace; at most about 2,100
+    # now)
+    d=$T/stall; rm -rf "$d"; mkdir -p "$d"; mkfifo "$d/fifo"
+    "$B/hprof-synth" --scale 50 -f "$d/x.hprof"
+    "$B/hprof-shrink" -q -f "$d/fifo" "$d/out.hprof" 2> /dev/null &
+    pid=$!
+    exec 7> "$d/fifo"
+    head -c 3000000 "$d/x.hprof" >&7
+    sleep 1
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" timeout -s INT 2 \
+        strace -f -qq -e trace=nanosleep,clock_nanosleep -o "$d/trace" -p $pid 2> /dev/null || true
+    exec 7>&-
+    set +e; wait $pid; set -e
+    sleeps=$(grep -c 'nanosleep' "$d/trace" || true)
+    [ "$sleeps" -gt 0 ] || die "no polling thread seen while the input stalled: $(head -3 "$d/trace")"
+    [ "$sleeps" -lt 5000 ] || die "a stalled input: $sleeps wakeups in 2 s"
+    rm -rf "$d"
+}
+
 TESTS="$TESTS single_run_removes_stale_temps"
 t_single_run_removes_stale_temps() {
     # a killed run's temporary file (the one pass's scratch area makes it

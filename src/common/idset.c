@@ -341,10 +341,9 @@ static void apply_adds(uint64_t *words, size_t block_mask, struct id_pages *exac
 /* The filter's thread, a pool worker running one job until told to stop:
  * a ring of batches from the one adding thread (the producer) to the one
  * applying them (the consumer), each side moving its own counter.  The
- * consumer polls while the ring is empty, so that the producer never has
- * to wake it; the producer yields while it is full. */
+ * consumer polls while the ring is empty (pool_idle_wait()), so that the
+ * producer never has to wake it; the producer yields while it is full. */
 #define RING_BATCHES 1024
-#define IDLE_NS 20000
 
 struct idfilter_thread {
     struct ordered_pool *pool;
@@ -362,6 +361,7 @@ static void apply_until_stopped(void *worker, void *job)
     struct idfilter_thread *t = job;
     (void)worker;
     uint64_t done = 0;
+    unsigned idle = 0;
     for (;;) {
         uint64_t ready = atomic_load_explicit(&t->produced, memory_order_acquire);
         if (done == ready) {
@@ -369,10 +369,10 @@ static void apply_until_stopped(void *worker, void *job)
             if (atomic_load_explicit(&t->stop, memory_order_acquire) &&
                 atomic_load_explicit(&t->produced, memory_order_acquire) == done)
                 break;
-            struct timespec idle = { 0, IDLE_NS };
-            nanosleep(&idle, NULL);
+            pool_idle_wait(&idle);
             continue;
         }
+        idle = 0;
         for (; done < ready; done++) {
             unsigned slot = (unsigned)(done % RING_BATCHES);
             apply_adds(t->words, t->block_mask, t->exact, t->ids[slot], t->n[slot]);

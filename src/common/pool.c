@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pool.h"
@@ -280,4 +281,23 @@ void pool_release_oldest(struct ordered_pool *p)
 {
     set_state(p, slot(p, p->next_oldest), SLOT_FREE);
     p->next_oldest++;
+}
+
+#define IDLE_FIRST_NS 20000L
+#define IDLE_MAX_NS 1000000L
+#define IDLE_QUICK_ROUNDS 64
+
+void pool_idle_wait(unsigned *rounds)
+{
+    long ns = IDLE_FIRST_NS;
+    if (*rounds >= IDLE_QUICK_ROUNDS) {
+        unsigned shift = (*rounds - IDLE_QUICK_ROUNDS) / 8 + 1;
+        ns = shift >= 6 ? IDLE_MAX_NS : IDLE_FIRST_NS << shift;
+        if (ns > IDLE_MAX_NS)
+            ns = IDLE_MAX_NS;
+    }
+    if (*rounds < UINT_MAX)
+        (*rounds)++;
+    struct timespec idle = { 0, ns };
+    nanosleep(&idle, NULL);
 }

@@ -77,4 +77,12 @@ void *pool_oldest(struct ordered_pool *p);
 /* The oldest job is done with: its slot can be filled again. */
 void pool_release_oldest(struct ordered_pool *p);
 
+/* A polling thread's wait while it has nothing to do: 20 us at first, so
+ * that work after a short gap is taken at once; after about a millisecond
+ * of nothing, longer and longer sleeps up to 1 ms, so that a run whose
+ * input stalls (a slow pipe, a JVM at its safepoint) costs no core while
+ * it waits.  `rounds` counts the waits since the last work; set it to 0
+ * when there is work. */
+void pool_idle_wait(unsigned *rounds);
+
 #endif

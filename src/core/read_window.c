@@ -26,10 +26,9 @@
 #define RELEASE_STEP (8u << 20)
 /* The read-ahead thread touches a page every PAGE_STEP bytes up to
  * READ_AHEAD bytes past the last reading position published (every
- * CHECK_STEP), and looks again every IDLE_NS when it is there. */
+ * CHECK_STEP), and waits (pool_idle_wait()) when it is there. */
 #define READ_AHEAD (4u << 20)
 #define PAGE_STEP 4096u
-#define IDLE_NS 20000
 
 void window_seek(struct read_window *w, uint64_t offset)
 {
@@ -297,6 +296,7 @@ static void read_ahead_job(void *worker, void *job)
 {
     struct read_ahead *a = job;
     uint64_t touched = 0;
+    unsigned idle = 0;
     (void)worker;
     while (!atomic_load_explicit(&a->stop, memory_order_relaxed)) {
         uint64_t at = atomic_load_explicit(&a->reader_pos, memory_order_relaxed);
@@ -307,10 +307,10 @@ static void read_ahead_job(void *worker, void *job)
         if (touched >= until) {
             if (until == a->size)
                 break;
-            struct timespec idle = { 0, IDLE_NS };
-            nanosleep(&idle, NULL);
+            pool_idle_wait(&idle);
             continue;
         }
+        idle = 0;
         uint64_t batch_end = until - touched > TOUCH_BATCH ? touched + TOUCH_BATCH : until;
         for (; touched < batch_end; touched += PAGE_STEP)
             (void)a->mem[touched];
