@@ -11,6 +11,12 @@
 
 #include "hprof.h"
 
+/* Invalid input, whatever the problem found first. */
+static int verdict(int rc)
+{
+    return rc == HPROF_ERR_TRUNCATED ? HPROF_ERR_FORMAT : rc;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -33,8 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hprof_reader_free(ir);
         /* The same verdict; the first problem each finds may differ, as
          * their passes look at different things first (a duplicate id that
-         * verify sees in its first pass, info confirms in its second). */
-        if (rc != HPROF_ERR_NOMEM && irc != HPROF_ERR_NOMEM && irc != rc)
+         * verify sees in its first pass, info confirms in its second), and
+         * so may its code among those of invalid input (a cut, found first
+         * by one, is HPROF_ERR_TRUNCATED). */
+        if (rc != HPROF_ERR_NOMEM && irc != HPROF_ERR_NOMEM && verdict(irc) != verdict(rc))
             abort(); /* verify and info disagree on what is valid */
     }
     if (rc == HPROF_OK) {
