@@ -845,6 +845,12 @@ t_stdout_errors() {
     set +e; "$B/hprof-shrink" --json "$T/se.hprof" "$T/se-out.hprof" > /dev/full 2> "$T/err"; got=$?; set -e
     [ "$got" = 3 ] && [ "$(wc -l < "$T/err")" = 1 ] || die "--json > /dev/full: exit $got: $(cat "$T/err")"
     [ ! -e "$T/se-out.hprof" ] || die "--json > /dev/full left OUT"
+    # ... nor loses the older OUT that -f would have replaced
+    printf 'older OUT\n' > "$T/se-out.hprof"
+    set +e; "$B/hprof-shrink" -f --json "$T/se.hprof" "$T/se-out.hprof" > /dev/full 2> "$T/err"; got=$?; set -e
+    [ "$got" = 3 ] && [ "$(cat "$T/se-out.hprof")" = "older OUT" ] ||
+        die "-f --json > /dev/full: exit $got, OUT: $(head -c 40 "$T/se-out.hprof" 2>&1)"
+    rm -f "$T/se-out.hprof"
     set +e; "$B/hprof-shrink" -q -f "$T/se.hprof" "$T/se-out.hprof" >&- 2> "$T/err"; got=$?; set -e
     [ "$got" = 0 ] && "$B/hprof-verify" -q "$T/se-out.hprof" || die "-q with stdout closed: exit $got: $(cat "$T/err")"
 }

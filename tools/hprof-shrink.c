@@ -750,7 +750,15 @@ static int report_failure(const struct options *o, const struct run *run, int rc
     return cli_exit_code(rc);
 }
 
-/* What a successful shrink prints, by mode. */
+/* Whether a single run's --json report goes to standard output: it is
+ * written before OUT takes its name (report_json_first()). */
+static int json_on_stdout(const struct options *o)
+{
+    return o->json && !o->batch && strcmp(o->out, "-") != 0;
+}
+
+/* What a successful shrink prints, by mode (the --json report on standard
+ * output has gone already). */
 static void report_success(const struct options *o, const struct run *run)
 {
     const struct hprof_shrink_stats *s = &run->stats;
@@ -779,22 +787,21 @@ static void report_success(const struct options *o, const struct run *run)
         print_summary(o, s, run->written, cli_progress_seconds(&run->progress));
     if (o->stats)
         print_stats(stderr, o, s, run->written);
-    if (o->json)
+    if (o->json && !json_on_stdout(o))
         print_json(strcmp(o->out, "-") == 0 ? stderr : stdout, o, s, run->written);
 }
 
-/* A single run's --json report that standard output did not take (a full
- * disk, a closed pipe) fails the run, and a failed run leaves no OUT: the
- * one just renamed into place goes.  The exit handler names the error.
- * @return 0, or EXIT_IO. */
-static int unless_the_report_failed(const struct options *o, int renamed)
+/* A single run's --json report on standard output, before OUT takes its
+ * name: a report that standard output does not take (a full disk, a closed
+ * pipe) fails the run, and a failed run leaves no OUT, while an older OUT
+ * that -f would have replaced stays as it was.  The exit handler names the
+ * error.  @return 0, or EXIT_IO. */
+static int report_json_first(const struct options *o, const struct run *run)
 {
-    if (!o->json || o->batch || strcmp(o->out, "-") == 0 ||
-        (fflush(stdout) == 0 && !ferror(stdout)))
+    if (!json_on_stdout(o))
         return 0;
-    if (renamed)
-        unlink(o->out);
-    return EXIT_IO;
+    print_json(stdout, o, &run->stats, run->written);
+    return fflush(stdout) == 0 && !ferror(stdout) ? 0 : EXIT_IO;
 }
 
 int shrink_file(struct options *o)
@@ -831,11 +838,14 @@ int shrink_file(struct options *o)
     /* the input as it was before it was read: one changed since is redone */
     if (o->batch && out.tmp != NULL && S_ISREG(in_st.st_mode))
         record_input_identity(out.fd, o->out, &in_st);
-    int renamed = out.tmp != NULL;
+    if ((code = report_json_first(o, &run)) != 0) {
+        cli_output_abort(&out);
+        return code;
+    }
     if ((code = cli_output_commit(&out)) != 0)
         return code;
     report_success(o, &run);
-    return unless_the_report_failed(o, renamed);
+    return 0;
 }
 
 int main(int argc, char **argv)
