@@ -618,6 +618,57 @@ START_TEST(a_keep_rule_after_its_strings_value_left_the_window_is_late)
 }
 END_TEST
 
+/* A String naming `value`, and a char[] value: 4-byte ids. */
+static void a_string(struct tbuf *b, uint32_t string, uint32_t value)
+{
+    uint8_t ref[4] = { (uint8_t)(value >> 24), (uint8_t)(value >> 16), (uint8_t)(value >> 8),
+                       (uint8_t)value };
+    tb_instance(b, string, 0x100, ref, 4);
+}
+
+static void a_value(struct tbuf *b, uint32_t value)
+{
+    static const uint8_t chars[4] = { 0, 'o', 0, 'k' };
+    tb_prim_array(b, value, HPROF_TYPE_CHAR, 2, chars);
+}
+
+/* A million Strings whose values go out kept in time, then values that
+ * leave a full window before the Strings that claim them: every one of
+ * those is late, however many ids were kept before (a filter of the kept
+ * ones said maybe for a few percent of them once millions were in). */
+START_TEST(every_late_claim_is_counted_after_a_million_values_kept)
+{
+    enum { KEPT = 1000000, LATE = 3000, PER_SEGMENT = 50000 };
+    static uint8_t filler[32u << 10];
+    struct tbuf b;
+    keep_rule_classes(&b);
+    for (uint32_t i = 0; i < KEPT; i++) {
+        if (i % PER_SEGMENT == 0) {
+            tb_segment_end(&b);
+            tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+        }
+        a_string(&b, 0x10000000 + 16 * i, 0x10000008 + 16 * i);
+        a_value(&b, 0x10000008 + 16 * i);
+    }
+    for (uint32_t i = 0; i < LATE; i++)
+        a_value(&b, 0x40000000 + 16 * i);
+    for (uint32_t i = 0; i < 48; i++) /* past a window of 1 MiB */
+        tb_prim_array(&b, 0x50000000 + 0x10 * i, HPROF_TYPE_BYTE, sizeof filler, filler);
+    for (uint32_t i = 0; i < LATE; i++)
+        a_string(&b, 0x60000000 + 16 * i, 0x40000000 + 16 * i);
+    size_t len;
+    uint8_t *in = end_heap_dump(&b, &len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
+    struct shrunk one;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(one.stats.string_values_kept.count, KEPT);
+    ck_assert_uint_eq(one.stats.window_late, LATE);
+    free(one.data);
+    free(in);
+}
+END_TEST
+
 /* A String (0x600) and a Bitmap (0x610) whose value and buffer are
  * PRIMITIVE_ARRAY_NODATA records (an obsolete Android form) read before
  * them, in a window that holds everything. */
@@ -1969,6 +2020,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, names_the_rule_keeps_under_redaction_keep_no_text);
     tcase_add_test(same, a_keep_rule_after_its_strings_value_left_the_window_is_late);
     tcase_add_test(same, a_holder_after_its_nodata_array_is_not_late);
+    tcase_add_test(same, every_late_claim_is_counted_after_a_million_values_kept);
     tcase_add_loop_test(same, strings_sharing_a_waiting_value_stay_within_the_window, 0, 2);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, an_android_dumps_unused_names_go_out_as_fillers_under_redaction, 0, 4);

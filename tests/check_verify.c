@@ -266,6 +266,66 @@ START_TEST(idlist_that_is_empty_or_cleared_finds_nothing)
 }
 END_TEST
 
+/* The ids an idlog_each() visit sees, checked against what was added. */
+struct idlog_replay {
+    const uint64_t *want;
+    size_t n, seen;
+};
+
+static void check_replayed_id(void *ctx, uint64_t id)
+{
+    struct idlog_replay *r = ctx;
+    ck_assert_uint_lt(r->seen, r->n);
+    ck_assert_uint_eq(id, r->want[r->seen]);
+    r->seen++;
+}
+
+START_TEST(idlog_gives_back_every_id_in_the_order_added)
+{
+    enum { N = 300000 };
+    static uint64_t ids[N];
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    /* address order, steps back, repeats, and the extremes of 64 bits */
+    const uint64_t edges[] = { 8, UINT64_MAX, 0, 1, UINT64_MAX - 7, 1ull << 63, 16, 16 };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
+        ids[n++] = edges[i];
+    for (uint64_t at = 0x7f0000000ull; n < N; at += 24, n++)
+        ids[n] = n % 5 == 0 ? next_random(&state) : n % 7 == 0 ? at - 4096 : at;
+    struct idlog l;
+    idlog_init(&l);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_int_eq(idlog_add(&l, ids[i]), HPROF_OK);
+    struct idlog_replay r = { ids, N, 0 };
+    idlog_each(&l, check_replayed_id, &r);
+    ck_assert_uint_eq(r.seen, N);
+    /* ids in address order cost a byte or two each, not eight */
+    idlog_clear(&l);
+    for (uint64_t at = 0x7f0000000ull, i = 0; i < N; i++, at += 40)
+        ck_assert_int_eq(idlog_add(&l, at), HPROF_OK);
+    ck_assert_uint_le(l.n, 2 * (size_t)N);
+    idlog_free(&l);
+}
+END_TEST
+
+START_TEST(idlog_that_is_empty_or_cleared_gives_nothing)
+{
+    struct idlog l;
+    idlog_init(&l);
+    struct idlog_replay r = { NULL, 0, 0 };
+    idlog_each(&l, check_replayed_id, &r); /* no call: check_replayed_id() would fail */
+    ck_assert_int_eq(idlog_add(&l, 64), HPROF_OK);
+    idlog_clear(&l);
+    idlog_each(&l, check_replayed_id, &r);
+    const uint64_t after[] = { 8 };
+    ck_assert_int_eq(idlog_add(&l, 8), HPROF_OK); /* measured from 0 again, not from 64 */
+    r = (struct idlog_replay){ after, 1, 0 };
+    idlog_each(&l, check_replayed_id, &r);
+    ck_assert_uint_eq(r.seen, 1);
+    idlog_free(&l);
+}
+END_TEST
+
 /* Reference fields are listed once per class, up to a bound (a chain of
  * classes can make the lists grow as the square of the classes); an
  * instance whose list would pass it is walked field by field.  Both ways
@@ -423,6 +483,8 @@ static Suite *verify_suite(void)
     tcase_add_test(t, idmap_never_stores_the_null_id);
     tcase_add_test(t, idlist_finds_exactly_the_ids_added_in_any_order_of_lookup);
     tcase_add_test(t, idlist_that_is_empty_or_cleared_finds_nothing);
+    tcase_add_test(t, idlog_gives_back_every_id_in_the_order_added);
+    tcase_add_test(t, idlog_that_is_empty_or_cleared_gives_nothing);
     tcase_add_test(t, idfilter_never_forgets_and_rarely_says_maybe_wrongly);
     tcase_add_loop_test(t, idfilter_with_exact_pages_says_maybe_only_for_ids_it_was_given, 0, 2);
     tcase_add_test(t, idfilter_refuses_exact_pages_once_its_thread_runs);

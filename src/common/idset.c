@@ -239,6 +239,65 @@ int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id)
     return lo < n && ids[lo] == id;
 }
 
+/* ---- Id log --------------------------------------------------------------- */
+
+#define IDLOG_MAX_BYTES 10 /* a 64-bit varint */
+
+void idlog_init(struct idlog *l)
+{
+    memset(l, 0, sizeof *l);
+}
+
+void idlog_free(struct idlog *l)
+{
+    free(l->bytes);
+    idlog_init(l);
+}
+
+void idlog_clear(struct idlog *l)
+{
+    l->n = 0;
+    l->last = 0;
+}
+
+int idlog_add(struct idlog *l, uint64_t id)
+{
+    if (l->cap - l->n < IDLOG_MAX_BYTES) {
+        size_t cap = l->cap ? l->cap * 2 : 4096;
+        uint8_t *grown = realloc(l->bytes, cap);
+        if (grown == NULL)
+            return HPROF_ERR_NOMEM;
+        l->bytes = grown;
+        l->cap = cap;
+    }
+    uint64_t step = id - l->last;
+    uint64_t zigzag = step << 1 ^ (uint64_t)-(int64_t)(step >> 63);
+    while (zigzag >= 0x80) {
+        l->bytes[l->n++] = (uint8_t)(zigzag | 0x80);
+        zigzag >>= 7;
+    }
+    l->bytes[l->n++] = (uint8_t)zigzag;
+    l->last = id;
+    return HPROF_OK;
+}
+
+void idlog_each(const struct idlog *l, void (*fn)(void *ctx, uint64_t id), void *ctx)
+{
+    uint64_t id = 0;
+    for (size_t at = 0; at < l->n;) {
+        uint64_t zigzag = 0;
+        unsigned shift = 0;
+        uint8_t byte;
+        do {
+            byte = l->bytes[at++];
+            zigzag |= (uint64_t)(byte & 0x7F) << shift;
+            shift += 7;
+        } while (byte & 0x80);
+        id += zigzag >> 1 ^ (uint64_t)-(int64_t)(zigzag & 1);
+        fn(ctx, id);
+    }
+}
+
 /* ---- Id filter --------------------------------------------------------- */
 
 static uint64_t filter_hash(uint64_t id)

@@ -147,6 +147,28 @@ int idlist_has(struct idlist *l, uint64_t id);
  * shared read-only by threads that each search from their own place. */
 int idlist_find(const struct idlist *l, size_t *cursor, uint64_t id);
 
+/* ---- Id log ---------------------------------------------------------------
+ * Ids noted as a pass goes and asked about once, at its end: which of a few
+ * ids were noted.  Each is kept as the varint of its distance from the one
+ * before (zigzag, so either direction), 1-3 bytes in the near-address order
+ * of a dump, where exact pages would cost a bit per 8 bytes of the whole
+ * heap and a filter's bits say maybe wrongly once millions are in. */
+
+struct idlog {
+    uint8_t *bytes;
+    size_t n, cap;
+    uint64_t last;          /* the id noted last (0 before the first) */
+};
+
+void idlog_init(struct idlog *l);
+void idlog_free(struct idlog *l);
+/* Forget every id, keeping the storage. */
+void idlog_clear(struct idlog *l);
+/* @return HPROF_OK or HPROF_ERR_NOMEM. */
+int idlog_add(struct idlog *l, uint64_t id);
+/* fn(ctx, id) for every id noted, in the order noted. */
+void idlog_each(const struct idlog *l, void (*fn)(void *ctx, uint64_t id), void *ctx);
+
 /* ---- Id pages: exact bits for the ids in a range of addresses -------------
  * Object ids are addresses, 8-byte aligned and packed: a bit per 8 bytes of
  * id space, in pages of 4 KiB (2^18 bytes of id space) made as ids land in

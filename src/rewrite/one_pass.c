@@ -441,9 +441,7 @@ int one_pass_reset_dump(struct one_pass *op)
          idmap_reset(&op->merge_index) != HPROF_OK ||
          idmap_reset(&op->buffer_sizes) != HPROF_OK))
         rc = HPROF_ERR_NOMEM;
-    idfilter_free(&op->kept_out);
-    if (rc == HPROF_OK)
-        rc = idfilter_init(&op->kept_out, KEPT_OUT_BYTES);
+    idlog_clear(&op->kept_out);
     if (rc == HPROF_OK && op->tracking_pins) {
         idfilter_free(&op->pins);
         rc = start_pins(op);
@@ -556,20 +554,23 @@ static int flush_window(struct one_pass *op)
     return rc;
 }
 
-/* Claims no array answered: the array had gone by (or was never dumped),
- * unless it went out kept for another claim (a value two Strings share),
- * as far as the filter of those can tell. */
+/* A claim of an array that went out kept for another claim (a value two
+ * Strings share) is answered; not one for a byte[][]'s elements. */
+static void answer_kept_claim(void *ctx, uint64_t id)
+{
+    struct id_table *claims = ctx;
+    uint64_t *claim = id_table_find(claims, id), ignored;
+    if (claim != NULL && !(*claim & CLAIM_BUFFERS_ARRAY))
+        id_table_take(claims, id, &ignored);
+}
+
+/* Claims no array answered: the array had gone by (or was never dumped).
+ * Takes the answered ones out of the claims. */
 static uint64_t late_claims(struct one_pass *op)
 {
-    uint64_t late = 0;
-    for (size_t i = 0; op->claims.count > 0 && i <= op->claims.mask; i++) {
-        const struct id_slot *c = &op->claims.slots[i];
-        if (c->key != 0 && !(c->value & CLAIM_BUFFERS_ARRAY))
-            late += !idfilter_maybe(&op->kept_out, c->key);
-        else if (c->key != 0)
-            late++;
-    }
-    return late;
+    if (op->claims.count > 0)
+        idlog_each(&op->kept_out, answer_kept_claim, &op->claims);
+    return op->claims.count;
 }
 
 /* A heap dump ended: what waits goes out, and the next dump is a space of

@@ -912,12 +912,13 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
             keep = ARRAY_NOT_KEPT;
             /* the multi-pass shrink keeps nothing of it either, whoever
              * claims it: a String or Bitmap that comes after it is not
-             * late (late_claims() passes over the ids of this filter) */
-            idfilter_add(&op->kept_out, a->id);
+             * late (late_claims() answers the claims of these ids) */
+            if (idlog_add(&op->kept_out, a->id) != HPROF_OK)
+                return nomem(op);
         }
-        if ((rc = one_pass_live_heap(op)) != HPROF_OK)
+        if ((rc = one_pass_live_heap(op)) != HPROF_OK ||
+            (rc = one_pass_give_verdict(op, a, keep)) != HPROF_OK)
             return rc;
-        one_pass_give_verdict(op, a, keep);
         return hprof_visit_primitive_array(op->head, a);
     }
     rc = start_gather(op, a, bytes, claimed ? (unsigned)claim : CLAIM_NONE);

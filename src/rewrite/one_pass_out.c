@@ -46,21 +46,23 @@ int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, 
 }
 
 /* The chain's verdict on array `a`, given before it goes in. */
-void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
-                         enum array_keep keep)
+int one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
+                          enum array_keep keep)
 {
-    if (keep != ARRAY_NOT_KEPT)
-        idfilter_add(&op->kept_out, a->id);
+    if (keep != ARRAY_NOT_KEPT && idlog_add(&op->kept_out, a->id) != HPROF_OK)
+        return rewrite_nomem(&op->ctx);
     op->cursor->array_id = a->id;
     op->cursor->array_offset = a->data_offset;
     op->cursor->array_keep = keep;
+    return HPROF_OK;
 }
 
 int one_pass_send_array(struct one_pass *op, const struct hprof_primitive_array *a,
                         uint32_t heap, enum array_keep keep)
 {
     int rc = one_pass_switch_heap(op, heap);
-    one_pass_give_verdict(op, a, keep);
+    if (rc == HPROF_OK)
+        rc = one_pass_give_verdict(op, a, keep);
     return rc == HPROF_OK ? quiet_skip(hprof_visit_primitive_array(op->head, a)) : rc;
 }
 

@@ -165,7 +165,7 @@ struct one_pass {
     struct id_table claims;         /* array id -> CLAIM_* */
     struct buffer_slots slots;
     struct waiting_twins twins;     /* the buffers among `window`'s WAIT_DECIDE records */
-    struct idfilter kept_out;       /* arrays written with their contents, and
+    struct idlog kept_out;          /* arrays written with their contents, and
                                        PRIMITIVE_ARRAY_NODATA ones (nothing to keep) */
     struct id_pages dumped;         /* this heap dump's objects: one dumped twice is refused */
     struct idmap dumped_odd;        /* ... those whose id is not 8-byte aligned */
@@ -240,9 +240,10 @@ extern const struct hprof_visitor_ops one_pass_ops;
 /* one_pass_out.c: what goes down the chain, and the plan's growing parts.
  * The writer's segment is in heap `heap` from here. */
 int one_pass_switch_heap(struct one_pass *op, uint32_t heap);
-/* The chain's verdict on array `a`, given before it goes in. */
-void one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
-                           enum array_keep keep);
+/* The chain's verdict on array `a`, given before it goes in.
+ * @return HPROF_OK or HPROF_ERR_NOMEM (reported). */
+int one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
+                          enum array_keep keep);
 int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap);
 /* one_pass_checks.c: object `id`, dumped at `offset` by a sub-record
  * `subtag`, refused (HPROF_ERR_FORMAT) if its heap dump dumped it already. */
@@ -344,7 +345,6 @@ void one_pass_start_heap(struct one_pass *op);
 /* ... and its exact part: 4 KiB pages, each a bit per 8 bytes of 256 KiB
  * of heap, up to 64 MiB of them (a heap of 4 GiB). */
 #define PINS_EXACT_PAGES ID_PAGES_4GIB_HEAP
-#define KEPT_OUT_BYTES (2u << 20)
 /* values_gone: of the Strings a rule names, about 1 in 6,000 is counted
  * late falsely when 2.5 million values left redacted, 1 in 120 at 10
  * million (pages untouched cost nothing). */

@@ -57,7 +57,7 @@ static int setup(struct one_pass *op, struct hprof_reader *r, struct hprof_write
     op->names.note_read = !op->hold_names && op->opt.redact != HPROF_REDACT_NONE;
     if (model_init(&op->model, op->ctx.ids) != HPROF_OK || init_plan(op) != HPROF_OK ||
         one_pass_checks_init(op) != HPROF_OK ||
-        (op->sha = sha256_new()) == NULL || idfilter_init(&op->kept_out, KEPT_OUT_BYTES) != HPROF_OK)
+        (op->sha = sha256_new()) == NULL)
         return rewrite_nomem(&op->ctx);
     int rc = redact_init(&op->redact, &op->ctx, &op->model);
     one_pass_sync_redact_plan(op);
@@ -111,8 +111,7 @@ static void release(struct one_pass *op)
     free(op->blocked);
     if (op->tracking_pins)
         idfilter_free(&op->pins);
-    if (op->kept_out.words != NULL)
-        idfilter_free(&op->kept_out);
+    idlog_free(&op->kept_out);
     sha256_free(op->sha);
     free(op->compare_buf);
     free(op->merges);

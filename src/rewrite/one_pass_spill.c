@@ -79,7 +79,7 @@ static int send_from(struct one_pass *op, struct spilled *e, enum array_keep kee
     int rc = one_pass_switch_heap(op, e->heap);
     struct hprof_primitive_array a = e->array;
     if (rc == HPROF_OK)
-        one_pass_give_verdict(op, &a, keep);
+        rc = one_pass_give_verdict(op, &a, keep);
     do {
         size_t left = (size_t)(have - a.first);
         a.length = data != NULL || left < SPILL_CHUNK ? left : SPILL_CHUNK;

@@ -352,7 +352,8 @@ static int send_array(struct one_pass *op, const struct sys_object *so)
     int rc = one_pass_switch_heap(op, so->heap);
     const uint64_t chunk = ZERO_CHUNK - ZERO_CHUNK % esize;
     a.data = s->zeros;
-    one_pass_give_verdict(op, &a, keep);
+    if (rc == HPROF_OK)
+        rc = one_pass_give_verdict(op, &a, keep);
     for (uint64_t at = 0; rc == HPROF_OK && (at < bytes || at == 0); at += chunk) {
         a.first = at;
         a.length = (size_t)(bytes - at < chunk ? bytes - at : chunk);
