@@ -669,6 +669,53 @@ START_TEST(every_late_claim_is_counted_after_a_million_values_kept)
 }
 END_TEST
 
+/* A JAVA PROFILE 1.0.2 dump in ART's order, as hprof-conv leaves one: the
+ * class 0x200 it loaded is dumped after the first object, its field named
+ * by a STRING read before the heap dump. */
+static uint8_t *converted_art_order(size_t *len)
+{
+    static const uint8_t int_field[1] = { HPROF_TYPE_INT };
+    static const uint64_t field_name[1] = { 0x12 };
+    struct tbuf b;
+    tb_init(&b, 4);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_string(&b, 0x10, "java.lang.Object");
+    tb_string(&b, 0x11, "com.example.DumpedLate");
+    tb_string(&b, 0x12, "fieldOfALateClass");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_load_class(&b, 2, 0x200, 0x11);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_instance(&b, 0x500, 0x100, NULL, 0);
+    tb_class_named(&b, 0x200, 0x100, field_name, int_field, 1);
+    tb_instance(&b, 0x510, 0x200, "\0\0\0\7", 4);
+    return end_heap_dump(&b, len);
+}
+
+/* Analyzers that read once (ahat) need every name before the heap dump
+ * that uses it: a class dump after the first object, in a dump that
+ * loaded that class, finds its field's name written before, not late. */
+START_TEST(names_of_classes_dumped_among_objects_go_before_the_heap_dump)
+{
+    static const uint8_t instance_0x510[5] = { HPROF_INSTANCE_DUMP, 0, 0, 0x05, 0x10 };
+    const char *name = "fieldOfALateClass";
+    size_t len;
+    uint8_t *in = converted_art_order(&len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { 0 };
+    struct shrunk one;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(one.stats.window_late, 0);
+    const uint8_t *at_name = memmem(one.data, one.len, name, strlen(name));
+    const uint8_t *at_object = memmem(one.data, one.len, instance_0x510, sizeof instance_0x510);
+    ck_assert_ptr_nonnull(at_name);
+    ck_assert_ptr_nonnull(at_object);
+    ck_assert(at_name < at_object);
+    free(one.data);
+    free(in);
+}
+END_TEST
+
 /* A String (0x600) and a Bitmap (0x610) whose value and buffer are
  * PRIMITIVE_ARRAY_NODATA records (an obsolete Android form) read before
  * them, in a window that holds everything. */
@@ -2021,6 +2068,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_keep_rule_after_its_strings_value_left_the_window_is_late);
     tcase_add_test(same, a_holder_after_its_nodata_array_is_not_late);
     tcase_add_test(same, every_late_claim_is_counted_after_a_million_values_kept);
+    tcase_add_test(same, names_of_classes_dumped_among_objects_go_before_the_heap_dump);
     tcase_add_loop_test(same, strings_sharing_a_waiting_value_stay_within_the_window, 0, 2);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, an_android_dumps_unused_names_go_out_as_fillers_under_redaction, 0, 4);

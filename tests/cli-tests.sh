@@ -2080,6 +2080,13 @@ one_pass_views() {
     "$B/hprof-synth" -f --scale 200 --late-referrers 3000 --pixels 3000000 "$T/op-late.hprof"
     files="fixtures/*.hprof.gz"
     [ -d ../shared/fixtures ] && files="$files ../shared/fixtures/*.hprof"
+    # Android dumps as hprof-conv leaves them (what Android Studio exports):
+    # JAVA PROFILE 1.0.2 in ART's order, class dumps among the objects
+    "$HPROF_CONV" "$T/op-android.hprof" "$T/op-android-conv.hprof" || die "hprof-conv of op-android"
+    if [ -f ../shared/fixtures/art-ahat-test-dump.hprof ]; then
+        "$HPROF_CONV" ../shared/fixtures/art-ahat-test-dump.hprof "$T/op-art-conv.hprof" ||
+            die "hprof-conv of the ART dump"
+    fi
     mkdir -p "$T/op-out"
     for f in $files "$T"/op-*.hprof; do
         n=$(basename "$f")

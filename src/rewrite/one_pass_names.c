@@ -9,11 +9,14 @@
  * refers to it, or until its heap dump's first object, the decision
  * point: every class dump and HEAP_DUMP_INFO before it (one_pass_prelude.c)
  * has said which names it uses, and those are written before the heap
- * dump.  The names still held then are kept in a dump of JAVA PROFILE
- * 1.0.3 (ART writes class dumps among its objects, and only the names it
- * uses), and dropped at the end of the input in a 1.0.1 or 1.0.2 one
- * (HotSpot writes every class dump before the first object, and its whole
- * symbol table, literals included).  A name a heap dump's record uses
+ * dump.  The names still held then are kept where class dumps are still to
+ * come: in a dump of JAVA PROFILE 1.0.3 (ART writes class dumps among its
+ * objects, and only the names it uses), and in any dump that loaded a
+ * class (LOAD_CLASS) it has not dumped by then (hprof-conv's 1.0.2 of an
+ * ART dump keeps ART's order).  Otherwise they are dropped at the end of
+ * the input (HotSpot dumps every class it loaded before the first object,
+ * and writes its whole symbol table, literals included).  A name a heap
+ * dump's record uses
  * after its decision point is written after that heap dump, and counted
  * (window_late): analyzers that read once miss it.
  *
@@ -380,10 +383,18 @@ int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump
     return rc;
 }
 
+/* At a decision point: whether class dumps, and the names they use, may
+ * come after it (see the top of this file).  Class ids are unique, so
+ * fewer class dumps than classes loaded means one loaded is not dumped. */
+static int class_dumps_to_come(const struct one_pass *op)
+{
+    return op->names.keep_unused || op->model.classes.n_info < op->model.class_names.count;
+}
+
 int one_pass_names_decide(struct one_pass *op)
 {
     struct held_names *n = &op->names;
-    if (!op->hold_names || !n->keep_unused)
+    if (!op->hold_names || !class_dumps_to_come(op))
         return HPROF_OK;
     if (op->opt.redact == HPROF_REDACT_NONE)
         return each_held(op, write_kept);

@@ -133,7 +133,7 @@ struct held_names {
     struct id_table unread;     /* ... before a STRING of theirs was read */
     uint8_t *after;             /* copies of the names to write after the heap dump */
     size_t n_after, cap_after;  /* (bytes, as in `bytes`) */
-    int keep_unused;            /* at a decision point: JAVA PROFILE 1.0.3 */
+    int keep_unused;            /* JAVA PROFILE 1.0.3: the names held at a decision point are kept */
     /* Under --redact, the names held at a decision point, written with a
      * filler: id -> the output offset of the filler (UINT64_MAX: not
      * known), until a record uses the name and its text goes over it. */
