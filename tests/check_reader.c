@@ -187,7 +187,8 @@ START_TEST(reader_rejects_bad_magic)
 END_TEST
 
 /* Compressed data where the header should be is named by its compressor:
- * a dump compressed twice, its outer layer taken off by the input. */
+ * gzip or zstd, a dump compressed twice, its outer layer taken off by the
+ * input; another, a format the library does not read. */
 START_TEST(reader_names_compressed_data_in_place_of_a_header)
 {
     static const struct {
@@ -197,6 +198,11 @@ START_TEST(reader_names_compressed_data_in_place_of_a_header)
                                           "decompress it first: gzip -d)" },
         { "\x28\xb5\x2f\xfd\x24\0\0\0\0\0", "zstd-compressed data (compressed twice? "
                                           "decompress it first: zstd -d)" },
+        /* formats no input takes off: never a second layer */
+        { "\xfd" "7zXZ\0\0\0\0\0", "xz-compressed data (only gzip and zstd are read: "
+                                    "decompress it first: xz -d)" },
+        { "BZh9\0\0\0\0\0\0", "bzip2-compressed data (only gzip and zstd are read: "
+                             "decompress it first: bzip2 -d)" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct hprof_reader *r;

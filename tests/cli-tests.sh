@@ -1149,18 +1149,25 @@ t_formats() {
         die "plain to .gz: $(cat "$T/err")"
     expect 0 "$B/hprof-shrink" -z "$d/x.hprof" "$d/c.hprof.gz"
     grep -q warning "$T/err" && die "-z to .gz warns: $(cat "$T/err")"
-    # other compressors are named, from a file or standard input
+    # other compressors are named, from a file, standard input or a pipe
+    # (whose first read may give four bytes), and not taken for a second
+    # layer, as gzip or zstd found under the input's would be
     for c in "xz fd377a585a00" "bzip2 425a6839" "lz4 04224d18"; do
         name=${c%% *}
         python3 -c "import sys; open(sys.argv[1], 'wb').write(bytes.fromhex(sys.argv[2]) + bytes(10))" \
             "$d/y.$name" "${c#* }"
+        said="offset 0x0: header: not a heap dump but $name-compressed data (only gzip and zstd are read: decompress it first: $name -d)"
         for tool in hprof-verify hprof-info; do
             expect 1 "$B/$tool" "$d/y.$name"
-            grep -q "y.$name: $name-compressed: only gzip and zstd are read; decompress it first ($name -d)" "$T/err" ||
-                die "$tool $name: $(cat "$T/err")"
+            grep -qF "y.$name: $said" "$T/err" || die "$tool $name: $(cat "$T/err")"
         done
         expect 1 "$B/hprof-shrink" - "$d/z.hprof" < "$d/y.$name"
-        grep -q "standard input: $name-compressed" "$T/err" || die "stdin $name: $(cat "$T/err")"
+        grep -qF "standard input: $said" "$T/err" || die "stdin $name: $(cat "$T/err")"
+        for passes in --one-pass --multi-pass; do
+            set +e; cat "$d/y.$name" | "$B/hprof-shrink" $passes - "$d/z.hprof" 2> "$T/err"; got=$?; set -e
+            [ "$got" = 1 ] && grep -qF "standard input: $said" "$T/err" ||
+                die "a pipe of $name, $passes: exit $got: $(cat "$T/err")"
+        done
     done
     # a terminal on standard input is refused at once, as gzip -d does
     for cmd in "hprof-verify -" "hprof-info -" "hprof-shrink - $d/t.hprof"; do

@@ -50,21 +50,6 @@ static void install_sigbus_handler(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
-/* A compressor the library does not read: its name, or NULL. */
-static const char *other_compression(int fd)
-{
-    unsigned char m[6];
-    if (pread(fd, m, sizeof m, 0) != (ssize_t)sizeof m)
-        return NULL;
-    if (memcmp(m, "\xfd" "7zXZ\0", 6) == 0)
-        return "xz";
-    if (m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9')
-        return "bzip2";
-    if (m[0] == 0x04 && m[1] == 0x22 && m[2] == 0x4d && m[3] == 0x18)
-        return "lz4";
-    return NULL;
-}
-
 /* --salvage and -j: how cli_open_reader() opens inputs, and what it found. */
 static unsigned input_flags;
 static unsigned input_threads;
@@ -158,11 +143,6 @@ int cli_open_reader(const char *path, int *fd, struct hprof_reader **r, struct h
     if (rc != HPROF_OK)
         return rc;
     rc = hprof_input_open_threads(path, input_flags, input_threads, fd, &last_input, err);
-    const char *other = rc == HPROF_OK ? other_compression(*fd) : NULL;
-    if (other != NULL)
-        rc = hprof_error_set(err, HPROF_ERR_FORMAT,
-                             "%s-compressed: only gzip and zstd are read; decompress it first (%s -d)",
-                             other, other);
     if (rc == HPROF_OK)
         rc = hprof_reader_open_fd(r, *fd, err);
     if (rc == HPROF_OK && (input_flags & HPROF_INPUT_SALVAGE))

@@ -52,15 +52,16 @@ static inline int hprof_head_is_file_header(uint8_t tag, uint32_t time, uint32_t
 
 /* The compressor whose magic number the `n` bytes at `p` begin with, or
  * NULL: what a dump compressed twice (a .hprof.gz gzipped again by a web
- * server or an upload) looks like once the outer layer is off. */
+ * server or an upload) looks like once the outer layer is off, or one
+ * compressed by a program whose format is not read.  Four bytes tell each
+ * (a pipe's first read may give no more). */
 static inline const char *hprof_compressed_by(const uint8_t *p, size_t n)
 {
     if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
         return "gzip";
     if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd)
         return "zstd";
-    if (n >= 6 && p[0] == 0xfd && p[1] == '7' && p[2] == 'z' && p[3] == 'X' && p[4] == 'Z' &&
-        p[5] == 0)
+    if (n >= 4 && p[0] == 0xfd && p[1] == '7' && p[2] == 'z' && p[3] == 'X')
         return "xz";
     if (n >= 4 && p[0] == 'B' && p[1] == 'Z' && p[2] == 'h' && p[3] >= '1' && p[3] <= '9')
         return "bzip2";
@@ -70,10 +71,20 @@ static inline const char *hprof_compressed_by(const uint8_t *p, size_t n)
 }
 
 #define HPROF_NOT_A_DUMP "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)"
-/* HPROF_NOT_A_DUMP for bytes that hprof_compressed_by() names: printf
- * arguments, that name twice. */
-#define HPROF_COMPRESSED_INSIDE "offset 0x0: header: not a heap dump but %s-compressed data " \
-                                "(compressed twice? decompress it first: %s -d)"
+/* HPROF_NOT_A_DUMP for bytes that hprof_compressed_by() names `c` (printf
+ * arguments: that name twice): gzip and zstd are taken off by the input,
+ * so found under it they are a second layer; the others are not read. */
+#define HPROF_COMPRESSED_INSIDE(c)                                                        \
+    (hprof_input_decompresses(c)                                                          \
+         ? "offset 0x0: header: not a heap dump but %s-compressed data (compressed twice? " \
+           "decompress it first: %s -d)"                                                  \
+         : "offset 0x0: header: not a heap dump but %s-compressed data (only gzip and "    \
+           "zstd are read: decompress it first: %s -d)")
+
+static inline int hprof_input_decompresses(const char *compressor)
+{
+    return compressor[0] == 'g' || compressor[0] == 'z'; /* "gzip", "zstd" */
+}
 
 /* What a runtime writes before its heap dump: the names, the classes
  * loaded, the stack traces (HotSpot's heap dumper and ART write nothing

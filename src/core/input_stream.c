@@ -68,8 +68,8 @@ static int not_a_dump(const struct spool *s, struct hprof_error *err)
 {
     const char *compressor = hprof_compressed_by(s->head, s->n_head);
     if (compressor != NULL)
-        return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE, compressor,
-                               compressor);
+        return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE(compressor),
+                               compressor, compressor);
     return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_NOT_A_DUMP);
 }
 

@@ -49,8 +49,8 @@ static int parse_header(struct hprof_reader *r)
     const uint8_t *nul = memchr(head, 0, len);
     const char *compressor = hprof_compressed_by(head, len);
     if (compressor != NULL)
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE, compressor,
-                               compressor);
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE(compressor),
+                               compressor, compressor);
     if (len < sizeof magic - 1 || memcmp(head, magic, sizeof magic - 1) != 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT, HPROF_NOT_A_DUMP);
     /* The hprof agent's format=a writes "JAVA PROFILE 1.0.1, created ..."
