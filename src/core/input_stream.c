@@ -15,7 +15,8 @@
  *  - inflates member after member (the JDK writes one per chunk) with zlib's
  *    inflate(), not gzread(), which ignores whatever follows the last member
  *    without a word: here trailing bytes that are not another member are an
- *    error, as is a stream cut short.
+ *    error, as is a stream cut short, but for zeros to the end (padding,
+ *    which gzip -d passes over too).
  * Messages do not repeat the input's name: the tools print it before them.
  */
 #include <errno.h>
@@ -400,6 +401,29 @@ static void prefer_gzip_error(struct spool *s, z_stream *z, int zrc, int more,
     /* else the member's end, or no memory: the framing's error stands */
 }
 
+/* Zeros after the last member, to the end of the input: padding (a tape's
+ * blocks, `dd conv=sync`), which gzip -d passes over in silence too.
+ * @return HPROF_OK at the end, else the trailing bytes' error at the first
+ * byte that is not zero. */
+static int zero_padding(struct spool *s, z_stream *z, int more, struct hprof_error *err)
+{
+    for (;;) {
+        while (z->avail_in > 0 && z->next_in[0] == 0) {
+            z->next_in++;
+            z->avail_in--;
+        }
+        if (z->avail_in > 0)
+            return hprof_error_set(err, HPROF_ERR_FORMAT,
+                                   "offset 0x%" PRIx64 " (compressed): gzip input has trailing "
+                                   "bytes after its last member that are not another member",
+                                   in_at(s, z));
+        if (!more)
+            return HPROF_OK;
+        if ((more = refill(s, z, err)) < 0)
+            return err->code;
+    }
+}
+
 /* Inflate with zlib, member after member, from offset `at` of the input:
  * its start (where the first `prefix` bytes, from a pipe, are in in_buf
  * already) or, in a file, the end of a member.  With `one`, stop at the end
@@ -425,6 +449,11 @@ int spool_inflate_stream(struct spool *s, uint64_t at, size_t prefix, int one, u
         if (!in_member) {
             if (z.avail_in == 0) {
                 *done = 1; /* the end, after a whole member */
+                break;
+            }
+            if (z.next_in[0] == 0) {
+                rc = zero_padding(s, &z, more, err);
+                *done = rc == HPROF_OK;
                 break;
             }
             if (z.avail_in < 2 && !more && z.next_in[0] == 0x1f) { /* half a magic */
