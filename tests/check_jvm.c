@@ -278,6 +278,44 @@ START_TEST(jvm_output_holds_the_records_hprof_conv_writes)
 }
 END_TEST
 
+/* --jvm drops HEAP_DUMP_INFO, so the heaps' names it alone used are
+ * unused names, dropped in the same run: its output is what --jvm makes
+ * of it again, byte for byte (the Android fixtures, and a file of two
+ * dumps, whose names are collected over the whole file). */
+START_TEST(jvm_output_is_what_jvm_makes_of_it_again)
+{
+    char *two = NULL, *tool = tl_tool("hprof-synth");
+    const char *path = _i < 2 ? tl_fixtures[_i == 0 ? 0 : 3] : NULL;
+    if (_i < 2 && !tl_fixture_available(_i == 0 ? 0 : 3)) {
+        free(tool);
+        return;
+    }
+    if (_i == 2) {
+        two = tl_temp_path(".hprof");
+        ck_assert_int_eq(tl_system("%s --dumps 2 -f %s", tool, two), 0);
+        path = two;
+    }
+    struct hprof_shrink_options o = { .jvm = 1 };
+    struct hprof_shrink_stats once_stats, again_stats;
+    size_t once_len, again_len;
+    uint8_t *once = tl_shrink_file(path, &o, &once_len, &once_stats);
+    char *once_path = tl_temp_file(once, once_len, ".hprof");
+    uint8_t *again = tl_shrink_file(once_path, &o, &again_len, &again_stats);
+    ck_assert_uint_gt(once_stats.jvm_heap_infos_dropped, 0);
+    ck_assert_uint_eq(again_stats.names_dropped.count, 0);
+    ck_assert_uint_eq(again_len, once_len);
+    ck_assert_mem_eq(again, once, once_len);
+    unlink(once_path);
+    if (two != NULL)
+        unlink(two);
+    free(once_path);
+    free(two);
+    free(tool);
+    free(once);
+    free(again);
+}
+END_TEST
+
 static Suite *jvm_suite(void)
 {
     Suite *s = suite_create("jvm");
@@ -287,6 +325,7 @@ static Suite *jvm_suite(void)
     tcase_add_test(t, hprof_conv_writes_a_nodata_array_that_does_not_read_back);
     tcase_add_loop_test(t, jvm_leaves_a_hotspot_dump_unchanged, 0, 4);
     tcase_add_loop_test(t, jvm_output_holds_the_records_hprof_conv_writes, 0, 3);
+    tcase_add_loop_test(t, jvm_output_is_what_jvm_makes_of_it_again, 0, 3);
     suite_add_tcase(s, t);
     return s;
 }

@@ -188,6 +188,7 @@ static int collect_and_plan(struct shrink_run *run)
     struct hprof_visitor *pass_1 = collect_pass_1(&run->collect);
     if (run->plan.drop_names && run->shared_names == NULL) { /* names in use, as it goes */
         names_collect_init(&names, &run->plan.names, run->ctx.err);
+        names.heap_infos_dropped = run->opt.jvm;
         names.base.next = pass_1;
         pass_1 = &names.base;
     }
@@ -316,8 +317,9 @@ static void run_end(struct shrink_run *run, struct hprof_reader *r)
     }
 }
 
-/* Which STRING records any heap dump of the file uses: one pass. */
-static int collect_all_names(struct hprof_reader *r, struct names_plan *names,
+/* Which STRING records any heap dump of the file uses (`jvm`: none a
+ * HEAP_DUMP_INFO names, which --jvm drops): one pass. */
+static int collect_all_names(struct hprof_reader *r, struct names_plan *names, int jvm,
                              struct hprof_error *err)
 {
     struct hprof_reader *all;
@@ -328,6 +330,7 @@ static int collect_all_names(struct hprof_reader *r, struct names_plan *names,
     hprof_reader_set_dump(all, 0);
     hprof_reader_set_strict(all, 1);
     names_collect_init(&c, names, err);
+    c.heap_infos_dropped = jvm;
     c.base.next = NULL;
     rc = hprof_reader_run(all, &c.base);
     hprof_reader_free(all);
@@ -351,7 +354,7 @@ static int shrink_each_dump(struct hprof_reader *r, struct hprof_writer *w,
     struct names_plan names;
     if (names_plan_init(&names) != HPROF_OK)
         return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory");
-    int rc = options->keep_names ? HPROF_OK : collect_all_names(r, &names, err);
+    int rc = options->keep_names ? HPROF_OK : collect_all_names(r, &names, options->jvm, err);
     uint64_t start = 0;
     unsigned dumps = 2;
     for (unsigned n = 1; rc == HPROF_OK && n <= dumps; n++) {

@@ -509,7 +509,8 @@ static int on_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i
         op->heap_names[at] = (struct heap_name){ i->heap_id, i->name_id };
     op->in_heap = i->heap_id;
     op->heap_infos_in++;
-    int rc = one_pass_names_use(op, i->name_id);
+    /* --jvm drops the record: its heap's name is no name in use */
+    int rc = op->opt.jvm ? HPROF_OK : one_pass_names_use(op, i->name_id);
     if (rc != HPROF_OK || op->prelude) /* a held class dump says its heap */
         return rc;
     op->out_heap = i->heap_id;

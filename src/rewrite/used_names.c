@@ -96,7 +96,7 @@ static int collect_record(struct hprof_visitor *v, const struct hprof_record *r)
 
 static int collect_heap_info(struct hprof_visitor *v, const struct hprof_heap_info *i)
 {
-    int rc = use(collector(v), i->name_id);
+    int rc = collector(v)->heap_infos_dropped ? HPROF_OK : use(collector(v), i->name_id);
     return rc == HPROF_OK ? hprof_visit_heap_info(v->next, i) : rc;
 }
 
@@ -126,6 +126,7 @@ void names_collect_init(struct names_collect *c, struct names_plan *plan, struct
     c->plan = plan;
     c->err = err;
     c->id_size = 4;
+    c->heap_infos_dropped = 0;
 }
 
 /* ---- Filter ------------------------------------------------------------------ */

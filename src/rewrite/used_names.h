@@ -52,6 +52,7 @@ struct names_collect {
     struct names_plan *plan;
     struct hprof_error *err;
     unsigned id_size;
+    int heap_infos_dropped;     /* --jvm: a heap's name is no name in use */
 };
 
 /* Write-pass filter: drops STRING records whose id is not in use. */
