@@ -716,6 +716,35 @@ START_TEST(names_of_classes_dumped_among_objects_go_before_the_heap_dump)
 }
 END_TEST
 
+/* jhsdb (the Serviceability Agent's writer) writes an empty STRING of id
+ * 0, which nothing can use: both shrinks drop it, and count it. */
+START_TEST(a_name_of_the_null_id_is_dropped_and_counted_as_by_the_multi_pass_shrink)
+{
+    struct tbuf b;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_string(&b, 0, "");
+    tb_string(&b, 0x10, "java.lang.Object");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_instance(&b, 0x500, 0x100, NULL, 0);
+    size_t len;
+    uint8_t *in = end_heap_dump(&b, &len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { 0 };
+    struct shrunk one, multi;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(multi.stats.names_dropped.count, 1);
+    ck_assert_uint_eq(one.stats.names_dropped.count, multi.stats.names_dropped.count);
+    ck_assert_uint_eq(one.len, multi.len);
+    free(one.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
 /* A String (0x600) and a Bitmap (0x610) whose value and buffer are
  * PRIMITIVE_ARRAY_NODATA records (an obsolete Android form) read before
  * them, in a window that holds everything. */
@@ -1967,6 +1996,25 @@ START_TEST(id_table_matches_a_plain_array_through_a_million_puts_and_takes)
 }
 END_TEST
 
+/* Key 0 marks a free slot: it is never stored, nor counted. */
+START_TEST(id_table_never_stores_the_null_id)
+{
+    struct id_table t = { 0 };
+    uint64_t got = 0;
+    ck_assert_int_eq(id_table_put(&t, 0, 7), HPROF_OK);
+    ck_assert_uint_eq(t.count, 0);
+    ck_assert_ptr_null(id_table_find(&t, 0));
+    ck_assert_int_eq(id_table_put(&t, 8, 9), HPROF_OK);
+    ck_assert_int_eq(id_table_put(&t, 0, 7), HPROF_OK);
+    ck_assert_uint_eq(t.count, 1);
+    ck_assert_int_eq(id_table_take(&t, 0, &got), 0);
+    ck_assert_int_eq(id_table_take(&t, 8, &got), 1);
+    ck_assert_uint_eq(got, 9);
+    ck_assert_uint_eq(t.count, 0);
+    id_table_free(&t);
+}
+END_TEST
+
 /* Id pages say which aligned ids came before, exactly, across address
  * ranges far apart; an id not aligned is not theirs. */
 START_TEST(id_pages_tell_every_aligned_id_seen_before)
@@ -2069,6 +2117,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_holder_after_its_nodata_array_is_not_late);
     tcase_add_test(same, every_late_claim_is_counted_after_a_million_values_kept);
     tcase_add_test(same, names_of_classes_dumped_among_objects_go_before_the_heap_dump);
+    tcase_add_test(same, a_name_of_the_null_id_is_dropped_and_counted_as_by_the_multi_pass_shrink);
     tcase_add_loop_test(same, strings_sharing_a_waiting_value_stay_within_the_window, 0, 2);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, an_android_dumps_unused_names_go_out_as_fillers_under_redaction, 0, 4);
@@ -2101,6 +2150,7 @@ static Suite *one_pass_suite(void)
     TCase *table = tcase_create("id table");
     tcase_set_timeout(table, 120); /* a million operations, under ThreadSanitizer too */
     tcase_add_test(table, id_table_matches_a_plain_array_through_a_million_puts_and_takes);
+    tcase_add_test(table, id_table_never_stores_the_null_id);
     tcase_add_test(table, id_pages_tell_every_aligned_id_seen_before);
     tcase_add_test(table, id_pages_stop_at_their_limit);
     suite_add_tcase(s, table);

@@ -71,7 +71,8 @@ struct id_table {
 void id_table_free(struct id_table *t);
 /* The value of `key`, or NULL. */
 uint64_t *id_table_find(const struct id_table *t, uint64_t key);
-/* @return HPROF_OK or HPROF_ERR_NOMEM. */
+/* Key 0 (null, no object) is never stored: find and take say it is not
+ * there.  @return HPROF_OK or HPROF_ERR_NOMEM. */
 int id_table_put(struct id_table *t, uint64_t key, uint64_t value);
 /* Remove `key`: @return 1 and its value in *value, or 0. */
 int id_table_take(struct id_table *t, uint64_t key, uint64_t *value);

@@ -304,6 +304,10 @@ int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
         return nomem(op);
     if (!op->hold_names || idmap_has(&n->used, s->id))
         return hprof_visit_string(op->head, s);
+    if (s->id == 0) { /* the null id: nothing can use it (jhsdb writes one) */
+        count_add(&op->st->names_dropped, s->length);
+        return HPROF_OK;
+    }
     int rc = hold(op, s);
     if (rc != HPROF_OK || n->n_bytes <= n->limit || (n->to_disk && to_disk(op)))
         return rc;

@@ -53,6 +53,8 @@ uint64_t *id_table_find(const struct id_table *t, uint64_t key)
 
 int id_table_put(struct id_table *t, uint64_t key, uint64_t value)
 {
+    if (key == 0) /* the mark of a free slot */
+        return HPROF_OK;
     if ((t->count + 1) * 2 > (t->slots ? t->mask + 1 : 0) && table_grow(t) != HPROF_OK)
         return HPROF_ERR_NOMEM;
     size_t s = slot_of(t, key);
