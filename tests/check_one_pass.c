@@ -1565,10 +1565,12 @@ END_TEST
  * pixels), Bitmaps 0x2001 and 0x2002 naming them, and roots, in the order
  * `plan` gives: "aN" buffer N, "bN" the Bitmap of buffer N, "rN" a root
  * naming buffer N, "fN" an array of 600 KiB nobody claims (filling a
- * window of 1 MiB). */
+ * window of 1 MiB), "sN" a java.lang.String 0x3000 + N whose value is
+ * buffer N (as reflection or JNI can make it). */
 static uint8_t *twins_dump(const char *plan, size_t *len)
 {
     static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
+    static const uint64_t string_names[] = { 0x902 };
     uint8_t pixels[3000];
     for (size_t i = 0; i < sizeof pixels; i++)
         pixels[i] = (uint8_t)(i * 7 + 3);
@@ -1578,8 +1580,15 @@ static uint8_t *twins_dump(const char *plan, size_t *len)
     tb_string(&d, 0x10, "android.graphics.Bitmap");
     tb_string(&d, 0x900, "mBuffer");
     tb_load_class(&d, 1, 0x100, 0x10);
+    if (strchr(plan, 's') != NULL) {
+        tb_string(&d, 0x11, "java.lang.String");
+        tb_string(&d, 0x902, "value");
+        tb_load_class(&d, 2, 0x200, 0x11);
+    }
     tb_segment_begin(&d, HPROF_TAG_HEAP_DUMP_SEGMENT);
     tb_class(&d, 0x100, 0, bitmap_fields, 1);
+    if (strchr(plan, 's') != NULL)
+        tb_class_named(&d, 0x200, 0, string_names, bitmap_fields, 1);
     uint8_t *filler = calloc(600 << 10, 1);
     for (const char *p = plan; p[0] != '\0'; p += p[2] == ' ' ? 3 : 2) {
         uint32_t buffer = 0x1000u + (uint32_t)(p[1] - '0');
@@ -1590,6 +1599,8 @@ static uint8_t *twins_dump(const char *plan, size_t *len)
             tb_prim_array(&d, buffer, HPROF_TYPE_BYTE, sizeof pixels, pixels);
         else if (p[0] == 'b')
             tb_instance(&d, 0x1000 + buffer, 0x100, ref, 4);
+        else if (p[0] == 's')
+            tb_instance(&d, 0x2000 + buffer, 0x200, ref, 4);
         else {
             tb_u1(&d, HPROF_ROOT_UNKNOWN);
             tb_id(&d, buffer);
@@ -1728,6 +1739,62 @@ START_TEST(twins_claimed_out_of_order_keep_the_first_read_unless_late)
     ck_assert(same);
     ck_assert_uint_eq(twins_late_in("a1 a2 b2 f1 f2 b1", small, &same), 1);
     ck_assert(!same);
+}
+END_TEST
+
+/* The text of String 0x3000 + n in the input and in `out` (hashes of its
+ * value's contents): equal? */
+static int string_text_kept(const uint8_t *in, size_t len, const struct shrunk *out, unsigned n)
+{
+    struct facts before, after;
+    struct hprof_error err = { 0 };
+    uint64_t was = 0, is = 1;
+    ck_assert_int_eq(facts_load_memory(in, len, &before, &err), HPROF_OK);
+    ck_assert_int_eq(facts_load_memory(out->data, out->len, &after, &err), HPROF_OK);
+    ck_assert(idmap_get(&before.strings, 0x3000 + n, &was));
+    ck_assert(idmap_get(&after.strings, 0x3000 + n, &is));
+    facts_free(&before);
+    facts_free(&after);
+    return was == is;
+}
+
+/* A String whose value is also a Bitmap's buffer, the twin of a buffer
+ * read before it (HotSpot's reflection or JNI can make one): the
+ * multi-pass shrink gives its Bitmap the first twin and keeps the array
+ * whole for the String. The one pass, whatever the order of the String,
+ * the buffer and its Bitmap, keeps the String's text too, and where its
+ * Bitmap comes before the String has its value, an analyzer sees what the
+ * multi-pass output shows. (A Bitmap that comes after its buffer went out
+ * as a String's value finds nothing left to merge: that buffer stays
+ * unmerged, and is not counted late.) */
+START_TEST(a_string_whose_value_is_a_twin_buffer_keeps_its_text)
+{
+    static const struct { const char *plan; int same; } plans[] = {
+        { "a1 b1 b2 a2 s2", 1 }, { "a1 b1 b2 s2 a2", 1 }, { "a1 b1 a2 b2 s2", 1 },
+        { "a1 b1 s2 b2 a2", 1 }, { "a1 b1 a2 s2 b2", 0 }, { "a1 b1 s2 a2 b2", 0 },
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
+        const char *plan = plans[i].plan;
+        size_t len;
+        uint8_t *in = twins_dump(plan, &len);
+        struct hprof_shrink_options o = { 0 };
+        struct hprof_error err = { 0 };
+        struct shrunk file, memory, multi;
+        ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+        ck_assert_msg(string_text_kept(in, len, &multi, 2), "%s: multi-pass", plan);
+        shrink_to_readable_file_with(in, len, &o, &file);
+        ck_assert_msg(shrink_memory(in, len, &o, 1, &memory, &err) == HPROF_OK, "%s", err.message);
+        ck_assert_msg(string_text_kept(in, len, &file, 2), "%s: text lost in a file", plan);
+        ck_assert_msg(string_text_kept(in, len, &memory, 2), "%s: text lost in memory", plan);
+        ck_assert_uint_eq(file.stats.window_late, 0);
+        ck_assert_msg(!plans[i].same || same_view_as(&file, &multi), "%s: another view", plan);
+        ck_assert_msg(!plans[i].same || same_view_as(&memory, &multi), "%s: another view (memory)",
+                      plan);
+        free(file.data);
+        free(memory.data);
+        free(multi.data);
+        free(in);
+    }
 }
 END_TEST
 
@@ -2136,6 +2203,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_root_pins_a_twin_buffer);
     tcase_add_test(same, twins_in_any_order_are_the_multi_pass_ones);
     tcase_add_test(same, twins_claimed_out_of_order_keep_the_first_read_unless_late);
+    tcase_add_test(same, a_string_whose_value_is_a_twin_buffer_keeps_its_text);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text);

@@ -423,6 +423,7 @@ int one_pass_reset_dump(struct one_pass *op)
         one_pass_sync_redact_plan(op);
     }
     id_table_free(&op->claims);
+    id_table_free(&op->value_buffers);
     one_pass_slots_free(op);
     one_pass_twins_free(op);
     one_pass_value_owners_free(op);

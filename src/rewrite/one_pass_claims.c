@@ -289,8 +289,8 @@ static int decide_earlier_twin(struct one_pass *op, const struct hprof_primitive
     return rc == HPROF_OK ? find_twin(op, a, sha, twin) : rc;
 }
 
-static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array *a, int pinned,
-                         enum array_keep *keep)
+static int decide_buffer_bytes(struct one_pass *op, const struct hprof_primitive_array *a,
+                               int pinned, enum array_keep *keep)
 {
     struct shrink_plan *p = &op->plan;
     uint8_t sha[32];
@@ -338,6 +338,32 @@ static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array
         return nomem(op);
     *keep = ARRAY_DUPLICATE;
     return HPROF_OK;
+}
+
+/* decide_buffer_bytes(), for a buffer that is a String's value too: its
+ * Bitmaps take a twin as any other's, but the array stays with its
+ * contents, kept for the String, as the multi-pass shrink keeps a
+ * String's value whatever else names it. */
+static int decide_buffer(struct one_pass *op, const struct hprof_primitive_array *a, int pinned,
+                         enum array_keep *keep)
+{
+    int rc = decide_buffer_bytes(op, a, pinned, keep);
+    uint64_t value;
+    if (rc == HPROF_OK && op->value_buffers.count > 0 && *keep != ARRAY_DUPLICATE &&
+        id_table_take(&op->value_buffers, a->id, &value))
+        *keep = (enum array_keep)value;
+    return rc;
+}
+
+static int is_value_keep(unsigned keep)
+{
+    return keep == ARRAY_STRING_VALUE || keep == ARRAY_STRING_UTF16;
+}
+
+/* Array `id`, a Bitmap's buffer, is a String's value too (`keep`). */
+static int also_value(struct one_pass *op, uint64_t id, unsigned keep)
+{
+    return id_table_put(&op->value_buffers, id, keep) == HPROF_OK ? HPROF_OK : nomem(op);
 }
 
 /* Instances `list` (linked by next_same) go out, and their blocks back. */
@@ -667,8 +693,14 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
         /* a claim that pins walks the records under the id, every Bitmap
          * of a shared buffer among them; one that does not would change
          * nothing, once per Bitmap */
-        for (struct held *h = first; (claim & CLAIM_PINNED) && h != NULL; h = h->next_same)
-            h->pinned = 1;
+        int value = is_value_keep(claim & CLAIM_KEEP), read = 0;
+        for (struct held *h = first; ((claim & CLAIM_PINNED) || value) && h != NULL;
+             h = h->next_same) {
+            h->pinned |= (claim & CLAIM_PINNED) != 0;
+            read |= h->wait == WAIT_DECIDE;
+        }
+        if (read && value) /* read: its group decides it, and the String keeps it */
+            return also_value(op, id, claim & CLAIM_KEEP);
         first = NULL;
     }
     if (first == NULL || first->kind != HELD_PRIMITIVE_ARRAY) {
@@ -677,6 +709,13 @@ int one_pass_claim(struct one_pass *op, uint64_t id, unsigned claim)
             return claim_set_aside(op, e, claim);
         uint64_t *was = id_table_find(&op->claims, id);
         if (was != NULL) { /* claimed twice: a buffer stays pinned */
+            unsigned had = (unsigned)(*was & CLAIM_KEEP), keep = claim & CLAIM_KEEP;
+            if (had == ARRAY_BITMAP && is_value_keep(keep))
+                return also_value(op, id, keep);
+            if (is_value_keep(had) && keep == ARRAY_BITMAP) { /* a buffer, and a value */
+                *was = claim;
+                return also_value(op, id, had);
+            }
             *was |= claim & CLAIM_PINNED;
             return HPROF_OK;
         }

@@ -163,6 +163,7 @@ struct one_pass {
     struct held_names names;
     int hold_names;
     struct id_table claims;         /* array id -> CLAIM_* */
+    struct id_table value_buffers;  /* a buffer that is a String's value too -> its array_keep */
     struct buffer_slots slots;
     struct waiting_twins twins;     /* the buffers among `window`'s WAIT_DECIDE records */
     struct idlog kept_out;          /* arrays written with their contents, and

@@ -103,6 +103,7 @@ static void release(struct one_pass *op)
     one_pass_checks_free(op);
     one_pass_prelude_free(op);
     id_table_free(&op->claims);
+    id_table_free(&op->value_buffers);
     one_pass_slots_free(op);
     one_pass_twins_free(op);
     one_pass_value_owners_free(op);
