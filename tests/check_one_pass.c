@@ -1766,7 +1766,7 @@ static int string_text_kept(const uint8_t *in, size_t len, const struct shrunk *
  * Bitmap comes before the String has its value, an analyzer sees what the
  * multi-pass output shows. (A Bitmap that comes after its buffer went out
  * as a String's value finds nothing left to merge: that buffer stays
- * unmerged, and is not counted late.) */
+ * unmerged, and the Bitmap is counted late.) */
 START_TEST(a_string_whose_value_is_a_twin_buffer_keeps_its_text)
 {
     static const struct { const char *plan; int same; } plans[] = {
@@ -1786,7 +1786,9 @@ START_TEST(a_string_whose_value_is_a_twin_buffer_keeps_its_text)
         ck_assert_msg(shrink_memory(in, len, &o, 1, &memory, &err) == HPROF_OK, "%s", err.message);
         ck_assert_msg(string_text_kept(in, len, &file, 2), "%s: text lost in a file", plan);
         ck_assert_msg(string_text_kept(in, len, &memory, 2), "%s: text lost in memory", plan);
-        ck_assert_uint_eq(file.stats.window_late, 0);
+        /* where the views may differ, the report says so */
+        ck_assert_msg(plans[i].same ? file.stats.window_late == 0 : file.stats.window_late > 0,
+                      "%s: %llu late", plan, (unsigned long long)file.stats.window_late);
         ck_assert_msg(!plans[i].same || same_view_as(&file, &multi), "%s: another view", plan);
         ck_assert_msg(!plans[i].same || same_view_as(&memory, &multi), "%s: another view (memory)",
                       plan);

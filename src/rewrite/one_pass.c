@@ -442,7 +442,8 @@ int one_pass_reset_dump(struct one_pass *op)
          idmap_reset(&op->merge_index) != HPROF_OK ||
          idmap_reset(&op->buffer_sizes) != HPROF_OK))
         rc = HPROF_ERR_NOMEM;
-    idlog_clear(&op->kept_out);
+    idlog_clear(&op->contents_out);
+    idlog_clear(&op->buffers_out);
     if (rc == HPROF_OK && op->tracking_pins) {
         idfilter_free(&op->pins);
         rc = start_pins(op);
@@ -556,22 +557,36 @@ static int flush_window(struct one_pass *op)
     return rc;
 }
 
-/* A claim of an array that went out kept for another claim (a value two
- * Strings share) is answered; not one for a byte[][]'s elements. */
-static void answer_kept_claim(void *ctx, uint64_t id)
+/* A String's or DumpData's claim of an array that went out whole for
+ * another claim (a value two Strings share) is answered. */
+static void answer_contents_claim(void *ctx, uint64_t id)
 {
     struct id_table *claims = ctx;
     uint64_t *claim = id_table_find(claims, id), ignored;
-    if (claim != NULL && !(*claim & CLAIM_BUFFERS_ARRAY))
+    if (claim != NULL && !(*claim & CLAIM_BUFFERS_ARRAY) && (*claim & CLAIM_KEEP) != ARRAY_BITMAP)
+        id_table_take(claims, id, &ignored);
+}
+
+/* A Bitmap's claim of a buffer that went out whole or merged for another
+ * Bitmap (a shared buffer) is answered; not of one that went out as a
+ * String's value, which the multi-pass shrink may have merged. */
+static void answer_buffer_claim(void *ctx, uint64_t id)
+{
+    struct id_table *claims = ctx;
+    uint64_t *claim = id_table_find(claims, id), ignored;
+    if (claim != NULL && !(*claim & CLAIM_BUFFERS_ARRAY) && (*claim & CLAIM_KEEP) == ARRAY_BITMAP)
         id_table_take(claims, id, &ignored);
 }
 
 /* Claims no array answered: the array had gone by (or was never dumped).
- * Takes the answered ones out of the claims. */
+ * Takes the answered ones out of the claims; a byte[][]'s elements are
+ * never answered so. */
 static uint64_t late_claims(struct one_pass *op)
 {
     if (op->claims.count > 0)
-        idlog_each(&op->kept_out, answer_kept_claim, &op->claims);
+        idlog_each(&op->contents_out, answer_contents_claim, &op->claims);
+    if (op->claims.count > 0)
+        idlog_each(&op->buffers_out, answer_buffer_claim, &op->claims);
     return op->claims.count;
 }
 

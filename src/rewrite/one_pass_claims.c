@@ -952,8 +952,8 @@ int one_pass_primitive_array(struct hprof_visitor *v, const struct hprof_primiti
             /* the multi-pass shrink keeps nothing of it either, whoever
              * claims it: a String or Bitmap that comes after it is not
              * late (late_claims() answers the claims of these ids) */
-            if (idlog_add(&op->kept_out, a->id) != HPROF_OK)
-                return nomem(op);
+            if (one_pass_note_out(op, a->id, ARRAY_NOT_KEPT, 1) != HPROF_OK)
+                return HPROF_ERR_NOMEM;
         }
         if ((rc = one_pass_live_heap(op)) != HPROF_OK ||
             (rc = one_pass_give_verdict(op, a, keep)) != HPROF_OK)

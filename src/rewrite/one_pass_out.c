@@ -46,11 +46,22 @@ int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, 
 }
 
 /* The chain's verdict on array `a`, given before it goes in. */
+int one_pass_note_out(struct one_pass *op, uint64_t id, enum array_keep keep, int nodata)
+{
+    int whole = keep == ARRAY_STRING_VALUE || keep == ARRAY_STRING_UTF16 ||
+                keep == ARRAY_NATIVES || keep == ARRAY_BITMAP;
+    int buffer = keep == ARRAY_BITMAP || keep == ARRAY_DUPLICATE;
+    if (((whole || nodata) && idlog_add(&op->contents_out, id) != HPROF_OK) ||
+        ((buffer || nodata) && idlog_add(&op->buffers_out, id) != HPROF_OK))
+        return rewrite_nomem(&op->ctx);
+    return HPROF_OK;
+}
+
 int one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
                           enum array_keep keep)
 {
-    if (keep != ARRAY_NOT_KEPT && idlog_add(&op->kept_out, a->id) != HPROF_OK)
-        return rewrite_nomem(&op->ctx);
+    if (keep != ARRAY_NOT_KEPT && one_pass_note_out(op, a->id, keep, 0) != HPROF_OK)
+        return HPROF_ERR_NOMEM;
     op->cursor->array_id = a->id;
     op->cursor->array_offset = a->data_offset;
     op->cursor->array_keep = keep;

@@ -166,8 +166,11 @@ struct one_pass {
     struct id_table value_buffers;  /* a buffer that is a String's value too -> its array_keep */
     struct buffer_slots slots;
     struct waiting_twins twins;     /* the buffers among `window`'s WAIT_DECIDE records */
-    struct idlog kept_out;          /* arrays written with their contents, and
-                                       PRIMITIVE_ARRAY_NODATA ones (nothing to keep) */
+    /* What answers a claim that comes after its array went out (see
+     * late_claims()): arrays written whole (a String's, DumpData's or
+     * Bitmap's), and the Bitmap buffers written whole or merged; both with
+     * the PRIMITIVE_ARRAY_NODATA ones (nothing to keep either way). */
+    struct idlog contents_out, buffers_out;
     struct id_pages dumped;         /* this heap dump's objects: one dumped twice is refused */
     struct idmap dumped_odd;        /* ... those whose id is not 8-byte aligned */
     int hold_values;                /* Strings' values wait for keep rules (redaction) */
@@ -245,6 +248,9 @@ int one_pass_switch_heap(struct one_pass *op, uint32_t heap);
  * @return HPROF_OK or HPROF_ERR_NOMEM (reported). */
 int one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
                           enum array_keep keep);
+/* Array `id` went out with verdict `keep` (a NODATA one: `nodata`), for the
+ * claims that come after it.  @return HPROF_OK or HPROF_ERR_NOMEM (reported). */
+int one_pass_note_out(struct one_pass *op, uint64_t id, enum array_keep keep, int nodata);
 int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, uint32_t heap);
 /* one_pass_checks.c: object `id`, dumped at `offset` by a sub-record
  * `subtag`, refused (HPROF_ERR_FORMAT) if its heap dump dumped it already. */

@@ -112,7 +112,8 @@ static void release(struct one_pass *op)
     free(op->blocked);
     if (op->tracking_pins)
         idfilter_free(&op->pins);
-    idlog_free(&op->kept_out);
+    idlog_free(&op->contents_out);
+    idlog_free(&op->buffers_out);
     sha256_free(op->sha);
     free(op->compare_buf);
     free(op->merges);
