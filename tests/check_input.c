@@ -278,6 +278,21 @@ START_TEST(gzip_garbage_after_zero_padding_is_an_error_at_its_offset)
 }
 END_TEST
 
+/* Under a gzip layer the input took off, any compressor is a second
+ * layer, xz's too (which alone is a format not read). */
+START_TEST(xz_under_gzip_says_it_is_compressed_twice)
+{
+    static const uint8_t xz[16] = { 0xfd, '7', 'z', 'X', 'Z', 0 };
+    size_t gz_len, written;
+    uint8_t *gz = tl_gzip_bytes(xz, sizeof xz, 0, &gz_len);
+    struct hprof_error err = { 0 };
+    ck_assert_int_eq(open_piped(gz, gz_len, &err, &written), HPROF_ERR_FORMAT);
+    ck_assert_str_eq(err.message, "offset 0x0: header: not a heap dump but xz-compressed data "
+                                  "(compressed twice? decompress it first: xz -d)");
+    free(gz);
+}
+END_TEST
+
 /* As the JDK writes them: one member after another, read as one stream. */
 START_TEST(gzip_members_one_after_another_are_one_dump)
 {
@@ -1209,6 +1224,7 @@ static Suite *input_suite(void)
     tcase_add_test(t, gzip_zeros_behind_a_header_stop_at_the_first_record);
     tcase_add_test(t, gzip_trailing_garbage_is_an_error);
     tcase_add_test(t, gzip_zero_padding_after_the_last_member_is_passed_over);
+    tcase_add_test(t, xz_under_gzip_says_it_is_compressed_twice);
     tcase_add_test(t, gzip_garbage_after_zero_padding_is_an_error_at_its_offset);
     tcase_add_test(t, gzip_members_one_after_another_are_one_dump);
     tcase_add_test(t, gzip_truncated_says_so_once_without_the_name);

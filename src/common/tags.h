@@ -53,14 +53,17 @@ static inline int hprof_head_is_file_header(uint8_t tag, uint32_t time, uint32_t
 /* The compressor whose magic number the `n` bytes at `p` begin with, or
  * NULL: what a dump compressed twice (a .hprof.gz gzipped again by a web
  * server or an upload) looks like once the outer layer is off, or one
- * compressed by a program whose format is not read.  Four bytes tell each
- * (a pipe's first read may give no more). */
-static inline const char *hprof_compressed_by(const uint8_t *p, size_t n)
+ * compressed by a program whose format is not read.  *read_by_input says
+ * whether the input takes that layer off (gzip, zstd).  Four bytes tell
+ * each (a pipe's first read may give no more). */
+static inline const char *hprof_compressed_by(const uint8_t *p, size_t n, int *read_by_input)
 {
+    *read_by_input = 1;
     if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
         return "gzip";
     if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd)
         return "zstd";
+    *read_by_input = 0;
     if (n >= 4 && p[0] == 0xfd && p[1] == '7' && p[2] == 'z' && p[3] == 'X')
         return "xz";
     if (n >= 4 && p[0] == 'B' && p[1] == 'Z' && p[2] == 'h' && p[3] >= '1' && p[3] <= '9')
@@ -71,20 +74,14 @@ static inline const char *hprof_compressed_by(const uint8_t *p, size_t n)
 }
 
 #define HPROF_NOT_A_DUMP "offset 0x0: header: not a heap dump (no \"JAVA PROFILE 1.0.x\" magic)"
-/* HPROF_NOT_A_DUMP for bytes that hprof_compressed_by() names `c` (printf
- * arguments: that name twice): gzip and zstd are taken off by the input,
- * so found under it they are a second layer; the others are not read. */
-#define HPROF_COMPRESSED_INSIDE(c)                                                        \
-    (hprof_input_decompresses(c)                                                          \
-         ? "offset 0x0: header: not a heap dump but %s-compressed data (compressed twice? " \
-           "decompress it first: %s -d)"                                                  \
-         : "offset 0x0: header: not a heap dump but %s-compressed data (only gzip and "    \
-           "zstd are read: decompress it first: %s -d)")
-
-static inline int hprof_input_decompresses(const char *compressor)
-{
-    return compressor[0] == 'g' || compressor[0] == 'z'; /* "gzip", "zstd" */
-}
+/* HPROF_NOT_A_DUMP for bytes that hprof_compressed_by() names (printf
+ * arguments: that name twice): found under a layer the input took off, or
+ * a layer it would take off itself, a second layer; else a format the
+ * input does not read. */
+#define HPROF_COMPRESSED_TWICE "offset 0x0: header: not a heap dump but %s-compressed data " \
+                               "(compressed twice? decompress it first: %s -d)"
+#define HPROF_COMPRESSED_UNREAD "offset 0x0: header: not a heap dump but %s-compressed data " \
+                                "(only gzip and zstd are read: decompress it first: %s -d)"
 
 /* What a runtime writes before its heap dump: the names, the classes
  * loaded, the stack traces (HotSpot's heap dumper and ART write nothing

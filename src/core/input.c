@@ -152,6 +152,7 @@ static int decompress(struct spool *s, enum input_kind kind, size_t prefix, uint
 {
     int done;
     uint64_t end;
+    s->layered = kind != INPUT_PLAIN;
     switch (kind) {
     case INPUT_ZSTD:
         return spool_unzstd(s, prefix, err);

@@ -42,6 +42,7 @@ struct spool {
     uint64_t written;           /* bytes of the copy so far */
     uint64_t room;              /* written + what was free when last looked:
                                  * what the directory had room for */
+    int layered;                /* the bytes put are decompressed (gzip or zstd) */
     uint8_t head[MAGIC_LEN];    /* the first bytes, until the magic is checked */
     size_t n_head;
     int checked;

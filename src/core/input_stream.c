@@ -67,9 +67,12 @@ static int no_room(const struct spool *s, struct hprof_error *err)
 
 static int not_a_dump(const struct spool *s, struct hprof_error *err)
 {
-    const char *compressor = hprof_compressed_by(s->head, s->n_head);
+    int read_by_input;
+    const char *compressor = hprof_compressed_by(s->head, s->n_head, &read_by_input);
     if (compressor != NULL)
-        return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE(compressor),
+        return hprof_error_set(err, HPROF_ERR_FORMAT,
+                               read_by_input || s->layered ? HPROF_COMPRESSED_TWICE
+                                                           : HPROF_COMPRESSED_UNREAD,
                                compressor, compressor);
     return hprof_error_set(err, HPROF_ERR_FORMAT, HPROF_NOT_A_DUMP);
 }

@@ -47,9 +47,11 @@ static int parse_header(struct hprof_reader *r)
 
     const char magic[] = "JAVA PROFILE 1.0.";
     const uint8_t *nul = memchr(head, 0, len);
-    const char *compressor = hprof_compressed_by(head, len);
+    int read_by_input;
+    const char *compressor = hprof_compressed_by(head, len, &read_by_input);
     if (compressor != NULL)
-        return hprof_error_set(r->err, HPROF_ERR_FORMAT, HPROF_COMPRESSED_INSIDE(compressor),
+        return hprof_error_set(r->err, HPROF_ERR_FORMAT,
+                               read_by_input ? HPROF_COMPRESSED_TWICE : HPROF_COMPRESSED_UNREAD,
                                compressor, compressor);
     if (len < sizeof magic - 1 || memcmp(head, magic, sizeof magic - 1) != 0)
         return hprof_error_set(r->err, HPROF_ERR_FORMAT, HPROF_NOT_A_DUMP);
