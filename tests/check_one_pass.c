@@ -1800,6 +1800,32 @@ START_TEST(a_string_whose_value_is_a_twin_buffer_keeps_its_text)
 }
 END_TEST
 
+/* A String whose value went out as a Bitmap's buffer, past a full window,
+ * holds its bytes whole, as in the multi-pass output: not late.  Under
+ * --redact those bytes went out as pixels, not redacted as the String's
+ * text the multi-pass shrink redacts: late, so that the report says so. */
+START_TEST(a_string_after_its_value_went_out_as_pixels_is_late_only_under_redaction)
+{
+    size_t len;
+    uint8_t *in = twins_dump("a1 b1 f1 f2 s1", &len);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN };
+    struct hprof_error err = { 0 };
+    struct shrunk plain, redacted, multi;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &plain, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(plain.stats.window_late, 0);
+    ck_assert(string_text_kept(in, len, &plain, 1));
+    ck_assert(same_view_as(&plain, &multi));
+    o.redact = HPROF_REDACT_STRINGS;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &redacted, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_gt(redacted.stats.window_late, 0);
+    free(plain.data);
+    free(redacted.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
 /* Twin buffers larger than the window, named by an array of buffers read
  * before them, cannot be compared: the second is counted late. */
 START_TEST(twin_buffers_past_the_window_after_their_array_are_late)
@@ -2206,6 +2232,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, twins_in_any_order_are_the_multi_pass_ones);
     tcase_add_test(same, twins_claimed_out_of_order_keep_the_first_read_unless_late);
     tcase_add_test(same, a_string_whose_value_is_a_twin_buffer_keeps_its_text);
+    tcase_add_test(same, a_string_after_its_value_went_out_as_pixels_is_late_only_under_redaction);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text);

@@ -648,7 +648,7 @@ static int claim_set_aside(struct one_pass *op, struct spilled *e, unsigned clai
 {
     enum array_keep keep = (enum array_keep)(claim & CLAIM_KEEP);
     size_t bytes = e->array.length;
-    if (e->keep != ARRAY_NOT_KEPT) /* claimed before: waits for the rules */
+    if (e->keep != ARRAY_NOT_KEPT) /* claimed before: sent with the others */
         return HPROF_OK;
     if (waits_for_rules(op, claim)) {
         e->keep = (uint8_t)keep;

@@ -48,8 +48,11 @@ int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, 
 /* The chain's verdict on array `a`, given before it goes in. */
 int one_pass_note_out(struct one_pass *op, uint64_t id, enum array_keep keep, int nodata)
 {
+    /* a buffer whose bytes a String turns out to hold went out as pixels,
+     * not redacted as a String's text: under --redact, no answer */
     int whole = keep == ARRAY_STRING_VALUE || keep == ARRAY_STRING_UTF16 ||
-                keep == ARRAY_NATIVES || keep == ARRAY_BITMAP;
+                keep == ARRAY_NATIVES ||
+                (keep == ARRAY_BITMAP && op->opt.redact == HPROF_REDACT_NONE);
     int buffer = keep == ARRAY_BITMAP || keep == ARRAY_DUPLICATE;
     if (((whole || nodata) && idlog_add(&op->contents_out, id) != HPROF_OK) ||
         ((buffer || nodata) && idlog_add(&op->buffers_out, id) != HPROF_OK))
