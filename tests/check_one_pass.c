@@ -716,6 +716,39 @@ START_TEST(names_of_classes_dumped_among_objects_go_before_the_heap_dump)
 }
 END_TEST
 
+/* HotSpot writes LOAD_CLASS for classes it has not loaded yet and does
+ * not dump (a dump taken while classes load): with 8-byte ids that is no
+ * sign of class dumps to come, and the unused names go, as in the
+ * multi-pass output (keeping them would keep a whole symbol table). */
+START_TEST(a_hotspot_class_loaded_but_never_dumped_keeps_no_unused_name)
+{
+    struct tbuf b;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_string(&b, 0x10, "java.lang.Object");
+    tb_string(&b, 0x11, "com.example.NotLoadedYet");
+    tb_string(&b, 0x12, "a string literal nothing uses");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_load_class(&b, 2, 0x200, 0x11);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_instance(&b, 0x500, 0x100, NULL, 0);
+    size_t len;
+    uint8_t *in = end_heap_dump(&b, &len);
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { 0 };
+    struct shrunk one, multi;
+    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_eq(multi.stats.names_dropped.count, 1);
+    ck_assert_uint_eq(one.stats.names_dropped.count, 1);
+    ck_assert_ptr_null(memmem(one.data, one.len, "a string literal", 16));
+    free(one.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
 /* jhsdb (the Serviceability Agent's writer) writes an empty STRING of id
  * 0, which nothing can use: both shrinks drop it, and count it. */
 START_TEST(a_name_of_the_null_id_is_dropped_and_counted_as_by_the_multi_pass_shrink)
@@ -2212,6 +2245,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, a_holder_after_its_nodata_array_is_not_late);
     tcase_add_test(same, every_late_claim_is_counted_after_a_million_values_kept);
     tcase_add_test(same, names_of_classes_dumped_among_objects_go_before_the_heap_dump);
+    tcase_add_test(same, a_hotspot_class_loaded_but_never_dumped_keeps_no_unused_name);
     tcase_add_test(same, a_name_of_the_null_id_is_dropped_and_counted_as_by_the_multi_pass_shrink);
     tcase_add_loop_test(same, strings_sharing_a_waiting_value_stay_within_the_window, 0, 2);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);

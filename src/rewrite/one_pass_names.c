@@ -11,14 +11,16 @@
  * has said which names it uses, and those are written before the heap
  * dump.  The names still held then are kept where class dumps are still to
  * come: in a dump of JAVA PROFILE 1.0.3 (ART writes class dumps among its
- * objects, and only the names it uses), and in any dump that loaded a
- * class (LOAD_CLASS) it has not dumped by then (hprof-conv's 1.0.2 of an
- * ART dump keeps ART's order).  Otherwise they are dropped at the end of
- * the input (HotSpot dumps every class it loaded before the first object,
- * and writes its whole symbol table, literals included).  A name a heap
- * dump's record uses
- * after its decision point is written after that heap dump, and counted
- * (window_late): analyzers that read once miss it.
+ * objects, and only the names it uses), and in a dump of 4-byte ids that
+ * loaded a class (LOAD_CLASS) it has not dumped by then (hprof-conv's
+ * 1.0.2 of an ART dump keeps ART's order).  Otherwise they are dropped at
+ * the end of the input: HotSpot dumps its classes before the first object
+ * and writes its whole symbol table, literals included; its LOAD_CLASS
+ * records also name classes not loaded yet, which it does not dump (a
+ * dump taken while classes load), and a 64-bit JVM's ids are 8 bytes.  A
+ * name a heap dump's record uses after its decision point is written
+ * after that heap dump, and counted (window_late): analyzers that read
+ * once miss it.
  *
  * Under --redact, a 1.0.3 dump's names still held at the decision point
  * may hold what the multi-pass shrink drops (a name nothing uses) or what
@@ -392,7 +394,8 @@ int one_pass_names_class_dump(struct one_pass *op, const struct hprof_class_dump
  * fewer class dumps than classes loaded means one loaded is not dumped. */
 static int class_dumps_to_come(const struct one_pass *op)
 {
-    return op->names.keep_unused || op->model.classes.n_info < op->model.class_names.count;
+    return op->names.keep_unused ||
+           (op->ctx.ids == 4 && op->model.classes.n_info < op->model.class_names.count);
 }
 
 int one_pass_names_decide(struct one_pass *op)
