@@ -489,8 +489,9 @@ HPROF_API int hprof_input_open_threads(const char *path, unsigned flags, unsigne
  * (hprof_reader_open_stream(): one run, front to back) that decompresses
  * as it reads and writes nothing to $TMPDIR.  The reader sees the bytes
  * hprof_input_open() would copy, checked the same way (the magic of the
- * decompressed bytes, a bomb stopped at its first undefined tag, trailing
- * bytes after the last gzip member, zstd's window limit), and fails its
+ * decompressed bytes, a bomb stopped at its first undefined tag, bytes
+ * after the last gzip member other than zero padding, zstd's window
+ * limit), and fails its
  * run with the same message where the copy would fail, gzip and zstd
  * problems at their offset in the compressed input.  A gzip file of many
  * members is inflated a member per thread, `threads` as in
