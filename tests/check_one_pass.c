@@ -778,6 +778,31 @@ START_TEST(a_name_of_the_null_id_is_dropped_and_counted_as_by_the_multi_pass_shr
 }
 END_TEST
 
+/* A dump that uses no name keeps them all (dropping every one could leave
+ * no record), that of the null id too, in both shrinks. */
+START_TEST(a_dump_of_names_alone_keeps_its_null_id_name_as_the_multi_pass_shrink_does)
+{
+    struct tbuf b;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    tb_string(&b, 0, "the null id's");
+    tb_string(&b, 0x10, "another name");
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { 0 };
+    struct shrunk one, multi;
+    ck_assert_msg(shrink_memory(b.data, b.len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(shrink_memory(b.data, b.len, &o, 0, &multi, &err) == HPROF_OK, "%s",
+                  err.message);
+    ck_assert_uint_eq(multi.stats.names_dropped.count, 0);
+    ck_assert_uint_eq(one.stats.names_dropped.count, 0);
+    ck_assert_uint_eq(one.len, multi.len);
+    ck_assert_ptr_nonnull(memmem(one.data, one.len, "the null id's", 13));
+    free(one.data);
+    free(multi.data);
+    tb_free(&b);
+}
+END_TEST
+
 /* A String (0x600) and a Bitmap (0x610) whose value and buffer are
  * PRIMITIVE_ARRAY_NODATA records (an obsolete Android form) read before
  * them, in a window that holds everything. */
@@ -2247,6 +2272,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, names_of_classes_dumped_among_objects_go_before_the_heap_dump);
     tcase_add_test(same, a_hotspot_class_loaded_but_never_dumped_keeps_no_unused_name);
     tcase_add_test(same, a_name_of_the_null_id_is_dropped_and_counted_as_by_the_multi_pass_shrink);
+    tcase_add_test(same, a_dump_of_names_alone_keeps_its_null_id_name_as_the_multi_pass_shrink_does);
     tcase_add_loop_test(same, strings_sharing_a_waiting_value_stay_within_the_window, 0, 2);
     tcase_add_test(same, a_name_used_late_in_a_heap_dump_outlives_the_rule);
     tcase_add_loop_test(same, an_android_dumps_unused_names_go_out_as_fillers_under_redaction, 0, 4);

@@ -164,8 +164,10 @@ static int visit_held(struct one_pass *op,
         struct hprof_string s;
         if ((rc = name_at(op, at, 1, &s)) != HPROF_OK)
             break;
+        /* a name of the null id (jhsdb writes one) is in no index, nothing
+         * can use it: it stays held to the end */
         uint64_t *held = id_table_find(&n->index, s.id);
-        if (held != NULL && *held == at + 1)
+        if (s.id == 0 || (held != NULL && *held == at + 1))
             rc = fn(op, &s);
         at += NAME_HEAD + s.length;
     }
@@ -306,10 +308,6 @@ int one_pass_names_string(struct one_pass *op, const struct hprof_string *s)
         return nomem(op);
     if (!op->hold_names || idmap_has(&n->used, s->id))
         return hprof_visit_string(op->head, s);
-    if (s->id == 0) { /* the null id: nothing can use it (jhsdb writes one) */
-        count_add(&op->st->names_dropped, s->length);
-        return HPROF_OK;
-    }
     int rc = hold(op, s);
     if (rc != HPROF_OK || n->n_bytes <= n->limit || (n->to_disk && to_disk(op)))
         return rc;
