@@ -634,8 +634,7 @@ static void a_value(struct tbuf *b, uint32_t value)
 
 /* A million Strings whose values go out kept in time, then values that
  * leave a full window before the Strings that claim them: every one of
- * those is late, however many ids were kept before (a filter of the kept
- * ones said maybe for a few percent of them once millions were in). */
+ * those is late, however many ids were kept before. */
 START_TEST(every_late_claim_is_counted_after_a_million_values_kept)
 {
     enum { KEPT = 1000000, LATE = 3000, PER_SEGMENT = 50000 };
