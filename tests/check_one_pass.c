@@ -715,30 +715,49 @@ START_TEST(names_of_classes_dumped_among_objects_go_before_the_heap_dump)
 }
 END_TEST
 
+/* A HotSpot-style dump (JAVA PROFILE 1.0.2, 8-byte ids): the records
+ * `before_heap` writes, java.lang.Object (0x100, named by STRING 0x10)
+ * loaded and dumped, and one instance of it. */
+static uint8_t *one_object_dump(void (*before_heap)(struct tbuf *), size_t *len)
+{
+    struct tbuf b;
+    tb_init(&b, 8);
+    tb_header(&b, "JAVA PROFILE 1.0.2");
+    before_heap(&b);
+    tb_string(&b, 0x10, "java.lang.Object");
+    tb_load_class(&b, 1, 0x100, 0x10);
+    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
+    tb_class(&b, 0x100, 0, NULL, 0);
+    tb_instance(&b, 0x500, 0x100, NULL, 0);
+    return end_heap_dump(&b, len);
+}
+
+/* `in` through both shrinks, default options. */
+static void shrink_both(const uint8_t *in, size_t len, struct shrunk *one, struct shrunk *multi)
+{
+    struct hprof_error err = { 0 };
+    struct hprof_shrink_options o = { 0 };
+    ck_assert_msg(shrink_memory(in, len, &o, 1, one, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, multi, &err) == HPROF_OK, "%s", err.message);
+}
+
+static void a_class_never_dumped(struct tbuf *b)
+{
+    tb_string(b, 0x11, "com.example.NotLoadedYet");
+    tb_string(b, 0x12, "a string literal nothing uses");
+    tb_load_class(b, 2, 0x200, 0x11);
+}
+
 /* HotSpot writes LOAD_CLASS for classes it has not loaded yet and does
  * not dump (a dump taken while classes load): with 8-byte ids that is no
  * sign of class dumps to come, and the unused names go, as in the
  * multi-pass output (keeping them would keep a whole symbol table). */
 START_TEST(a_hotspot_class_loaded_but_never_dumped_keeps_no_unused_name)
 {
-    struct tbuf b;
-    tb_init(&b, 8);
-    tb_header(&b, "JAVA PROFILE 1.0.2");
-    tb_string(&b, 0x10, "java.lang.Object");
-    tb_string(&b, 0x11, "com.example.NotLoadedYet");
-    tb_string(&b, 0x12, "a string literal nothing uses");
-    tb_load_class(&b, 1, 0x100, 0x10);
-    tb_load_class(&b, 2, 0x200, 0x11);
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&b, 0x100, 0, NULL, 0);
-    tb_instance(&b, 0x500, 0x100, NULL, 0);
     size_t len;
-    uint8_t *in = end_heap_dump(&b, &len);
-    struct hprof_error err = { 0 };
-    struct hprof_shrink_options o = { 0 };
+    uint8_t *in = one_object_dump(a_class_never_dumped, &len);
     struct shrunk one, multi;
-    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
-    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    shrink_both(in, len, &one, &multi);
     ck_assert_uint_eq(multi.stats.names_dropped.count, 1);
     ck_assert_uint_eq(one.stats.names_dropped.count, 1);
     ck_assert_ptr_null(memmem(one.data, one.len, "a string literal", 16));
@@ -748,26 +767,19 @@ START_TEST(a_hotspot_class_loaded_but_never_dumped_keeps_no_unused_name)
 }
 END_TEST
 
+static void a_name_of_the_null_id(struct tbuf *b)
+{
+    tb_string(b, 0, "");
+}
+
 /* jhsdb (the Serviceability Agent's writer) writes an empty STRING of id
  * 0, which nothing can use: both shrinks drop it, and count it. */
 START_TEST(a_name_of_the_null_id_is_dropped_and_counted_as_by_the_multi_pass_shrink)
 {
-    struct tbuf b;
-    tb_init(&b, 8);
-    tb_header(&b, "JAVA PROFILE 1.0.2");
-    tb_string(&b, 0, "");
-    tb_string(&b, 0x10, "java.lang.Object");
-    tb_load_class(&b, 1, 0x100, 0x10);
-    tb_segment_begin(&b, HPROF_TAG_HEAP_DUMP_SEGMENT);
-    tb_class(&b, 0x100, 0, NULL, 0);
-    tb_instance(&b, 0x500, 0x100, NULL, 0);
     size_t len;
-    uint8_t *in = end_heap_dump(&b, &len);
-    struct hprof_error err = { 0 };
-    struct hprof_shrink_options o = { 0 };
+    uint8_t *in = one_object_dump(a_name_of_the_null_id, &len);
     struct shrunk one, multi;
-    ck_assert_msg(shrink_memory(in, len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
-    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    shrink_both(in, len, &one, &multi);
     ck_assert_uint_eq(multi.stats.names_dropped.count, 1);
     ck_assert_uint_eq(one.stats.names_dropped.count, multi.stats.names_dropped.count);
     ck_assert_uint_eq(one.len, multi.len);
@@ -786,12 +798,8 @@ START_TEST(a_dump_of_names_alone_keeps_its_null_id_name_as_the_multi_pass_shrink
     tb_header(&b, "JAVA PROFILE 1.0.2");
     tb_string(&b, 0, "the null id's");
     tb_string(&b, 0x10, "another name");
-    struct hprof_error err = { 0 };
-    struct hprof_shrink_options o = { 0 };
     struct shrunk one, multi;
-    ck_assert_msg(shrink_memory(b.data, b.len, &o, 1, &one, &err) == HPROF_OK, "%s", err.message);
-    ck_assert_msg(shrink_memory(b.data, b.len, &o, 0, &multi, &err) == HPROF_OK, "%s",
-                  err.message);
+    shrink_both(b.data, b.len, &one, &multi);
     ck_assert_uint_eq(multi.stats.names_dropped.count, 0);
     ck_assert_uint_eq(one.stats.names_dropped.count, 0);
     ck_assert_uint_eq(one.len, multi.len);
