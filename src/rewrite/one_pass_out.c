@@ -45,7 +45,7 @@ int one_pass_send_instance(struct one_pass *op, const struct hprof_instance *o, 
     return rc == HPROF_OK ? quiet_skip(hprof_visit_instance(op->head, o)) : rc;
 }
 
-/* The chain's verdict on array `a`, given before it goes in. */
+/* What went out, for the claims that come after it (late_claims()). */
 int one_pass_note_out(struct one_pass *op, uint64_t id, enum array_keep keep, int nodata)
 {
     /* a buffer whose bytes a String turns out to hold went out as pixels,
@@ -60,6 +60,7 @@ int one_pass_note_out(struct one_pass *op, uint64_t id, enum array_keep keep, in
     return HPROF_OK;
 }
 
+/* The chain's verdict on array `a`, given before it goes in. */
 int one_pass_give_verdict(struct one_pass *op, const struct hprof_primitive_array *a,
                           enum array_keep keep)
 {
