@@ -557,36 +557,35 @@ static int flush_window(struct one_pass *op)
     return rc;
 }
 
-/* A String's or DumpData's claim of an array that went out whole for
- * another claim (a value two Strings share) is answered. */
-static void answer_contents_claim(void *ctx, uint64_t id)
-{
-    struct id_table *claims = ctx;
-    uint64_t *claim = id_table_find(claims, id), ignored;
-    if (claim != NULL && !(*claim & CLAIM_BUFFERS_ARRAY) && (*claim & CLAIM_KEEP) != ARRAY_BITMAP)
-        id_table_take(claims, id, &ignored);
-}
+/* Claims met by a log of what went out: a Bitmap's (`buffers`) by the log
+ * of buffers written whole or merged for another Bitmap (a shared buffer),
+ * a String's or DumpData's by the log of arrays written whole for another
+ * claim (a value two Strings share); a byte[][]'s elements by neither. */
+struct claims_answered {
+    struct id_table *claims;
+    int buffers;
+};
 
-/* A Bitmap's claim of a buffer that went out whole or merged for another
- * Bitmap (a shared buffer) is answered; not of one that went out as a
- * String's value, which the multi-pass shrink may have merged. */
-static void answer_buffer_claim(void *ctx, uint64_t id)
+static void answer_claim(void *ctx, uint64_t id)
 {
-    struct id_table *claims = ctx;
-    uint64_t *claim = id_table_find(claims, id), ignored;
-    if (claim != NULL && !(*claim & CLAIM_BUFFERS_ARRAY) && (*claim & CLAIM_KEEP) == ARRAY_BITMAP)
-        id_table_take(claims, id, &ignored);
+    const struct claims_answered *a = ctx;
+    uint64_t *claim = id_table_find(a->claims, id), ignored;
+    if (claim != NULL && !(*claim & CLAIM_BUFFERS_ARRAY) &&
+        ((*claim & CLAIM_KEEP) == ARRAY_BITMAP) == a->buffers)
+        id_table_take(a->claims, id, &ignored);
 }
 
 /* Claims no array answered: the array had gone by (or was never dumped).
- * Takes the answered ones out of the claims; a byte[][]'s elements are
- * never answered so. */
+ * Takes the answered ones out of the claims.  A buffer that went out as a
+ * String's value alone answers no Bitmap: the multi-pass shrink may have
+ * merged it. */
 static uint64_t late_claims(struct one_pass *op)
 {
+    struct claims_answered contents = { &op->claims, 0 }, buffers = { &op->claims, 1 };
     if (op->claims.count > 0)
-        idlog_each(&op->contents_out, answer_contents_claim, &op->claims);
+        idlog_each(&op->contents_out, answer_claim, &contents);
     if (op->claims.count > 0)
-        idlog_each(&op->buffers_out, answer_buffer_claim, &op->claims);
+        idlog_each(&op->buffers_out, answer_claim, &buffers);
     return op->claims.count;
 }
 
