@@ -479,10 +479,13 @@ t_batch_waits_for_a_slot_under_a_process_limit() {
     nb=$(mktemp -d /tmp/hprof-nproc.XXXXXX); chmod 755 "$nb"
     gzip -dc fixtures/hotspot-synth.hprof.gz > "$nb/x.hprof"
     for i in 1 2 3 4; do cp "$nb/x.hprof" "$nb/f$i.hprof"; done
+    # the tool is run from the directory the uid can reach: the build's
+    # may sit under one closed to others (a clone in a mktemp -d)
+    cp "$B/hprof-shrink" "$nb/hprof-shrink"
     chown -R $LIMITED_UID "$nb"
     # the batch and two children
     set +e
-    as_limited_user 3 "$(cd "$B" && pwd)/hprof-shrink" -j3 -o "$nb/out" "$nb"/f?.hprof \
+    as_limited_user 3 "$nb/hprof-shrink" -j3 -o "$nb/out" "$nb"/f?.hprof \
         > "$T/out" 2> "$T/err"
     got=$?
     set -e
@@ -503,8 +506,9 @@ t_a_limit_on_threads_gives_the_same_bytes() {
     nb=$(mktemp -d /tmp/hprof-threads.XXXXXX); chmod 755 "$nb"
     "$B/hprof-synth" --scale 200 -f "$nb/x.hprof"
     gzip -c "$nb/x.hprof" > "$nb/x.hprof.gz"
+    cp "$B/hprof-shrink" "$nb/hprof-shrink" # one the uid can reach, as above
     chown -R $LIMITED_UID "$nb"
-    bin=$(cd "$B" && pwd)/hprof-shrink
+    bin=$nb/hprof-shrink
     for run in "x.hprof" "-z x.hprof" "x.hprof.gz"; do
         (cd "$nb" && "$bin" -q -j4 $run ref)
         set +e
