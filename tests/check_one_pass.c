@@ -1631,13 +1631,15 @@ END_TEST
  * `plan` gives: "aN" buffer N, "bN" the Bitmap of buffer N, "rN" a root
  * naming buffer N, "fN" an array of 600 KiB nobody claims (filling a
  * window of 1 MiB), "sN" a java.lang.String 0x3000 + N whose value is
- * buffer N (as reflection or JNI can make it). */
+ * buffer N (as reflection or JNI can make it); "AN" buffer N of 96 KiB,
+ * large enough to be set aside (same pattern). */
 static uint8_t *twins_dump(const char *plan, size_t *len)
 {
     static const uint8_t bitmap_fields[] = { HPROF_TYPE_OBJECT };
     static const uint64_t string_names[] = { 0x902 };
-    uint8_t pixels[3000];
-    for (size_t i = 0; i < sizeof pixels; i++)
+    const size_t small = 3000, large = (size_t)96 << 10;
+    uint8_t *pixels = malloc(large);
+    for (size_t i = 0; i < large; i++)
         pixels[i] = (uint8_t)(i * 7 + 3);
     struct tbuf d;
     tb_init(&d, 4);
@@ -1660,8 +1662,8 @@ static uint8_t *twins_dump(const char *plan, size_t *len)
         const uint8_t ref[4] = { 0, 0, (uint8_t)(buffer >> 8), (uint8_t)buffer };
         if (p[0] == 'f')
             tb_prim_array(&d, 0x8000 + buffer, HPROF_TYPE_BYTE, 600 << 10, filler);
-        else if (p[0] == 'a')
-            tb_prim_array(&d, buffer, HPROF_TYPE_BYTE, sizeof pixels, pixels);
+        else if (p[0] == 'a' || p[0] == 'A')
+            tb_prim_array(&d, buffer, HPROF_TYPE_BYTE, p[0] == 'a' ? small : large, pixels);
         else if (p[0] == 'b')
             tb_instance(&d, 0x1000 + buffer, 0x100, ref, 4);
         else if (p[0] == 's')
@@ -1672,6 +1674,7 @@ static uint8_t *twins_dump(const char *plan, size_t *len)
         }
     }
     free(filler);
+    free(pixels);
     return end_heap_dump(&d, len);
 }
 
@@ -1886,6 +1889,33 @@ START_TEST(a_string_after_its_value_went_out_as_pixels_is_late_only_under_redact
     ck_assert_uint_gt(redacted.stats.window_late, 0);
     free(plain.data);
     free(redacted.data);
+    free(multi.data);
+    free(in);
+}
+END_TEST
+
+/* A buffer set aside in the output file that its Bitmap keeps as it is
+ * (--keep-duplicates) still waits there when a String names it as its
+ * value: it goes out as that String's value, as in the multi-pass output,
+ * so under --redact=strings its bytes, the String's text, are redacted
+ * rather than kept as pixels. */
+START_TEST(a_set_aside_buffer_a_string_claims_later_is_redacted_as_its_text)
+{
+    size_t len;
+    uint8_t *in = twins_dump("A1 f1 f2 b1 s1", &len);
+    struct hprof_shrink_options o = { .window = HPROF_WINDOW_MIN, .keep_duplicates = 1,
+                                      .redact = HPROF_REDACT_STRINGS };
+    struct hprof_error err = { 0 };
+    struct shrunk one, multi;
+    const uint8_t text[] = { 3, 10, 17, 24, 31, 38, 45, 52 }; /* twins_dump()'s pixels */
+    shrink_to_readable_file_with(in, len, &o, &one);
+    ck_assert_msg(shrink_memory(in, len, &o, 0, &multi, &err) == HPROF_OK, "%s", err.message);
+    ck_assert_uint_ge(one.stats.window_spilled.count, 1);
+    ck_assert_ptr_null(memmem(multi.data, multi.len, text, sizeof text));
+    ck_assert_ptr_null(memmem(one.data, one.len, text, sizeof text));
+    ck_assert_uint_eq(one.stats.window_late, 0);
+    ck_assert(same_view_as(&one, &multi));
+    free(one.data);
     free(multi.data);
     free(in);
 }
@@ -2300,6 +2330,7 @@ static Suite *one_pass_suite(void)
     tcase_add_test(same, twins_claimed_out_of_order_keep_the_first_read_unless_late);
     tcase_add_test(same, a_string_whose_value_is_a_twin_buffer_keeps_its_text);
     tcase_add_test(same, a_string_after_its_value_went_out_as_pixels_is_late_only_under_redaction);
+    tcase_add_test(same, a_set_aside_buffer_a_string_claims_later_is_redacted_as_its_text);
     tcase_add_test(same, a_file_that_refuses_the_scratch_area_midway_leaves_the_array_to_the_rule);
     tcase_add_test(same, past_the_spill_limit_the_oldest_set_aside_leaves_by_the_rule);
     tcase_add_test(same, past_the_spill_limit_a_value_waiting_for_keep_rules_keeps_its_text);

@@ -648,6 +648,12 @@ static int claim_set_aside(struct one_pass *op, struct spilled *e, unsigned clai
 {
     enum array_keep keep = (enum array_keep)(claim & CLAIM_KEEP);
     size_t bytes = e->array.length;
+    if (e->keep == ARRAY_BITMAP && is_value_keep(keep)) {
+        /* a buffer kept as it is, and a String's value: the String's
+         * claim wins, as in the multi-pass shrink (redacted as text) */
+        e->keep = (uint8_t)keep;
+        return HPROF_OK;
+    }
     if (e->keep != ARRAY_NOT_KEPT) /* claimed before: sent with the others */
         return HPROF_OK;
     if (waits_for_rules(op, claim)) {
