@@ -515,6 +515,43 @@ START_TEST(input_stream_grows_the_pipe_it_reads_to_1_mib)
 }
 END_TEST
 
+/* A reader of a pipe whose writer neither writes more nor closes it (a
+ * JVM stuck mid-dump, a test holding a FIFO open) still stops: freed
+ * before it ran, and after it failed on what it got. */
+START_TEST(a_pipe_reader_stops_while_its_writer_holds_the_pipe_open)
+{
+    uint8_t bad_record[9 + 64] = { 0x77, 0, 0, 0, 0, 0, 0, 0, 64 }; /* an unknown tag */
+    struct tbuf b;
+    tb_small_dump(&b, 8);
+    size_t header = strlen("JAVA PROFILE 1.0.2") + 1 + 4 + 8;
+    for (int run = 0; run < 2; run++) {
+        char *fifo = tl_temp_path(".fifo");
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        int w = open(fifo, O_RDWR); /* a FIFO's writer that does not wait for a reader */
+        ck_assert_int_ge(w, 0);
+        ck_assert_int_eq(write(w, b.data, header), (ssize_t)header);
+        ck_assert_int_eq(write(w, bad_record, sizeof bad_record), (ssize_t)sizeof bad_record);
+        struct hprof_error err = { 0 };
+        struct hprof_reader *r;
+        struct hprof_input_info info;
+        ck_assert_msg(hprof_input_open_stream(fifo, 1, &r, &info, &err) == HPROF_OK, "%s",
+                      err.message);
+        if (run == 1) {
+            uint8_t *out;
+            size_t out_len;
+            ck_assert_int_ne(roundtrip(r, &out, &out_len, &err), HPROF_OK);
+            ck_assert_ptr_nonnull(strstr(err.message, "unknown record tag"));
+            free(out);
+        }
+        hprof_reader_free(r); /* returns: the check's timeout says if not */
+        close(w);
+        unlink(fifo);
+        free(fifo);
+    }
+    tb_free(&b);
+}
+END_TEST
+
 /* A FIFO, fed by a shell in the background: read as it comes. */
 START_TEST(input_stream_reads_a_pipe_as_the_spool_of_the_same_bytes)
 {
@@ -803,9 +840,13 @@ int main(void)
                         0, 2);
     tcase_add_loop_test(i, input_stream_reads_a_pipe_as_the_spool_of_the_same_bytes, 0, 3);
     tcase_add_test(i, input_stream_grows_the_pipe_it_reads_to_1_mib);
+    TCase *held = tcase_create("pipes held open");
+    tcase_set_timeout(held, 20);
+    tcase_add_test(held, a_pipe_reader_stops_while_its_writer_holds_the_pipe_open);
     tcase_add_test(i, input_stream_reports_bad_gzip_and_zstd_as_the_spool_does);
     tcase_add_test(i, input_stream_stops_a_gzip_bomb_at_its_first_record);
     suite_add_tcase(s, i);
+    suite_add_tcase(s, held);
     TCase *p = tcase_create("push");
     tcase_set_timeout(p, 600);
     tcase_add_loop_test(p, push_in_pieces_gives_the_bytes_of_a_whole_push_and_of_the_file, 0,

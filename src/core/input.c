@@ -300,6 +300,7 @@ struct stream_input {
     struct spool *s;
     struct push_ring *ring;
     struct errand *producer;
+    int stop_pump[2];           /* the pump's wake-up when the reader stops, or -1 */
     struct input_stats stats;
     struct hprof_input_info info;
 };
@@ -349,6 +350,22 @@ static void decompress_into_ring(void *arg)
     ring_end(in->ring, rc == HPROF_OK ? NULL : &err);
 }
 
+/* The pump's thread: a pipe's bytes into the ring as they come, so that
+ * the read() calls, and the wake-ups of whoever writes the pipe, are on
+ * another core than the reader's parse. */
+static void pump_into_ring(void *arg)
+{
+    struct stream_input *in = arg;
+    struct hprof_error err = { 0 };
+    int rc = ring_write(in->ring, in->head, in->n_head, &err);
+    uint64_t at = in->n_head;
+    for (size_t got = 1; rc == HPROF_OK && got > 0; at += got)
+        rc = ring_write_from(in->ring, in->fd, in->stop_pump[0], &got, &err);
+    if (rc != HPROF_OK && err.code == HPROF_ERR_IO) /* where it failed */
+        hprof_error_set(&err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": %s", at, err.message);
+    ring_end(in->ring, rc == HPROF_OK ? NULL : &err);
+}
+
 /* The reader is done: a decompressor still writing finds the ring closed
  * and stops; then everything goes. */
 static void stream_close(void *ctx)
@@ -356,12 +373,33 @@ static void stream_close(void *ctx)
     struct stream_input *in = ctx;
     if (in->ring != NULL)
         ring_close(in->ring, HPROF_ERR_USAGE);
+    if (in->stop_pump[1] >= 0) /* a pump waiting on a pipe nobody writes */
+        while (write(in->stop_pump[1], "", 1) < 0 && errno == EINTR)
+            ;
     errand_free(in->producer);
+    for (int i = 0; i < 2; i++)
+        if (in->stop_pump[i] >= 0)
+            close(in->stop_pump[i]);
     ring_free(in->ring);
     spool_free(in->s);
     if (in->own_fd)
         close(in->fd);
     free(in);
+}
+
+/* Start the pump of `in`, a plain pipe. */
+static int start_pump(struct stream_input *in, struct hprof_error *err)
+{
+    if ((in->ring = ring_new(PUSH_RING_BYTES, err)) == NULL)
+        return err->code;
+    if (pipe2(in->stop_pump, O_CLOEXEC) != 0) {
+        in->stop_pump[0] = in->stop_pump[1] = -1;
+        return hprof_error_set(err, HPROF_ERR_IO, "pipe2: %s", strerror(errno));
+    }
+    if ((in->producer = errand_new(pump_into_ring, in)) == NULL)
+        return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory or threads");
+    errand_run(in->producer);
+    return HPROF_OK;
 }
 
 /* Start the decompressor of `in`. */
@@ -400,6 +438,7 @@ int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_rea
     in->fd = fd;
     in->own_fd = own;
     in->threads = threads;
+    in->stop_pump[0] = in->stop_pump[1] = -1;
     in->seekable = read_as_file(fd, own, &st);
     if (in->seekable) {
         in->kind = file_kind(fd);
@@ -417,10 +456,12 @@ int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_rea
     }
     if (rc == HPROF_OK && in->kind != INPUT_PLAIN)
         rc = start_decompressor(in, err);
+    else if (rc == HPROF_OK && !in->seekable)
+        rc = start_pump(in, err);
     if (rc != HPROF_OK) {
         stream_close(in);
         return rc;
     }
-    return reader_open_stream(out, in->kind == INPUT_PLAIN ? read_plain : read_decompressed, in,
+    return reader_open_stream(out, in->ring == NULL ? read_plain : read_decompressed, in,
                               stream_close, err);
 }

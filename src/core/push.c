@@ -5,9 +5,12 @@
  * order the hand-overs.  The consumer of a push runs as an errand (a pool
  * of one worker, so that threads start in pool.c alone).
  */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "errand.h"
 #include "push.h"
@@ -54,31 +57,87 @@ void ring_free(struct push_ring *g)
     free(g);
 }
 
+/* Room for the writer, contiguous, waiting while there is none: *room
+ * bytes at *at, 0 once the reader closed the ring.  One writer and one
+ * reader: the bytes between the reader's head and the end of what was
+ * written are the reader's, the rest the writer's, so each copies outside
+ * the lock and only the counts change under it. */
+static void room_to_write(struct push_ring *g, uint8_t **at, size_t *room)
+{
+    pthread_mutex_lock(&g->lock);
+    while (g->count == g->cap && !g->closed)
+        pthread_cond_wait(&g->writable, &g->lock);
+    size_t tail = (g->head + g->count) % g->cap;
+    size_t n = g->cap - g->count; /* room, in at most two pieces */
+    if (n > g->cap - tail)
+        n = g->cap - tail;
+    *at = g->buf + tail;
+    *room = g->closed ? 0 : n;
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void wrote(struct push_ring *g, size_t n)
+{
+    pthread_mutex_lock(&g->lock);
+    g->count += n;
+    pthread_cond_signal(&g->readable);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static int closed_by_reader(struct push_ring *g, struct hprof_error *err)
+{
+    pthread_mutex_lock(&g->lock);
+    int code = g->close_code != HPROF_OK ? g->close_code : HPROF_ERR_USAGE;
+    pthread_mutex_unlock(&g->lock);
+    return hprof_error_set(err, code, "the reader of the stream stopped reading");
+}
+
 int ring_write(struct push_ring *g, const void *buf, size_t len, struct hprof_error *err)
 {
     const uint8_t *p = buf;
-    pthread_mutex_lock(&g->lock);
-    while (len > 0 && !g->closed) {
-        while (g->count == g->cap && !g->closed)
-            pthread_cond_wait(&g->writable, &g->lock);
-        if (g->closed)
-            break;
-        size_t tail = (g->head + g->count) % g->cap;
-        size_t n = g->cap - g->count; /* room, in at most two pieces */
-        if (n > g->cap - tail)
-            n = g->cap - tail;
+    while (len > 0) {
+        uint8_t *at;
+        size_t n;
+        room_to_write(g, &at, &n);
+        if (n == 0)
+            return closed_by_reader(g, err);
         if (n > len)
             n = len;
-        memcpy(g->buf + tail, p, n);
-        g->count += n;
+        memcpy(at, p, n);
+        wrote(g, n);
         p += n;
         len -= n;
-        pthread_cond_signal(&g->readable);
     }
-    int code = len > 0 ? g->close_code : HPROF_OK;
-    pthread_mutex_unlock(&g->lock);
-    if (code != HPROF_OK)
-        return hprof_error_set(err, code, "the reader of the stream stopped reading");
+    return HPROF_OK;
+}
+
+/* Wait until `fd` has bytes (or its end) to read: 0, or 1 when `stop_fd`
+ * became readable first. */
+static int wait_readable(int fd, int stop_fd)
+{
+    struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
+    while (poll(p, 2, -1) < 0 && errno == EINTR)
+        ;
+    return (p[1].revents & POLLIN) != 0;
+}
+
+int ring_write_from(struct push_ring *g, int fd, int stop_fd, size_t *got,
+                    struct hprof_error *err)
+{
+    uint8_t *at;
+    size_t room;
+    room_to_write(g, &at, &room);
+    if (room == 0 || wait_readable(fd, stop_fd))
+        return closed_by_reader(g, err);
+    ssize_t n;
+    do
+        n = read(fd, at, room);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return hprof_error_set(err, HPROF_ERR_IO, "read: %s", strerror(errno));
+    if (n > 0)
+        wrote(g, (size_t)n);
+    *got = (size_t)n;
     return HPROF_OK;
 }
 
@@ -102,16 +161,20 @@ int ring_read(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error 
     size_t n = g->count < len ? g->count : len;
     if (n > g->cap - g->head)
         n = g->cap - g->head; /* the rest at the next call */
-    memcpy(buf, g->buf + g->head, n);
+    if (n == 0 && g->end_err.code != HPROF_OK) {
+        rc = g->end_err.code;
+        *err = g->end_err;
+    }
+    const uint8_t *from = g->buf + g->head;
+    pthread_mutex_unlock(&g->lock);
+    *got = n;
+    if (n == 0)
+        return rc;
+    memcpy(buf, from, n); /* the writer leaves these bytes alone until we move on */
+    pthread_mutex_lock(&g->lock);
     g->head = (g->head + n) % g->cap;
     g->count -= n;
-    *got = n;
-    if (n > 0)
-        pthread_cond_signal(&g->writable);
-    else if (g->end_err.code != HPROF_OK)
-        rc = g->end_err.code;
-    if (rc != HPROF_OK)
-        *err = g->end_err;
+    pthread_cond_signal(&g->writable);
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
