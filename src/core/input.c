@@ -462,6 +462,10 @@ int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_rea
         stream_close(in);
         return rc;
     }
-    return reader_open_stream(out, in->ring == NULL ? read_plain : read_decompressed, in,
-                              stream_close, err);
+    struct push_ring *ring = in->ring;
+    rc = reader_open_stream(out, ring == NULL ? read_plain : read_decompressed, in, stream_close,
+                            err);
+    if (rc == HPROF_OK && ring != NULL)
+        reader_stream_from_ring(*out, ring);
+    return rc;
 }

@@ -154,29 +154,47 @@ void ring_end(struct push_ring *g, const struct hprof_error *why)
 int ring_read(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error *err)
 {
     struct push_ring *g = ctx;
+    const uint8_t *at;
+    size_t n;
+    int ended;
+    int rc = ring_peek(g, 1, &at, &n, &ended, err);
+    if (n > len)
+        n = len;
+    memcpy(buf, at, n); /* the writer leaves these bytes alone until we move on */
+    ring_advance(g, n);
+    *got = n;
+    return rc;
+}
+
+int ring_peek(struct push_ring *g, size_t want, const uint8_t **at, size_t *len, int *ended,
+              struct hprof_error *err)
+{
     int rc = HPROF_OK;
     pthread_mutex_lock(&g->lock);
-    while (g->count == 0 && !g->ended)
+    /* enough, or all there is before the ring wraps, or the end */
+    while (g->count < want && g->count < g->cap - g->head && !g->ended)
         pthread_cond_wait(&g->readable, &g->lock);
-    size_t n = g->count < len ? g->count : len;
-    if (n > g->cap - g->head)
-        n = g->cap - g->head; /* the rest at the next call */
-    if (n == 0 && g->end_err.code != HPROF_OK) {
+    size_t n = g->count < g->cap - g->head ? g->count : g->cap - g->head;
+    *at = g->buf + g->head;
+    *len = n;
+    *ended = g->ended && n == g->count && g->end_err.code == HPROF_OK;
+    if (n == 0 && g->ended && g->end_err.code != HPROF_OK) {
         rc = g->end_err.code;
         *err = g->end_err;
     }
-    const uint8_t *from = g->buf + g->head;
     pthread_mutex_unlock(&g->lock);
-    *got = n;
+    return rc;
+}
+
+void ring_advance(struct push_ring *g, size_t n)
+{
     if (n == 0)
-        return rc;
-    memcpy(buf, from, n); /* the writer leaves these bytes alone until we move on */
+        return;
     pthread_mutex_lock(&g->lock);
     g->head = (g->head + n) % g->cap;
     g->count -= n;
     pthread_cond_signal(&g->writable);
     pthread_mutex_unlock(&g->lock);
-    return rc;
 }
 
 void ring_close(struct push_ring *g, int code)
@@ -210,6 +228,7 @@ static void consume_ring(void *arg)
     struct hprof_reader *r;
     int rc = reader_open_stream(&r, ring_read, p->ring, NULL, &p->own);
     if (rc == HPROF_OK) {
+        reader_stream_from_ring(r, p->ring);
         rc = p->consume(p->ctx, r, &p->own);
         hprof_reader_free(r);
     }

@@ -43,6 +43,16 @@ int ring_write_from(struct push_ring *g, int fd, int stop_fd, size_t *got,
 void ring_end(struct push_ring *g, const struct hprof_error *why);
 /* The reader's, an hprof_read_fn over the ring `ctx`. */
 int ring_read(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error *err);
+/* The reader's, without a copy: the bytes at its place, *len of them at
+ * *at, once there are `want`, or all there are before the ring's end
+ * (where they continue at its start), or the writer ended it (*ended:
+ * nothing follows these, and no error).  They stay the reader's, the writer leaving
+ * them alone, until ring_advance() gives them back.  @return HPROF_OK, or
+ * the writer's error once nothing is left before it. */
+int ring_peek(struct push_ring *g, size_t want, const uint8_t **at, size_t *len, int *ended,
+              struct hprof_error *err);
+/* The reader's: its first `n` bytes are read. */
+void ring_advance(struct push_ring *g, size_t n);
 /* The reader's: it reads no more; writes fail with `code` from now on. */
 void ring_close(struct push_ring *g, int code);
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "pool.h"
+#include "push.h"
 #include "reader_private.h"
 
 #define RELEASE_STEP (8u << 20)
@@ -117,8 +118,9 @@ static int stream_read(struct read_window *w, struct hprof_error *err)
     return HPROF_OK;
 }
 
-/* The window holds `n` bytes, or the stream has ended. */
-static int stream_fill(struct read_window *w, size_t n, struct hprof_error *err)
+/* The window holds `n` bytes, copied into its buffer, or the stream has
+ * ended. */
+static int stream_copy(struct read_window *w, size_t n, struct hprof_error *err)
 {
     size_t have = window_avail(w);
     int rc = make_room(w, n, have, err);
@@ -129,8 +131,95 @@ static int stream_fill(struct read_window *w, size_t n, struct hprof_error *err)
     return rc;
 }
 
+/* ---- A stream from a ring, read in place ------------------------------------- */
+
+/* The window lies over the ring's own bytes (`ring_at` the first not yet
+ * given back) wherever what it needs does not cross the ring's end, and
+ * is copied into its buffer only where it does: a pipe's bytes are then
+ * copied once, by the thread that fills the ring.  What the reader passed
+ * is given back to the ring at the next fill, since the record it parses
+ * may point into it until then. */
+static void ring_give_back(struct read_window *w)
+{
+    if (w->ring_at != NULL)
+        ring_advance(w->stream->ring, (size_t)(w->cur - w->ring_at));
+    w->ring_at = NULL;
+}
+
+static void ring_ended(struct read_window *w)
+{
+    w->stream->ended = 1;
+    w->size = w->stream->got;
+}
+
+static int ring_fill(struct read_window *w, size_t n, struct hprof_error *err)
+{
+    struct read_stream *s = w->stream;
+    size_t have = window_avail(w), len;
+    const uint8_t *at;
+    int ended;
+    if (w->ring_at == NULL && have > 0) /* bytes in the buffer: the rest after them */
+        return stream_copy(w, n, err);
+    ring_give_back(w); /* the `have` bytes, if any, stay the ring's first */
+    int rc = ring_peek(s->ring, n, &at, &len, &ended, err);
+    if (rc != HPROF_OK)
+        return rc;
+    s->got += len - have;
+    w->cur = at;
+    w->lim = at + len;
+    if (ended)
+        ring_ended(w);
+    if (len >= n || ended) {
+        w->ring_at = at;
+        return HPROF_OK;
+    }
+    /* across the ring's end (or larger than the ring): into the buffer */
+    rc = make_room(w, n, len, err);
+    ring_advance(s->ring, len);
+    w->cur = w->buf;
+    w->lim = w->buf + len;
+    while (rc == HPROF_OK && window_avail(w) < n && !s->ended)
+        rc = stream_read(w, err);
+    return rc;
+}
+
+static int ring_skip(struct read_window *w, uint64_t n, struct hprof_error *err)
+{
+    struct read_stream *s = w->stream;
+    size_t have = window_avail(w);
+    window_consume(w, have);
+    n -= have;
+    ring_give_back(w);
+    w->cur = w->lim = w->buf;
+    while (n > 0 && !s->ended) {
+        const uint8_t *at;
+        size_t len;
+        int ended;
+        ring_give_back(w); /* what the last round passed over */
+        int rc = ring_peek(s->ring, 1, &at, &len, &ended, err);
+        if (rc != HPROF_OK)
+            return rc;
+        s->got += len;
+        size_t used = len < n ? len : (size_t)n;
+        w->ring_at = w->cur = at; /* the window over the rest */
+        w->lim = at + len;
+        window_consume(w, used);
+        n -= used;
+        if (ended)
+            ring_ended(w);
+    }
+    return HPROF_OK;
+}
+
+static int stream_fill(struct read_window *w, size_t n, struct hprof_error *err)
+{
+    return w->stream->ring != NULL ? ring_fill(w, n, err) : stream_copy(w, n, err);
+}
+
 int window_stream_skip(struct read_window *w, uint64_t n, struct hprof_error *err)
 {
+    if (w->stream->ring != NULL)
+        return ring_skip(w, n, err);
     n -= window_avail(w);
     w->pos += window_avail(w);
     w->cur = w->lim = w->buf;

@@ -150,6 +150,11 @@ int reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
     return open_common(out, r);
 }
 
+void reader_stream_from_ring(struct hprof_reader *r, struct push_ring *ring)
+{
+    r->in.stream->ring = ring;
+}
+
 int hprof_reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
                              struct hprof_error *err)
 {

@@ -11,11 +11,16 @@
 
 #include "hprof.h"
 
+struct push_ring;
+
 /* hprof_reader_open_stream() handing `ctx` over: hprof_reader_free() calls
  * close(ctx) (also when opening fails), so an input's state lives as long
  * as the reader that reads it.  `close` may be NULL. */
 int reader_open_stream(struct hprof_reader **out, hprof_read_fn read, void *ctx,
                        void (*close)(void *ctx), struct hprof_error *err);
+/* The stream `r` reads is what its read function reads of `ring`: the
+ * reader may then read the ring's bytes in place.  Before its run. */
+void reader_stream_from_ring(struct hprof_reader *r, struct push_ring *ring);
 /* A second reader of the same input (file or memory), as strict as `r`. */
 int reader_clone(const struct hprof_reader *r, struct hprof_reader **out, struct hprof_error *err);
 /* What the runs of `from` (a clone) found of a cut input (the salvage

@@ -40,10 +40,12 @@ struct read_ahead {
  * size is unknown (the window's `size` is STREAM_SIZE_UNKNOWN) until the
  * read function says it ended, then it is the bytes it gave. */
 #define STREAM_SIZE_UNKNOWN UINT64_MAX
+struct push_ring;
 struct read_stream {
     hprof_read_fn read;
     void *ctx;
     void (*close)(void *ctx);   /* called by hprof_reader_free(), or NULL */
+    struct push_ring *ring;     /* read in place where not NULL (read_window.c) */
     uint64_t got;               /* bytes the read function gave so far */
     int ended;                  /* it said so: the window's size is known */
     int ran;                    /* the one run has begun */
@@ -64,6 +66,7 @@ struct read_window {
     uint8_t *buf;
     size_t cap;
     const uint8_t *cur, *lim;
+    const uint8_t *ring_at;     /* a stream's ring bytes the window is over, or NULL */
     uint64_t pos;
 };
 
