@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -552,6 +553,36 @@ START_TEST(a_pipe_reader_stops_while_its_writer_holds_the_pipe_open)
 }
 END_TEST
 
+/* A read of a pipe or socket that fails says where, as it did before a
+ * thread of its own read the pipe: the offset of the first byte not read
+ * (a socket reset by its peer: the bytes it sent, then the error). */
+START_TEST(a_socket_read_error_says_its_offset)
+{
+    size_t len;
+    uint8_t *data = tl_read_dump(tl_fixtures[1], &len);
+    int sv[2], saved = dup(STDIN_FILENO);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    ck_assert_int_eq(write(sv[0], data, 50000), 50000);
+    ck_assert_int_eq(write(sv[1], "x", 1), 1); /* unread by its peer: its close resets */
+    ck_assert_int_eq(close(sv[0]), 0);
+    ck_assert_int_ge(dup2(sv[1], STDIN_FILENO), 0);
+    close(sv[1]);
+    struct hprof_error err = { 0 };
+    struct hprof_reader *r;
+    struct hprof_input_info info;
+    ck_assert_msg(hprof_input_open_stream("-", 1, &r, &info, &err) == HPROF_OK, "%s",
+                  err.message);
+    struct tl_counter c;
+    tl_counter_init(&c);
+    ck_assert_int_eq(hprof_reader_run(r, &c.base), HPROF_ERR_IO);
+    ck_assert_str_eq(err.message, "offset 0xc350: read: Connection reset by peer");
+    hprof_reader_free(r);
+    dup2(saved, STDIN_FILENO);
+    close(saved);
+    free(data);
+}
+END_TEST
+
 /* A FIFO, fed by a shell in the background: read as it comes. */
 START_TEST(input_stream_reads_a_pipe_as_the_spool_of_the_same_bytes)
 {
@@ -840,6 +871,7 @@ int main(void)
                         0, 2);
     tcase_add_loop_test(i, input_stream_reads_a_pipe_as_the_spool_of_the_same_bytes, 0, 3);
     tcase_add_test(i, input_stream_grows_the_pipe_it_reads_to_1_mib);
+    tcase_add_test(i, a_socket_read_error_says_its_offset);
     TCase *held = tcase_create("pipes held open");
     tcase_set_timeout(held, 20);
     tcase_add_test(held, a_pipe_reader_stops_while_its_writer_holds_the_pipe_open);

@@ -359,10 +359,14 @@ static void pump_into_ring(void *arg)
     struct hprof_error err = { 0 };
     int rc = ring_write(in->ring, in->head, in->n_head, &err);
     uint64_t at = in->n_head;
-    for (size_t got = 1; rc == HPROF_OK && got > 0; at += got)
-        rc = ring_write_from(in->ring, in->fd, in->stop_pump[0], &got, &err);
-    if (rc != HPROF_OK && err.code == HPROF_ERR_IO) /* where it failed */
-        hprof_error_set(&err, HPROF_ERR_IO, "offset 0x%" PRIx64 ": %s", at, err.message);
+    for (size_t got = 1; rc == HPROF_OK && got > 0;)
+        if ((rc = ring_write_from(in->ring, in->fd, in->stop_pump[0], &got, &err)) == HPROF_OK)
+            at += got;
+    if (rc != HPROF_OK && err.code == HPROF_ERR_IO) { /* where it failed */
+        struct hprof_error where = { 0 };
+        hprof_error_set(&where, HPROF_ERR_IO, "offset 0x%" PRIx64 ": %s", at, err.message);
+        err = where;
+    }
     ring_end(in->ring, rc == HPROF_OK ? NULL : &err);
 }
 
