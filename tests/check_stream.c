@@ -21,6 +21,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "push.h"
+#include "reader_internal.h"
 #include "testlib.h"
 
 /* ---- A stream over memory, in pieces of chosen sizes ---------------------------- */
@@ -268,6 +270,57 @@ START_TEST(truncated_stream_fails_with_an_offset_and_the_record)
             ck_assert_msg(strstr(serr.message, "HEAP_DUMP_SEGMENT") != NULL &&
                           strstr(serr.message, "the input ends") != NULL, "cut at %zu: %s", cut,
                           serr.message);
+    }
+    free(data);
+}
+END_TEST
+
+/* A skipping run that may fail: its code, the message in `err`. */
+static int skipping_run_rc(struct hprof_reader *r)
+{
+    static const struct hprof_visitor_ops ops = {
+        .heap_begin = skip_heap_begin,
+        .instance = skip_instance,
+        .primitive_array = skip_prim,
+        .object_array = skip_objects,
+    };
+    struct skipper s = { .base.ops = &ops, .hash = 14695981039346656037ull };
+    return hprof_reader_run(r, &s.base);
+}
+
+/* A stream read in place from a ring (a pipe's pump, a decompressor, a
+ * push) that is cut short fails as the same bytes read by copying fail:
+ * the same code and message, whatever the ring already holds when the
+ * reader gets to the cut (here all of it: the writer ended before the
+ * reader began), since the reader learns of the end only on reaching it. */
+START_TEST(a_ring_stream_cut_short_fails_as_a_copied_stream_does)
+{
+    size_t len;
+    uint8_t *data = tl_read_dump(tl_fixtures[0], &len);
+    for (size_t back = 1; back < 2000; back += 7) {
+        size_t cut = len - back;
+        struct hprof_error cerr = { 0 }, gerr = { 0 };
+        struct hprof_reader *r;
+        struct mem_stream m = { data, cut, 0, PIECE_LARGE, 0 };
+        int crc = hprof_reader_open_stream(&r, read_mem, &m, &cerr);
+        if (crc == HPROF_OK) {
+            crc = skipping_run_rc(r);
+            hprof_reader_free(r);
+        }
+        struct push_ring *g = ring_new(cut, &gerr);
+        ck_assert_ptr_nonnull(g);
+        ck_assert_int_eq(ring_write(g, data, cut, &gerr), HPROF_OK);
+        ring_end(g, NULL);
+        int grc = reader_open_stream(&r, ring_read, g, NULL, &gerr);
+        if (grc == HPROF_OK) {
+            reader_stream_from_ring(r, g);
+            grc = skipping_run_rc(r);
+            hprof_reader_free(r);
+        }
+        ring_free(g);
+        ck_assert_msg(grc == crc && strcmp(gerr.message, cerr.message) == 0,
+                      "cut at %zu: ring %d (%s), copied %d (%s)", cut, grc, gerr.message, crc,
+                      cerr.message);
     }
     free(data);
 }
@@ -864,6 +917,7 @@ int main(void)
     tcase_add_test(t, stream_reader_runs_once_and_refuses_what_needs_the_input_again);
     tcase_add_test(t, stream_read_error_ends_the_run_with_its_message);
     tcase_add_test(t, stream_read_error_without_a_message_gets_one);
+    tcase_add_test(t, a_ring_stream_cut_short_fails_as_a_copied_stream_does);
     suite_add_tcase(s, t);
     TCase *i = tcase_create("input");
     tcase_set_timeout(i, 600);

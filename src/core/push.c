@@ -177,7 +177,10 @@ int ring_peek(struct push_ring *g, size_t want, const uint8_t **at, size_t *len,
     size_t n = g->count < g->cap - g->head ? g->count : g->cap - g->head;
     *at = g->buf + g->head;
     *len = n;
-    *ended = g->ended && n == g->count && g->end_err.code == HPROF_OK;
+    /* the end once it is reached, as read() tells it, not while bytes
+     * remain: the reader's message for a cut then does not depend on how
+     * far the writer had got */
+    *ended = g->ended && n == 0 && g->end_err.code == HPROF_OK;
     if (n == 0 && g->ended && g->end_err.code != HPROF_OK) {
         rc = g->end_err.code;
         *err = g->end_err;

@@ -45,8 +45,8 @@ void ring_end(struct push_ring *g, const struct hprof_error *why);
 int ring_read(void *ctx, void *buf, size_t len, size_t *got, struct hprof_error *err);
 /* The reader's, without a copy: the bytes at its place, *len of them at
  * *at, once there are `want`, or all there are before the ring's end
- * (where they continue at its start), or the writer ended it (*ended:
- * nothing follows these, and no error).  They stay the reader's, the writer leaving
+ * (where they continue at its start), or the writer ended it (*ended,
+ * only once none are left: the end, and no error).  They stay the reader's, the writer leaving
  * them alone, until ring_advance() gives them back.  @return HPROF_OK, or
  * the writer's error once nothing is left before it. */
 int ring_peek(struct push_ring *g, size_t want, const uint8_t **at, size_t *len, int *ended,

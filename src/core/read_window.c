@@ -169,12 +169,13 @@ static int ring_fill(struct read_window *w, size_t n, struct hprof_error *err)
     w->lim = at + len;
     if (ended)
         ring_ended(w);
-    if (len >= n || ended) {
-        w->ring_at = at;
+    w->ring_at = at;
+    if (len >= n || ended)
         return HPROF_OK;
-    }
     /* across the ring's end (or larger than the ring): into the buffer */
-    rc = make_room(w, n, len, err);
+    if ((rc = make_room(w, n, len, err)) != HPROF_OK)
+        return rc; /* the window stays over the ring's bytes */
+    w->ring_at = NULL;
     ring_advance(s->ring, len);
     w->cur = w->buf;
     w->lim = w->buf + len;
