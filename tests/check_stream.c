@@ -569,39 +569,75 @@ START_TEST(input_stream_grows_the_pipe_it_reads_to_1_mib)
 }
 END_TEST
 
+/* `len` bytes at `in`, as a pipe's writer that has not ended would have
+ * sent them: plain (_i 0), or compressed and flushed, not finished (gzip
+ * 1, zstd 2).  *out is malloc()ed. */
+static size_t sent_so_far(int format, const uint8_t *in, size_t len, uint8_t **out)
+{
+    size_t cap = len + 1024, n = len;
+    *out = malloc(cap);
+    if (format == 0) {
+        memcpy(*out, in, len);
+    } else if (format == 1) {
+        z_stream z = { 0 };
+        ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        z.next_in = (uint8_t *)in;
+        z.avail_in = (uInt)len;
+        z.next_out = *out;
+        z.avail_out = (uInt)cap;
+        ck_assert_int_eq(deflate(&z, Z_SYNC_FLUSH), Z_OK);
+        n = cap - z.avail_out;
+        deflateEnd(&z);
+    } else {
+        ZSTD_CCtx *c = ZSTD_createCCtx();
+        ZSTD_inBuffer i = { in, len, 0 };
+        ZSTD_outBuffer o = { *out, cap, 0 };
+        ck_assert_int_eq(ZSTD_compressStream2(c, &o, &i, ZSTD_e_flush), 0);
+        n = o.pos;
+        ZSTD_freeCCtx(c);
+    }
+    return n;
+}
+
+static int refuse_header(struct hprof_visitor *v, const struct hprof_header *h)
+{
+    (void)v;
+    (void)h;
+    return HPROF_ERR_USAGE;
+}
+
 /* A reader of a pipe whose writer neither writes more nor closes it (a
- * JVM stuck mid-dump, a test holding a FIFO open) still stops: freed
- * before it ran, and after it failed on what it got. */
+ * JVM stuck mid-dump, a test holding a FIFO open) still stops, whether
+ * the pipe's bytes are plain, gzip or zstd: freed before it ran, and
+ * after its run failed on what it got. */
 START_TEST(a_pipe_reader_stops_while_its_writer_holds_the_pipe_open)
 {
-    uint8_t bad_record[9 + 64] = { 0x77, 0, 0, 0, 0, 0, 0, 0, 64 }; /* an unknown tag */
+    static const struct hprof_visitor_ops refusing = { .header = refuse_header };
+    struct hprof_visitor refuser = { .ops = &refusing };
     struct tbuf b;
     tb_small_dump(&b, 8);
-    size_t header = strlen("JAVA PROFILE 1.0.2") + 1 + 4 + 8;
+    ck_assert_uint_gt(b.len, 200);
+    uint8_t *sent;
+    size_t n = sent_so_far(_i, b.data, 200, &sent); /* the dump goes on */
     for (int run = 0; run < 2; run++) {
         char *fifo = tl_temp_path(".fifo");
         ck_assert_int_eq(mkfifo(fifo, 0600), 0);
         int w = open(fifo, O_RDWR); /* a FIFO's writer that does not wait for a reader */
         ck_assert_int_ge(w, 0);
-        ck_assert_int_eq(write(w, b.data, header), (ssize_t)header);
-        ck_assert_int_eq(write(w, bad_record, sizeof bad_record), (ssize_t)sizeof bad_record);
+        ck_assert_int_eq(write(w, sent, n), (ssize_t)n);
         struct hprof_error err = { 0 };
         struct hprof_reader *r;
         struct hprof_input_info info;
         ck_assert_msg(hprof_input_open_stream(fifo, 1, &r, &info, &err) == HPROF_OK, "%s",
                       err.message);
-        if (run == 1) {
-            uint8_t *out;
-            size_t out_len;
-            ck_assert_int_ne(roundtrip(r, &out, &out_len, &err), HPROF_OK);
-            ck_assert_ptr_nonnull(strstr(err.message, "unknown record tag"));
-            free(out);
-        }
+        if (run == 1)
+            ck_assert_int_eq(hprof_reader_run(r, &refuser), HPROF_ERR_USAGE);
         hprof_reader_free(r); /* returns: the check's timeout says if not */
         close(w);
         unlink(fifo);
         free(fifo);
     }
+    free(sent);
     tb_free(&b);
 }
 END_TEST
@@ -928,7 +964,7 @@ int main(void)
     tcase_add_test(i, a_socket_read_error_says_its_offset);
     TCase *held = tcase_create("pipes held open");
     tcase_set_timeout(held, 20);
-    tcase_add_test(held, a_pipe_reader_stops_while_its_writer_holds_the_pipe_open);
+    tcase_add_loop_test(held, a_pipe_reader_stops_while_its_writer_holds_the_pipe_open, 0, 3);
     tcase_add_test(i, input_stream_reports_bad_gzip_and_zstd_as_the_spool_does);
     tcase_add_test(i, input_stream_stops_a_gzip_bomb_at_its_first_record);
     suite_add_tcase(s, i);

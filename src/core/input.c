@@ -138,6 +138,7 @@ static struct spool *spool_new(int from, int seekable, unsigned flags,
     s->info = info;
     s->stats = stats;
     s->in = from;
+    s->stop_fd = -1;
     s->seekable = seekable;
     s->out = -1;
     s->in_header = 1;
@@ -300,7 +301,7 @@ struct stream_input {
     struct spool *s;
     struct push_ring *ring;
     struct errand *producer;
-    int stop_pump[2];           /* the pump's wake-up when the reader stops, or -1 */
+    int stop_reading[2];        /* written to when the reader stops (a pipe's), or -1 */
     struct input_stats stats;
     struct hprof_input_info info;
 };
@@ -359,9 +360,12 @@ static void pump_into_ring(void *arg)
     struct hprof_error err = { 0 };
     int rc = ring_write(in->ring, in->head, in->n_head, &err);
     uint64_t at = in->n_head;
-    for (size_t got = 1; rc == HPROF_OK && got > 0;)
-        if ((rc = ring_write_from(in->ring, in->fd, in->stop_pump[0], &got, &err)) == HPROF_OK)
+    for (size_t got = 1; rc == HPROF_OK && got > 0;) {
+        if (wait_to_read(in->fd, in->stop_reading[0]))
+            break; /* the reader stopped: nobody reads what would come */
+        if ((rc = ring_write_from(in->ring, in->fd, &got, &err)) == HPROF_OK)
             at += got;
+    }
     if (rc != HPROF_OK && err.code == HPROF_ERR_IO) { /* where it failed */
         struct hprof_error where = { 0 };
         hprof_error_set(&where, HPROF_ERR_IO, "offset 0x%" PRIx64 ": %s", at, err.message);
@@ -377,13 +381,13 @@ static void stream_close(void *ctx)
     struct stream_input *in = ctx;
     if (in->ring != NULL)
         ring_close(in->ring, HPROF_ERR_USAGE);
-    if (in->stop_pump[1] >= 0) /* a pump waiting on a pipe nobody writes */
-        while (write(in->stop_pump[1], "", 1) < 0 && errno == EINTR)
+    if (in->stop_reading[1] >= 0) /* a thread waiting on a pipe nobody writes */
+        while (write(in->stop_reading[1], "", 1) < 0 && errno == EINTR)
             ;
     errand_free(in->producer);
     for (int i = 0; i < 2; i++)
-        if (in->stop_pump[i] >= 0)
-            close(in->stop_pump[i]);
+        if (in->stop_reading[i] >= 0)
+            close(in->stop_reading[i]);
     ring_free(in->ring);
     spool_free(in->s);
     if (in->own_fd)
@@ -391,15 +395,24 @@ static void stream_close(void *ctx)
     free(in);
 }
 
+/* The pipe that tells the thread reading a pipe that its reader stopped:
+ * the pipe's writer may never write or close it, and that thread waits
+ * for either. */
+static int open_stop_reading(struct stream_input *in, struct hprof_error *err)
+{
+    if (pipe2(in->stop_reading, O_CLOEXEC) == 0)
+        return HPROF_OK;
+    in->stop_reading[0] = in->stop_reading[1] = -1;
+    return hprof_error_set(err, HPROF_ERR_IO, "pipe2: %s", strerror(errno));
+}
+
 /* Start the pump of `in`, a plain pipe. */
 static int start_pump(struct stream_input *in, struct hprof_error *err)
 {
     if ((in->ring = ring_new(PUSH_RING_BYTES, err)) == NULL)
         return err->code;
-    if (pipe2(in->stop_pump, O_CLOEXEC) != 0) {
-        in->stop_pump[0] = in->stop_pump[1] = -1;
-        return hprof_error_set(err, HPROF_ERR_IO, "pipe2: %s", strerror(errno));
-    }
+    if (open_stop_reading(in, err) != HPROF_OK)
+        return err->code;
     if ((in->producer = errand_new(pump_into_ring, in)) == NULL)
         return hprof_error_set(err, HPROF_ERR_NOMEM, "out of memory or threads");
     errand_run(in->producer);
@@ -414,6 +427,9 @@ static int start_decompressor(struct stream_input *in, struct hprof_error *err)
         return err->code;
     if ((in->ring = ring_new(PUSH_RING_BYTES, err)) == NULL)
         return err->code;
+    if (!in->seekable && open_stop_reading(in, err) != HPROF_OK)
+        return err->code;
+    in->s->stop_fd = in->stop_reading[0];
     in->s->emit = emit_to_ring;
     in->s->emit_ctx = in->ring;
     memcpy(in->s->in_buf, in->head, in->n_head);
@@ -442,7 +458,7 @@ int hprof_input_open_stream(const char *path, unsigned threads, struct hprof_rea
     in->fd = fd;
     in->own_fd = own;
     in->threads = threads;
-    in->stop_pump[0] = in->stop_pump[1] = -1;
+    in->stop_reading[0] = in->stop_reading[1] = -1;
     in->seekable = read_as_file(fd, own, &st);
     if (in->seekable) {
         in->kind = file_kind(fd);

@@ -35,6 +35,7 @@ typedef int (*spool_emit_fn)(struct spool *s, const uint8_t *p, size_t n,
 
 struct spool {
     int in, out;
+    int stop_fd;                /* readable once the reader stopped (a pipe's), or -1 */
     spool_emit_fn emit;
     void *emit_ctx;             /* what emit writes to, besides `out` */
     int seekable;               /* `in` is a regular file: read with pread */
@@ -81,6 +82,10 @@ int spool_put(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *e
 int spool_fill_zeros(struct spool *s, struct hprof_error *err);
 /* The emit of a copy to the temporary file s->out, within its room. */
 int spool_emit_file(struct spool *s, const uint8_t *p, size_t n, struct hprof_error *err);
+/* Wait until `fd` has bytes, or its end, to read: 0; or 1 when `stop_fd`
+ * became readable first (the reader of what is read stopped, and a
+ * pipe's writer may never write or close). */
+int wait_to_read(int fd, int stop_fd);
 /* Up to `len` bytes of the input at offset `at` (a file, or a pipe read
  * through its tape), or next (a pipe). */
 ssize_t spool_read_in(struct spool *s, uint8_t *buf, size_t len, uint64_t at);

@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,11 +231,24 @@ int spool_fill_zeros(struct spool *s, struct hprof_error *err)
                            strerror(errno));
 }
 
-static ssize_t read_retried(int fd, uint8_t *buf, size_t len)
+int wait_to_read(int fd, int stop_fd)
 {
+    struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
+    while (poll(p, 2, -1) < 0 && errno == EINTR)
+        ;
+    return (p[1].revents & POLLIN) != 0;
+}
+
+/* A read of a pipe, unless the reader stopped first: ECANCELED. */
+static ssize_t read_retried(const struct spool *s, uint8_t *buf, size_t len)
+{
+    if (s->stop_fd >= 0 && wait_to_read(s->in, s->stop_fd)) {
+        errno = ECANCELED;
+        return -1;
+    }
     ssize_t n;
     do
-        n = read(fd, buf, len);
+        n = read(s->in, buf, len);
     while (n < 0 && errno == EINTR);
     return n;
 }
@@ -296,8 +310,9 @@ static int tape_room(struct in_tape *t, size_t want)
 /* The bytes at `at` from the tape, read from the pipe onto it if `at` is
  * where it ends.  Offsets released, or past what was read, are not there:
  * ESPIPE (a caller's error: its offsets only move on). */
-static ssize_t tape_read(struct in_tape *t, int fd, uint8_t *buf, size_t len, uint64_t at)
+static ssize_t tape_read(const struct spool *s, uint8_t *buf, size_t len, uint64_t at)
 {
+    struct in_tape *t = s->tape;
     if (at < t->base || at > t->base + t->len) {
         errno = ESPIPE;
         return -1;
@@ -307,7 +322,7 @@ static ssize_t tape_read(struct in_tape *t, int fd, uint8_t *buf, size_t len, ui
             errno = ENOMEM;
             return -1;
         }
-        ssize_t n = read_retried(fd, t->buf + t->start + t->len, len);
+        ssize_t n = read_retried(s, t->buf + t->start + t->len, len);
         if (n <= 0)
             return n;
         t->len += (size_t)n;
@@ -324,9 +339,9 @@ static ssize_t tape_read(struct in_tape *t, int fd, uint8_t *buf, size_t len, ui
 ssize_t spool_read_in(struct spool *s, uint8_t *buf, size_t len, uint64_t at)
 {
     if (s->tape != NULL)
-        return tape_read(s->tape, s->in, buf, len, at);
+        return tape_read(s, buf, len, at);
     if (!s->seekable)
-        return read_retried(s->in, buf, len);
+        return read_retried(s, buf, len);
     ssize_t n;
     do
         n = pread(s->in, buf, len, (off_t)at);

@@ -6,7 +6,6 @@
  * of one worker, so that threads start in pool.c alone).
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,23 +110,12 @@ int ring_write(struct push_ring *g, const void *buf, size_t len, struct hprof_er
     return HPROF_OK;
 }
 
-/* Wait until `fd` has bytes (or its end) to read: 0, or 1 when `stop_fd`
- * became readable first. */
-static int wait_readable(int fd, int stop_fd)
-{
-    struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
-    while (poll(p, 2, -1) < 0 && errno == EINTR)
-        ;
-    return (p[1].revents & POLLIN) != 0;
-}
-
-int ring_write_from(struct push_ring *g, int fd, int stop_fd, size_t *got,
-                    struct hprof_error *err)
+int ring_write_from(struct push_ring *g, int fd, size_t *got, struct hprof_error *err)
 {
     uint8_t *at;
     size_t room;
     room_to_write(g, &at, &room);
-    if (room == 0 || wait_readable(fd, stop_fd))
+    if (room == 0)
         return closed_by_reader(g, err);
     ssize_t n;
     do

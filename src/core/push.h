@@ -32,12 +32,9 @@ void ring_free(struct push_ring *g);
  * reader stopped). */
 int ring_write(struct push_ring *g, const void *buf, size_t len, struct hprof_error *err);
 /* The writer's: what one read() of `fd` gives, read into the ring
- * (waiting for room first, then for `fd`); *got 0 at the end of the file.
- * A byte written to `stop_fd` (the reader's, when it stops) ends a wait
- * for `fd`, whose writer may never write or close.  @return HPROF_OK, the
- * read's error, or the reader's code once it closed. */
-int ring_write_from(struct push_ring *g, int fd, int stop_fd, size_t *got,
-                    struct hprof_error *err);
+ * (waiting for room first); *got 0 at the end of the file.  @return
+ * HPROF_OK, the read's error, or the reader's code once it closed. */
+int ring_write_from(struct push_ring *g, int fd, size_t *got, struct hprof_error *err);
 /* The writer's: the stream ends here; with `why` (not NULL, code set) the
  * reader gets that error, after the bytes written before it. */
 void ring_end(struct push_ring *g, const struct hprof_error *why);
