@@ -30,7 +30,7 @@
 #include "errand.h"
 #include "input_spool.h"
 #include "pool.h"
-#include "push.h"
+#include "ring.h"
 #include "reader_internal.h"
 
 static int temp_file(struct spool *s, struct hprof_error *err)

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "pool.h"
-#include "push.h"
+#include "ring.h"
 #include "reader_private.h"
 
 #define RELEASE_STEP (8u << 20)
