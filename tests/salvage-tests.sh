@@ -53,7 +53,8 @@ run "$B/hprof-verify" --help
 grep -q -- '--salvage' "$T/out" || die "hprof-verify --help lacks --salvage"
 run "$B/hprof-info" --help
 grep -q -- '--salvage' "$T/out" || die "hprof-info --help lacks --salvage"
-f=$(echo $inputs | cut -d' ' -f1)
+first=$(echo $inputs | cut -d' ' -f1) # a dump of several MB: gzip and zstd blocks to cut
+f=$first
 size=$(wc -c < "$f")
 head -c $((size / 2)) "$f" > "$T/half.hprof"
 run "$B/hprof-shrink" -f "$T/half.hprof" "$T/half.out"
@@ -150,6 +151,7 @@ for salvage in "" --salvage; do
         die "a profile without a heap dump, $salvage: exit $rc: $(cat "$T/err")"
 done
 
+f=$first
 for z in gzip zstd; do
     banner "salvage: a $z input cut short, from a file and from a pipe"
     ext=$([ $z = gzip ] && echo gz || echo zst)
