@@ -96,6 +96,13 @@ static int make_room(struct read_window *w, size_t n, size_t have, struct hprof_
 
 /* ---- A stream ---------------------------------------------------------------- */
 
+/* The stream has ended: its size is what it gave. */
+static void stream_ended(struct read_window *w)
+{
+    w->stream->ended = 1;
+    w->size = w->stream->got;
+}
+
 /* Read what the stream gives into the buffer after `lim`, once; at its
  * end, its size becomes known. */
 static int stream_read(struct read_window *w, struct hprof_error *err)
@@ -109,26 +116,41 @@ static int stream_read(struct read_window *w, struct hprof_error *err)
                                "offset 0x%" PRIx64 ": the read function failed (%d)", s->got, rc);
     if (rc != HPROF_OK)
         return rc;
-    if (got == 0) {
-        s->ended = 1;
-        w->size = s->got;
-    }
+    if (got == 0)
+        stream_ended(w);
     s->got += got;
     w->lim += got;
     return HPROF_OK;
+}
+
+/* The window's `have` bytes at `cur` moved to the front of its buffer,
+ * grown to hold `n`; where it cannot grow, the window stays as it was. */
+static int into_buffer(struct read_window *w, size_t n, size_t have, struct hprof_error *err)
+{
+    int rc = make_room(w, n, have, err);
+    if (rc == HPROF_OK) {
+        w->cur = w->buf;
+        w->lim = w->buf + have;
+    }
+    return rc;
+}
+
+/* The stream read into the buffer after `lim` until the window holds `n`
+ * bytes or the stream has ended. */
+static int read_until(struct read_window *w, size_t n, struct hprof_error *err)
+{
+    int rc = HPROF_OK;
+    while (rc == HPROF_OK && window_avail(w) < n && !w->stream->ended)
+        rc = stream_read(w, err);
+    return rc;
 }
 
 /* The window holds `n` bytes, copied into its buffer, or the stream has
  * ended. */
 static int stream_copy(struct read_window *w, size_t n, struct hprof_error *err)
 {
-    size_t have = window_avail(w);
-    int rc = make_room(w, n, have, err);
-    w->cur = w->buf;
-    w->lim = w->buf + have;
-    while (rc == HPROF_OK && window_avail(w) < n && !w->stream->ended)
-        rc = stream_read(w, err);
-    return rc;
+    int rc = into_buffer(w, n, window_avail(w), err);
+    return rc == HPROF_OK ? read_until(w, n, err) : rc;
 }
 
 /* ---- A stream from a ring, read in place ------------------------------------- */
@@ -144,12 +166,6 @@ static void ring_give_back(struct read_window *w)
     if (w->ring_at != NULL)
         ring_advance(w->stream->ring, (size_t)(w->cur - w->ring_at));
     w->ring_at = NULL;
-}
-
-static void ring_ended(struct read_window *w)
-{
-    w->stream->ended = 1;
-    w->size = w->stream->got;
 }
 
 static int ring_fill(struct read_window *w, size_t n, struct hprof_error *err)
@@ -168,20 +184,16 @@ static int ring_fill(struct read_window *w, size_t n, struct hprof_error *err)
     w->cur = at;
     w->lim = at + len;
     if (ended)
-        ring_ended(w);
+        stream_ended(w);
     w->ring_at = at;
     if (len >= n || ended)
         return HPROF_OK;
     /* across the ring's end (or larger than the ring): into the buffer */
-    if ((rc = make_room(w, n, len, err)) != HPROF_OK)
+    if ((rc = into_buffer(w, n, len, err)) != HPROF_OK)
         return rc; /* the window stays over the ring's bytes */
     w->ring_at = NULL;
     ring_advance(s->ring, len);
-    w->cur = w->buf;
-    w->lim = w->buf + len;
-    while (rc == HPROF_OK && window_avail(w) < n && !s->ended)
-        rc = stream_read(w, err);
-    return rc;
+    return read_until(w, n, err);
 }
 
 static int ring_skip(struct read_window *w, uint64_t n, struct hprof_error *err)
@@ -207,7 +219,7 @@ static int ring_skip(struct read_window *w, uint64_t n, struct hprof_error *err)
         window_consume(w, used);
         n -= used;
         if (ended)
-            ring_ended(w);
+            stream_ended(w);
     }
     return HPROF_OK;
 }
